@@ -1,0 +1,63 @@
+"""``python -m cbudget demo`` / ``python -m cbudget --version``."""
+import argparse
+import sys
+import time
+
+import numpy as np
+
+
+def demo(rounds):
+    """Train on the shipped UCI Letters data (12,000 / 4,000 / 4,000 split, every
+    feature costs 1) and report accuracy and prediction cost per input."""
+    import cbudget
+    from cbudget.datasets import load_letters, train_valid_test_split
+
+    X, y, names = load_letters()
+    train_idx, valid_idx, test_idx = train_valid_test_split(len(y), (12000, 4000, 4000))
+    costs = np.ones(X.shape[1])
+    dtrain = cbudget.Dataset(X[train_idx], y[train_idx], feature_names=names,
+                             feature_costs=costs)
+    dvalid = cbudget.Dataset(X[valid_idx], y[valid_idx], reference=dtrain)
+    print(f"UCI Letters: {len(train_idx)} train / {len(valid_idx)} valid / "
+          f"{len(test_idx)} test, {X.shape[1]} features, 26 classes, each feature costs 1")
+    rows = []
+    for algorithm, params in [("gbdt", {"num_leaves": 31})]:
+        params = dict(params, algorithm=algorithm, objective="multi:softprob", num_class=26,
+                      learning_rate=0.1, eval_metric="merror")
+        start = time.perf_counter()
+        booster = cbudget.train(params, dtrain, rounds, evals=[(dvalid, "valid")],
+                                early_stopping_rounds=20, verbose_eval=25)
+        seconds = time.perf_counter() - start
+        best = booster[: booster.best_iteration + 1]
+        accuracy = float(np.mean(best.predict(X[test_idx]).argmax(axis=1) == y[test_idx]))
+        report = best.cost_report(X[test_idx])
+        rows.append((algorithm, best.num_boosted_rounds(), accuracy, report.mean_cost,
+                     len(report.features_used), seconds))
+    print()
+    print(f"{'algorithm':<12} {'rounds':>6} {'test accuracy':>14} {'cost/input':>11} "
+          f"{'features used':>14} {'train s':>8}")
+    for algorithm, n_rounds, accuracy, cost, n_used, seconds in rows:
+        print(f"{algorithm:<12} {n_rounds:>6} {accuracy:>14.4f} {cost:>11.3f} "
+              f"{n_used:>11} / {X.shape[1]:<2} {seconds:>6.1f}")
+
+
+def main(argv=None):
+    import cbudget
+
+    parser = argparse.ArgumentParser(prog="python -m cbudget", description=cbudget.__doc__
+                                     .splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"cbudget {cbudget.__version__}")
+    sub = parser.add_subparsers(dest="command")
+    demo_parser = sub.add_parser("demo", help="train on the shipped Letters data and report "
+                                              "accuracy and prediction cost")
+    demo_parser.add_argument("--rounds", type=int, default=200)
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        demo(args.rounds)
+        return 0
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

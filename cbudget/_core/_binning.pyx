@@ -1,0 +1,58 @@
+"""Map raw feature values to uint8 bins (quantile edges are found in dataset.py)."""
+from cython.parallel cimport prange
+from libc.math cimport isnan
+from libc.stdint cimport int64_t
+
+from ._types cimport X_BINNED_C
+
+ctypedef fused floating_t:
+    float
+    double
+
+
+def map_to_bins(
+    const floating_t[:, :] X,
+    const double[::1] edges,
+    const int64_t[::1] edges_indptr,
+    const X_BINNED_C missing_bin,
+    X_BINNED_C[::1, :] out,
+    int n_threads,
+):
+    """Bin every value of ``X`` in place into ``out``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float32 or float64, any layout
+    edges : ndarray of float64
+        The upper edges of all features, concatenated: feature ``f`` owns
+        ``edges[edges_indptr[f]:edges_indptr[f + 1]]`` (sorted, strictly increasing).
+        A value ``x`` falls in bin ``b`` = number of edges ``< x``, so that
+        ``x <= edges[t]`` exactly when ``b <= t``.
+    edges_indptr : ndarray of int64, shape (n_features + 1,)
+    missing_bin : uint8
+        Bin of NaN values.
+    out : ndarray of uint8, shape (n_samples, n_features), Fortran order
+    n_threads : int
+    """
+    cdef Py_ssize_t n_samples = X.shape[0]
+    cdef Py_ssize_t n_features = X.shape[1]
+    cdef Py_ssize_t i, f
+    cdef int64_t lo, hi, mid, start
+    cdef double x
+    for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
+        for f in range(n_features):
+            x = X[i, f]
+            if isnan(x):
+                out[i, f] = missing_bin
+                continue
+            # binary search: first edge >= x
+            start = edges_indptr[f]
+            lo = start
+            hi = edges_indptr[f + 1]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if edges[mid] < x:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            out[i, f] = <X_BINNED_C>(lo - start)

@@ -1,0 +1,197 @@
+"""Gradient/hessian histograms of one leaf, with the per-feature counts of inputs that
+have not yet acquired the feature (or its cost group), in the same pass.
+
+The acquisition counts feed the cost penalty of the split scorer (ARCHITECTURE section
+2); they are only computed when a bitset is given, so plain boosting pays nothing for
+them. Only the bins a feature uses (``0..n_value_bins[f]-1`` and the missing bin) are
+written; the split scan reads nothing else.
+"""
+from cython.parallel cimport prange
+from libc.stdint cimport int32_t, uint32_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memset
+
+from ._types cimport X_BINNED_C, hist_struct, BITSET_WORD_C
+
+# Below this many (row, feature) pairs a histogram is built on one thread: an OpenMP
+# region costs more than it saves on small leaves.
+cdef Py_ssize_t MIN_PARALLEL_WORK = 32768
+
+
+cdef inline void _feature_histogram(
+    Py_ssize_t f, const X_BINNED_C * column, const int32_t * rows, Py_ssize_t n_rows,
+    const double * ordered_gradients, const double * ordered_hessians,
+    uint32_t n_value_bins, int missing_bin, hist_struct * h,
+    const BITSET_WORD_C * acquired, Py_ssize_t acquired_words,
+    const BITSET_WORD_C * groups_touched, Py_ssize_t group_words,
+    const int32_t * feature_group,
+    uint32_t * unacquired_count, uint32_t * group_untouched_count) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef int32_t row, group
+    cdef X_BINNED_C b
+    cdef uint32_t missing_feature = 0, missing_group = 0
+    cdef BITSET_WORD_C feature_bit, group_bit
+    memset(h, 0, n_value_bins * sizeof(hist_struct))
+    memset(&h[missing_bin], 0, sizeof(hist_struct))
+    if acquired == NULL:
+        for i in range(n_rows):
+            b = column[rows[i]]
+            h[b].sum_gradients += ordered_gradients[i]
+            h[b].sum_hessians += ordered_hessians[i]
+            h[b].count += 1
+        return
+    # Same pass: one more counter per feature (and one per feature's group).
+    feature_bit = (<BITSET_WORD_C> 1) << (f & 63)
+    group = feature_group[f]
+    group_bit = (<BITSET_WORD_C> 1) << (group & 63) if group >= 0 else 0
+    for i in range(n_rows):
+        row = rows[i]
+        b = column[row]
+        h[b].sum_gradients += ordered_gradients[i]
+        h[b].sum_hessians += ordered_hessians[i]
+        h[b].count += 1
+        missing_feature += (acquired[row * acquired_words + (f >> 6)] & feature_bit) == 0
+        if group >= 0:
+            missing_group += (groups_touched[row * group_words + (group >> 6)] & group_bit) == 0
+    unacquired_count[f] = missing_feature
+    group_untouched_count[f] = missing_group
+
+
+cdef void build_histograms_core(
+    const X_BINNED_C * binned, Py_ssize_t n_samples, Py_ssize_t n_features,
+    const int32_t * rows, Py_ssize_t n_rows,
+    const double * gradients, const double * hessians,
+    const unsigned char * feature_mask, const uint32_t * n_value_bins, int missing_bin,
+    hist_struct * out, Py_ssize_t n_bins,
+    double * ordered_gradients, double * ordered_hessians,
+    const BITSET_WORD_C * acquired, Py_ssize_t acquired_words,
+    const BITSET_WORD_C * groups_touched, Py_ssize_t group_words,
+    const int32_t * feature_group,
+    uint32_t * unacquired_count, uint32_t * group_untouched_count,
+    int n_threads) noexcept nogil:
+    """Histograms of the rows ``rows[:n_rows]``; ``binned`` is Fortran ordered
+    (feature ``f`` of row ``r`` at ``binned[f * n_samples + r]``); ``out`` holds
+    ``n_features x n_bins`` structs. ``acquired == NULL``: no acquisition counts.
+    ``ordered_*`` are scratch buffers of at least ``n_rows`` doubles."""
+    cdef Py_ssize_t i, f
+    # Gradients gathered in the leaf's row order once, so that each feature's pass
+    # reads them sequentially.
+    for i in range(n_rows):
+        ordered_gradients[i] = gradients[rows[i]]
+        ordered_hessians[i] = hessians[rows[i]]
+    if n_threads > 1 and n_rows * n_features >= MIN_PARALLEL_WORK:
+        for f in prange(n_features, schedule="static", num_threads=n_threads):
+            if feature_mask[f]:
+                _feature_histogram(
+                    f, &binned[f * n_samples], rows, n_rows, ordered_gradients,
+                    ordered_hessians, n_value_bins[f], missing_bin, &out[f * n_bins],
+                    acquired, acquired_words, groups_touched, group_words, feature_group,
+                    unacquired_count, group_untouched_count)
+    else:
+        for f in range(n_features):
+            if feature_mask[f]:
+                _feature_histogram(
+                    f, &binned[f * n_samples], rows, n_rows, ordered_gradients,
+                    ordered_hessians, n_value_bins[f], missing_bin, &out[f * n_bins],
+                    acquired, acquired_words, groups_touched, group_words, feature_group,
+                    unacquired_count, group_untouched_count)
+
+
+cdef void subtract_histograms_core(
+    const hist_struct * parent, const hist_struct * child, hist_struct * out,
+    Py_ssize_t n_features, Py_ssize_t n_bins, const unsigned char * feature_mask,
+    const uint32_t * n_value_bins, int missing_bin) noexcept nogil:
+    """``out = parent - child`` over the used bins of the masked-in features."""
+    cdef Py_ssize_t f, b, k
+    for f in range(n_features):
+        if not feature_mask[f]:
+            continue
+        for k in range(n_value_bins[f] + 1):
+            b = f * n_bins + (k if k < n_value_bins[f] else missing_bin)
+            out[b].sum_gradients = parent[b].sum_gradients - child[b].sum_gradients
+            out[b].sum_hessians = parent[b].sum_hessians - child[b].sum_hessians
+            out[b].count = parent[b].count - child[b].count
+
+
+def _check_shapes(binned, out, n_value_bins, missing_bin):
+    if out.shape[0] != binned.shape[1] or n_value_bins.shape[0] != binned.shape[1]:
+        raise ValueError("out / n_value_bins do not match the number of features")
+    if not 0 <= missing_bin < out.shape[1] or max(n_value_bins, default=0) > missing_bin:
+        raise ValueError("missing_bin must be a valid bin above every value bin")
+
+
+def build_histograms(
+    const X_BINNED_C[::1, :] binned,
+    const int32_t[::1] rows,
+    const double[::1] gradients,
+    const double[::1] hessians,
+    const unsigned char[::1] feature_mask,
+    const uint32_t[::1] n_value_bins,
+    int missing_bin,
+    hist_struct[:, ::1] out,
+    int n_threads,
+    const BITSET_WORD_C[:, ::1] acquired=None,
+    const BITSET_WORD_C[:, ::1] groups_touched=None,
+    const int32_t[::1] feature_group=None,
+    uint32_t[::1] unacquired_count=None,
+    uint32_t[::1] group_untouched_count=None,
+):
+    """Histograms of the leaf whose training rows are ``rows``.
+
+    Parameters
+    ----------
+    binned : uint8 array of shape (n_samples, n_features), Fortran order
+    rows : int32 array of shape (n_rows,)
+    gradients, hessians : float64 arrays of shape (n_samples,)
+    feature_mask : uint8 array of shape (n_features,); only masked-in features are built
+    n_value_bins : uint32 array of shape (n_features,)
+    missing_bin : int
+    out : HISTOGRAM_DTYPE array of shape (n_features, n_bins)
+        Bins ``0..n_value_bins[f]-1`` and ``missing_bin`` of masked-in features are
+        overwritten; the other bins are not touched.
+    acquired : uint64 array of shape (n_samples, ceil(n_features / 64)), optional
+        When given, also count per feature ``f`` the rows without bit ``f``
+        (``unacquired_count[f]``) and the rows that have not touched ``f``'s cost group
+        (``group_untouched_count[f]``, 0 for ``feature_group[f] < 0``), in the same pass.
+    groups_touched : uint64 array of shape (n_samples, n_group_words)
+    feature_group : int32 array of shape (n_features,)
+    unacquired_count, group_untouched_count : uint32 arrays of shape (n_features,)
+    """
+    _check_shapes(binned, out, n_value_bins, missing_bin)
+    cdef Py_ssize_t n_rows = rows.shape[0]
+    cdef double * og = <double *> malloc(max(n_rows, 1) * sizeof(double))
+    cdef double * oh = <double *> malloc(max(n_rows, 1) * sizeof(double))
+    cdef const BITSET_WORD_C * acq = NULL
+    cdef const BITSET_WORD_C * grp = NULL
+    cdef const int32_t * fg = NULL
+    cdef uint32_t * uc = NULL
+    cdef uint32_t * gc = NULL
+    cdef Py_ssize_t acq_words = 0, grp_words = 0
+    if acquired is not None:
+        acq, acq_words = &acquired[0, 0], acquired.shape[1]
+        grp, grp_words = &groups_touched[0, 0], groups_touched.shape[1]
+        fg, uc, gc = &feature_group[0], &unacquired_count[0], &group_untouched_count[0]
+    with nogil:
+        build_histograms_core(
+            &binned[0, 0], binned.shape[0], binned.shape[1], &rows[0] if n_rows else NULL,
+            n_rows, &gradients[0], &hessians[0], &feature_mask[0], &n_value_bins[0],
+            missing_bin, &out[0, 0], out.shape[1], og, oh, acq, acq_words, grp, grp_words,
+            fg, uc, gc, n_threads)
+    free(og)
+    free(oh)
+
+
+def subtract_histograms(
+    const hist_struct[:, ::1] parent,
+    const hist_struct[:, ::1] child,
+    const unsigned char[::1] feature_mask,
+    const uint32_t[::1] n_value_bins,
+    int missing_bin,
+    hist_struct[:, ::1] out,
+):
+    """``out = parent - child`` (the sibling's histogram) over the used bins of the
+    masked-in features."""
+    with nogil:
+        subtract_histograms_core(&parent[0, 0], &child[0, 0], &out[0, 0], parent.shape[0],
+                                 parent.shape[1], &feature_mask[0], &n_value_bins[0],
+                                 missing_bin)

@@ -1,0 +1,24 @@
+from libc.stdint cimport uint32_t
+
+from ._types cimport hist_struct
+
+cdef struct split_struct:
+    double gain            # raw gain minus cost penalty
+    double raw_gain
+    double cost_penalty
+    int feature            # -1: no admissible split
+    int bin_threshold
+    unsigned char default_left
+    double sum_gradient_left
+    double sum_hessian_left
+    uint32_t count_left
+
+cdef split_struct find_best_split_core(
+    const hist_struct * histograms, Py_ssize_t n_features, Py_ssize_t n_bins,
+    const uint32_t * n_value_bins, int missing_bin, const unsigned char * feature_mask,
+    double sum_gradients, double sum_hessians, uint32_t count,
+    double reg_lambda, double min_child_weight, uint32_t min_data_in_leaf,
+    const double * cost_penalty, split_struct * per_feature, int n_threads) noexcept nogil
+
+cdef double leaf_value_core(double sum_gradients, double sum_hessians,
+                            double reg_lambda) noexcept nogil

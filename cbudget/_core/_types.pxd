@@ -1,0 +1,29 @@
+# Shared C types of the kernels. Each struct mirrors a numpy dtype defined in _types.pyx
+# (aligned, same field order), so struct arrays pass between Python and Cython as typed
+# memoryviews without copies.
+from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t
+
+ctypedef uint8_t X_BINNED_C
+ctypedef double G_H_C
+ctypedef uint64_t BITSET_WORD_C
+
+cdef struct hist_struct:
+    double sum_gradients
+    double sum_hessians
+    uint32_t count
+
+cdef struct node_struct:
+    double value
+    double threshold
+    double gain
+    double cost_penalty
+    double sum_hessian
+    double path_cost
+    int32_t left
+    int32_t right
+    int32_t feature
+    int32_t n_samples
+    int32_t new_acquisitions
+    int32_t depth
+    uint8_t bin_threshold
+    uint8_t default_left

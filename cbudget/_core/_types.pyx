@@ -1,0 +1,32 @@
+"""numpy dtypes that mirror the structs of ``_types.pxd``."""
+import numpy as np
+
+X_BINNED_DTYPE = np.uint8
+G_H_DTYPE = np.float64
+BITSET_WORD_DTYPE = np.uint64
+
+HISTOGRAM_DTYPE = np.dtype(
+    [("sum_gradients", np.float64), ("sum_hessians", np.float64), ("count", np.uint32)],
+    align=True,
+)
+
+# One tree is a flat array of these; children are node ids within the same tree (-1 = leaf).
+NODE_DTYPE = np.dtype(
+    [
+        ("value", np.float64),
+        ("threshold", np.float64),
+        ("gain", np.float64),
+        ("cost_penalty", np.float64),
+        ("sum_hessian", np.float64),
+        ("path_cost", np.float64),
+        ("left", np.int32),
+        ("right", np.int32),
+        ("feature", np.int32),
+        ("n_samples", np.int32),
+        ("new_acquisitions", np.int32),
+        ("depth", np.int32),
+        ("bin_threshold", np.uint8),
+        ("default_left", np.uint8),
+    ],
+    align=True,
+)

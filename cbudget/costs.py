@@ -1,0 +1,305 @@
+"""The cost model (ARCHITECTURE section 2) -- the one definition used by training,
+prediction, the JSON format and the benchmarks.
+
+* ``feature_costs[m]``: paid once per input the first time any node on the input's
+  paths tests feature ``m`` (the value is cached afterwards).
+* cost groups: ``group_costs[g]`` is paid once per input when the first feature of
+  group ``g`` is acquired (on top of that feature's own ``feature_costs[m]``).
+* ``coupled_costs[m]``: paid once per model if ``m`` is used anywhere.
+* ``split_cost``: per input per split node evaluated; ``tree_cost``: per input per tree.
+
+``cost(x) = sum_{m acquired} feature_costs[m] + sum_{g touched} group_costs[g]
++ split_cost * #split nodes visited + tree_cost * #trees evaluated``.
+"""
+from dataclasses import dataclass, field
+from numbers import Real
+
+import numpy as np
+
+from ._core._acquisition import bitset_to_bool
+from ._core._predict import predict_cost as _predict_cost_kernel
+from ._core._types import BITSET_WORD_DTYPE
+
+__all__ = ["CostModel", "CostReport"]
+
+
+def _n_words(n_bits):
+    return max(1, (int(n_bits) + 63) // 64)
+
+
+def _check_scalar_cost(value, name):
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be finite and >= 0, got {value}")
+    return value
+
+
+def _resolve_feature(key, feature_names, what):
+    """Index of a feature given by index or by name."""
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        if not 0 <= key < len(feature_names):
+            raise ValueError(f"{what}: feature index {key} out of range [0, {len(feature_names)})")
+        return int(key)
+    if isinstance(key, str):
+        try:
+            return feature_names.index(key)
+        except ValueError:
+            raise ValueError(f"{what}: unknown feature name {key!r}") from None
+    raise TypeError(f"{what}: a feature is named by an int index or a str name, got {key!r}")
+
+
+def _per_feature_costs(costs, feature_names, name):
+    """float64 array of length n_features from None, an array-like or a dict by name."""
+    n_features = len(feature_names)
+    if costs is None:
+        return np.zeros(n_features)
+    if isinstance(costs, dict):
+        out = np.zeros(n_features)
+        for key, value in costs.items():
+            out[_resolve_feature(key, feature_names, name)] = _check_scalar_cost(
+                value, f"{name}[{key!r}]")
+        return out
+    try:
+        out = np.asarray(costs, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an array of numbers or a dict keyed by feature name")
+    if out.ndim != 1 or out.shape[0] != n_features:
+        raise ValueError(f"{name} must have one entry per feature ({n_features}), "
+                         f"got shape {out.shape}")
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"{name} must be finite")
+    if np.any(out < 0):
+        raise ValueError(f"{name} must be >= 0; negative at feature(s) "
+                         f"{np.flatnonzero(out < 0).tolist()}")
+    return out.copy()
+
+
+@dataclass
+class CostReport:
+    """What predictions on a data set cost (see :meth:`cbudget.Booster.cost_report`).
+
+    Attributes
+    ----------
+    mean_cost : float
+        Mean per-input prediction cost.
+    per_input_cost : ndarray of shape (n_samples,)
+    acquisition_rate : ndarray of shape (n_features,)
+        Fraction of inputs for which each feature is acquired.
+    features_used : list of str
+        Features tested anywhere in the model.
+    coupled_cost : float
+        Fixed once-per-model cost, ``sum of coupled_costs over features_used``.
+    feature_names : list of str
+    """
+
+    mean_cost: float
+    per_input_cost: np.ndarray = field(repr=False)
+    acquisition_rate: np.ndarray = field(repr=False)
+    features_used: list
+    coupled_cost: float
+    feature_names: list = field(repr=False)
+
+    def __str__(self):
+        lines = [f"mean cost per input: {self.mean_cost:.6g}",
+                 f"coupled (once per model) cost: {self.coupled_cost:.6g}",
+                 f"features used: {len(self.features_used)} of {len(self.feature_names)}"]
+        order = np.argsort(-self.acquisition_rate, kind="stable")
+        for m in order:
+            if self.acquisition_rate[m] > 0:
+                lines.append(f"  {self.feature_names[m]}: acquired for "
+                             f"{100 * self.acquisition_rate[m]:.2f}% of inputs")
+        return "\n".join(lines)
+
+
+class CostModel:
+    """Feature, group, coupled, split and tree costs of a model (ARCHITECTURE section 2).
+
+    Build it with :meth:`from_user` (validation of user input by name or index) or
+    :meth:`from_dict` (a saved model).
+
+    Attributes
+    ----------
+    feature_costs : ndarray of float64, shape (n_features,)
+    feature_group : ndarray of int32, shape (n_features,); -1 = no group
+    group_costs : ndarray of float64, shape (n_groups,)
+    group_names : list of str
+    coupled_costs : ndarray of float64, shape (n_features,)
+    split_cost, tree_cost : float
+    """
+
+    def __init__(self, feature_costs, feature_group, group_costs, group_names,
+                 coupled_costs, split_cost, tree_cost):
+        self.feature_costs = np.ascontiguousarray(feature_costs, dtype=np.float64)
+        self.feature_group = np.ascontiguousarray(feature_group, dtype=np.int32)
+        self.group_costs = np.ascontiguousarray(group_costs, dtype=np.float64)
+        self.group_names = list(group_names)
+        self.coupled_costs = np.ascontiguousarray(coupled_costs, dtype=np.float64)
+        self.split_cost = float(split_cost)
+        self.tree_cost = float(tree_cost)
+
+    @property
+    def n_features(self):
+        return self.feature_costs.shape[0]
+
+    @property
+    def n_groups(self):
+        return self.group_costs.shape[0]
+
+    @classmethod
+    def from_user(cls, feature_names, feature_costs=None, cost_groups=None, group_costs=None,
+                  coupled_costs=None, split_cost=0.0, tree_cost=0.0):
+        """Validate user-given costs.
+
+        Parameters
+        ----------
+        feature_names : list of str
+        feature_costs, coupled_costs : None, array-like of shape (n_features,) or dict
+            A dict maps feature names (or indices) to costs; features left out cost 0.
+        cost_groups : None, dict {group name: list of features} or list of lists
+            Features are given by name or index; a feature belongs to at most one group.
+        group_costs : None, array-like of shape (n_groups,) or dict {group name: cost}
+        split_cost, tree_cost : float >= 0
+        """
+        feature_names = list(feature_names)
+        n_features = len(feature_names)
+        feature_costs = _per_feature_costs(feature_costs, feature_names, "feature_costs")
+        coupled_costs = _per_feature_costs(coupled_costs, feature_names, "coupled_costs")
+        feature_group = np.full(n_features, -1, dtype=np.int32)
+        group_names = []
+        if cost_groups is not None:
+            if isinstance(cost_groups, dict):
+                items = [(str(k), v) for k, v in cost_groups.items()]
+            elif isinstance(cost_groups, (list, tuple)):
+                items = [(f"group_{g}", v) for g, v in enumerate(cost_groups)]
+            else:
+                raise TypeError("cost_groups must be a dict {name: [features]} or a list of "
+                                f"lists of features, got {type(cost_groups).__name__}")
+            for g, (gname, members) in enumerate(items):
+                if isinstance(members, (str, int, np.integer)) or not hasattr(members, "__iter__"):
+                    raise TypeError(f"cost group {gname!r} must be a list of features")
+                members = list(members)
+                if not members:
+                    raise ValueError(f"cost group {gname!r} is empty")
+                for key in members:
+                    m = _resolve_feature(key, feature_names, f"cost group {gname!r}")
+                    if feature_group[m] >= 0 and feature_group[m] != g:
+                        raise ValueError(f"feature {feature_names[m]!r} is in two cost groups "
+                                         f"({group_names[feature_group[m]]!r} and {gname!r})")
+                    feature_group[m] = g
+                group_names.append(gname)
+        n_groups = len(group_names)
+        if group_costs is None:
+            if n_groups:
+                raise ValueError("cost_groups given without group_costs")
+            group_costs_arr = np.zeros(0)
+        elif n_groups == 0:
+            raise ValueError("group_costs given without cost_groups")
+        elif isinstance(group_costs, dict):
+            group_costs_arr = np.zeros(n_groups)
+            for key, value in group_costs.items():
+                if str(key) not in group_names:
+                    raise ValueError(f"group_costs: unknown cost group {key!r}; "
+                                     f"groups are {group_names}")
+                group_costs_arr[group_names.index(str(key))] = _check_scalar_cost(
+                    value, f"group_costs[{key!r}]")
+        else:
+            group_costs_arr = _per_feature_costs(group_costs, group_names, "group_costs")
+        return cls(feature_costs, feature_group, group_costs_arr, group_names, coupled_costs,
+                   _check_scalar_cost(split_cost, "split_cost"),
+                   _check_scalar_cost(tree_cost, "tree_cost"))
+
+    def to_dict(self):
+        """JSON-ready dict (the ``cost_model`` section of the model format)."""
+        return {
+            "feature_costs": self.feature_costs.tolist(),
+            "feature_group": self.feature_group.tolist(),
+            "group_names": list(self.group_names),
+            "group_costs": self.group_costs.tolist(),
+            "coupled_costs": self.coupled_costs.tolist(),
+            "split_cost": self.split_cost,
+            "tree_cost": self.tree_cost,
+        }
+
+    @classmethod
+    def from_dict(cls, d, n_features):
+        """Inverse of :meth:`to_dict`, validating lengths and values (ValueError)."""
+        try:
+            feature_costs = np.asarray(d["feature_costs"], dtype=np.float64)
+            feature_group = np.asarray(d["feature_group"], dtype=np.int64)
+            group_costs = np.asarray(d["group_costs"], dtype=np.float64)
+            coupled_costs = np.asarray(d["coupled_costs"], dtype=np.float64)
+            group_names = [str(g) for g in d["group_names"]]
+            split_cost, tree_cost = float(d["split_cost"]), float(d["tree_cost"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"invalid cost_model section: {exc!r}") from None
+        for name, arr, length in (("feature_costs", feature_costs, n_features),
+                                  ("feature_group", feature_group, n_features),
+                                  ("coupled_costs", coupled_costs, n_features),
+                                  ("group_costs", group_costs, len(group_names))):
+            if arr.ndim != 1 or arr.shape[0] != length:
+                raise ValueError(f"cost_model.{name} must have length {length}")
+        for name, arr in (("feature_costs", feature_costs), ("group_costs", group_costs),
+                          ("coupled_costs", coupled_costs),
+                          ("split_cost", np.array([split_cost])),
+                          ("tree_cost", np.array([tree_cost]))):
+            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+                raise ValueError(f"cost_model.{name} must be finite and >= 0")
+        if np.any(feature_group < -1) or np.any(feature_group >= len(group_names)):
+            raise ValueError("cost_model.feature_group refers to a missing group")
+        return cls(feature_costs, feature_group, group_costs, group_names, coupled_costs,
+                   split_cost, tree_cost)
+
+    def is_zero(self):
+        """True when nothing costs anything."""
+        return not (self.feature_costs.any() or self.group_costs.any()
+                    or self.coupled_costs.any() or self.split_cost or self.tree_cost)
+
+    def new_bitsets(self, n_samples):
+        """Zeroed (acquired, groups_touched) bitsets for ``n_samples`` inputs: nothing
+        acquired yet."""
+        return (np.zeros((n_samples, _n_words(self.n_features)), dtype=BITSET_WORD_DTYPE),
+                np.zeros((n_samples, _n_words(self.n_groups)), dtype=BITSET_WORD_DTYPE))
+
+    def accumulate(self, X, nodes, tree_offsets, bitsets, cost, *, node_counts=None,
+                   n_threads=1):
+        """Add to ``cost`` what evaluating the trees costs each input of ``X``, given the
+        acquisitions already in ``bitsets`` (updated in place).
+
+        Parameters
+        ----------
+        X : float32/float64 ndarray of shape (n_samples, n_features)
+        nodes : NODE_DTYPE array (trees back to back); tree_offsets : int64 array
+        bitsets : pair of uint64 arrays from :meth:`new_bitsets`
+        cost : float64 array of shape (n_samples,), incremented
+        node_counts : int64 array of shape (n_nodes,), optional
+            Incremented by the number of inputs that first acquire each node's feature
+            at that node.
+        """
+        per_thread = np.zeros((n_threads if node_counts is not None else 0, nodes.shape[0]),
+                              dtype=np.int64)
+        added = np.empty(X.shape[0], dtype=np.float64)
+        _predict_cost_kernel(X, nodes, tree_offsets, self.feature_costs, self.feature_group,
+                             self.group_costs, self.split_cost, self.tree_cost, added,
+                             bitsets[0], bitsets[1], per_thread, n_threads)
+        cost += added
+        if node_counts is not None:
+            node_counts += per_thread.sum(axis=0)
+
+    def acquired_matrix(self, bitsets):
+        """(n_samples, n_features) uint8 0/1 matrix of the acquired features."""
+        acquired = np.zeros((bitsets[0].shape[0], self.n_features), dtype=np.uint8)
+        bitset_to_bool(bitsets[0], self.n_features, acquired)
+        return acquired
+
+    def acquisition_cost(self, features):
+        """Cost of acquiring the distinct ``features`` once, groups included."""
+        features = np.unique(np.asarray(features, dtype=np.int64))
+        groups = np.unique(self.feature_group[features])
+        groups = groups[groups >= 0]
+        return float(self.feature_costs[features].sum() + self.group_costs[groups].sum())
+
+    def coupled_cost(self, used_features):
+        """Fixed once-per-model cost of the features in ``used_features``."""
+        return float(self.coupled_costs[np.asarray(used_features, dtype=np.int64)].sum())

@@ -1,0 +1,245 @@
+"""Dataset: validated input data, labels, weights, costs, and quantile-binned features."""
+import numbers
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ._core._binning import map_to_bins
+from ._core._openmp_helpers import resolve_n_threads
+from ._core._types import X_BINNED_DTYPE
+from .costs import CostModel
+
+__all__ = ["Dataset", "as_float_matrix"]
+
+# Bin edges are found on at most this many rows (as scikit-learn's binner does).
+_BINNING_SUBSAMPLE = 200_000
+
+
+def as_float_matrix(data, what="data"):
+    """Convert numpy / pandas / scipy.sparse input to a C-ordered float32/float64 matrix.
+
+    Returns ``(X, column_names)`` where ``column_names`` is a list of str for a pandas
+    DataFrame and None otherwise. Implicit zeros of a sparse matrix are zeros, not
+    missing values; NaN marks a missing value.
+    """
+    names = None
+    if hasattr(data, "columns") and hasattr(data, "to_numpy") and hasattr(data, "dtypes"):
+        names = [str(c) for c in data.columns]
+        for col, dtype in zip(names, data.dtypes):
+            kind = getattr(dtype, "kind", "O")
+            if kind not in "biuf":
+                raise TypeError(f"{what}: column {col!r} has dtype {dtype}; only numeric and "
+                                "bool columns are supported (encode categories first)")
+        data = data.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        try:
+            import scipy.sparse as sp
+        except ImportError:  # pragma: no cover - scipy is a dependency
+            sp = None
+        if sp is not None and sp.issparse(data):
+            data = data.toarray()
+    if not isinstance(data, np.ndarray):
+        try:
+            data = np.asarray(data)
+        except Exception as exc:  # noqa: BLE001 - report any conversion failure clearly
+            raise TypeError(f"{what}: cannot convert {type(data).__name__} to an array: {exc}")
+    if data.dtype.kind not in "biuf":
+        if data.dtype.kind == "O":
+            try:
+                data = data.astype(np.float64)
+            except (TypeError, ValueError):
+                raise TypeError(f"{what}: object array with non-numeric values") from None
+        else:
+            raise TypeError(f"{what}: unsupported dtype {data.dtype}; expected numbers")
+    if data.ndim != 2:
+        raise ValueError(f"{what} must be 2-D (n_samples, n_features), got {data.ndim}-D "
+                         f"with shape {data.shape}")
+    if data.shape[0] == 0 or data.shape[1] == 0:
+        raise ValueError(f"{what} is empty: shape {data.shape}")
+    dtype = data.dtype if data.dtype in (np.float32, np.float64) else np.float64
+    return np.ascontiguousarray(data, dtype=dtype), names
+
+
+def _vector(values, n, name, *, allow_none=True):
+    if values is None:
+        if allow_none:
+            return None
+        raise ValueError(f"{name} is required")
+    if hasattr(values, "to_numpy"):
+        values = values.to_numpy()
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be numeric") from None
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise ValueError(f"{name} has {arr.shape[0]} entries but data has {n} rows")
+    if not np.all(np.isfinite(arr)):
+        bad = np.flatnonzero(~np.isfinite(arr))
+        raise ValueError(f"{name} contains NaN or inf (first at row {bad[0]}, "
+                         f"{bad.size} in all)")
+    return np.ascontiguousarray(arr)
+
+
+def find_bin_edges(column, max_bin):
+    """Upper bin edges of one feature: at most ``max_bin - 1`` strictly increasing
+    thresholds, so at most ``max_bin`` value bins. With few distinct values each gets its
+    own bin (edges at midpoints); otherwise the edges are quantiles (midpoint rule).
+    Non-finite values are ignored here (NaN has its own bin; +-inf fall in the outer
+    bins)."""
+    values = np.sort(column[np.isfinite(column)].astype(np.float64, copy=False))
+    if values.size == 0:
+        return np.zeros(0)
+    distinct = values[np.concatenate(([True], values[1:] != values[:-1]))]
+    if distinct.size <= max_bin:
+        edges = (distinct[:-1] + distinct[1:]) * 0.5
+    else:
+        # np.percentile(values, q, method="midpoint") on the already sorted values
+        positions = np.linspace(0, 100, max_bin + 1)[1:-1] / 100 * (values.size - 1)
+        edges = (values[np.floor(positions).astype(np.intp)]
+                 + values[np.ceil(positions).astype(np.intp)]) * 0.5
+    return np.unique(edges)
+
+
+class Dataset:
+    """Training or validation data for :func:`cbudget.train`.
+
+    Parameters
+    ----------
+    data : array-like of shape (n_samples, n_features)
+        numpy (float32/float64, C or F order; ints and bools are converted), a pandas
+        DataFrame (column names become feature names) or a scipy.sparse matrix. NaN is a
+        missing value; implicit zeros of sparse input are zeros.
+    label : array-like of shape (n_samples,), optional
+        Finite values; integer classes 0..K-1 for classification.
+    weight : array-like of shape (n_samples,), optional
+        Non-negative, finite, not all zero.
+    feature_names : list of str, optional
+        Default: DataFrame columns, else ``f0, f1, ...``.
+    feature_costs : array-like of shape (n_features,) or dict {name: cost}, optional
+        Per-input acquisition cost of each feature (ARCHITECTURE section 2).
+    cost_groups : dict {group name: [features]} or list of lists, optional
+        Features that share one acquisition, paid ``group_costs[g]`` once per input.
+    group_costs : array-like of shape (n_groups,) or dict {group name: cost}, optional
+    coupled_costs : array-like of shape (n_features,) or dict, optional
+        Once-per-model cost of using a feature at all.
+    split_cost, tree_cost : float, default 0
+        Cost of evaluating one split node / one tree for one input.
+    max_bin : int, default 255
+        Maximum number of value bins per feature (2..255); NaN gets one more bin.
+    reference : Dataset, optional
+        Share this training Dataset's bin edges, feature names and costs (for
+        validation data). Costs cannot be given together with ``reference``.
+
+    Attributes
+    ----------
+    binned : ndarray of uint8, shape (n_samples, n_features), Fortran order
+    bin_edges : list of ndarray
+        Upper edges per feature; a value ``x`` falls in bin ``#(edges < x)``.
+    n_value_bins : ndarray of uint32, shape (n_features,)
+    missing_bin : int
+        The bin index of NaN (``max_bin``).
+    cost_model : cbudget.CostModel
+    """
+
+    def __init__(self, data, label=None, *, weight=None, feature_names=None,
+                 feature_costs=None, cost_groups=None, group_costs=None, coupled_costs=None,
+                 split_cost=0.0, tree_cost=0.0, max_bin=255, reference=None):
+        X, column_names = as_float_matrix(data, "data")
+        n_samples, n_features = X.shape
+        self.data = X
+        self.label = _vector(label, n_samples, "label")
+        self.weight = _vector(weight, n_samples, "weight")
+        if self.weight is not None:
+            if np.any(self.weight < 0):
+                raise ValueError("weight must be >= 0")
+            if not self.weight.sum() > 0:
+                raise ValueError("weight sums to 0")
+
+        if reference is not None:
+            if not isinstance(reference, Dataset):
+                raise TypeError("reference must be a cbudget.Dataset")
+            given = {k: v for k, v in dict(
+                feature_costs=feature_costs, cost_groups=cost_groups, group_costs=group_costs,
+                coupled_costs=coupled_costs).items() if v is not None}
+            if given or split_cost or tree_cost:
+                raise ValueError("costs come from the reference Dataset; do not pass "
+                                 f"{sorted(given) or ['split_cost/tree_cost']} with reference")
+            if n_features != reference.num_feature():
+                raise ValueError(f"data has {n_features} features but the reference "
+                                 f"Dataset has {reference.num_feature()}")
+            names = feature_names if feature_names is not None else column_names
+            if names is not None and list(names) != reference.feature_names:
+                raise ValueError("feature names differ from the reference Dataset's")
+            self.feature_names = list(reference.feature_names)
+            self.max_bin = reference.max_bin
+            self.bin_edges = reference.bin_edges
+            self.cost_model = reference.cost_model
+        else:
+            if (isinstance(max_bin, bool) or not isinstance(max_bin, numbers.Integral)
+                    or not 2 <= max_bin <= 255):
+                raise ValueError(f"max_bin must be an integer in [2, 255], got {max_bin!r}")
+            self.max_bin = int(max_bin)
+            names = feature_names if feature_names is not None else column_names
+            if names is None:
+                names = [f"f{i}" for i in range(n_features)]
+            names = [str(n) for n in names]
+            if len(names) != n_features:
+                raise ValueError(f"feature_names has {len(names)} names for "
+                                 f"{n_features} features")
+            if len(set(names)) != len(names):
+                raise ValueError("feature_names must be unique")
+            self.feature_names = names
+            self.cost_model = CostModel.from_user(
+                names, feature_costs=feature_costs, cost_groups=cost_groups,
+                group_costs=group_costs, coupled_costs=coupled_costs,
+                split_cost=split_cost, tree_cost=tree_cost)
+            self.bin_edges = self._fit_bin_edges(X)
+        self.missing_bin = self.max_bin
+        self.n_value_bins = np.array([e.shape[0] + 1 for e in self.bin_edges], dtype=np.uint32)
+        self.binned = self.bin_data(X)
+
+    def _fit_bin_edges(self, X):
+        if X.shape[0] > _BINNING_SUBSAMPLE:
+            rows = np.random.default_rng(0).choice(X.shape[0], _BINNING_SUBSAMPLE,
+                                                   replace=False)
+            X = X[np.sort(rows)]
+        # numpy's sort releases the GIL: the features' edges are found in parallel
+        with ThreadPoolExecutor(max_workers=resolve_n_threads(None)) as pool:
+            return list(pool.map(lambda f: find_bin_edges(X[:, f], self.max_bin),
+                                 range(X.shape[1])))
+
+    def flat_bin_edges(self):
+        """All features' edges back to back, and the int64 offsets of each feature's."""
+        indptr = np.zeros(len(self.bin_edges) + 1, dtype=np.int64)
+        indptr[1:] = np.cumsum([e.shape[0] for e in self.bin_edges])
+        edges = np.concatenate(self.bin_edges) if indptr[-1] else np.zeros(0)
+        return np.ascontiguousarray(edges, dtype=np.float64), indptr
+
+    def bin_data(self, X):
+        """uint8 bins (Fortran order) of a float matrix under this Dataset's edges."""
+        edges, indptr = self.flat_bin_edges()
+        binned = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
+        map_to_bins(X, edges, indptr, self.missing_bin, binned, resolve_n_threads(None))
+        return binned
+
+    def num_data(self):
+        """Number of rows."""
+        return self.data.shape[0]
+
+    def num_feature(self):
+        """Number of features."""
+        return self.data.shape[1]
+
+    def get_label(self):
+        return self.label
+
+    def get_weight(self):
+        return self.weight
+
+    def __repr__(self):
+        return (f"<cbudget.Dataset {self.num_data()} x {self.num_feature()}, "
+                f"max_bin={self.max_bin}>")

@@ -1,0 +1,43 @@
+"""Small real data sets shipped with cbudget."""
+import gzip
+import os
+
+import numpy as np
+
+__all__ = ["load_letters", "train_valid_test_split"]
+
+_DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
+
+# letter-recognition.data.gz: the UCI Letter Recognition data set (20,000 rows, 16
+# integer features in 0..15, label A..Z), copied from ../shared/data (sha256 of the
+# uncompressed file 2b89f3602cf768d3c8355267d2f13f2417809e101fc2b5ceee10db19a60de6e2;
+# source: UCI Machine Learning Repository, "Letter Recognition", P. W. Frey and
+# D. J. Slate, 1991).
+LETTER_FEATURES = ["x-box", "y-box", "width", "high", "onpix", "x-bar", "y-bar", "x2bar",
+                   "y2bar", "xybar", "x2ybar", "xy2bar", "x-ege", "xegvy", "y-ege", "yegvx"]
+
+
+def load_letters():
+    """The UCI Letters data set.
+
+    Returns
+    -------
+    X : ndarray of float64, shape (20000, 16)
+    y : ndarray of int64, shape (20000,)
+        Classes 0..25 for the letters A..Z.
+    feature_names : list of str
+    """
+    with gzip.open(os.path.join(_DATA_DIR, "letter-recognition.data.gz"), "rt") as f:
+        rows = [line.strip().split(",") for line in f if line.strip()]
+    y = np.array([ord(r[0]) - ord("A") for r in rows], dtype=np.int64)
+    X = np.array([[float(v) for v in r[1:]] for r in rows], dtype=np.float64)
+    return X, y, list(LETTER_FEATURES)
+
+
+def train_valid_test_split(n_samples, sizes, seed=0):
+    """Index arrays of a random split into parts of the given ``sizes`` (fixed seed)."""
+    if sum(sizes) > n_samples:
+        raise ValueError("the parts are larger than the data")
+    order = np.random.default_rng(seed).permutation(n_samples)
+    bounds = np.cumsum([0] + list(sizes))
+    return [np.sort(order[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]

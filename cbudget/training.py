@@ -1,0 +1,176 @@
+"""``train()``: the boosting loop, in the style of ``xgboost.train``."""
+import numpy as np
+
+from ._core._openmp_helpers import resolve_n_threads
+from ._core._grower import TreeGrower
+from ._core._predict import predict_binned_add
+from .booster import Booster
+from .callback import CallbackContainer, EarlyStopping, EvaluationMonitor
+from .dataset import Dataset
+from .metrics import check_metric, evaluate_metric
+from .objectives import get_objective
+from .params import resolve_params
+
+__all__ = ["train"]
+
+
+def _check_evals(evals, dtrain):
+    if evals is None:
+        return []
+    if isinstance(evals, tuple) and len(evals) == 2 and isinstance(evals[0], Dataset):
+        evals = [evals]
+    out = []
+    names = set()
+    for item in evals:
+        if not (isinstance(item, (tuple, list)) and len(item) == 2
+                and isinstance(item[0], Dataset) and isinstance(item[1], str)):
+            raise TypeError("evals must be a list of (Dataset, name) pairs")
+        data, name = item
+        if data.label is None:
+            raise ValueError(f"evaluation data {name!r} has no label")
+        if data.num_feature() != dtrain.num_feature():
+            raise ValueError(f"evaluation data {name!r} has {data.num_feature()} features, "
+                             f"training data has {dtrain.num_feature()}")
+        if name in names:
+            raise ValueError(f"two evaluation data sets are named {name!r}")
+        names.add(name)
+        out.append((data, name))
+    return out
+
+
+def _binned_like(data, dtrain):
+    """The evaluation data binned with the training edges (shared when built with
+    ``reference=dtrain``)."""
+    if data is dtrain or data.bin_edges is dtrain.bin_edges:
+        return data.binned
+    return dtrain.bin_data(data.data)
+
+
+def _initial_base_score(params, objective, y, weight):
+    if params["base_score"] is None:
+        return objective.base_score(y, weight)
+    value = params["base_score"]
+    if objective.name == "binary:logistic":
+        if not 0 < value < 1:
+            raise ValueError("base_score for binary:logistic is a probability in (0, 1)")
+        value = np.log(value / (1 - value))
+    return np.full(objective.n_outputs, value, dtype=np.float64)
+
+
+def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_rounds=None,
+          evals_result=None, verbose_eval=True, callbacks=None):
+    """Train a boosted tree model.
+
+    Parameters
+    ----------
+    params : dict
+        Training parameters; see ``cbudget.params.DEFAULT_PARAMS`` for names and
+        defaults (XGBoost names where one exists, plus ``num_leaves``, ``max_bin`` on
+        the Dataset, ``min_data_in_leaf``). ``algorithm`` selects the learner.
+        An unknown name raises ValueError listing the valid ones.
+    dtrain : Dataset
+        Training data with labels.
+    num_boost_round : int, default 100
+    evals : list of (Dataset, str)
+        Data sets evaluated after every round (build them with ``reference=dtrain``
+        to share bin edges).
+    early_stopping_rounds : int, optional
+        Stop when the last metric on the last eval set has not improved for this many
+        rounds; the booster's ``best_iteration``/``best_score`` are set. All rounds are
+        kept: predict with ``iteration_range=(0, best_iteration + 1)`` or slice the
+        booster.
+    evals_result : dict, optional
+        Filled with ``{data name: {metric: [values]}}``.
+    verbose_eval : bool or int, default True
+        Print the metrics every round (or every ``verbose_eval`` rounds).
+    callbacks : list of TrainingCallback, optional
+
+    Returns
+    -------
+    Booster
+    """
+    p = resolve_params(params)
+    if not isinstance(dtrain, Dataset):
+        raise TypeError(f"dtrain must be a cbudget.Dataset, got {type(dtrain).__name__}")
+    if dtrain.label is None:
+        raise ValueError("dtrain has no label")
+    if isinstance(num_boost_round, bool) or not isinstance(num_boost_round, (int, np.integer)) \
+            or num_boost_round < 0:
+        raise ValueError(f"num_boost_round must be an integer >= 0, got {num_boost_round!r}")
+    objective = get_objective(p["objective"], p["num_class"])
+    y, weight = dtrain.label, dtrain.weight
+    objective.check_label(y)
+    metrics = p["eval_metric"] or [objective.default_metric]
+    for metric in metrics:
+        check_metric(metric, objective.name)
+    evals = _check_evals(evals, dtrain)
+    for data, name in evals:
+        objective.check_label(data.label)
+    n_threads = resolve_n_threads(p["n_jobs"])
+
+    base_score = _initial_base_score(p, objective, y, weight)
+    booster = Booster(objective=objective.name, num_class=objective.num_class,
+                      base_score=base_score, feature_names=dtrain.feature_names,
+                      cost_model=dtrain.cost_model, params=p)
+
+    cb_list = list(callbacks or [])
+    if verbose_eval:
+        cb_list.append(EvaluationMonitor(period=1 if verbose_eval is True else int(verbose_eval)))
+    if early_stopping_rounds is not None:
+        cb_list.append(EarlyStopping(early_stopping_rounds))
+    container = CallbackContainer(cb_list)
+
+    n_samples, n_features = dtrain.data.shape
+    n_outputs = objective.n_outputs
+    raw_train = np.tile(base_score, (n_samples, 1))
+    eval_state = [(name, data, _binned_like(data, dtrain), np.tile(base_score, (data.num_data(), 1)))
+                  for data, name in evals]
+    grad = np.empty((n_samples, n_outputs), dtype=np.float64, order="F")
+    hess = np.empty((n_samples, n_outputs), dtype=np.float64, order="F")
+    rng = np.random.default_rng(p["seed"])
+    all_rows = np.arange(n_samples, dtype=np.int32)
+    n_sub_rows = max(1, int(round(p["subsample"] * n_samples)))
+    n_sub_features = max(1, int(round(p["colsample_bytree"] * n_features)))
+    evals_log = {}
+    edges, edges_indptr = dtrain.flat_bin_edges()
+    grower = TreeGrower(
+        dtrain.binned, edges, edges_indptr, dtrain.n_value_bins, dtrain.missing_bin,
+        p["learning_rate"], p["reg_lambda"], p["min_child_weight"], p["gamma"],
+        p["min_data_in_leaf"], p["num_leaves"] or -1,
+        -1 if p["max_depth"] is None else p["max_depth"], p["grow_policy"] == "lossguide",
+        n_threads)
+
+    booster = container.before_training(booster)
+    for epoch in range(num_boost_round):
+        if container.before_iteration(booster, epoch, evals_log):
+            break
+        objective.gradients(raw_train, y, weight, grad, hess)
+        if n_sub_rows < n_samples:
+            in_bag = np.sort(rng.choice(n_samples, n_sub_rows, replace=False)).astype(np.int32)
+        else:
+            in_bag = all_rows
+        for k in range(n_outputs):
+            feature_mask = np.ones(n_features, dtype=np.uint8)
+            if n_sub_features < n_features:
+                feature_mask[:] = 0
+                feature_mask[rng.choice(n_features, n_sub_features, replace=False)] = 1
+            tree = grower.grow(grad[:, k], hess[:, k], in_bag.copy(), feature_mask)
+            booster._append_tree(tree, k)
+            predict_binned_add(dtrain.binned, tree, dtrain.missing_bin, raw_train, k, n_threads)
+            for _, _, binned, raw in eval_state:
+                predict_binned_add(binned, tree, dtrain.missing_bin, raw, k, n_threads)
+        booster._end_round()
+        for name, data, _, raw in eval_state:
+            pred = objective.transform(raw)
+            log = evals_log.setdefault(name, {})
+            for metric in metrics:
+                log.setdefault(metric, []).append(
+                    evaluate_metric(metric, data.label, pred, data.weight))
+        if container.after_iteration(booster, epoch, evals_log):
+            break
+    booster = container.after_training(booster)
+    booster._record_training_costs(dtrain, [(name, data) for data, name in evals], n_threads)
+    if evals_result is not None:
+        evals_result.clear()
+        evals_result.update(evals_log)
+    return booster

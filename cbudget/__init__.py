@@ -8,6 +8,16 @@ Quick use::
     booster.predict(X_test), booster.predict_cost(X_test)
 """
 from ._version import __version__
+
+try:
+    from ._core import _types  # noqa: F401  (compiled: fails in an unbuilt source tree)
+except ImportError as exc:  # pragma: no cover - depends on how cbudget was run
+    raise ImportError(
+        "cbudget's compiled kernels are missing: this looks like an unbuilt source tree "
+        f"({__path__[0]}). Install with `pip install .` and run from another directory "
+        "(or use the `cbudget` command), or build in place with "
+        "`python setup.py build_ext --inplace`.") from exc
+
 from .booster import Booster
 from .callback import EarlyStopping, EvaluationMonitor, TrainingCallback
 from .costs import CostModel, CostReport

@@ -95,12 +95,16 @@ def find_bin_edges(column, max_bin):
         return np.zeros(0)
     distinct = values[np.concatenate(([True], values[1:] != values[:-1]))]
     if distinct.size <= max_bin:
-        edges = (distinct[:-1] + distinct[1:]) * 0.5
+        lower, upper = distinct[:-1], distinct[1:]
     else:
         # np.percentile(values, q, method="midpoint") on the already sorted values
         positions = np.linspace(0, 100, max_bin + 1)[1:-1] / 100 * (values.size - 1)
-        edges = (values[np.floor(positions).astype(np.intp)]
-                 + values[np.ceil(positions).astype(np.intp)]) * 0.5
+        lower = values[np.floor(positions).astype(np.intp)]
+        upper = values[np.ceil(positions).astype(np.intp)]
+    # Halves first: no overflow near the float64 limits. A midpoint that rounds up to
+    # the upper value (adjacent doubles) would merge two values: use the lower one.
+    edges = lower * 0.5 + upper * 0.5
+    edges = np.where(edges >= upper, lower, edges)
     return np.unique(edges)
 
 

@@ -98,18 +98,22 @@ def _require(d, key, kind, where):
 
 def _tree_from_dict(d, index, n_features, n_outputs):
     where = f"trees[{index}]."
+    if not isinstance(d, dict):
+        raise ValueError(f"invalid cbudget model: trees[{index}] is not an object")
     n_nodes = _require(d, "num_nodes", int, where)
     if n_nodes < 1:
         raise ValueError(f"invalid cbudget model: {where}num_nodes must be >= 1")
+    for key in _TREE_FIELDS:  # lengths first: never allocate for a bogus num_nodes
+        n_values = len(_require(d, key, list, where))
+        if n_values != n_nodes:
+            raise ValueError(f"invalid cbudget model: {where}{key} has {n_values} "
+                             f"entries, expected {n_nodes}")
     output = _require(d, "output", int, where)
     if not 0 <= output < n_outputs:
         raise ValueError(f"invalid cbudget model: {where}output {output} out of range")
     tree = np.zeros(n_nodes, dtype=NODE_DTYPE)
     for key, (field, kind) in _TREE_FIELDS.items():
-        values = _require(d, key, list, where)
-        if len(values) != n_nodes:
-            raise ValueError(f"invalid cbudget model: {where}{key} has {len(values)} "
-                             f"entries, expected {n_nodes}")
+        values = d[key]
         allowed = (int,) if kind is int else (int, float)
         if not all(isinstance(v, allowed) and not isinstance(v, bool) for v in values):
             raise ValueError(f"invalid cbudget model: {where}{key} must hold "
@@ -162,9 +166,14 @@ def booster_from_dict(doc):
     n_features = len(feature_names)
     objective = _require(doc, "objective", str, "")
     num_class = _require(doc, "num_class", int, "")
+    if num_class < 1 or (num_class > 1) != (objective == "multi:softprob"):
+        raise ValueError(f"invalid cbudget model: num_class {num_class} does not fit "
+                         f"objective {objective!r}")
     params = _require(doc, "training_params", dict, "")
     params["algorithm"] = _require(doc, "algorithm", str, "")
     base_score = _require(doc, "base_score", list, "")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in base_score):
+        raise ValueError("invalid cbudget model: base_score must hold numbers")
     try:
         booster = Booster(objective=objective, num_class=num_class,
                           base_score=np.asarray(base_score, dtype=np.float64),
@@ -172,7 +181,7 @@ def booster_from_dict(doc):
                           cost_model=CostModel.from_dict(_require(doc, "cost_model", dict, ""),
                                                          n_features),
                           params=params)
-    except (TypeError, KeyError) as exc:
+    except (TypeError, KeyError, ValueError) as exc:
         raise ValueError(f"invalid cbudget model: {exc}") from None
     n_outputs = booster._objective.n_outputs
     if booster.base_score.shape != (n_outputs,) or not np.all(np.isfinite(booster.base_score)):
@@ -190,8 +199,11 @@ def booster_from_dict(doc):
     booster.iteration_indptr = list(indptr)
     attributes = _require(doc, "attributes", dict, "")
     if "best_iteration" in attributes:
-        booster.best_iteration = int(attributes["best_iteration"])
-        booster.best_score = float(attributes["best_score"])
+        best_iteration = _require(attributes, "best_iteration", int, "attributes.")
+        best_score = _require(attributes, "best_score", (int, float), "attributes.")
+        if not 0 <= best_iteration < max(booster.num_boosted_rounds(), 1):
+            raise ValueError("invalid cbudget model: attributes.best_iteration out of range")
+        booster.best_iteration, booster.best_score = best_iteration, float(best_score)
     booster.summary = _require(doc, "summary", dict, "")
     return booster
 

@@ -98,11 +98,11 @@ cdef class TreeGrower:
         self.best_first = best_first
         self.n_threads = n_threads
         # Every leaf keeps >= min_data_in_leaf rows, so no tree has more nodes than this.
-        cap = 2 * max(1, self.n_samples // self.min_data_in_leaf) - 1
+        cdef Py_ssize_t cap = 2 * max(1, self.n_samples // self.min_data_in_leaf) - 1
         if num_leaves > 0:
             cap = min(cap, 2 * num_leaves - 1)
         if 0 <= max_depth < 30:
-            cap = min(cap, 2 ** (max_depth + 1) - 1)
+            cap = min(cap, (1 << (max_depth + 1)) - 1)
         self.capacity = cap
         self.buffer = <int32_t *> malloc(max(self.n_samples, 1) * sizeof(int32_t))
         self.ordered_gradients = <double *> malloc(max(self.n_samples, 1) * sizeof(double))

@@ -1,0 +1,557 @@
+"""Tests of cbudget.Dataset: input conversion, labels/weights, costs and groups, binning."""
+import numpy as np
+import pytest
+
+import cbudget
+from cbudget import Dataset
+
+
+def make_X(n=200, m=4, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, m))
+
+
+def reference_bins(X, ds):
+    """Bins by the documented rule: a value x falls in bin #(edges < x); NaN -> missing."""
+    out = np.empty(X.shape, dtype=np.int64)
+    for f in range(X.shape[1]):
+        col = np.asarray(X[:, f], dtype=np.float64)
+        out[:, f] = np.searchsorted(ds.bin_edges[f], col, side="left")
+        out[np.isnan(col), f] = ds.missing_bin
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# input conversion
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_numpy_float_dtypes_and_orders(dtype, order):
+    X = np.asarray(make_X(), dtype=dtype, order=order)
+    y = np.arange(X.shape[0], dtype=np.float64)
+    ds = Dataset(X, y)
+    assert ds.num_data() == 200 and ds.num_feature() == 4
+    assert ds.data.dtype == dtype
+    assert ds.data.flags.c_contiguous
+    np.testing.assert_array_equal(ds.data, X)
+    assert ds.binned.dtype == np.uint8
+    assert ds.binned.shape == X.shape
+    assert ds.feature_names == ["f0", "f1", "f2", "f3"]
+    np.testing.assert_array_equal(ds.binned, reference_bins(X, ds))
+    np.testing.assert_array_equal(ds.get_label(), y)
+    assert ds.get_weight() is None
+
+
+def test_c_and_f_order_give_same_bins():
+    X = make_X()
+    a = Dataset(np.ascontiguousarray(X))
+    b = Dataset(np.asfortranarray(X))
+    for ea, eb in zip(a.bin_edges, b.bin_edges):
+        np.testing.assert_array_equal(ea, eb)
+    np.testing.assert_array_equal(a.binned, b.binned)
+
+
+def test_int_input_is_converted():
+    rng = np.random.default_rng(1)
+    Xi = rng.integers(-5, 6, size=(100, 3))
+    ds = Dataset(Xi, np.zeros(100))
+    assert ds.data.dtype.kind == "f"
+    np.testing.assert_array_equal(ds.data, Xi.astype(np.float64))
+    ref = Dataset(Xi.astype(np.float64), np.zeros(100))
+    np.testing.assert_array_equal(ds.binned, ref.binned)
+    # 11 distinct integers per column -> 11 value bins
+    assert list(ds.n_value_bins) == [np.unique(Xi[:, f]).size for f in range(3)]
+
+
+def test_bool_and_list_input_are_converted():
+    Xb = np.array([[True, False], [False, True], [True, True]])
+    ds = Dataset(Xb)
+    assert ds.data.dtype.kind == "f"
+    np.testing.assert_array_equal(ds.data, Xb.astype(float))
+    ds2 = Dataset([[1, 2], [3, 4], [5, 6]], [0, 1, 0])
+    np.testing.assert_array_equal(ds2.data, [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    np.testing.assert_array_equal(ds2.label, [0.0, 1.0, 0.0])
+
+
+def test_pandas_dataframe_feature_names():
+    pd = pytest.importorskip("pandas")
+    X = make_X(50, 3)
+    df = pd.DataFrame(X, columns=["alpha", "beta", "gamma"])
+    df["delta"] = (X[:, 0] > 0)  # bool column is numeric
+    df["eps"] = np.arange(50)  # int column
+    ds = Dataset(df, pd.Series(np.arange(50.0)))
+    assert ds.feature_names == ["alpha", "beta", "gamma", "delta", "eps"]
+    np.testing.assert_array_equal(ds.data[:, :3], X)
+    np.testing.assert_array_equal(ds.data[:, 3], (X[:, 0] > 0).astype(float))
+    np.testing.assert_array_equal(ds.label, np.arange(50.0))
+    # explicit feature_names override the columns
+    ds2 = Dataset(df, feature_names=list("abcde"))
+    assert ds2.feature_names == list("abcde")
+
+
+def test_pandas_nullable_column_gives_nan():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"a": pd.array([1, None, 3, 4], dtype="Int64"), "b": [1.0, 2.0, 3.0, 4.0]})
+    ds = Dataset(df)
+    assert np.isnan(ds.data[1, 0])
+    assert ds.binned[1, 0] == ds.missing_bin
+
+
+@pytest.mark.parametrize("bad", ["strings", "category", "object"])
+def test_pandas_non_numeric_column_is_type_error(bad):
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"a": [1.0, 2.0, 3.0]})
+    if bad == "strings":
+        df["c"] = ["x", "y", "z"]
+    elif bad == "category":
+        df["c"] = pd.Categorical(["x", "y", "x"])
+    else:
+        df["c"] = pd.Series([1, "y", 2.0], dtype=object)
+    with pytest.raises(TypeError, match="'c'"):
+        Dataset(df)
+
+
+def test_non_numeric_numpy_is_type_error():
+    with pytest.raises(TypeError, match="non-numeric|unsupported dtype"):
+        Dataset(np.array([["a", "b"], ["c", "d"]], dtype=object))
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        Dataset(np.array([["a", "b"], ["c", "d"]]))
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        Dataset(np.ones((3, 2), dtype=complex))
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+def test_sparse_gives_same_bins_as_dense(fmt):
+    sp = pytest.importorskip("scipy.sparse")
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 5))
+    X[rng.random(X.shape) < 0.6] = 0.0  # mostly zeros
+    X[5, 2] = np.nan  # an explicit NaN stays missing
+    S = sp.csr_matrix(X).asformat(fmt)  # the NaN is an explicitly stored entry
+    assert S.nnz < X.size
+    dense = Dataset(X, np.zeros(300))
+    sparse = Dataset(S, np.zeros(300))
+    np.testing.assert_array_equal(sparse.data, dense.data)
+    for a, b in zip(sparse.bin_edges, dense.bin_edges):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(sparse.binned, dense.binned)
+    assert sparse.binned[5, 2] == sparse.missing_bin
+    # implicit zeros are zeros, not missing values
+    zero_rows = np.flatnonzero(X[:, 0] == 0.0)
+    assert np.all(sparse.binned[zero_rows, 0] != sparse.missing_bin)
+
+
+# --------------------------------------------------------------------------------------
+# costs and groups
+# --------------------------------------------------------------------------------------
+NAMES = ["a", "b", "c", "d"]
+
+
+def named_dataset(**kwargs):
+    return Dataset(make_X(40, 4), np.zeros(40), feature_names=NAMES, **kwargs)
+
+
+def test_default_costs_are_zero():
+    cm = named_dataset().cost_model
+    assert isinstance(cm, cbudget.CostModel)
+    np.testing.assert_array_equal(cm.feature_costs, np.zeros(4))
+    np.testing.assert_array_equal(cm.coupled_costs, np.zeros(4))
+    np.testing.assert_array_equal(cm.feature_group, [-1, -1, -1, -1])
+    assert cm.n_groups == 0 and cm.split_cost == 0 and cm.tree_cost == 0
+    assert cm.is_zero()
+
+
+def test_feature_costs_array_and_dict_agree():
+    arr = named_dataset(feature_costs=[1.0, 0.0, 2.5, 4.0]).cost_model
+    by_name = named_dataset(feature_costs={"a": 1, "c": 2.5, "d": 4}).cost_model
+    by_index = named_dataset(feature_costs={0: 1, 2: 2.5, 3: 4}).cost_model
+    for cm in (arr, by_name, by_index):
+        np.testing.assert_array_equal(cm.feature_costs, [1.0, 0.0, 2.5, 4.0])
+        assert cm.feature_costs.dtype == np.float64
+    assert not arr.is_zero()
+
+
+def test_feature_costs_array_is_copied():
+    costs = np.array([1.0, 2.0, 3.0, 4.0])
+    cm = named_dataset(feature_costs=costs).cost_model
+    costs[0] = 100.0
+    assert cm.feature_costs[0] == 1.0
+
+
+def test_coupled_split_tree_costs():
+    cm = named_dataset(coupled_costs={"b": 7.0}, split_cost=0.25, tree_cost=1.5).cost_model
+    np.testing.assert_array_equal(cm.coupled_costs, [0, 7.0, 0, 0])
+    assert cm.split_cost == 0.25 and cm.tree_cost == 1.5
+    assert cm.coupled_cost([0, 1]) == 7.0 and cm.coupled_cost([2, 3]) == 0.0
+
+
+def test_cost_groups_dict_with_group_costs_dict_and_array():
+    groups = {"sensor": ["a", "c"], "db": ["d"]}
+    cm1 = named_dataset(cost_groups=groups, group_costs={"sensor": 5.0, "db": 2.0}).cost_model
+    cm2 = named_dataset(cost_groups=groups, group_costs=[5.0, 2.0]).cost_model
+    for cm in (cm1, cm2):
+        assert cm.group_names == ["sensor", "db"]
+        np.testing.assert_array_equal(cm.feature_group, [0, -1, 0, 1])
+        np.testing.assert_array_equal(cm.group_costs, [5.0, 2.0])
+        assert cm.n_groups == 2
+    # acquisition cost of a set of features: each group once
+    cm = named_dataset(feature_costs=[1, 2, 3, 4], cost_groups=groups,
+                       group_costs=[5.0, 2.0]).cost_model
+    assert cm.acquisition_cost([0, 2]) == 1 + 3 + 5
+    assert cm.acquisition_cost([0, 0, 1]) == 1 + 2 + 5
+    assert cm.acquisition_cost([3]) == 4 + 2
+    assert cm.acquisition_cost([0, 1, 2, 3]) == 1 + 2 + 3 + 4 + 5 + 2
+
+
+def test_cost_groups_list_with_indices():
+    cm = named_dataset(cost_groups=[[0, 1], ["d"]], group_costs=[3.0, 1.0]).cost_model
+    np.testing.assert_array_equal(cm.feature_group, [0, 0, -1, 1])
+    assert len(cm.group_names) == 2
+    np.testing.assert_array_equal(cm.group_costs, [3.0, 1.0])
+    # list groups are named, and can be addressed by that name in a dict of costs
+    cm2 = named_dataset(cost_groups=[[0, 1], ["d"]],
+                        group_costs={cm.group_names[1]: 1.0, cm.group_names[0]: 3.0}).cost_model
+    np.testing.assert_array_equal(cm2.group_costs, [3.0, 1.0])
+
+
+def test_cost_model_dict_round_trip():
+    cm = named_dataset(feature_costs=[1, 2, 3, 4], cost_groups={"g": ["a", "b"]},
+                       group_costs=[5.0], coupled_costs=[0, 0, 1, 0], split_cost=0.1,
+                       tree_cost=0.2).cost_model
+    back = cbudget.CostModel.from_dict(cm.to_dict(), 4)
+    assert back.to_dict() == cm.to_dict()
+
+
+# --------------------------------------------------------------------------------------
+# bad input: clear ValueError / TypeError
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("data", [np.zeros(5), np.zeros((2, 3, 4))], ids=["1d", "3d"])
+def test_data_must_be_2d(data):
+    with pytest.raises(ValueError, match="2-D"):
+        Dataset(data)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0)])
+def test_empty_data(shape):
+    with pytest.raises(ValueError, match="empty"):
+        Dataset(np.zeros(shape))
+
+
+def test_label_length_mismatch():
+    with pytest.raises(ValueError, match="label has 3 entries but data has 5 rows"):
+        Dataset(np.zeros((5, 2)), [1, 2, 3])
+
+
+def test_label_2d_column_accepted_other_2d_rejected():
+    ds = Dataset(np.zeros((3, 2)), np.array([[1.0], [2.0], [3.0]]))
+    np.testing.assert_array_equal(ds.label, [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="label must be 1-D"):
+        Dataset(np.zeros((3, 2)), np.zeros((3, 2)))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_label_nan_inf(bad):
+    y = np.zeros(5)
+    y[3] = bad
+    with pytest.raises(ValueError, match=r"label contains NaN or inf \(first at row 3"):
+        Dataset(np.zeros((5, 2)), y)
+
+
+def test_label_not_numeric():
+    with pytest.raises(TypeError, match="label must be numeric"):
+        Dataset(np.zeros((3, 2)), ["a", "b", "c"])
+
+
+def test_weight_errors():
+    X, y = np.zeros((4, 2)), np.zeros(4)
+    with pytest.raises(ValueError, match="weight contains NaN"):
+        Dataset(X, y, weight=[1.0, np.nan, 1.0, 1.0])
+    with pytest.raises(ValueError, match="weight must be >= 0"):
+        Dataset(X, y, weight=[1.0, -0.5, 1.0, 1.0])
+    with pytest.raises(ValueError, match="weight has 3 entries"):
+        Dataset(X, y, weight=[1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="weight sums to 0"):
+        Dataset(X, y, weight=np.zeros(4))
+    ds = Dataset(X, y, weight=[0.0, 1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(ds.get_weight(), [0.0, 1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("bad", [-1.0, np.nan, np.inf])
+def test_bad_feature_cost_array(bad):
+    costs = [1.0, bad, 1.0, 1.0]
+    with pytest.raises(ValueError, match="feature_costs must be"):
+        named_dataset(feature_costs=costs)
+
+
+@pytest.mark.parametrize("bad", [-1.0, np.nan, np.inf])
+def test_bad_feature_cost_dict(bad):
+    with pytest.raises(ValueError, match=r"feature_costs\['b'\] must be finite and >= 0"):
+        named_dataset(feature_costs={"b": bad})
+
+
+@pytest.mark.parametrize("bad", [-1.0, np.nan, np.inf])
+def test_bad_coupled_and_group_costs(bad):
+    with pytest.raises(ValueError, match="coupled_costs"):
+        named_dataset(coupled_costs=[0.0, 0.0, bad, 0.0])
+    with pytest.raises(ValueError, match="group_costs"):
+        named_dataset(cost_groups={"g": ["a"]}, group_costs=[bad])
+    with pytest.raises(ValueError, match="group_costs"):
+        named_dataset(cost_groups={"g": ["a"]}, group_costs={"g": bad})
+
+
+@pytest.mark.parametrize("name", ["split_cost", "tree_cost"])
+def test_bad_split_tree_cost(name):
+    with pytest.raises(ValueError, match=f"{name} must be finite and >= 0"):
+        named_dataset(**{name: -0.5})
+    with pytest.raises(ValueError, match=f"{name} must be finite and >= 0"):
+        named_dataset(**{name: float("nan")})
+    with pytest.raises(TypeError, match=f"{name} must be a real number"):
+        named_dataset(**{name: "1"})
+
+
+@pytest.mark.parametrize("costs", [[1.0, 2.0, 3.0], [1.0] * 5, [[1.0] * 4]])
+def test_cost_array_wrong_length(costs):
+    with pytest.raises(ValueError, match=r"one entry per feature \(4\)"):
+        named_dataset(feature_costs=costs)
+
+
+def test_cost_array_not_numeric():
+    with pytest.raises(TypeError, match="feature_costs"):
+        named_dataset(feature_costs=["x", "y", "z", "w"])
+
+
+def test_unknown_feature_in_cost_dict():
+    with pytest.raises(ValueError, match="unknown feature name 'zz'"):
+        named_dataset(feature_costs={"a": 1.0, "zz": 2.0})
+    with pytest.raises(ValueError, match="feature index 4 out of range"):
+        named_dataset(feature_costs={4: 1.0})
+    with pytest.raises(ValueError, match="unknown feature name 'zz'"):
+        named_dataset(coupled_costs={"zz": 1.0})
+
+
+def test_group_referencing_missing_feature():
+    with pytest.raises(ValueError, match="cost group 'g'.*unknown feature name 'zz'"):
+        named_dataset(cost_groups={"g": ["a", "zz"]}, group_costs=[1.0])
+    with pytest.raises(ValueError, match="out of range"):
+        named_dataset(cost_groups=[[0, 9]], group_costs=[1.0])
+
+
+def test_feature_in_two_groups():
+    with pytest.raises(ValueError, match="'b' is in two cost groups"):
+        named_dataset(cost_groups={"g1": ["a", "b"], "g2": ["b", "c"]}, group_costs=[1, 1])
+    with pytest.raises(ValueError, match="two cost groups"):
+        named_dataset(cost_groups=[[0, 1], [1]], group_costs=[1, 1])
+
+
+def test_group_costs_without_cost_groups():
+    with pytest.raises(ValueError, match="group_costs given without cost_groups"):
+        named_dataset(group_costs=[1.0])
+
+
+def test_cost_groups_without_group_costs():
+    with pytest.raises(ValueError, match="cost_groups given without group_costs"):
+        named_dataset(cost_groups={"g": ["a"]})
+
+
+def test_group_costs_wrong_length_or_unknown_group():
+    with pytest.raises(ValueError, match="group_costs must have one entry"):
+        named_dataset(cost_groups={"g": ["a"], "h": ["b"]}, group_costs=[1.0])
+    with pytest.raises(ValueError, match="unknown cost group 'x'"):
+        named_dataset(cost_groups={"g": ["a"]}, group_costs={"x": 1.0})
+
+
+def test_bad_cost_groups_types():
+    with pytest.raises(TypeError, match="cost_groups must be"):
+        named_dataset(cost_groups="a", group_costs=[1.0])
+    with pytest.raises(TypeError, match="must be a list of features"):
+        named_dataset(cost_groups={"g": "a"}, group_costs=[1.0])
+    with pytest.raises(ValueError, match="is empty"):
+        named_dataset(cost_groups={"g": []}, group_costs=[1.0])
+
+
+@pytest.mark.parametrize("max_bin", [1, 0, 256, -3, 2.5, True, "16"])
+def test_max_bin_out_of_range(max_bin):
+    with pytest.raises(ValueError, match=r"max_bin must be an integer in \[2, 255\]"):
+        Dataset(make_X(), max_bin=max_bin)
+
+
+def test_duplicate_feature_names():
+    with pytest.raises(ValueError, match="feature_names must be unique"):
+        Dataset(make_X(10, 3), feature_names=["a", "b", "a"])
+
+
+def test_duplicate_dataframe_columns():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame(make_X(10, 2), columns=["a", "a"])
+    with pytest.raises(ValueError, match="feature_names must be unique"):
+        Dataset(df)
+
+
+def test_feature_names_wrong_length():
+    with pytest.raises(ValueError, match="feature_names has 2 names for 3 features"):
+        Dataset(make_X(10, 3), feature_names=["a", "b"])
+
+
+def test_reference_with_different_feature_count():
+    train = Dataset(make_X(50, 4), np.zeros(50))
+    with pytest.raises(ValueError, match="data has 3 features but the reference Dataset has 4"):
+        Dataset(make_X(20, 3), np.zeros(20), reference=train)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"feature_costs": [1.0, 1.0, 1.0, 1.0]},
+    {"coupled_costs": {"a": 1.0}},
+    {"cost_groups": {"g": ["a"]}, "group_costs": [1.0]},
+    {"split_cost": 1.0},
+    {"tree_cost": 1.0},
+])
+def test_costs_with_reference_rejected(kwargs):
+    train = named_dataset(feature_costs=[1, 2, 3, 4])
+    with pytest.raises(ValueError, match="with reference"):
+        Dataset(make_X(20, 4), np.zeros(20), reference=train, **kwargs)
+
+
+def test_reference_must_be_dataset():
+    with pytest.raises(TypeError, match="reference must be a cbudget.Dataset"):
+        Dataset(make_X(20, 4), reference=make_X(20, 4))
+
+
+def test_reference_with_different_feature_names():
+    train = named_dataset()
+    with pytest.raises(ValueError, match="feature names differ"):
+        Dataset(make_X(20, 4), feature_names=["a", "b", "x", "d"], reference=train)
+
+
+# --------------------------------------------------------------------------------------
+# binning
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("max_bin", [2, 7, 16, 64, 255])
+def test_at_most_max_bin_value_bins(max_bin):
+    rng = np.random.default_rng(max_bin)
+    X = np.column_stack([rng.normal(size=2000), rng.exponential(size=2000),
+                         rng.integers(0, 1000, 2000)])
+    X[rng.random(2000) < 0.05, 1] = np.nan
+    ds = Dataset(X, max_bin=max_bin)
+    assert ds.missing_bin == max_bin
+    assert np.all(ds.n_value_bins <= max_bin)
+    assert np.all(ds.n_value_bins >= 2)
+    for f in range(3):
+        edges = ds.bin_edges[f]
+        assert edges.shape[0] == ds.n_value_bins[f] - 1
+        assert np.all(np.diff(edges) > 0)
+        col_bins = ds.binned[:, f]
+        nan = np.isnan(X[:, f])
+        assert np.all(col_bins[nan] == ds.missing_bin)
+        assert np.all(col_bins[~nan] < ds.n_value_bins[f])
+    np.testing.assert_array_equal(ds.binned, reference_bins(X, ds))
+
+
+def test_quantile_bins_are_balanced():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(5000, 1)) ** 3  # skewed: equal-width bins would be very uneven
+    ds = Dataset(X, max_bin=10)
+    counts = np.bincount(ds.binned[:, 0], minlength=10)
+    assert ds.n_value_bins[0] == 10
+    assert counts.min() >= 350 and counts.max() <= 650, counts
+
+
+def test_nan_goes_to_missing_bin():
+    X = np.array([[1.0, np.nan], [np.nan, 2.0], [3.0, 3.0], [4.0, np.nan]])
+    ds = Dataset(X, max_bin=32)
+    assert ds.missing_bin == 32
+    assert ds.binned[1, 0] == 32 and ds.binned[0, 1] == 32 and ds.binned[3, 1] == 32
+    assert np.all(ds.binned[[0, 2, 3], 0] < 32)
+    all_nan = Dataset(np.array([[np.nan, 1.0], [np.nan, 2.0]]))
+    assert all_nan.n_value_bins[0] == 1
+    assert np.all(all_nan.binned[:, 0] == all_nan.missing_bin)
+
+
+def test_infinities_go_to_outer_bins():
+    X = np.array([[-np.inf], [0.0], [1.0], [2.0], [np.inf]])
+    ds = Dataset(X)
+    assert ds.binned[0, 0] == 0
+    assert ds.binned[4, 0] == ds.n_value_bins[0] - 1
+    assert np.all(np.isfinite(ds.bin_edges[0]))
+
+
+def test_validation_dataset_shares_bin_edges():
+    rng = np.random.default_rng(5)
+    Xtr, Xva = rng.normal(size=(500, 3)), rng.normal(size=(100, 3)) * 2
+    Xva[0, 1] = np.nan
+    train = Dataset(Xtr, np.zeros(500), feature_names=["x", "y", "z"],
+                    feature_costs={"y": 2.0}, max_bin=20)
+    valid = Dataset(Xva, np.zeros(100), reference=train)
+    assert valid.bin_edges is train.bin_edges
+    assert valid.cost_model is train.cost_model
+    assert valid.feature_names == ["x", "y", "z"]
+    assert valid.max_bin == 20 and valid.missing_bin == train.missing_bin
+    np.testing.assert_array_equal(valid.n_value_bins, train.n_value_bins)
+    np.testing.assert_array_equal(valid.binned, reference_bins(Xva, train))
+    np.testing.assert_array_equal(valid.binned, train.bin_data(Xva))
+    assert valid.binned[0, 1] == train.missing_bin
+    # a value present in both gets the same bin
+    both = Dataset(Xtr[:7], reference=train)
+    np.testing.assert_array_equal(both.binned, train.binned[:7])
+
+
+def test_validation_dataframe_with_reference():
+    pd = pytest.importorskip("pandas")
+    X = make_X(60, 3)
+    train = Dataset(pd.DataFrame(X, columns=["p", "q", "r"]), np.zeros(60))
+    valid = Dataset(pd.DataFrame(X[:10], columns=["p", "q", "r"]), np.zeros(10), reference=train)
+    np.testing.assert_array_equal(valid.binned, train.binned[:10])
+    with pytest.raises(ValueError, match="feature names differ"):
+        Dataset(pd.DataFrame(X[:10], columns=["q", "p", "r"]), reference=train)
+
+
+@pytest.mark.parametrize("values", [
+    [1.0, 2.0, 5.0],
+    [-3.5, 0.0, 0.25, 1e6],
+    [0.0, 1.0],
+    list(range(255)),
+])
+def test_few_distinct_values_one_bin_each(values):
+    values = np.asarray(values, dtype=np.float64)
+    rng = np.random.default_rng(0)
+    col = rng.choice(values, size=1000)
+    col[: values.size] = values  # every value present
+    ds = Dataset(col[:, None])
+    assert ds.n_value_bins[0] == values.size
+    bins = ds.binned[:, 0]
+    # one bin per value, in increasing order
+    for b, v in enumerate(np.sort(values)):
+        assert np.all(bins[col == v] == b)
+
+
+def test_constant_column_single_bin():
+    ds = Dataset(np.column_stack([np.full(50, 3.0), np.arange(50.0)]))
+    assert ds.n_value_bins[0] == 1
+    assert np.all(ds.binned[:, 0] == 0)
+
+
+@pytest.mark.parametrize("values", [
+    # adjacent doubles: the midpoint rounds to the upper value
+    [1.0 + 2.0 ** -52, 1.0 + 2.0 ** -51],
+    # huge magnitudes: the sum of the two values overflows
+    [1e308, 1.7e308],
+], ids=["adjacent-doubles", "huge"])
+def test_distinct_values_never_share_a_bin(values):
+    col = np.array(values * 10)
+    ds = Dataset(col[:, None])
+    assert ds.n_value_bins[0] == 2
+    assert np.all(np.isfinite(ds.bin_edges[0]))
+    b = ds.binned[:, 0]
+    assert np.all(b[col == values[0]] == 0)
+    assert np.all(b[col == values[1]] == 1)
+
+
+def test_float32_bins_match_values():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(400, 2)).astype(np.float32)
+    ds = Dataset(X, max_bin=255)
+    np.testing.assert_array_equal(ds.binned, reference_bins(X, ds))
+    # < 255 distinct values in a float32 column -> one bin per value
+    Xs = np.round(X * 4).astype(np.float32) / np.float32(7)
+    ds2 = Dataset(Xs)
+    for f in range(2):
+        assert ds2.n_value_bins[f] == np.unique(Xs[:, f]).size

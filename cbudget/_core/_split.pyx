@@ -123,7 +123,8 @@ cdef split_struct find_best_split_core(
                               min_child_weight, min_data_in_leaf,
                               cost_penalty[f] if cost_penalty != NULL else 0.0,
                               &per_feature[f])
-    # Deterministic reduction: ties go to the lowest feature (then the lowest bin).
+    # Deterministic reduction: ties go to the lowest feature (within a feature, see
+    # _scan_feature: missing-right first, then the lowest bin).
     best.feature = -1
     best.gain = -INFINITY
     for f in range(n_features):
@@ -153,7 +154,8 @@ def find_best_split(
     subtracts ``cost_penalty[f]`` (None: no penalty, no extra work). Missing values
     (bin ``missing_bin``) are tried on both sides; a side needs at least
     ``min_data_in_leaf`` rows and ``min_child_weight`` hessian. Ties go to the lowest
-    feature index, then the lowest bin: the result does not depend on ``n_threads``.
+    feature index, then to missing values going right, then to the lowest bin: the
+    result does not depend on ``n_threads``.
 
     Returns
     -------

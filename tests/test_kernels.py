@@ -1,0 +1,889 @@
+"""Each Cython kernel of ``cbudget._core`` against a slow pure-NumPy reference
+(ARCHITECTURE section 5).
+
+The references come first, one small function per kernel; the tests follow. They use
+small random data from ``np.random.default_rng(seed)``.
+"""
+import numpy as np
+import pytest
+
+from cbudget._core._acquisition import bitset_to_bool, mark_acquired
+from cbudget._core._binning import map_to_bins
+from cbudget._core._histogram import build_histograms, subtract_histograms
+from cbudget._core._partition import split_rows
+from cbudget._core._predict import predict_binned_add, predict_leaf, predict_raw
+from cbudget._core._split import find_best_split, leaf_value
+from cbudget._core._types import HISTOGRAM_DTYPE, NODE_DTYPE
+from cbudget.costs import CostModel
+from cbudget.dataset import Dataset, find_bin_edges
+
+SEEDS = [0, 1, 2]
+MISSING = 255          # missing bin of the histogram tests
+N_BINS = MISSING + 1
+
+
+# ---------------------------------------------------------------------------------------
+# References
+# ---------------------------------------------------------------------------------------
+def ref_bins(X, edges_list, missing_bin):
+    """bin = #(edges < x) = searchsorted(edges, x, 'left'); NaN -> missing_bin."""
+    X = np.asarray(X, dtype=np.float64)
+    out = np.empty(X.shape, dtype=np.uint8)
+    for f, edges in enumerate(edges_list):
+        out[:, f] = np.searchsorted(edges, X[:, f], side="left")
+        out[np.isnan(X[:, f]), f] = missing_bin
+    return out
+
+
+def ref_histograms(binned, rows, gradients, hessians, n_bins):
+    """(sum_gradients, sum_hessians, count), each of shape (n_features, n_bins)."""
+    n_features = binned.shape[1]
+    sg = np.zeros((n_features, n_bins))
+    sh = np.zeros((n_features, n_bins))
+    cnt = np.zeros((n_features, n_bins), dtype=np.int64)
+    for f in range(n_features):
+        b = binned[rows, f].astype(np.intp)
+        np.add.at(sg[f], b, gradients[rows])
+        np.add.at(sh[f], b, hessians[rows])
+        np.add.at(cnt[f], b, 1)
+    return sg, sh, cnt
+
+
+def ref_pack_bits(bits):
+    """(n_rows, n_bits) bool -> (n_rows, ceil(max(n_bits, 1) / 64)) uint64 bitset."""
+    n_rows, n_bits = bits.shape
+    out = np.zeros((n_rows, max(1, (n_bits + 63) // 64)), dtype=np.uint64)
+    for b in range(n_bits):
+        out[:, b // 64] |= bits[:, b].astype(np.uint64) << np.uint64(b % 64)
+    return out
+
+
+def ref_unpack_bits(words, n_bits):
+    """Inverse of ref_pack_bits."""
+    out = np.zeros((words.shape[0], n_bits), dtype=bool)
+    for b in range(n_bits):
+        out[:, b] = (words[:, b // 64] >> np.uint64(b % 64)) & np.uint64(1) == 1
+    return out
+
+
+def ref_best_split(binned, rows, g, h, n_value_bins, missing_bin, feature_mask,
+                   reg_lambda, min_child_weight, min_data_in_leaf, cost_penalty):
+    """Exhaustive scan straight from the rows (not from histograms): every masked-in
+    feature, every threshold t in 0..n_value_bins[f]-2, missing values right, and left
+    when there are any.
+
+    Returns None when nothing is admissible, else a dict. Ties (within 1e-9 relative) go
+    to the lowest feature, then the lowest threshold, then missing-right.
+    """
+    gr_, hr_ = g[rows], h[rows]
+    G, H, N = gr_.sum(), hr_.sum(), len(rows)
+    parent = G * G / (H + reg_lambda)
+    cands = []
+    for f in np.flatnonzero(feature_mask):
+        col = binned[rows, f]
+        miss = col == missing_bin
+        pen = 0.0 if cost_penalty is None else float(cost_penalty[f])
+        ts = np.arange(int(n_value_bins[f]) - 1)
+        for default_left in (False, True):
+            if default_left and not miss.any():
+                continue
+            # left[k, r]: row r goes left under threshold ts[k]
+            left = (~miss & (col[None, :] <= ts[:, None])) | (miss & default_left)
+            gl, hl, nl = left @ gr_, left @ hr_, left.sum(axis=1)
+            grr, hrr, nr = ~left @ gr_, ~left @ hr_, N - nl
+            with np.errstate(divide="ignore", invalid="ignore"):  # empty sides, lambda=0
+                raw = 0.5 * (gl**2 / (hl + reg_lambda) + grr**2 / (hrr + reg_lambda)
+                             - parent)
+            ok = ((nl >= min_data_in_leaf) & (nr >= min_data_in_leaf)
+                  & (hl >= min_child_weight) & (hrr >= min_child_weight))
+            for k in np.flatnonzero(ok):
+                cands.append(dict(gain=raw[k] - pen, raw_gain=raw[k], cost_penalty=pen,
+                                  feature=int(f), bin_threshold=int(ts[k]),
+                                  default_left=default_left, sum_gradient_left=gl[k],
+                                  sum_hessian_left=hl[k], count_left=int(nl[k]),
+                                  sum_gradient_right=grr[k], sum_hessian_right=hrr[k],
+                                  count_right=int(nr[k])))
+    if not cands:
+        return None
+    best = max(c["gain"] for c in cands)
+    tol = 1e-9 * max(1.0, abs(best))
+    return min((c for c in cands if c["gain"] >= best - tol),
+               key=lambda c: (c["feature"], c["bin_threshold"], c["default_left"]))
+
+
+def ref_split_rows(rows, binned, feature, bin_threshold, default_left, missing_bin):
+    """Stable partition: (left rows in order, then right rows in order), n_left."""
+    b = binned[rows, feature]
+    left = np.where(b == missing_bin, bool(default_left), b <= bin_threshold)
+    return np.concatenate([rows[left], rows[~left]]), int(left.sum())
+
+
+def ref_leaf(tree, x, node=0):
+    """Recursive walk of one tree (NODE_DTYPE array) for one raw input row."""
+    nd = tree[node]
+    if nd["left"] == -1:
+        return node
+    v = float(x[nd["feature"]])
+    if np.isnan(v):
+        go_left = bool(nd["default_left"])
+    else:
+        go_left = v <= nd["threshold"]
+    return ref_leaf(tree, x, int(nd["left"] if go_left else nd["right"]))
+
+
+def ref_cost(X, trees, offsets, cm, acquired, touched, node_counts):
+    """Brute-force cost of walking every input through every tree in order.
+
+    ``acquired`` / ``touched``: one Python set per input (features / groups already paid),
+    updated in place. ``node_counts`` (global node index) incremented in place.
+    """
+    costs = np.zeros(X.shape[0])
+    for i in range(X.shape[0]):
+        c = 0.0
+        for t, tree in enumerate(trees):
+            c += cm.tree_cost
+            node = 0
+            while tree[node]["left"] != -1:
+                f = int(tree[node]["feature"])
+                c += cm.split_cost
+                if f not in acquired[i]:
+                    acquired[i].add(f)
+                    c += cm.feature_costs[f]
+                    node_counts[offsets[t] + node] += 1
+                grp = int(cm.feature_group[f])
+                if grp >= 0 and grp not in touched[i]:
+                    touched[i].add(grp)
+                    c += cm.group_costs[grp]
+                v = X[i, f]
+                go_left = bool(tree[node]["default_left"]) if np.isnan(v) else (
+                    v <= tree[node]["threshold"])
+                node = int(tree[node]["left"] if go_left else tree[node]["right"])
+        costs[i] = c
+    return costs
+
+
+def ref_depth(tree, x):
+    """Number of split nodes ``x`` visits in ``tree``."""
+    node, depth = 0, 0
+    while tree[node]["left"] != -1:
+        v = x[tree[node]["feature"]]
+        go_left = bool(tree[node]["default_left"]) if np.isnan(v) else v <= tree[node][
+            "threshold"]
+        node = int(tree[node]["left"] if go_left else tree[node]["right"])
+        depth += 1
+    return depth
+
+
+def ref_mark_acquired(bits, rows, bit):
+    """bits: (n_rows, n_bits) bool, updated in place; returns the number newly set."""
+    newly = 0
+    for r in rows:
+        if not bits[r, bit]:
+            bits[r, bit] = True
+            newly += 1
+    return newly
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------
+SENTINEL = (12345.5, -777.25, 4242)
+
+
+def sentinel_histograms(n_features, n_bins=N_BINS):
+    """Histograms prefilled with a sentinel, to see what a kernel leaves untouched."""
+    out = np.zeros((n_features, n_bins), dtype=HISTOGRAM_DTYPE)
+    out["sum_gradients"], out["sum_hessians"], out["count"] = SENTINEL
+    return out
+
+
+def to_hist_array(sg, sh, cnt):
+    out = np.zeros(sg.shape, dtype=HISTOGRAM_DTYPE)
+    out["sum_gradients"], out["sum_hessians"], out["count"] = sg, sh, cnt
+    return out
+
+
+def used_bins(n_value_bins, missing_bin=MISSING):
+    return np.r_[0:n_value_bins, missing_bin]
+
+
+def assert_histograms(got, sg, sh, cnt, mask, nvb, rtol=1e-12):
+    """Used bins (value bins and the missing bin) of masked-in features match the
+    reference; every other bin keeps the sentinel."""
+    for f in range(got.shape[0]):
+        used = used_bins(nvb[f]) if mask[f] else np.zeros(0, np.intp)
+        unused = np.setdiff1d(np.arange(got.shape[1]), used)
+        np.testing.assert_allclose(got["sum_gradients"][f, used], sg[f, used], rtol=rtol,
+                                   atol=1e-12)
+        np.testing.assert_allclose(got["sum_hessians"][f, used], sh[f, used], rtol=rtol,
+                                   atol=1e-12)
+        np.testing.assert_array_equal(got["count"][f, used], cnt[f, used])
+        for name, value in zip(("sum_gradients", "sum_hessians", "count"), SENTINEL):
+            assert np.all(got[name][f, unused] == value), (f, name)
+
+
+def assert_hist_equal(a, b):
+    for name in ("sum_gradients", "sum_hessians", "count"):
+        np.testing.assert_array_equal(a[name], b[name])
+
+
+def random_binned(rng, n_samples, n_value_bins, missing_bin, p_missing=0.1):
+    """Fortran-ordered uint8 bins with feature f in [0, n_value_bins[f]) or missing."""
+    cols = [rng.integers(0, nvb, n_samples) for nvb in n_value_bins]
+    binned = np.asfortranarray(np.stack(cols, axis=1).astype(np.uint8))
+    binned[rng.random(binned.shape) < p_missing] = missing_bin
+    return binned
+
+
+def random_leaf(rng, n_samples, n_features, n_rows):
+    """Bins (missing bin MISSING), a sorted subset of rows, gradients, hessians and
+    the features' numbers of value bins (one feature uses all 255)."""
+    nvb = rng.integers(1, 40, n_features).astype(np.uint32)
+    nvb[rng.integers(n_features)] = MISSING
+    binned = random_binned(rng, n_samples, nvb, MISSING)
+    rows = np.sort(rng.choice(n_samples, n_rows, replace=False)).astype(np.int32)
+    g = rng.normal(size=n_samples)
+    h = rng.uniform(0.1, 2.0, n_samples)
+    return binned, rows, g, h, nvb
+
+
+def concat_edges(edges_list):
+    indptr = np.zeros(len(edges_list) + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum([len(e) for e in edges_list])
+    edges = np.concatenate(edges_list).astype(np.float64) if indptr[-1] else np.zeros(0)
+    return edges, indptr
+
+
+def random_tree(rng, edges_list, n_splits, max_depth=6):
+    """A valid NODE_DTYPE tree: children ids > parent id, leaves left=right=feature=-1,
+    threshold = edges[feature][bin_threshold]."""
+    usable = [f for f, e in enumerate(edges_list) if len(e) > 0]
+    nodes = [dict(depth=0)]
+    leaves = [0]
+    for _ in range(n_splits):
+        candidates = [n for n in leaves if nodes[n]["depth"] < max_depth]
+        if not candidates:
+            break
+        p = candidates[rng.integers(len(candidates))]
+        leaves.remove(p)
+        f = usable[rng.integers(len(usable))]
+        t = int(rng.integers(len(edges_list[f])))
+        left = len(nodes)
+        nodes[p].update(feature=f, bin_threshold=t, threshold=edges_list[f][t],
+                        default_left=int(rng.integers(2)), left=left, right=left + 1)
+        nodes += [dict(depth=nodes[p]["depth"] + 1), dict(depth=nodes[p]["depth"] + 1)]
+        leaves += [left, left + 1]
+    tree = np.zeros(len(nodes), dtype=NODE_DTYPE)
+    tree["value"] = rng.normal(size=len(nodes))
+    for i, nd in enumerate(nodes):
+        tree[i]["depth"] = nd["depth"]
+        tree[i]["left"] = nd.get("left", -1)
+        tree[i]["right"] = nd.get("right", -1)
+        tree[i]["feature"] = nd.get("feature", -1)
+        tree[i]["threshold"] = nd.get("threshold", 0.0)
+        tree[i]["bin_threshold"] = nd.get("bin_threshold", 0)
+        tree[i]["default_left"] = nd.get("default_left", 0)
+    return tree
+
+
+def random_forest(rng, edges_list, sizes):
+    trees = [random_tree(rng, edges_list, s) for s in sizes]
+    offsets = np.zeros(len(trees) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(t) for t in trees])
+    return trees, np.ascontiguousarray(np.concatenate(trees)), offsets
+
+
+def random_raw_data(rng, n_samples, n_features, p_nan=0.1, dtype=np.float64):
+    X = rng.normal(size=(n_samples, n_features))
+    X[:, 0] = np.round(X[:, 0] * 2)  # few distinct values
+    X[rng.random(X.shape) < p_nan] = np.nan
+    return X.astype(dtype)
+
+
+# ---------------------------------------------------------------------------------------
+# 1. Binning
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+@pytest.mark.parametrize("max_bin", [4, 255])
+def test_map_to_bins(seed, dtype, layout, max_bin):
+    rng = np.random.default_rng(seed)
+    n_samples, n_features = 300, 6
+    X = rng.normal(size=(n_samples, n_features))
+    X[:, 1] = 3.0                                    # constant: no edges
+    X[:, 2] = rng.integers(0, 5, n_samples)          # few distinct values
+    X[rng.random(X.shape) < 0.1] = np.nan
+    X[0, 3], X[1, 3], X[2, 3] = np.inf, -np.inf, np.nan
+    X = X.astype(dtype)
+    edges_list = [find_bin_edges(X[:, f], max_bin) for f in range(n_features)]
+    # values exactly on an edge (as representable in dtype) exercise the `<=` boundary
+    for f, e in enumerate(edges_list):
+        X[5:5 + len(e[:5]), f] = e[:5]
+    assert len(edges_list[1]) == 0
+    if layout == "C":
+        X = np.ascontiguousarray(X)
+    elif layout == "F":
+        X = np.asfortranarray(X)
+    else:                                            # non-contiguous view
+        wide = np.zeros((2 * n_samples, 2 * n_features), dtype=dtype)
+        wide[::2, ::2] = X
+        X = wide[::2, ::2]
+    edges, indptr = concat_edges(edges_list)
+    out = np.full(X.shape, 77, dtype=np.uint8, order="F")
+    map_to_bins(X, edges, indptr, max_bin, out, 2)
+
+    np.testing.assert_array_equal(out, ref_bins(X, edges_list, max_bin))
+    Xd = X.astype(np.float64)
+    for f, e in enumerate(edges_list):
+        finite = ~np.isnan(Xd[:, f])
+        assert np.all(out[~finite, f] == max_bin)
+        for t in range(len(e)):
+            np.testing.assert_array_equal(Xd[finite, f] <= e[t], out[finite, f] <= t)
+
+    out1 = np.empty(X.shape, dtype=np.uint8, order="F")
+    map_to_bins(X, edges, indptr, max_bin, out1, 1)
+    np.testing.assert_array_equal(out, out1)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_dataset_bin_data_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    X = random_raw_data(rng, 200, 5)
+    ds = Dataset(X, max_bin=16)
+    assert ds.missing_bin == 16
+    np.testing.assert_array_equal(ds.binned, ref_bins(X, ds.bin_edges, 16))
+    np.testing.assert_array_equal(ds.bin_data(X), ds.binned)
+
+
+# ---------------------------------------------------------------------------------------
+# 2-4. Histograms
+# ---------------------------------------------------------------------------------------
+# The kernels only go parallel above a work threshold (n_rows * n_features >= 32768 for
+# histograms, sum of n_value_bins >= 8192 for the split scan), so each test has a case
+# large enough for n_threads=2 to really run on two threads.
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("n_samples,n_features,n_rows", [(200, 7, 120), (60, 3, 60),
+                                                         (50, 4, 0), (500, 9, 1),
+                                                         (6000, 8, 4500)])
+def test_build_histograms(seed, n_samples, n_features, n_rows):
+    rng = np.random.default_rng(seed)
+    binned, rows, g, h, nvb = random_leaf(rng, n_samples, n_features, n_rows)
+    mask = (rng.random(n_features) < 0.7).astype(np.uint8)
+    mask[0], mask[-1] = 1, 0
+    out = sentinel_histograms(n_features)
+    build_histograms(binned, rows, g, h, mask, nvb, MISSING, out, 2)
+
+    sg, sh, cnt = ref_histograms(binned, rows, g, h, N_BINS)
+    assert_histograms(out, sg, sh, cnt, mask, nvb)
+    for f in np.flatnonzero(mask):  # totals: the leaf's sums, for every feature
+        used = used_bins(nvb[f])
+        assert out["sum_gradients"][f, used].sum() == pytest.approx(g[rows].sum(), abs=1e-9)
+        assert out["sum_hessians"][f, used].sum() == pytest.approx(h[rows].sum(), abs=1e-9)
+        assert out["count"][f, used].sum() == n_rows
+
+    # sample-order independence
+    perm = rows[rng.permutation(n_rows)].copy()
+    out_perm = sentinel_histograms(n_features)
+    build_histograms(binned, perm, g, h, mask, nvb, MISSING, out_perm, 2)
+    assert_histograms(out_perm, out["sum_gradients"], out["sum_hessians"], out["count"],
+                      mask, nvb, rtol=1e-9)
+
+    # n_threads=1 equals n_threads=2 exactly
+    out1 = sentinel_histograms(n_features)
+    build_histograms(binned, rows, g, h, mask, nvb, MISSING, out1, 1)
+    assert_hist_equal(out1, out)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("n_groups", [0, 5, 67])
+@pytest.mark.parametrize("n_samples,n_rows", [(150, 100), (700, 600)])
+def test_build_histograms_with_acquisitions(seed, n_groups, n_samples, n_rows):
+    rng = np.random.default_rng(seed)
+    n_features = 70                  # two bitset words
+    binned, rows, g, h, nvb = random_leaf(rng, n_samples, n_features, n_rows)
+    mask = (rng.random(n_features) < 0.8).astype(np.uint8)
+    mask[[0, 63, 64, 65, 68, 69]] = 1
+    acquired_bits = rng.random((n_samples, n_features)) < 0.5
+    acquired_bits[:, 68] = True      # acquired by every row
+    acquired_bits[:, 65] = False     # by none
+    touched_bits = rng.random((n_samples, n_groups)) < 0.4
+    feature_group = (rng.integers(-1, n_groups, n_features) if n_groups
+                     else np.full(n_features, -1)).astype(np.int32)
+    if n_groups == 67:
+        feature_group[[0, 64, 69]] = [66, 64, 63]   # groups in the second word
+    acquired = ref_pack_bits(acquired_bits)
+    touched = ref_pack_bits(touched_bits)
+    assert acquired.shape == (n_samples, 2)
+
+    def run(n_threads):
+        out = sentinel_histograms(n_features)
+        unacq = np.full(n_features, 999, dtype=np.uint32)
+        untouched = np.full(n_features, 999, dtype=np.uint32)
+        build_histograms(binned, rows, g, h, mask, nvb, MISSING, out, n_threads,
+                         acquired=acquired, groups_touched=touched,
+                         feature_group=feature_group, unacquired_count=unacq,
+                         group_untouched_count=untouched)
+        return out, unacq, untouched
+
+    out, unacq, untouched = run(2)
+    plain = sentinel_histograms(n_features)
+    build_histograms(binned, rows, g, h, mask, nvb, MISSING, plain, 2)
+    assert_hist_equal(out, plain)    # the extra counters change nothing else
+
+    on = np.flatnonzero(mask)
+    exp_unacq = (~acquired_bits[rows]).sum(axis=0)
+    exp_group = np.zeros(n_features, dtype=np.int64)
+    for f in range(n_features):
+        if feature_group[f] >= 0:
+            exp_group[f] = (~touched_bits[rows, feature_group[f]]).sum()
+    np.testing.assert_array_equal(unacq[on], exp_unacq[on])
+    np.testing.assert_array_equal(untouched[on], exp_group[on])
+    assert unacq[65] == n_rows and unacq[68] == 0
+
+    out1, unacq1, untouched1 = run(1)
+    assert_hist_equal(out1, out)
+    np.testing.assert_array_equal(unacq1, unacq)
+    np.testing.assert_array_equal(untouched1, untouched)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("full_mask", [True, False])
+def test_subtract_histograms(seed, full_mask):
+    rng = np.random.default_rng(seed)
+    n_samples, n_features = 300, 6
+    binned, rows, g, h, nvb = random_leaf(rng, n_samples, n_features, 200)
+    in_child = rng.random(rows.size) < 0.4
+    child_rows, sibling_rows = rows[in_child], rows[~in_child]
+    mask = np.ones(n_features, np.uint8) if full_mask else np.array([1, 0, 1, 1, 0, 1], np.uint8)
+    ones = np.ones(n_features, np.uint8)
+    parent = np.zeros((n_features, N_BINS), HISTOGRAM_DTYPE)
+    child = np.zeros((n_features, N_BINS), HISTOGRAM_DTYPE)
+    build_histograms(binned, rows, g, h, ones, nvb, MISSING, parent, 1)
+    build_histograms(binned, child_rows, g, h, ones, nvb, MISSING, child, 1)
+    out = sentinel_histograms(n_features)
+    subtract_histograms(parent, child, mask, nvb, MISSING, out)
+
+    sg, sh, cnt = ref_histograms(binned, sibling_rows, g, h, N_BINS)
+    assert_histograms(out, sg, sh, cnt, mask, nvb, rtol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------
+# 5. Split finding
+# ---------------------------------------------------------------------------------------
+def run_split(binned, rows, g, h, nvb, missing_bin, mask, lam, mcw, mdl, penalty, n_threads):
+    sg, sh, cnt = ref_histograms(binned, rows, g, h, missing_bin + 1)
+    hist = to_hist_array(sg, sh, cnt)
+    return find_best_split(hist, np.asarray(nvb, np.uint32), missing_bin,
+                           np.asarray(mask, np.uint8), float(g[rows].sum()),
+                           float(h[rows].sum()), len(rows), lam, mcw, mdl, penalty, n_threads)
+
+
+def assert_split_matches(got, exp):
+    assert got.feature == exp["feature"], (got, exp)
+    assert got.bin_threshold == exp["bin_threshold"], (got, exp)
+    assert bool(got.default_left) == exp["default_left"], (got, exp)
+    for name in ("gain", "raw_gain", "cost_penalty", "sum_gradient_left", "sum_hessian_left",
+                 "sum_gradient_right", "sum_hessian_right"):
+        assert getattr(got, name) == pytest.approx(exp[name], rel=1e-9, abs=1e-9), name
+    assert got.count_left == exp["count_left"]
+    assert got.count_right == exp["count_right"]
+
+
+def assert_split_identical(a, b):
+    for name in ("feature", "bin_threshold", "default_left", "gain", "raw_gain",
+                 "cost_penalty", "sum_gradient_left", "sum_hessian_left",
+                 "sum_gradient_right", "sum_hessian_right", "count_left", "count_right"):
+        assert getattr(a, name) == getattr(b, name), name
+
+
+# small: 8 features with 1..12 value bins; wide: 44 features with 215..254 value bins
+# (over the kernel's parallel threshold)
+SPLIT_SHAPES = {"small": (250, 180, 8, 2, 13, 12), "wide": (800, 600, 44, 215, 255, 255)}
+
+
+@pytest.mark.parametrize("seed", SEEDS + [3, 4])
+@pytest.mark.parametrize("lam,mcw,mdl", [(0.0, 0.0, 1), (1.0, 1e-3, 1), (0.5, 2.0, 10),
+                                         (2.0, 0.0, 30)])
+@pytest.mark.parametrize("with_penalty", [False, True])
+@pytest.mark.parametrize("shape", ["small", "wide"])
+def test_find_best_split(seed, lam, mcw, mdl, with_penalty, shape):
+    rng = np.random.default_rng(seed)
+    n_samples, n_rows, n_features, lo, hi, missing_bin = SPLIT_SHAPES[shape]
+    nvb = rng.integers(lo, hi, n_features)
+    nvb[4] = 1                                       # a feature that cannot split
+    binned = random_binned(rng, n_samples, nvb, missing_bin, p_missing=0.15)
+    binned[:, 6][binned[:, 6] == missing_bin] = 0    # no missing values in feature 6
+    rows = np.sort(rng.choice(n_samples, n_rows, replace=False)).astype(np.int32)
+    # gradients that depend on a few features (and on missingness) so gains vary
+    g = (rng.normal(size=n_samples) + 0.8 * (binned[:, 1] > nvb[1] // 3)
+         - 0.6 * (binned[:, 3] == missing_bin))
+    h = rng.uniform(0.05, 1.0, n_samples)
+    mask = np.ones(n_features, np.uint8)
+    mask[7] = 0
+    penalty = rng.uniform(0, 2.0, n_features) if with_penalty else None
+
+    got = run_split(binned, rows, g, h, nvb, missing_bin, mask, lam, mcw, mdl, penalty, 2)
+    exp = ref_best_split(binned, rows, g, h, nvb, missing_bin, mask, lam, mcw, mdl, penalty)
+    assert exp is not None
+    assert_split_matches(got, exp)
+    got1 = run_split(binned, rows, g, h, nvb, missing_bin, mask, lam, mcw, mdl, penalty, 1)
+    assert_split_identical(got1, got)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("nan_gradient", [-1.5, 1.5])
+def test_find_best_split_from_nan_data(seed, nan_gradient):
+    """Raw data with NaNs, binned by map_to_bins with quantile edges (max_bin=16); the
+    NaN rows' gradients look like those of small (go left) or large (go right) values."""
+    rng = np.random.default_rng(seed)
+    X = random_raw_data(rng, 300, 6, p_nan=0.2)
+    ds = Dataset(X, max_bin=16)
+    rows = np.arange(300, dtype=np.int32)
+    g = np.where(np.isnan(X[:, 2]), nan_gradient, np.nan_to_num(X[:, 2]))
+    g = g + 0.3 * rng.normal(size=300)
+    h = np.ones(300)
+    mask = np.ones(6, np.uint8)
+    for n_threads in (1, 2):
+        got = run_split(ds.binned, rows, g, h, ds.n_value_bins, ds.missing_bin, mask, 1.0,
+                        0.0, 5, None, n_threads)
+        exp = ref_best_split(ds.binned, rows, g, h, ds.n_value_bins, ds.missing_bin, mask,
+                             1.0, 0.0, 5, None)
+        assert_split_matches(got, exp)
+        assert got.feature == 2 and bool(got.default_left) == (nan_gradient < 0)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_find_best_split_thresholds_stop_before_last_value_bin(seed):
+    """Thresholds run over 0..n_value_bins-2 only: "every value | missing" is not a
+    candidate, even when missingness is all the signal."""
+    rng = np.random.default_rng(seed)
+    nvb = np.array([4, 6])
+    binned = random_binned(rng, 200, nvb, 10, p_missing=0.3)
+    rows = np.arange(200, dtype=np.int32)
+    g = np.where(binned[:, 0] == 10, 3.0, -1.0) + 0.1 * rng.normal(size=200)
+    h = np.ones(200)
+    mask = np.ones(2, np.uint8)
+    got = run_split(binned, rows, g, h, nvb, 10, mask, 1.0, 0.0, 1, None, 1)
+    exp = ref_best_split(binned, rows, g, h, nvb, 10, mask, 1.0, 0.0, 1, None)
+    assert_split_matches(got, exp)
+    assert got.bin_threshold <= nvb[got.feature] - 2
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("constraint", ["min_data_in_leaf", "min_child_weight"])
+@pytest.mark.parametrize("at_limit", [True, False])
+def test_find_best_split_constraint_limits_are_inclusive(constraint, at_limit, n_threads):
+    """Two value bins of 5 rows (hessian 2.5) each: a side with exactly min_data_in_leaf
+    rows / min_child_weight hessian is admissible; one more is not."""
+    hist = np.zeros((1, 3), HISTOGRAM_DTYPE)   # value bins 0, 1; missing bin 2 (empty)
+    hist["sum_gradients"][0] = [-5.0, 5.0, 0.0]
+    hist["sum_hessians"][0] = [2.5, 2.5, 0.0]
+    hist["count"][0] = [5, 5, 0]
+    mdl, mcw = 1, 0.0
+    if constraint == "min_data_in_leaf":
+        mdl = 5 if at_limit else 6
+    else:
+        mcw = 2.5 if at_limit else np.nextafter(2.5, 3.0)
+    got = find_best_split(hist, np.array([2], np.uint32), 2, np.ones(1, np.uint8), 0.0, 5.0,
+                          10, 1.0, mcw, mdl, None, n_threads)
+    if at_limit:
+        assert (got.feature, got.bin_threshold, got.count_left, got.count_right) == (0, 0, 5, 5)
+        assert got.gain == pytest.approx(0.5 * 2 * 25 / 3.5)
+    else:
+        assert got.feature == -1
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_find_best_split_ties_go_to_lowest_feature(seed, n_threads):
+    rng = np.random.default_rng(seed)
+    # 44 x 210 value bins: over the parallel threshold; static halves are 0-21 and 22-43
+    n_samples, n_features, missing_bin = 600, 44, 255
+    nvb = np.full(n_features, 210)
+    binned = random_binned(rng, n_samples, nvb, missing_bin)
+    binned[:, 30] = binned[:, 5]                      # exact duplicates of feature 5,
+    binned[:, 40] = binned[:, 5]                      # on the other thread's half
+    rows = np.arange(n_samples, dtype=np.int32)
+    g = np.where(binned[:, 5] > 100, 2.0, -2.0) + 0.1 * rng.normal(size=n_samples)
+    h = rng.uniform(0.5, 1.0, n_samples)
+    mask = np.ones(n_features, np.uint8)
+    got = run_split(binned, rows, g, h, nvb, missing_bin, mask, 1.0, 0.0, 1, None, n_threads)
+    exp = ref_best_split(binned, rows, g, h, nvb, missing_bin, mask, 1.0, 0.0, 1, None)
+    assert exp["feature"] == 5
+    assert_split_matches(got, exp)
+    # masking out the first copy moves the choice to the next copy
+    mask[5] = 0
+    got = run_split(binned, rows, g, h, nvb, missing_bin, mask, 1.0, 0.0, 1, None, n_threads)
+    assert got.feature == 30 and got.bin_threshold == exp["bin_threshold"]
+    # a lower per-feature penalty on a later copy wins
+    mask[5] = 1
+    penalty = np.full(n_features, 0.5)
+    penalty[40] = 0.25
+    got = run_split(binned, rows, g, h, nvb, missing_bin, mask, 1.0, 0.0, 1, penalty, n_threads)
+    assert got.feature == 40
+    assert got.gain == pytest.approx(exp["raw_gain"] - 0.25, rel=1e-12)
+
+
+def test_find_best_split_tie_across_missing_directions_prefers_missing_right():
+    """Documented: "Ties go to the lowest feature index, then missing values going right,
+    then the lowest bin".
+
+    One feature, value bins 0..2 (2 rows each) and 2 missing rows whose sums equal bin
+    1's; with min_data_in_leaf=3 only two splits are admissible and they have exactly the
+    same (G_L, H_L): bins {0, 1} | {2, missing} (threshold 1, missing right) and
+    {0, missing} | {1, 2} (threshold 0, missing left). Missing-right wins.
+    """
+    hist = np.zeros((1, 4), HISTOGRAM_DTYPE)
+    hist["sum_gradients"][0] = [-3.0, 0.5, 2.0, 0.5]
+    hist["sum_hessians"][0] = [1.0, 0.75, 1.5, 0.75]
+    hist["count"][0] = [2, 2, 2, 2]
+    G, H = hist["sum_gradients"].sum(), hist["sum_hessians"].sum()
+    got = find_best_split(hist, np.array([3], np.uint32), 3, np.ones(1, np.uint8), G, H, 8,
+                          1.0, 0.0, 3, None, 1)
+    assert got.feature == 0
+    assert (got.bin_threshold, bool(got.default_left)) == (1, False), got
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("case", ["min_data", "min_child_weight", "masked", "one_bin"])
+def test_find_best_split_nothing_admissible(seed, case):
+    rng = np.random.default_rng(seed)
+    n_features, missing_bin = 4, 8
+    nvb = np.full(n_features, 8) if case != "one_bin" else np.ones(n_features, int)
+    binned = random_binned(rng, 40, nvb, missing_bin)
+    rows = np.arange(12, dtype=np.int32)
+    g, h = rng.normal(size=40), rng.uniform(0.5, 1.0, 40)
+    mask = np.ones(n_features, np.uint8) if case != "masked" else np.zeros(n_features, np.uint8)
+    mdl = 7 if case == "min_data" else 1
+    mcw = 100.0 if case == "min_child_weight" else 0.0
+    for n_threads in (1, 2):
+        got = run_split(binned, rows, g, h, nvb, missing_bin, mask, 1.0, mcw, mdl, None,
+                        n_threads)
+        assert got.feature == -1
+    assert ref_best_split(binned, rows, g, h, nvb, missing_bin, mask, 1.0, mcw, mdl,
+                          None) is None
+
+
+@pytest.mark.parametrize("G,H,lam", [(3.0, 2.0, 1.0), (-1.5, 0.5, 0.0), (2.0, 0.0, 0.0),
+                                     (1.0, -2.0, 1.0)])
+def test_leaf_value(G, H, lam):
+    expected = 0.0 if H + lam <= 0 else -G / (H + lam)
+    assert leaf_value(G, H, lam) == expected
+
+
+# ---------------------------------------------------------------------------------------
+# 6. Row partition
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("default_left", [False, True])
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_split_rows(seed, default_left, order):
+    rng = np.random.default_rng(seed)
+    n_samples, missing_bin = 300, 255
+    nvb = [20, 5, 9]
+    binned = random_binned(rng, n_samples, nvb, missing_bin, p_missing=0.2)
+    rows = rng.choice(n_samples, 170, replace=False).astype(np.int32)
+    if order == "sorted":
+        rows.sort()
+    for feature, t in [(0, 7), (1, 0), (2, 8), (0, 19)]:
+        got_rows = rows.copy()
+        buffer = np.full(rows.size, -5, np.int32)
+        n_left = split_rows(got_rows, binned, feature, t, default_left, missing_bin, buffer)
+        exp_rows, exp_left = ref_split_rows(rows, binned, feature, t, default_left,
+                                            missing_bin)
+        assert n_left == exp_left
+        np.testing.assert_array_equal(got_rows, exp_rows)
+        miss = binned[got_rows, feature] == missing_bin
+        assert np.all(miss[:n_left] <= default_left)
+        assert np.all(miss[n_left:] <= (not default_left))
+
+
+# ---------------------------------------------------------------------------------------
+# 7. Prediction
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_predict(seed, dtype, layout):
+    rng = np.random.default_rng(seed)
+    n_samples, n_features, n_outputs, max_bin = 250, 5, 3, 16
+    X = random_raw_data(rng, n_samples, n_features, p_nan=0.15, dtype=dtype)
+    X = np.asfortranarray(X) if layout == "F" else np.ascontiguousarray(X)
+    edges_list = [find_bin_edges(X[:, f], max_bin) for f in range(n_features)]
+    trees, nodes, offsets = random_forest(rng, edges_list, [0, 1, 6, 12, 25])
+    tree_outputs = rng.integers(0, n_outputs, len(trees)).astype(np.int32)
+    for tree in trees:
+        internal = tree["left"] != -1
+        assert np.all(tree["left"][internal] > np.flatnonzero(internal))
+        assert np.all(tree["feature"][~internal] == -1)
+
+    exp_leaf = np.array([[ref_leaf(tree, X[i]) for tree in trees] for i in range(n_samples)])
+    base = rng.normal(size=(n_samples, n_outputs))
+    exp_raw = base.copy()
+    for t, tree in enumerate(trees):
+        exp_raw[:, tree_outputs[t]] += tree["value"][exp_leaf[:, t]]
+
+    results = {}
+    for n_threads in (1, 2):
+        raw = base.copy()
+        predict_raw(X, nodes, offsets, tree_outputs, raw, n_threads)
+        leaf = np.full((n_samples, len(trees)), -9, np.int32)
+        predict_leaf(X, nodes, offsets, leaf, n_threads)
+        np.testing.assert_array_equal(leaf, exp_leaf)
+        np.testing.assert_allclose(raw, exp_raw, rtol=1e-12, atol=1e-12)
+        results[n_threads] = raw
+    np.testing.assert_array_equal(results[1], results[2])
+
+    # binned traversal equals raw traversal for data binned with the same edges
+    edges, indptr = concat_edges(edges_list)
+    binned = np.empty(X.shape, np.uint8, order="F")
+    map_to_bins(X, edges, indptr, max_bin, binned, 1)
+    for n_threads in (1, 2):
+        raw_b = base.copy()
+        for t, tree in enumerate(trees):
+            predict_binned_add(binned, tree, max_bin, raw_b, int(tree_outputs[t]), n_threads)
+        np.testing.assert_array_equal(raw_b, results[1])
+
+
+# ---------------------------------------------------------------------------------------
+# 8. Cost accounting
+# ---------------------------------------------------------------------------------------
+def random_cost_model(rng, n_features, n_groups):
+    feature_group = (rng.integers(-1, n_groups, n_features) if n_groups
+                     else np.full(n_features, -1)).astype(np.int32)
+    return CostModel(rng.uniform(0, 5, n_features), feature_group,
+                     rng.uniform(0, 10, n_groups), [f"g{i}" for i in range(n_groups)],
+                     rng.uniform(0, 1, n_features), float(rng.uniform(0, 0.3)),
+                     float(rng.uniform(0, 0.5)))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("n_features,n_groups", [(6, 0), (10, 3), (70, 5), (70, 66)])
+@pytest.mark.parametrize("initial_state", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cost_accumulate(seed, n_features, n_groups, initial_state, dtype):
+    rng = np.random.default_rng(seed)
+    n_samples = 120
+    X = random_raw_data(rng, n_samples, n_features, p_nan=0.15, dtype=dtype)
+    edges_list = [find_bin_edges(X[:, f], 8) for f in range(n_features)]
+    cm = random_cost_model(rng, n_features, n_groups)
+    # two batches of trees (e.g. two boosting rounds), then the second batch again
+    trees_a, nodes_a, off_a = random_forest(rng, edges_list, [3, 10, 0, 20])
+    trees_b, nodes_b, off_b = random_forest(rng, edges_list, [15, 7])
+
+    acq_sets = [set() for _ in range(n_samples)]
+    grp_sets = [set() for _ in range(n_samples)]
+    if initial_state:  # a consistent earlier state: groups of acquired features touched
+        for i in range(n_samples):
+            acq_sets[i] = set(np.flatnonzero(rng.random(n_features) < 0.2).tolist())
+            grp_sets[i] = {int(cm.feature_group[f]) for f in acq_sets[i]
+                           if cm.feature_group[f] >= 0}
+
+    def packed_state():
+        a = np.zeros((n_samples, n_features), bool)
+        gt = np.zeros((n_samples, max(n_groups, 1)), bool)
+        for i in range(n_samples):
+            a[i, list(acq_sets[i])] = True
+            gt[i, list(grp_sets[i])] = True
+        return ref_pack_bits(a), ref_pack_bits(gt)
+
+    start_state = packed_state()
+    base = rng.uniform(0, 1, n_samples)
+    runs = {}
+    for n_threads in (1, 2):
+        bitsets = (start_state[0].copy(), start_state[1].copy())
+        zero = cm.new_bitsets(n_samples)
+        assert bitsets[0].shape == zero[0].shape and bitsets[1].shape == zero[1].shape
+        cost = base.copy()
+        counts_a = np.zeros(len(nodes_a), np.int64)
+        counts_b = np.zeros(len(nodes_b), np.int64)
+        history = []
+        for nodes, offsets, counts in ((nodes_a, off_a, counts_a), (nodes_b, off_b, counts_b),
+                                       (nodes_b, off_b, counts_b)):
+            cm.accumulate(X, nodes, offsets, bitsets, cost, node_counts=counts,
+                          n_threads=n_threads)
+            history.append((cost.copy(), counts.copy(), bitsets[0].copy(), bitsets[1].copy()))
+        runs[n_threads] = history
+
+    # reference, with the state persisted across the three calls
+    exp_cost = base.copy()
+    exp_counts = {"a": np.zeros(len(nodes_a), np.int64), "b": np.zeros(len(nodes_b), np.int64)}
+    for k, (trees, offsets, key) in enumerate(((trees_a, off_a, "a"), (trees_b, off_b, "b"),
+                                               (trees_b, off_b, "b"))):
+        before = [set(s) for s in acq_sets]
+        added = ref_cost(X, trees, offsets, cm, acq_sets, grp_sets, exp_counts[key])
+        exp_cost = exp_cost + added
+        got_cost, got_counts, got_acq, got_grp = runs[1][k]
+        np.testing.assert_allclose(got_cost, exp_cost, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(got_counts, exp_counts[key])
+        exp_acq, exp_grp = packed_state()
+        np.testing.assert_array_equal(got_acq, exp_acq)
+        np.testing.assert_array_equal(got_grp, exp_grp)
+        if k == 2:  # same trees, same bitsets: no feature or group is charged again
+            assert all(b == a for a, b in zip(before, acq_sets))
+            repeat_cost = runs[1][2][0] - runs[1][1][0]
+            n_splits = np.array([sum(ref_depth(tree, X[i]) for tree in trees)
+                                 for i in range(n_samples)])
+            np.testing.assert_allclose(repeat_cost, cm.split_cost * n_splits
+                                       + cm.tree_cost * len(trees), rtol=1e-9, atol=1e-9)
+            np.testing.assert_array_equal(runs[1][2][1], runs[1][1][1])
+    # n_threads=1 equals n_threads=2 exactly
+    for h1, h2 in zip(runs[1], runs[2]):
+        for a, b in zip(h1, h2):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_cost_hand_computed():
+    """Two inputs, two trees on features {0, 1 (group 0), 2 (group 0)}: known answers."""
+    cm = CostModel([1.0, 10.0, 100.0], [-1, 0, 0], [1000.0], ["g"], [0, 0, 0], 0.5, 0.25)
+    t1 = np.zeros(3, NODE_DTYPE)     # root splits feature 1 at 0.0
+    t1["left"], t1["right"], t1["feature"] = [1, -1, -1], [2, -1, -1], [1, -1, -1]
+    t2 = np.zeros(5, NODE_DTYPE)     # root on feature 0 at 0.0, left child on feature 2
+    t2["left"], t2["right"], t2["feature"] = [1, 3, -1, -1, -1], [2, 4, -1, -1, -1], [0, 2, -1,
+                                                                                     -1, -1]
+    nodes = np.concatenate([t1, t2])
+    offsets = np.array([0, 3, 8], np.int64)
+    X = np.array([[-1.0, 5.0, 7.0], [1.0, np.nan, 7.0]])
+    bitsets = cm.new_bitsets(2)
+    cost = np.zeros(2)
+    counts = np.zeros(8, np.int64)
+    cm.accumulate(X, nodes, offsets, bitsets, cost, node_counts=counts)
+    # input 0: f1 (+10 +1000 group), f0 (+1), f2 (+100, group already paid); 3 splits, 2 trees
+    # input 1: f1 (+10 +1000), f0 (+1); 2 splits, 2 trees
+    np.testing.assert_allclose(cost, [1111 + 1.5 + 0.5, 1011 + 1.0 + 0.5])
+    np.testing.assert_array_equal(counts, [2, 0, 0, 2, 1, 0, 0, 0])
+    cm.accumulate(X, nodes, offsets, bitsets, cost, node_counts=counts)
+    np.testing.assert_allclose(cost, [1113 + 2.0, 1012.5 + 1.5])  # splits and trees only
+    np.testing.assert_array_equal(counts, [2, 0, 0, 2, 1, 0, 0, 0])
+
+
+# ---------------------------------------------------------------------------------------
+# 9. Acquisition bitsets
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("bit", [0, 5, 63, 64, 100, 127])
+@pytest.mark.parametrize("duplicates", [False, True])
+def test_mark_acquired(seed, bit, duplicates):
+    rng = np.random.default_rng(seed)
+    n_rows, n_bits = 90, 128
+    bits = rng.random((n_rows, n_bits)) < 0.5
+    bitset = ref_pack_bits(bits)
+    rows = rng.choice(n_rows, 50, replace=duplicates).astype(np.int32)
+    exp_bits = bits.copy()
+    expected = ref_mark_acquired(exp_bits, rows, bit)
+    newly = mark_acquired(bitset, rows, bit)
+    assert newly == expected
+    np.testing.assert_array_equal(bitset, ref_pack_bits(exp_bits))
+    assert mark_acquired(bitset, rows, bit) == 0            # idempotent
+    np.testing.assert_array_equal(ref_unpack_bits(bitset, n_bits), exp_bits)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("n_bits", [1, 64, 70, 128])
+def test_bitset_to_bool(seed, n_bits):
+    rng = np.random.default_rng(seed)
+    bits = rng.random((30, n_bits)) < 0.5
+    out = np.full((30, n_bits), 7, np.uint8)
+    bitset_to_bool(ref_pack_bits(bits), n_bits, out)
+    np.testing.assert_array_equal(out, bits.astype(np.uint8))

@@ -79,22 +79,15 @@ cdef void build_histograms_core(
     for i in range(n_rows):
         ordered_gradients[i] = gradients[rows[i]]
         ordered_hessians[i] = hessians[rows[i]]
-    if n_threads > 1 and n_rows * n_features >= MIN_PARALLEL_WORK:
-        for f in prange(n_features, schedule="static", num_threads=n_threads):
-            if feature_mask[f]:
-                _feature_histogram(
-                    f, &binned[f * n_samples], rows, n_rows, ordered_gradients,
-                    ordered_hessians, n_value_bins[f], missing_bin, &out[f * n_bins],
-                    acquired, acquired_words, groups_touched, group_words, feature_group,
-                    unacquired_count, group_untouched_count)
-    else:
-        for f in range(n_features):
-            if feature_mask[f]:
-                _feature_histogram(
-                    f, &binned[f * n_samples], rows, n_rows, ordered_gradients,
-                    ordered_hessians, n_value_bins[f], missing_bin, &out[f * n_bins],
-                    acquired, acquired_words, groups_touched, group_words, feature_group,
-                    unacquired_count, group_untouched_count)
+    if n_rows * n_features < MIN_PARALLEL_WORK:
+        n_threads = 1
+    for f in prange(n_features, schedule="static", num_threads=n_threads):
+        if feature_mask[f]:
+            _feature_histogram(
+                f, &binned[f * n_samples], rows, n_rows, ordered_gradients,
+                ordered_hessians, n_value_bins[f], missing_bin, &out[f * n_bins],
+                acquired, acquired_words, groups_touched, group_words, feature_group,
+                unacquired_count, group_untouched_count)
 
 
 cdef void subtract_histograms_core(

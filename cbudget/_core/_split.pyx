@@ -107,22 +107,14 @@ cdef split_struct find_best_split_core(
         per_feature[f].feature = -1
         if feature_mask[f]:
             work += n_value_bins[f]
-    if n_threads > 1 and work >= MIN_PARALLEL_WORK:
-        for f in prange(n_features, schedule="static", num_threads=n_threads):
-            if feature_mask[f] and n_value_bins[f] >= 2:
-                _scan_feature(f, &histograms[f * n_bins], n_value_bins[f], missing_bin,
-                              sum_gradients, sum_hessians, count, parent_score, reg_lambda,
-                              min_child_weight, min_data_in_leaf,
-                              cost_penalty[f] if cost_penalty != NULL else 0.0,
-                              &per_feature[f])
-    else:
-        for f in range(n_features):
-            if feature_mask[f] and n_value_bins[f] >= 2:
-                _scan_feature(f, &histograms[f * n_bins], n_value_bins[f], missing_bin,
-                              sum_gradients, sum_hessians, count, parent_score, reg_lambda,
-                              min_child_weight, min_data_in_leaf,
-                              cost_penalty[f] if cost_penalty != NULL else 0.0,
-                              &per_feature[f])
+    if work < MIN_PARALLEL_WORK:
+        n_threads = 1
+    for f in prange(n_features, schedule="static", num_threads=n_threads):
+        if feature_mask[f] and n_value_bins[f] >= 2:
+            _scan_feature(f, &histograms[f * n_bins], n_value_bins[f], missing_bin,
+                          sum_gradients, sum_hessians, count, parent_score, reg_lambda,
+                          min_child_weight, min_data_in_leaf,
+                          cost_penalty[f] if cost_penalty != NULL else 0.0, &per_feature[f])
     # Deterministic reduction: ties go to the lowest feature (within a feature, see
     # _scan_feature: missing-right first, then the lowest bin).
     best.feature = -1

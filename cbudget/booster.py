@@ -5,7 +5,7 @@ import numpy as np
 
 from ._core._openmp_helpers import resolve_n_threads
 from ._core._predict import predict_leaf, predict_raw
-from ._core._types import NODE_DTYPE
+from ._core._types import NODE_DTYPE, compact_nodes
 from .costs import CostReport
 from .dataset import Dataset, as_float_matrix
 from .objectives import get_objective
@@ -118,7 +118,8 @@ class Booster:
         return self.iteration_indptr[begin], self.iteration_indptr[end]
 
     def _flat(self, t0, t1):
-        """All trees in ``[t0, t1)`` back to back: (nodes, int64 offsets, int32 outputs)."""
+        """All trees in ``[t0, t1)`` back to back: (nodes, int64 offsets, int32 outputs,
+        the nodes in the packed prediction layout)."""
         key = (t0, t1)
         if key not in self._flat_cache:
             trees = self.trees[t0:t1]
@@ -126,7 +127,7 @@ class Booster:
             offsets = np.zeros(len(trees) + 1, dtype=np.int64)
             offsets[1:] = np.cumsum([t.shape[0] for t in trees])
             outputs = np.asarray(self.tree_outputs[t0:t1], dtype=np.int32)
-            self._flat_cache[key] = (nodes, offsets, outputs)
+            self._flat_cache[key] = (nodes, offsets, outputs, compact_nodes(nodes))
         return self._flat_cache[key]
 
     def used_features(self, iteration_range=None):
@@ -201,7 +202,7 @@ class Booster:
         """
         X = self._prepare(X)
         t0, t1 = self._tree_range(iteration_range)
-        nodes, offsets, outputs = self._flat(t0, t1)
+        _, offsets, outputs, nodes = self._flat(t0, t1)
         if pred_leaf:
             out = np.zeros((X.shape[0], t1 - t0), dtype=np.int32)
             predict_leaf(X, nodes, offsets, out, self._n_threads())
@@ -224,7 +225,7 @@ class Booster:
 
     def _costs(self, X, iteration_range=None, node_counts=None):
         t0, t1 = self._tree_range(iteration_range)
-        nodes, offsets, _ = self._flat(t0, t1)
+        _, offsets, _, nodes = self._flat(t0, t1)
         bitsets = self.cost_model.new_bitsets(X.shape[0])
         cost = np.zeros(X.shape[0])
         self.cost_model.accumulate(X, nodes, offsets, bitsets, cost, node_counts=node_counts,
@@ -259,7 +260,7 @@ class Booster:
         return self._cost_curve(self._prepare(X))
 
     def _cost_curve(self, X, node_counts=None):
-        nodes, offsets, _ = self._flat(0, len(self.trees))
+        _, offsets, _, nodes = self._flat(0, len(self.trees))
         bitsets = self.cost_model.new_bitsets(X.shape[0])
         cost = np.zeros(X.shape[0])
         curve = np.zeros(self.num_boosted_rounds())
@@ -275,7 +276,7 @@ class Booster:
     def _record_training_costs(self, dtrain, evals, n_threads):
         """Per node ``new_acquisitions`` (training inputs that first acquire the node's
         feature there) and the cost ``summary``; run once after training."""
-        nodes, offsets, _ = self._flat(0, len(self.trees))
+        _, offsets, _, nodes = self._flat(0, len(self.trees))
         counts = np.zeros(nodes.shape[0], dtype=np.int64)
         curve = self._cost_curve(dtrain.data, node_counts=counts)
         for t, tree in enumerate(self.trees):

@@ -270,7 +270,8 @@ class CostModel:
         Parameters
         ----------
         X : float32/float64 ndarray of shape (n_samples, n_features)
-        nodes : NODE_DTYPE array (trees back to back); tree_offsets : int64 array
+        nodes : NODE_DTYPE or PREDICT_NODE_DTYPE array (trees back to back)
+        tree_offsets : int64 array
         bitsets : pair of uint64 arrays from :meth:`new_bitsets`
         cost : float64 array of shape (n_samples,), incremented
         node_counts : int64 array of shape (n_nodes,), optional

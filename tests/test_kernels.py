@@ -13,7 +13,7 @@ from cbudget._core._histogram import build_histograms, subtract_histograms
 from cbudget._core._partition import split_rows
 from cbudget._core._predict import predict_binned_add, predict_leaf, predict_raw
 from cbudget._core._split import find_best_split, leaf_value
-from cbudget._core._types import HISTOGRAM_DTYPE, NODE_DTYPE
+from cbudget._core._types import HISTOGRAM_DTYPE, NODE_DTYPE, compact_nodes
 from cbudget.costs import CostModel
 from cbudget.dataset import Dataset, find_bin_edges
 
@@ -727,9 +727,11 @@ def test_predict(seed, dtype, layout):
     results = {}
     for n_threads in (1, 2):
         raw = base.copy()
-        predict_raw(X, nodes, offsets, tree_outputs, raw, n_threads)
+        # the kernels read C-ordered rows and the packed node layout
+        X_c, packed = np.ascontiguousarray(X), compact_nodes(nodes)
+        predict_raw(X_c, packed, offsets, tree_outputs, raw, n_threads)
         leaf = np.full((n_samples, len(trees)), -9, np.int32)
-        predict_leaf(X, nodes, offsets, leaf, n_threads)
+        predict_leaf(X_c, packed, offsets, leaf, n_threads)
         np.testing.assert_array_equal(leaf, exp_leaf)
         np.testing.assert_allclose(raw, exp_raw, rtol=1e-12, atol=1e-12)
         results[n_threads] = raw
@@ -801,8 +803,8 @@ def test_cost_accumulate(seed, n_features, n_groups, initial_state, dtype):
         history = []
         for nodes, offsets, counts in ((nodes_a, off_a, counts_a), (nodes_b, off_b, counts_b),
                                        (nodes_b, off_b, counts_b)):
-            cm.accumulate(X, nodes, offsets, bitsets, cost, node_counts=counts,
-                          n_threads=n_threads)
+            cm.accumulate(X, compact_nodes(nodes), offsets, bitsets, cost,
+                          node_counts=counts, n_threads=n_threads)
             history.append((cost.copy(), counts.copy(), bitsets[0].copy(), bitsets[1].copy()))
         runs[n_threads] = history
 
@@ -848,12 +850,12 @@ def test_cost_hand_computed():
     bitsets = cm.new_bitsets(2)
     cost = np.zeros(2)
     counts = np.zeros(8, np.int64)
-    cm.accumulate(X, nodes, offsets, bitsets, cost, node_counts=counts)
+    cm.accumulate(X, compact_nodes(nodes), offsets, bitsets, cost, node_counts=counts)
     # input 0: f1 (+10 +1000 group), f0 (+1), f2 (+100, group already paid); 3 splits, 2 trees
     # input 1: f1 (+10 +1000), f0 (+1); 2 splits, 2 trees
     np.testing.assert_allclose(cost, [1111 + 1.5 + 0.5, 1011 + 1.0 + 0.5])
     np.testing.assert_array_equal(counts, [2, 0, 0, 2, 1, 0, 0, 0])
-    cm.accumulate(X, nodes, offsets, bitsets, cost, node_counts=counts)
+    cm.accumulate(X, compact_nodes(nodes), offsets, bitsets, cost, node_counts=counts)
     np.testing.assert_allclose(cost, [1113 + 2.0, 1012.5 + 1.5])  # splits and trees only
     np.testing.assert_array_equal(counts, [2, 0, 0, 2, 1, 0, 0, 0])
 

@@ -1,27 +1,32 @@
 """Tree traversal: raw scores, leaf ids, and per-input prediction cost (ARCHITECTURE
-section 2: a feature is paid once per input across all trees, then cached)."""
+section 2: a feature is paid once per input across all trees, then cached).
+
+The traversal kernels read the packed ``PREDICT_NODE_DTYPE`` layout (leaf value in
+``threshold``; see ``_types.compact_nodes``); training-time updates read full trees.
+Rows are processed in blocks, tree by tree, so that one tree stays in cache while a
+block of rows walks it; each row still adds the trees in order (same sums).
+"""
 from cython.parallel cimport prange, threadid
 from libc.math cimport isnan
 from libc.stdint cimport int32_t, int64_t, uint64_t
-from libc.string cimport memset
-from libc.stdlib cimport free, malloc
 
-from ._types cimport X_BINNED_C, node_struct, BITSET_WORD_C
+from ._types cimport X_BINNED_C, node_struct, predict_node_struct, BITSET_WORD_C
 
 ctypedef fused floating_t:
     float
     double
 
+cdef Py_ssize_t ROW_BLOCK = 64
 
-cdef inline int32_t _leaf_of_row(const node_struct * nodes, const floating_t[:, :] X,
-                                 Py_ssize_t i) noexcept nogil:
+
+cdef inline int32_t _leaf_of_row(const predict_node_struct * nodes, const floating_t * x) noexcept nogil:
     cdef int32_t node = 0
-    cdef double x
+    cdef double value
     while nodes[node].left != -1:
-        x = X[i, nodes[node].feature]
-        if isnan(x):
+        value = x[nodes[node].feature]
+        if isnan(value):
             node = nodes[node].left if nodes[node].default_left else nodes[node].right
-        elif x <= nodes[node].threshold:
+        elif value <= nodes[node].threshold:
             node = nodes[node].left
         else:
             node = nodes[node].right
@@ -29,8 +34,8 @@ cdef inline int32_t _leaf_of_row(const node_struct * nodes, const floating_t[:, 
 
 
 def predict_raw(
-    const floating_t[:, :] X,
-    const node_struct[::1] nodes,
+    const floating_t[:, ::1] X,
+    const predict_node_struct[::1] nodes,
     const int64_t[::1] tree_offsets,
     const int32_t[::1] tree_outputs,
     double[:, ::1] out,
@@ -43,19 +48,22 @@ def predict_raw(
     """
     cdef Py_ssize_t n_samples = X.shape[0]
     cdef Py_ssize_t n_trees = tree_offsets.shape[0] - 1
-    cdef Py_ssize_t i, t
-    cdef const node_struct * tree
-    if nodes.shape[0] == 0:
+    cdef Py_ssize_t n_blocks = (n_samples + ROW_BLOCK - 1) // ROW_BLOCK
+    cdef Py_ssize_t block, i, t, stop
+    cdef const predict_node_struct * tree
+    if nodes.shape[0] == 0 or n_samples == 0:
         return
-    for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
+    for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
+        stop = min((block + 1) * ROW_BLOCK, n_samples)
         for t in range(n_trees):
             tree = &nodes[tree_offsets[t]]
-            out[i, tree_outputs[t]] += tree[_leaf_of_row(tree, X, i)].value
+            for i in range(block * ROW_BLOCK, stop):
+                out[i, tree_outputs[t]] += tree[_leaf_of_row(tree, &X[i, 0])].threshold
 
 
 def predict_leaf(
-    const floating_t[:, :] X,
-    const node_struct[::1] nodes,
+    const floating_t[:, ::1] X,
+    const predict_node_struct[::1] nodes,
     const int64_t[::1] tree_offsets,
     int32_t[:, ::1] out,
     int n_threads,
@@ -64,11 +72,11 @@ def predict_leaf(
     cdef Py_ssize_t n_samples = X.shape[0]
     cdef Py_ssize_t n_trees = tree_offsets.shape[0] - 1
     cdef Py_ssize_t i, t
-    if nodes.shape[0] == 0:
+    if nodes.shape[0] == 0 or n_samples == 0:
         return
     for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
         for t in range(n_trees):
-            out[i, t] = _leaf_of_row(&nodes[tree_offsets[t]], X, i)
+            out[i, t] = _leaf_of_row(&nodes[tree_offsets[t]], &X[i, 0])
 
 
 def predict_binned_add(
@@ -100,8 +108,8 @@ def predict_binned_add(
 
 
 def predict_cost(
-    const floating_t[:, :] X,
-    const node_struct[::1] nodes,
+    const floating_t[:, ::1] X,
+    const predict_node_struct[::1] nodes,
     const int64_t[::1] tree_offsets,
     const double[::1] feature_costs,
     const int32_t[::1] feature_group,

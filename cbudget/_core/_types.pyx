@@ -30,3 +30,20 @@ NODE_DTYPE = np.dtype(
     ],
     align=True,
 )
+
+# Mirrors predict_node_struct: the packed layout used for prediction (leaf value in
+# ``threshold``).
+PREDICT_NODE_DTYPE = np.dtype(
+    [("threshold", np.float64), ("left", np.int32), ("right", np.int32),
+     ("feature", np.int32), ("default_left", np.uint8)],
+    align=True,
+)
+
+
+def compact_nodes(nodes):
+    """PREDICT_NODE_DTYPE copy of a NODE_DTYPE array (leaf values in ``threshold``)."""
+    out = np.zeros(nodes.shape[0], dtype=PREDICT_NODE_DTYPE)
+    for field in ("left", "right", "feature", "default_left"):
+        out[field] = nodes[field]
+    out["threshold"] = np.where(nodes["left"] == -1, nodes["value"], nodes["threshold"])
+    return out

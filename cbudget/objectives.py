@@ -103,10 +103,14 @@ class Softprob(Objective):
         return logp - logp.mean()
 
     def gradients(self, raw, y, weight, grad, hess):
-        p = softmax(raw, axis=1)
-        grad[...] = p
+        p = grad  # the probabilities are computed in place in grad
+        np.subtract(raw, raw.max(axis=1, keepdims=True), out=p)
+        np.exp(p, out=p)
+        p /= p.sum(axis=1, keepdims=True)
+        np.subtract(1.0, p, out=hess)
+        hess *= p
+        np.maximum(hess, _MIN_HESSIAN, out=hess)
         grad[np.arange(y.shape[0]), y.astype(np.int64)] -= 1.0
-        np.maximum(p * (1.0 - p), _MIN_HESSIAN, out=hess)
         if weight is not None:
             grad *= weight[:, None]
             hess *= weight[:, None]

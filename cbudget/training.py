@@ -154,9 +154,14 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
             if n_sub_features < n_features:
                 feature_mask[:] = 0
                 feature_mask[rng.choice(n_features, n_sub_features, replace=False)] = 1
-            tree = grower.grow(grad[:, k], hess[:, k], in_bag.copy(), feature_mask)
+            rows = in_bag.copy()
+            tree = grower.grow(grad[:, k], hess[:, k], rows, feature_mask)
             booster._append_tree(tree, k)
-            predict_binned_add(dtrain.binned, tree, dtrain.missing_bin, raw_train, k, n_threads)
+            if in_bag is all_rows:   # every row sits in a leaf of the partition
+                grower.add_leaf_values(rows, raw_train, k)
+            else:
+                predict_binned_add(dtrain.binned, tree, dtrain.missing_bin, raw_train, k,
+                                   n_threads)
             for _, _, binned, raw in eval_state:
                 predict_binned_add(binned, tree, dtrain.missing_bin, raw, k, n_threads)
         booster._end_round()

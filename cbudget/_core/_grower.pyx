@@ -71,6 +71,7 @@ cdef class TreeGrower:
     cdef double * ordered_hessians
     cdef split_struct * per_feature
     cdef grow_node * nodes
+    cdef Py_ssize_t n_nodes           # of the last tree grown
     cdef int32_t * open_leaves
     cdef hist_struct ** free_histograms   # the pool
     cdef Py_ssize_t n_free_histograms, n_allocated_histograms
@@ -113,6 +114,7 @@ cdef class TreeGrower:
         self.free_histograms = <hist_struct **> malloc(cap * sizeof(hist_struct *))
         self.n_free_histograms = 0
         self.n_allocated_histograms = 0
+        self.n_nodes = 0
         if (self.buffer == NULL or self.ordered_gradients == NULL
                 or self.ordered_hessians == NULL or self.per_feature == NULL
                 or self.nodes == NULL or self.open_leaves == NULL
@@ -294,7 +296,26 @@ cdef class TreeGrower:
             raise MemoryError("cannot allocate histograms")
         if partition_error:
             raise RuntimeError("internal error: row partition disagrees with the histogram")
+        self.n_nodes = n_nodes
         return self._to_array(n_nodes)
+
+    def add_leaf_values(self, const int32_t[::1] rows, double[:, ::1] raw, int output):
+        """``raw[r, output] += value of r's leaf`` for the rows of the last tree grown,
+        from its partition (``rows`` as left by :meth:`grow`): no traversal needed."""
+        cdef Py_ssize_t node, i
+        cdef double value
+        cdef grow_node * leaf
+        if raw.shape[0] != self.n_samples or not 0 <= output < raw.shape[1]:
+            raise ValueError("raw does not match the binned data")
+        with nogil:
+            for node in range(self.n_nodes):
+                leaf = &self.nodes[node]
+                if leaf.left != -1:
+                    continue
+                value = self.learning_rate * leaf_value_core(
+                    leaf.sum_gradients, leaf.sum_hessians, self.reg_lambda)
+                for i in range(leaf.start, leaf.stop):
+                    raw[rows[i], output] += value
 
     cdef _to_array(self, Py_ssize_t n_nodes):
         out = np.zeros(n_nodes, dtype=NODE_DTYPE)

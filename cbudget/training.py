@@ -131,6 +131,8 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
     all_rows = np.arange(n_samples, dtype=np.int32)
     n_sub_rows = max(1, int(round(p["subsample"] * n_samples)))
     n_sub_features = max(1, int(round(p["colsample_bytree"] * n_features)))
+    # a feature with a single bin can never be split: skip its histograms
+    splittable = (dtrain.n_value_bins >= 2).astype(np.uint8)
     evals_log = {}
     edges, edges_indptr = dtrain.flat_bin_edges()
     grower = TreeGrower(
@@ -150,10 +152,11 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         else:
             in_bag = all_rows
         for k in range(n_outputs):
-            feature_mask = np.ones(n_features, dtype=np.uint8)
+            feature_mask = splittable.copy()
             if n_sub_features < n_features:
-                feature_mask[:] = 0
-                feature_mask[rng.choice(n_features, n_sub_features, replace=False)] = 1
+                sampled = np.zeros(n_features, dtype=np.uint8)
+                sampled[rng.choice(n_features, n_sub_features, replace=False)] = 1
+                feature_mask &= sampled
             rows = in_bag.copy()
             tree = grower.grow(grad[:, k], hess[:, k], rows, feature_mask)
             booster._append_tree(tree, k)

@@ -1213,3 +1213,21 @@ def test_letters_small():
     doc = booster.to_dict()
     np.testing.assert_allclose(booster.predict_cost(X[va][:60]), brute_cost(doc, X[va][:60]),
                                rtol=1e-12)
+
+
+def test_training_scores_equal_model_margins():
+    """Round 2 is fitted to the gradients of the training scores kept during training
+    (updated from the leaf partition): they must be the model's own margins."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(600, 4))
+    y = X[:, 0] - 2 * X[:, 1] + 0.1 * rng.normal(size=600)
+    params = {"reg_lambda": 0.5, "learning_rate": 0.3, "num_leaves": 8, "n_jobs": 1,
+              "min_data_in_leaf": 5}
+    booster = cbudget.train(params, cbudget.Dataset(X, y), 2, verbose_eval=False)
+    gradients = booster[0:1].predict(X, output_margin=True) - y
+    leaves = booster.predict(X, pred_leaf=True)[:, 1]
+    tree = booster.trees[1]
+    for leaf in np.flatnonzero(tree["left"] == -1):
+        in_leaf = leaves == leaf
+        expected = -0.3 * gradients[in_leaf].sum() / (in_leaf.sum() + 0.5)
+        assert tree["value"][leaf] == pytest.approx(expected, rel=1e-9, abs=1e-12)

@@ -1,4 +1,6 @@
 """``train()``: the boosting loop, in the style of ``xgboost.train``."""
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from ._core._openmp_helpers import resolve_n_threads
@@ -135,47 +137,75 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
     splittable = (dtrain.n_value_bins >= 2).astype(np.uint8)
     evals_log = {}
     edges, edges_indptr = dtrain.flat_bin_edges()
-    grower = TreeGrower(
+    # Multiclass: the trees of one round are independent given the gradients, so they
+    # grow in parallel, one single-threaded grower per thread (the same trees as one
+    # grower using all threads: growth does not depend on the thread count).
+    tree_parallel = n_outputs > 1 and n_threads > 1
+    n_growers = min(n_threads, n_outputs) if tree_parallel else 1
+    growers = [TreeGrower(
         dtrain.binned, edges, edges_indptr, dtrain.n_value_bins, dtrain.missing_bin,
         p["learning_rate"], p["reg_lambda"], p["min_child_weight"], p["gamma"],
         p["min_data_in_leaf"], p["num_leaves"] or -1,
         -1 if p["max_depth"] is None else p["max_depth"], p["grow_policy"] == "lossguide",
-        n_threads)
+        1 if tree_parallel else n_threads) for _ in range(n_growers)]
+    threads_per_tree = 1 if tree_parallel else n_threads
 
-    booster = container.before_training(booster)
-    for epoch in range(num_boost_round):
-        if container.before_iteration(booster, epoch, evals_log):
-            break
-        objective.gradients(raw_train, y, weight, grad, hess)
-        if n_sub_rows < n_samples:
-            in_bag = np.sort(rng.choice(n_samples, n_sub_rows, replace=False)).astype(np.int32)
+    def grow_tree(grower, k, in_bag, feature_mask):
+        """Grow the tree of output k and add it to the training and evaluation scores."""
+        rows = in_bag.copy()
+        tree = grower.grow(grad[:, k], hess[:, k], rows, feature_mask)
+        if in_bag is all_rows:   # every row sits in a leaf of the partition
+            grower.add_leaf_values(rows, raw_train, k)
         else:
-            in_bag = all_rows
-        for k in range(n_outputs):
-            feature_mask = splittable.copy()
-            if n_sub_features < n_features:
-                sampled = np.zeros(n_features, dtype=np.uint8)
-                sampled[rng.choice(n_features, n_sub_features, replace=False)] = 1
-                feature_mask &= sampled
-            rows = in_bag.copy()
-            tree = grower.grow(grad[:, k], hess[:, k], rows, feature_mask)
-            booster._append_tree(tree, k)
-            if in_bag is all_rows:   # every row sits in a leaf of the partition
-                grower.add_leaf_values(rows, raw_train, k)
+            predict_binned_add(dtrain.binned, tree, dtrain.missing_bin, raw_train, k,
+                               threads_per_tree)
+        for _, _, binned, raw in eval_state:
+            predict_binned_add(binned, tree, dtrain.missing_bin, raw, k, threads_per_tree)
+        return tree
+
+    def grow_trees(grower_index, jobs):
+        return [grow_tree(growers[grower_index], *job) for job in jobs]
+
+    pool = ThreadPoolExecutor(max_workers=n_growers) if tree_parallel else None
+    booster = container.before_training(booster)
+    try:
+        for epoch in range(num_boost_round):
+            if container.before_iteration(booster, epoch, evals_log):
+                break
+            objective.gradients(raw_train, y, weight, grad, hess)
+            if n_sub_rows < n_samples:
+                in_bag = np.sort(rng.choice(n_samples, n_sub_rows, replace=False)).astype(
+                    np.int32)
             else:
-                predict_binned_add(dtrain.binned, tree, dtrain.missing_bin, raw_train, k,
-                                   n_threads)
-            for _, _, binned, raw in eval_state:
-                predict_binned_add(binned, tree, dtrain.missing_bin, raw, k, n_threads)
-        booster._end_round()
-        for name, data, _, raw in eval_state:
-            pred = objective.transform(raw)
-            log = evals_log.setdefault(name, {})
-            for metric in metrics:
-                log.setdefault(metric, []).append(
-                    evaluate_metric(metric, data.label, pred, data.weight))
-        if container.after_iteration(booster, epoch, evals_log):
-            break
+                in_bag = all_rows
+            jobs = []
+            for k in range(n_outputs):
+                feature_mask = splittable.copy()
+                if n_sub_features < n_features:
+                    sampled = np.zeros(n_features, dtype=np.uint8)
+                    sampled[rng.choice(n_features, n_sub_features, replace=False)] = 1
+                    feature_mask &= sampled
+                jobs.append((k, in_bag, feature_mask))
+            if pool is None:
+                trees = grow_trees(0, jobs)
+            else:
+                parts = [pool.submit(grow_trees, g, jobs[g::n_growers]) for g in range(n_growers)]
+                grown = [part.result() for part in parts]
+                trees = [grown[k % n_growers][k // n_growers] for k in range(n_outputs)]
+            for k, tree in enumerate(trees):
+                booster._append_tree(tree, k)
+            booster._end_round()
+            for name, data, _, raw in eval_state:
+                pred = objective.transform(raw)
+                log = evals_log.setdefault(name, {})
+                for metric in metrics:
+                    log.setdefault(metric, []).append(
+                        evaluate_metric(metric, data.label, pred, data.weight))
+            if container.after_iteration(booster, epoch, evals_log):
+                break
+    finally:
+        if pool is not None:
+            pool.shutdown()
     booster = container.after_training(booster)
     booster._record_training_costs(dtrain, [(name, data) for data, name in evals], n_threads)
     if evals_result is not None:

@@ -2,10 +2,9 @@
 import numpy as np
 from scipy.special import expit, softmax
 
+from ._core._loss import logistic_gradients, softmax_gradients, squared_error_gradients
+
 __all__ = ["get_objective", "OBJECTIVES"]
-
-_MIN_HESSIAN = 1e-16
-
 
 class Objective:
     """Base class. Raw scores have shape (n_samples, n_outputs)."""
@@ -27,8 +26,9 @@ class Objective:
         """Initial raw score per output, shape (n_outputs,)."""
         raise NotImplementedError
 
-    def gradients(self, raw, y, weight, grad, hess):
-        """Fill ``grad`` and ``hess`` (shape (n_samples, n_outputs)) in place."""
+    def gradients(self, raw, y, weight, grad, hess, n_threads=1):
+        """Fill ``grad`` and ``hess`` (shape (n_samples, n_outputs), Fortran order) in
+        place from the raw scores (shape (n_samples, n_outputs), C order)."""
         raise NotImplementedError
 
     def transform(self, raw):
@@ -47,12 +47,9 @@ class SquaredError(Objective):
     def base_score(self, y, weight):
         return np.array([_weighted_mean(y, weight)])
 
-    def gradients(self, raw, y, weight, grad, hess):
-        np.subtract(raw[:, 0], y, out=grad[:, 0])
-        hess[:, 0] = 1.0
-        if weight is not None:
-            grad[:, 0] *= weight
-            hess[:, 0] *= weight
+    def gradients(self, raw, y, weight, grad, hess, n_threads=1):
+        squared_error_gradients(np.ascontiguousarray(raw[:, 0]), y, weight, grad[:, 0],
+                                hess[:, 0], n_threads)
 
     def transform(self, raw):
         return raw[:, 0].copy()
@@ -70,13 +67,9 @@ class BinaryLogistic(Objective):
         p = np.clip(_weighted_mean(y, weight), 1e-12, 1 - 1e-12)
         return np.array([np.log(p / (1 - p))])
 
-    def gradients(self, raw, y, weight, grad, hess):
-        p = expit(raw[:, 0])
-        np.subtract(p, y, out=grad[:, 0])
-        np.maximum(p * (1.0 - p), _MIN_HESSIAN, out=hess[:, 0])
-        if weight is not None:
-            grad[:, 0] *= weight
-            hess[:, 0] *= weight
+    def gradients(self, raw, y, weight, grad, hess, n_threads=1):
+        logistic_gradients(np.ascontiguousarray(raw[:, 0]), y, weight, grad[:, 0],
+                           hess[:, 0], n_threads)
 
     def transform(self, raw):
         return expit(raw[:, 0])
@@ -102,18 +95,8 @@ class Softprob(Objective):
         logp = np.log(priors)
         return logp - logp.mean()
 
-    def gradients(self, raw, y, weight, grad, hess):
-        p = grad  # the probabilities are computed in place in grad
-        np.subtract(raw, raw.max(axis=1, keepdims=True), out=p)
-        np.exp(p, out=p)
-        p /= p.sum(axis=1, keepdims=True)
-        np.subtract(1.0, p, out=hess)
-        hess *= p
-        np.maximum(hess, _MIN_HESSIAN, out=hess)
-        grad[np.arange(y.shape[0]), y.astype(np.int64)] -= 1.0
-        if weight is not None:
-            grad *= weight[:, None]
-            hess *= weight[:, None]
+    def gradients(self, raw, y, weight, grad, hess, n_threads=1):
+        softmax_gradients(raw, y, weight, grad, hess, n_threads)
 
     def transform(self, raw):
         return softmax(raw, axis=1)

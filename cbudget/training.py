@@ -172,7 +172,7 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         for epoch in range(num_boost_round):
             if container.before_iteration(booster, epoch, evals_log):
                 break
-            objective.gradients(raw_train, y, weight, grad, hess)
+            objective.gradients(raw_train, y, weight, grad, hess, n_threads)
             if n_sub_rows < n_samples:
                 in_bag = np.sort(rng.choice(n_samples, n_sub_rows, replace=False)).astype(
                     np.int32)

@@ -889,3 +889,40 @@ def test_bitset_to_bool(seed, n_bits):
     out = np.full((30, n_bits), 7, np.uint8)
     bitset_to_bool(ref_pack_bits(bits), n_bits, out)
     np.testing.assert_array_equal(out, bits.astype(np.uint8))
+
+
+# ---------------------------------------------------------------------------------------
+# 10. Loss gradients
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("weighted", [False, True])
+def test_loss_gradients_match_numpy(weighted):
+    from cbudget._core._loss import (logistic_gradients, softmax_gradients,
+                                     squared_error_gradients)
+    rng = np.random.default_rng(3)
+    n, n_classes = 1000, 4
+    w = rng.uniform(0, 2, n) if weighted else None
+    factor = w if weighted else np.ones(n)
+    raw = rng.normal(scale=3, size=n)
+    y = rng.integers(0, 2, n).astype(np.float64)
+    for n_threads in (1, 2):
+        g, h = np.empty(n), np.empty(n)
+        squared_error_gradients(raw, y, w, g, h, n_threads)
+        np.testing.assert_allclose(g, (raw - y) * factor, rtol=1e-14)
+        np.testing.assert_allclose(h, factor, rtol=1e-14)
+        logistic_gradients(raw, y, w, g, h, n_threads)
+        p = 1 / (1 + np.exp(-raw))
+        np.testing.assert_allclose(g, (p - y) * factor, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(h, np.maximum(p * (1 - p), 1e-16) * factor, rtol=1e-12)
+
+        raw_k = rng.normal(scale=3, size=(n, n_classes))
+        raw_k[0] = 800.0      # overflow guard: softmax must subtract the row maximum
+        yk = rng.integers(0, n_classes, n).astype(np.float64)
+        gk = np.empty((n, n_classes), order="F")
+        hk = np.empty((n, n_classes), order="F")
+        softmax_gradients(raw_k, yk, w, gk, hk, n_threads)
+        e = np.exp(raw_k - raw_k.max(axis=1, keepdims=True))
+        pk = e / e.sum(axis=1, keepdims=True)
+        onehot = np.eye(n_classes)[yk.astype(int)]
+        np.testing.assert_allclose(gk, (pk - onehot) * factor[:, None], rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(hk, np.maximum(pk * (1 - pk), 1e-16) * factor[:, None],
+                                   rtol=1e-12, atol=1e-300)

@@ -1,0 +1,59 @@
+"""Gradients and hessians of the training objectives, in parallel over rows (the
+per-round work that is not tree growth)."""
+from cython.parallel cimport prange
+from libc.math cimport exp, fmax
+
+# Smallest hessian of the logistic and softmax losses (keeps Newton steps finite).
+cdef double MIN_HESSIAN = 1e-16
+
+
+def squared_error_gradients(const double[::1] raw, const double[::1] y,
+                            const double[::1] weight, double[::1] grad, double[::1] hess,
+                            int n_threads):
+    """``grad = raw - y``, ``hess = 1``, times ``weight`` (None: 1)."""
+    cdef Py_ssize_t i, n = raw.shape[0]
+    cdef bint weighted = weight is not None
+    cdef double w
+    for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
+        w = weight[i] if weighted else 1.0
+        grad[i] = (raw[i] - y[i]) * w
+        hess[i] = w
+
+
+def logistic_gradients(const double[::1] raw, const double[::1] y,
+                       const double[::1] weight, double[::1] grad, double[::1] hess,
+                       int n_threads):
+    """``p = sigmoid(raw)``, ``grad = p - y``, ``hess = max(p (1 - p), 1e-16)``, times
+    ``weight`` (None: 1)."""
+    cdef Py_ssize_t i, n = raw.shape[0]
+    cdef bint weighted = weight is not None
+    cdef double w, p
+    for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
+        w = weight[i] if weighted else 1.0
+        p = 1.0 / (1.0 + exp(-raw[i]))
+        grad[i] = (p - y[i]) * w
+        hess[i] = fmax(p * (1.0 - p), MIN_HESSIAN) * w
+
+
+def softmax_gradients(const double[:, ::1] raw, const double[::1] y,
+                      const double[::1] weight, double[::1, :] grad, double[::1, :] hess,
+                      int n_threads):
+    """Softmax cross-entropy: ``p = softmax(raw[i])``, ``grad[i, k] = p_k - [y_i = k]``,
+    ``hess[i, k] = max(p_k (1 - p_k), 1e-16)``, times ``weight`` (None: 1).
+    ``grad`` and ``hess`` are Fortran ordered (one contiguous column per class)."""
+    cdef Py_ssize_t i, k, n = raw.shape[0], n_classes = raw.shape[1]
+    cdef bint weighted = weight is not None
+    cdef double w, top, total, p
+    for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
+        w = weight[i] if weighted else 1.0
+        top = raw[i, 0]
+        for k in range(1, n_classes):
+            top = fmax(top, raw[i, k])
+        total = 0.0
+        for k in range(n_classes):
+            grad[i, k] = exp(raw[i, k] - top)
+            total = total + grad[i, k]
+        for k in range(n_classes):
+            p = grad[i, k] / total
+            grad[i, k] = (p - (1.0 if <Py_ssize_t> y[i] == k else 0.0)) * w
+            hess[i, k] = fmax(p * (1.0 - p), MIN_HESSIAN) * w

@@ -926,3 +926,24 @@ def test_loss_gradients_match_numpy(weighted):
         np.testing.assert_allclose(gk, (pk - onehot) * factor[:, None], rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(hk, np.maximum(pk * (1 - pk), 1e-16) * factor[:, None],
                                    rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("default_left", [False, True])
+def test_split_rows_parallel_equals_serial(default_left):
+    rng = np.random.default_rng(11)
+    n_samples, missing_bin = 300_000, 255
+    binned = np.asfortranarray(rng.integers(0, 10, (n_samples, 2)).astype(np.uint8))
+    binned[rng.random(n_samples) < 0.1, 1] = missing_bin
+    rows = np.sort(rng.choice(n_samples, 200_001, replace=False)).astype(np.int32)
+    results = []
+    for n_threads in (1, 2, 3):
+        r = rows.copy()
+        n_left = split_rows(r, binned, 1, 4, default_left, missing_bin,
+                            np.empty(n_samples, np.int32), n_threads)
+        results.append((n_left, r))
+    b = binned[rows, 1]
+    goes_left = np.where(b == missing_bin, default_left, b <= 4)
+    expected = np.concatenate([rows[goes_left], rows[~goes_left]])
+    for n_left, r in results:
+        assert n_left == goes_left.sum()
+        np.testing.assert_array_equal(r, expected)

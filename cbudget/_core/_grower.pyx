@@ -13,7 +13,7 @@ from libc.stdlib cimport free, malloc
 import numpy as np
 
 from ._histogram cimport build_histograms_core, subtract_histograms_core
-from ._partition cimport split_rows_core
+from ._partition cimport split_rows_parallel
 from ._split cimport find_best_split_core, leaf_value_core, split_struct
 from ._types cimport X_BINNED_C, hist_struct, node_struct
 from ._types import NODE_DTYPE
@@ -248,10 +248,10 @@ cdef class TreeGrower:
                 n_open -= 1
                 self.open_leaves[pick] = self.open_leaves[n_open]
 
-                n_left = split_rows_core(
+                n_left = split_rows_parallel(
                     &row_ptr[node.start], node.stop - node.start,
                     &self.binned[0, node.split.feature], node.split.bin_threshold,
-                    node.split.default_left, self.missing_bin, self.buffer)
+                    node.split.default_left, self.missing_bin, self.buffer, self.n_threads)
                 if n_left != node.split.count_left:
                     partition_error = True
                     break

@@ -10,6 +10,22 @@ ctypedef fused floating_t:
     double
 
 
+cdef inline Py_ssize_t _count_below(const double * edges, Py_ssize_t n,
+                                    double x) noexcept nogil:
+    """Number of ``edges[:n]`` (sorted) that are ``< x``: a branch-free binary search
+    (a fixed number of steps with conditional moves; the data's order cannot mislead
+    the branch predictor)."""
+    cdef const double * base = edges
+    cdef Py_ssize_t half
+    if n == 0:
+        return 0
+    while n > 1:
+        half = n >> 1
+        base = base + half if base[half] < x else base
+        n -= half
+    return (base - edges) + (base[0] < x)
+
+
 def map_to_bins(
     const floating_t[:, :] X,
     const double[::1] edges,
@@ -37,22 +53,12 @@ def map_to_bins(
     cdef Py_ssize_t n_samples = X.shape[0]
     cdef Py_ssize_t n_features = X.shape[1]
     cdef Py_ssize_t i, f
-    cdef int64_t lo, hi, mid, start
     cdef double x
     for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
         for f in range(n_features):
             x = X[i, f]
             if isnan(x):
                 out[i, f] = missing_bin
-                continue
-            # binary search: first edge >= x
-            start = edges_indptr[f]
-            lo = start
-            hi = edges_indptr[f + 1]
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if edges[mid] < x:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            out[i, f] = <X_BINNED_C>(lo - start)
+            else:
+                out[i, f] = <X_BINNED_C> _count_below(
+                    &edges[edges_indptr[f]], edges_indptr[f + 1] - edges_indptr[f], x)

@@ -280,11 +280,9 @@ class CostModel:
         """
         per_thread = np.zeros((n_threads if node_counts is not None else 0, nodes.shape[0]),
                               dtype=np.int64)
-        added = np.empty(X.shape[0], dtype=np.float64)
         _predict_cost_kernel(X, nodes, tree_offsets, self.feature_costs, self.feature_group,
-                             self.group_costs, self.split_cost, self.tree_cost, added,
+                             self.group_costs, self.split_cost, self.tree_cost, cost,
                              bitsets[0], bitsets[1], per_thread, n_threads)
-        cost += added
         if node_counts is not None:
             node_counts += per_thread.sum(axis=0)
 

@@ -150,9 +150,13 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         1 if tree_parallel else n_threads) for _ in range(n_growers)]
     threads_per_tree = 1 if tree_parallel else n_threads
 
-    def grow_tree(grower, k, in_bag, feature_mask):
+    rows_buffers = [np.empty(n_samples, dtype=np.int32) for _ in growers]
+
+    def grow_tree(grower_index, k, in_bag, feature_mask):
         """Grow the tree of output k and add it to the training and evaluation scores."""
-        rows = in_bag.copy()
+        grower = growers[grower_index]
+        rows = rows_buffers[grower_index][:in_bag.shape[0]]
+        rows[:] = in_bag      # the grower reorders its rows: never in_bag itself
         tree = grower.grow(grad[:, k], hess[:, k], rows, feature_mask)
         if in_bag is all_rows:   # every row sits in a leaf of the partition
             grower.add_leaf_values(rows, raw_train, k)
@@ -164,7 +168,7 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         return tree
 
     def grow_trees(grower_index, jobs):
-        return [grow_tree(growers[grower_index], *job) for job in jobs]
+        return [grow_tree(grower_index, *job) for job in jobs]
 
     pool = ThreadPoolExecutor(max_workers=n_growers) if tree_parallel else None
     booster = container.before_training(booster)

@@ -111,13 +111,13 @@ cdef void build_histograms_core(
     ``n_features x n_bins`` structs. ``acquired == NULL``: no acquisition counts.
     ``ordered_*`` are scratch buffers of at least ``n_rows`` doubles."""
     cdef Py_ssize_t i, f, block
-    # Gradients gathered in the leaf's row order once, so that each feature's pass
-    # reads them sequentially.
-    for i in range(n_rows):
-        ordered_gradients[i] = gradients[rows[i]]
-        ordered_hessians[i] = hessians[rows[i]]
     if n_rows * n_features < MIN_PARALLEL_WORK:
         n_threads = 1
+    # Gradients gathered in the leaf's row order once, so that each feature's pass
+    # reads them sequentially.
+    for i in prange(n_rows, schedule="static", num_threads=n_threads):
+        ordered_gradients[i] = gradients[rows[i]]
+        ordered_hessians[i] = hessians[rows[i]]
     if acquired == NULL:
         for block in prange((n_features + FEATURE_BLOCK - 1) // FEATURE_BLOCK,
                             schedule="static", num_threads=n_threads):

@@ -127,7 +127,8 @@ def predict_cost(
     For each input ``i``, walk every tree in order; at each split node on feature ``m``
     pay ``split_cost``, and, the first time ``m`` is met for this input,
     ``feature_costs[m]`` (set bit ``m`` of ``acquired[i]``), plus ``group_costs[g]`` the
-    first time ``m``'s group ``g`` is touched. Each tree adds ``tree_cost``.
+    first time ``m``'s group ``g`` is touched. Each tree adds ``tree_cost``. The costs
+    are added to ``out_cost``.
 
     Parameters
     ----------
@@ -172,4 +173,4 @@ def predict_cost(
                 else:
                     goes_left = x <= nodes[offset + node].threshold
                 node = nodes[offset + node].left if goes_left else nodes[offset + node].right
-        out_cost[i] = cost
+        out_cost[i] += cost

@@ -248,6 +248,8 @@ def run_child(args):
     rounds = parse_rounds(args.rounds)
     n_rounds = max(rounds)
     version, location = _import_library(library)  # before the data: the baseline has it
+    if library == "cbudget":
+        version += f" (sources {_source_hash(location)})"
     t = time.perf_counter()
     data = load_dataset(name, n_rows=args.n_rows, train_rows=args.train_rows)
     t_load = time.perf_counter() - t
@@ -484,7 +486,7 @@ def dataset_table(name, results, rounds):
     binary = bool(first) and first["n_classes"] == 2
     rs = " / ".join(str(r) for r in rounds)
     head = ["library"] + [f"train s ({r} rounds)" for r in rounds] + [
-        f"train ratio vs LightGBM ({rs})", "predict rows/s",
+        "+ after last round s", f"train ratio vs LightGBM ({rs})", "predict rows/s",
         "predict ratio vs LightGBM", "peak RSS MB", "RSS increase MB",
         f"test accuracy ({rs})"]
     if binary:
@@ -501,6 +503,7 @@ def dataset_table(name, results, rounds):
         ratios = [_ratio(t, ref["train_s"][str(k)] if ref else None)
                   for t, k in zip(train, rounds)]
         row = [label] + [_fmt(t, ".2f") for t in train]
+        row.append(_fmt(r["after_last_round_s"], ".2f"))
         row.append(" / ".join(_fmt(x, ".2f") for x in ratios))
         row.append(_fmt(r["predict_rows_per_s"], ",.0f"))
         row.append(_fmt(_ratio(r["predict_rows_per_s"],
@@ -516,8 +519,7 @@ def dataset_table(name, results, rounds):
     for r in ok:
         label = LIBRARY_LABELS.get(r["library"], r["library"])
         notes.append(
-            f"{label}: data set build (binning) {r['dataset_build_s']:.2f} s, after the last "
-            f"round {r['after_last_round_s']:.2f} s, training CPU/wall "
+            f"{label}: data set build (binning) {r['dataset_build_s']:.2f} s, training CPU/wall "
             f"{r['train_cpu_s'] / max(r['train_total_s'], 1e-9):.2f}, other processes "
             f"{r['other_cores_during_train']:.2f} cores (predict: "
             f"{r['other_cores_during_predict']:.2f}){_attempts(r)}, RSS after loading "
@@ -546,10 +548,11 @@ values; only MNIST (256 distinct pixel values) can see the one-bin difference.
 
 Columns: *train s* is wall time from just before the library's data set object is built
 from the numpy arrays (binning included) to the end of round 100 / 500, from ONE
-500-round run per library (a per-round callback takes the round-100 time). Work a library
-does after its last round (cbudget: the training-cost summary) is therefore in neither
-column; it is listed below each table. *train ratio* = library time / LightGBM time
-(> 1: slower). *predict rows/s*: test rows per second with all trees (numpy float32 in,
+500-round run per library (a per-round callback takes the round-100 time). *+ after last
+round s*: the rest of the 500-round `train()` call, not included in the train columns
+(cbudget: the training-cost summary `Booster._record_training_costs`, run even without
+feature costs; LightGBM: the model's round trip through its text format at the end of
+`lgb.train`). *train ratio* = library time / LightGBM time (> 1: slower). *predict rows/s*: test rows per second with all trees (numpy float32 in,
 probabilities out; XGBoost `inplace_predict`), best of 3; *predict ratio* = library rows/s
 / LightGBM rows/s (> 1: faster). *peak RSS MB*: `ru_maxrss` of the child process that ran
 the pair (library imported, data loaded, trained, predicted); *RSS increase MB*: peak RSS
@@ -626,6 +629,9 @@ def main(argv=None):
                              "processes during training)")
     parser.add_argument("--child-timeout", type=float, default=4 * 3600,
                         help="seconds before a child run is killed")
+    parser.add_argument("--render-from", metavar="JSON", default=None,
+                        help="do not run anything: re-render the Markdown of an earlier "
+                             "run from its raw JSON (to --output, default next to it)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--library", help=argparse.SUPPRESS)
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
@@ -641,6 +647,9 @@ def main(argv=None):
     if args.child:
         print(json.dumps(run_child(args)), flush=True)
         return 0
+
+    if args.render_from:
+        return render_from(Path(args.render_from), args.output)
 
     names = [d.strip() for d in args.datasets.split(",") if d.strip()]
     libraries = [v.strip() for v in args.libraries.split(",") if v.strip()]
@@ -671,9 +680,10 @@ def main(argv=None):
                       + f", accuracy {r['quality'][str(rounds[-1])]['accuracy']:.4f}",
                       file=log, flush=True)
             # partial results survive a crash of a later child
-            _write_json(output, command, info, results, time.perf_counter() - t_start)
+            _write_json(output, command, info, results, time.perf_counter() - t_start,
+                        args.quick)
     wall = time.perf_counter() - t_start
-    _write_json(output, command, info, results, wall)
+    _write_json(output, command, info, results, wall, args.quick)
     text = render(results, rounds, info, command, wall, args.quick, args.threads)
     print(text)
     output.write_text(text)
@@ -682,8 +692,26 @@ def main(argv=None):
     return 0 if all("error" not in r for rs in results.values() for r in rs) else 1
 
 
-def _write_json(output, command, info, results, wall):
-    doc = {"command": command, "machine": info, "wall_s": wall, "results": results}
+def render_from(path, output=None):
+    """Re-render the Markdown of an earlier run from its raw JSON."""
+    doc = json.loads(path.read_text())
+    results = doc["results"]
+    first = next(r for rs in results.values() for r in rs if "error" not in r)
+    rounds = [int(v) for v in first["rounds"]]
+    quick = doc.get("quick", first["n_train"] < 5000)
+    text = render(results, rounds, doc["machine"], doc["command"], doc["wall_s"], quick,
+                  first.get("n_threads", N_THREADS))
+    text = text.replace("\nMachine:", f"\nRendered from `{path.name}` by `{command_line()}`."
+                        "\n\nMachine:", 1)
+    output = Path(output) if output else path.with_suffix(".md")
+    print(text)
+    output.write_text(text)
+    return 0
+
+
+def _write_json(output, command, info, results, wall, quick=False):
+    doc = {"command": command, "machine": info, "wall_s": wall, "quick": quick,
+           "results": results}
     output.with_suffix(".json").write_text(json.dumps(doc, indent=1))
 
 

@@ -74,7 +74,7 @@ cdef class TreeGrower:
     cdef Py_ssize_t n_nodes           # of the last tree grown
     cdef int32_t * open_leaves
     cdef hist_struct ** free_histograms   # the pool
-    cdef Py_ssize_t n_free_histograms, n_allocated_histograms
+    cdef Py_ssize_t n_free_histograms
 
     def __cinit__(self, const X_BINNED_C[::1, :] binned, const double[::1] bin_edges,
                   const int64_t[::1] edges_indptr, const uint32_t[::1] n_value_bins,
@@ -113,7 +113,6 @@ cdef class TreeGrower:
         self.open_leaves = <int32_t *> malloc(cap * sizeof(int32_t))
         self.free_histograms = <hist_struct **> malloc(cap * sizeof(hist_struct *))
         self.n_free_histograms = 0
-        self.n_allocated_histograms = 0
         self.n_nodes = 0
         if (self.buffer == NULL or self.ordered_gradients == NULL
                 or self.ordered_hessians == NULL or self.per_feature == NULL
@@ -138,7 +137,6 @@ cdef class TreeGrower:
         if self.n_free_histograms > 0:
             self.n_free_histograms -= 1
             return self.free_histograms[self.n_free_histograms]
-        self.n_allocated_histograms += 1
         return <hist_struct *> malloc(self.n_features * self.n_bins * sizeof(hist_struct))
 
     cdef void _release_histograms(self, grow_node * node) noexcept nogil:

@@ -18,8 +18,8 @@ except ImportError as exc:  # pragma: no cover - depends on how cbudget was run
         "(or use the `cbudget` command), or build in place with "
         "`python setup.py build_ext --inplace`.") from exc
 
-from .booster import Booster
-from .callback import EarlyStopping, EvaluationMonitor, TrainingCallback
+from .booster import Booster, BudgetChoice
+from .callback import BudgetStopping, EarlyStopping, EvaluationMonitor, TrainingCallback
 from .costs import CostModel, CostReport
 from .dataset import Dataset
 from .model_io import load_model
@@ -28,6 +28,8 @@ from .training import train
 __all__ = [
     "__version__",
     "Booster",
+    "BudgetChoice",
+    "BudgetStopping",
     "CostModel",
     "CostReport",
     "Dataset",

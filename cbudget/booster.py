@@ -1,5 +1,6 @@
-"""Booster: an additive ensemble of regression trees (gbdt; later cegb, greedy_miser)."""
+"""Booster: an additive ensemble of regression trees (gbdt, cegb; later greedy_miser)."""
 import copy
+from typing import NamedTuple
 
 import numpy as np
 
@@ -8,9 +9,19 @@ from ._core._predict import predict_leaf, predict_raw
 from ._core._types import NODE_DTYPE, compact_nodes
 from .costs import CostReport
 from .dataset import Dataset, as_float_matrix
+from .metrics import check_metric, evaluate_metric, metric_maximize
 from .objectives import get_objective
 
-__all__ = ["Booster"]
+__all__ = ["Booster", "BudgetChoice"]
+
+
+class BudgetChoice(NamedTuple):
+    """Result of :meth:`Booster.best_iteration_within_budget`: predict with
+    ``iteration_range=(0, iteration + 1)``."""
+    iteration: int
+    cost: float
+    score: float
+    metric: str
 
 IMPORTANCE_KINDS = ("split", "gain", "cost")
 
@@ -272,6 +283,64 @@ class Booster:
                 cost, node_counts=round_counts, n_threads=self._n_threads())
             curve[r] = cost.mean()
         return curve
+
+    def _staged_scores(self, data, metric):
+        """``metric`` of ``data`` using rounds ``0..r``, for each round ``r``."""
+        X = self._prepare(data)
+        _, offsets, outputs, nodes = self._flat(0, len(self.trees))
+        raw = np.tile(self.base_score, (X.shape[0], 1))
+        scores = np.zeros(self.num_boosted_rounds())
+        for r in range(self.num_boosted_rounds()):
+            t0, t1 = self.iteration_indptr[r], self.iteration_indptr[r + 1]
+            predict_raw(X, nodes[offsets[t0]:offsets[t1]], offsets[t0:t1 + 1] - offsets[t0],
+                        outputs[t0:t1], raw, self._n_threads())
+            scores[r] = evaluate_metric(metric, data.label, self._objective.transform(raw),
+                                        data.weight)
+        return scores
+
+    def best_iteration_within_budget(self, data, budget, *, metric=None):
+        """The round whose model (rounds ``0..r``) scores best on ``data`` among those
+        whose mean prediction cost on ``data`` is at most ``budget``.
+
+        The cost can only grow with the rounds, so the candidates are the first rounds
+        up to the last one within budget. Ties go to the earlier (cheaper) round.
+
+        Parameters
+        ----------
+        data : Dataset with labels (validation data)
+        budget : float
+        metric : str, optional
+            Default: the objective's metric (e.g. ``mlogloss``).
+
+        Returns
+        -------
+        BudgetChoice
+            ``(iteration, cost, score, metric)``.
+
+        Raises
+        ------
+        ValueError
+            If even the first round costs more than ``budget``.
+        """
+        if not isinstance(data, Dataset) or data.label is None:
+            raise TypeError("data must be a cbudget.Dataset with labels")
+        budget = float(budget)
+        if not budget >= 0:
+            raise ValueError(f"budget must be >= 0, got {budget}")
+        if self.num_boosted_rounds() == 0:
+            raise ValueError("the model has no rounds")
+        metric = metric or self._objective.default_metric
+        check_metric(metric, self.objective)
+        curve = self.cost_curve(data)
+        within = np.flatnonzero(curve <= budget)
+        if within.size == 0:
+            raise ValueError(f"no round is within budget {budget}: the first round alone "
+                             f"costs {curve[0]:.6g} per input")
+        scores = self._staged_scores(data, metric)[within]
+        best = int(np.argmax(scores) if metric_maximize(metric) else np.argmin(scores))
+        r = int(within[best])
+        return BudgetChoice(iteration=r, cost=float(curve[r]), score=float(scores[best]),
+                            metric=metric)
 
     def _record_training_costs(self, dtrain, evals, n_threads):
         """Per node ``new_acquisitions`` (training inputs that first acquire the node's

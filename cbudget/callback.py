@@ -4,7 +4,10 @@ import sys
 
 from .metrics import metric_maximize
 
-__all__ = ["TrainingCallback", "EvaluationMonitor", "EarlyStopping", "CallbackContainer"]
+import numpy as np
+
+__all__ = ["TrainingCallback", "EvaluationMonitor", "EarlyStopping", "BudgetStopping",
+           "CallbackContainer"]
 
 
 class TrainingCallback:
@@ -105,6 +108,84 @@ class EarlyStopping(TrainingCallback):
         model.best_score = self.best_score
         return epoch - self.best_iteration >= self.rounds if self.best_iteration is not None \
             else False
+
+
+class BudgetStopping(TrainingCallback):
+    """Stop training once the mean prediction cost on ``data`` exceeds ``budget``.
+
+    The cost is tracked incrementally (each round's trees are routed once, the inputs'
+    acquired features are kept), so the check costs one prediction pass per round.
+
+    Parameters
+    ----------
+    budget : float
+        Largest allowed mean cost per input (ARCHITECTURE section 2).
+    data : Dataset or array-like
+        Validation inputs.
+    keep_within_budget : bool, default True
+        Drop the round that crossed the budget from the returned model, so that it
+        costs at most ``budget`` on ``data``. False keeps it.
+    verbose : bool, default True
+        Print a line when the budget stops training.
+
+    Attributes
+    ----------
+    cost_history : list of float
+        Mean cost on ``data`` after each round.
+    stopped_at : int or None
+        The round whose cost exceeded the budget.
+    """
+
+    def __init__(self, budget, data, *, keep_within_budget=True, verbose=True):
+        budget = float(budget)
+        if not budget >= 0:
+            raise ValueError(f"budget must be >= 0, got {budget}")
+        self.budget = budget
+        self.data = data
+        self.keep_within_budget = keep_within_budget
+        self.verbose = verbose
+        self.cost_history = []
+        self.stopped_at = None
+
+    def before_training(self, model):
+        self._X = model._prepare(self.data)
+        self._bitsets = model.cost_model.new_bitsets(self._X.shape[0])
+        self._cost = np.zeros(self._X.shape[0])
+        self._rounds_seen = 0
+        self.cost_history = []
+        self.stopped_at = None
+        self._add_rounds(model)   # the trees of a model being continued
+        return model
+
+    def _add_rounds(self, model):
+        n_rounds = model.num_boosted_rounds()
+        if n_rounds > self._rounds_seen:
+            t0, t1 = model.iteration_indptr[self._rounds_seen], model.iteration_indptr[n_rounds]
+            _, offsets, _, nodes = model._flat(t0, t1)
+            model.cost_model.accumulate(self._X, nodes, offsets, self._bitsets, self._cost,
+                                        n_threads=model._n_threads())
+            self._rounds_seen = n_rounds
+        return float(self._cost.mean()) if self._cost.size else 0.0
+
+    def after_iteration(self, model, epoch, evals_log):
+        cost = self._add_rounds(model)
+        self.cost_history.append(cost)
+        if cost > self.budget:
+            self.stopped_at = epoch
+            if self.verbose:
+                print(f"[{epoch}]\tmean cost {cost:.6g} exceeds the budget {self.budget:.6g}: "
+                      "stopping", file=sys.stdout)
+            return True
+        return False
+
+    def after_training(self, model):
+        if self.stopped_at is None or not self.keep_within_budget:
+            return model
+        best_iteration, best_score = model.best_iteration, model.best_score
+        model = model[:self.stopped_at]
+        if best_iteration is not None and best_iteration < self.stopped_at:
+            model.best_iteration, model.best_score = best_iteration, best_score
+        return model
 
 
 class CallbackContainer:

@@ -3,7 +3,9 @@
 Top level: ``format``, ``format_version`` [major, minor], ``library_version``,
 ``model_type``, ``algorithm``, ``objective``, ``base_score``, ``num_class``,
 ``feature_names``, ``cost_model``, ``training_params``, ``attributes``, ``summary`` and
-``trees``. Each tree stores column arrays indexed by node id, XGBoost-style, with the
+``trees``; for ``algorithm == "cegb"`` (format 1.1) also ``cegb``: the trade-off
+``cost_tradeoff`` (lambda), the growth policy and limits, and ``gain_scale`` (0.5: the
+paper's eq. 12; LightGBM's gain has no factor 1/2). Each tree stores column arrays indexed by node id, XGBoost-style, with the
 cost metadata per node (``gain`` and ``cost_penalty`` apart, ``n_samples``,
 ``sum_hessian``, ``new_acquisitions``, ``path_cost``). Floats are written with
 ``repr`` precision, so save -> load -> predict is bit-identical.
@@ -16,12 +18,13 @@ import numpy as np
 from ._core._types import NODE_DTYPE
 from ._version import __version__
 from .costs import CostModel
+from .params import ALGORITHMS
 
 __all__ = ["save_model", "load_model", "booster_to_dict", "booster_from_dict",
            "FORMAT_VERSION"]
 
 FORMAT_NAME = "cbudget"
-FORMAT_VERSION = (1, 0)
+FORMAT_VERSION = (1, 1)
 
 # JSON key -> NODE_DTYPE field, and the Python type of its values
 _TREE_FIELDS = {
@@ -49,13 +52,23 @@ def _tree_to_dict(tree, output):
     return d
 
 
+def _cegb_section(params):
+    return {
+        "cost_tradeoff": float(params["cost_tradeoff"]),
+        "grow_policy": params["grow_policy"],
+        "num_leaves": params["num_leaves"],
+        "max_depth": params["max_depth"],
+        "gain_scale": 0.5,
+    }
+
+
 def booster_to_dict(booster):
     """JSON-ready dict of a :class:`cbudget.Booster`."""
     attributes = {}
     if booster.best_iteration is not None:
         attributes["best_iteration"] = int(booster.best_iteration)
         attributes["best_score"] = float(booster.best_score)
-    return {
+    doc = {
         "format": FORMAT_NAME,
         "format_version": list(FORMAT_VERSION),
         "library_version": __version__,
@@ -72,6 +85,9 @@ def booster_to_dict(booster):
         "iteration_indptr": list(booster.iteration_indptr),
         "trees": [_tree_to_dict(t, k) for t, k in zip(booster.trees, booster.tree_outputs)],
     }
+    if booster.algorithm == "cegb":
+        doc["cegb"] = _cegb_section(booster.params)
+    return doc
 
 
 def save_model(booster, path):
@@ -171,6 +187,14 @@ def booster_from_dict(doc):
                          f"objective {objective!r}")
     params = _require(doc, "training_params", dict, "")
     params["algorithm"] = _require(doc, "algorithm", str, "")
+    if params["algorithm"] not in ALGORITHMS:
+        raise ValueError(f"invalid cbudget model: unknown algorithm {params['algorithm']!r}")
+    if params["algorithm"] == "cegb":
+        tradeoff = _require(_require(doc, "cegb", dict, ""), "cost_tradeoff", (int, float),
+                            "cegb.")
+        if not (math.isfinite(tradeoff) and tradeoff >= 0):
+            raise ValueError("invalid cbudget model: cegb.cost_tradeoff must be finite and >= 0")
+        params["cost_tradeoff"] = float(tradeoff)
     base_score = _require(doc, "base_score", list, "")
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in base_score):
         raise ValueError("invalid cbudget model: base_score must hold numbers")

@@ -4,10 +4,11 @@ import numbers
 
 __all__ = ["DEFAULT_PARAMS", "ALIASES", "resolve_params"]
 
-ALGORITHMS = ("gbdt",)
+ALGORITHMS = ("gbdt", "cegb")
 
 DEFAULT_PARAMS = {
-    "algorithm": "gbdt",
+    "algorithm": "gbdt",           # "cegb": cost-efficient gradient boosting
+    "cost_tradeoff": None,         # CEGB's lambda; default 1.0 for algorithm="cegb"
     "objective": "reg:squarederror",
     "num_class": None,
     "eval_metric": None,           # default: the objective's
@@ -35,6 +36,7 @@ ALIASES = {
     "nthread": "n_jobs",
     "random_state": "seed",
     "min_child_samples": "min_data_in_leaf",
+    "cegb_tradeoff": "cost_tradeoff",
 }
 
 
@@ -80,6 +82,15 @@ def resolve_params(params):
     p = resolved
     if p["algorithm"] not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {p['algorithm']!r}; valid: {list(ALGORITHMS)}")
+    if p["algorithm"] == "cegb":
+        if p["cost_tradeoff"] is None:
+            p["cost_tradeoff"] = 1.0
+        _number(p, "cost_tradeoff", low=0)
+        if p["cost_tradeoff"] == float("inf"):
+            raise ValueError("parameter cost_tradeoff must be finite")
+    elif p["cost_tradeoff"] is not None:
+        raise ValueError(f"parameter cost_tradeoff applies to algorithm='cegb', not "
+                         f"{p['algorithm']!r}")
     if p["grow_policy"] not in ("lossguide", "depthwise"):
         raise ValueError("grow_policy must be 'lossguide' or 'depthwise', "
                          f"got {p['grow_policy']!r}")

@@ -1,8 +1,10 @@
 """``train()``: the boosting loop, in the style of ``xgboost.train``."""
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ._core._acquisition import AcquisitionState
 from ._core._openmp_helpers import resolve_n_threads
 from ._core._grower import TreeGrower
 from ._core._predict import predict_binned_add
@@ -10,6 +12,7 @@ from .booster import Booster
 from .callback import CallbackContainer, EarlyStopping, EvaluationMonitor
 from .dataset import Dataset
 from .metrics import check_metric, evaluate_metric
+from .model_io import load_model
 from .objectives import get_objective
 from .params import resolve_params
 
@@ -59,8 +62,49 @@ def _initial_base_score(params, objective, y, weight):
     return np.full(objective.n_outputs, value, dtype=np.float64)
 
 
+def _init_model(xgb_model, dtrain, objective):
+    """The model to continue from (a Booster or a saved model's path), checked against
+    the training data."""
+    if xgb_model is None:
+        return None
+    if isinstance(xgb_model, (str, os.PathLike)):
+        xgb_model = load_model(xgb_model)
+    if not isinstance(xgb_model, Booster):
+        raise TypeError("xgb_model must be a cbudget.Booster or the path of a saved model, "
+                        f"got {type(xgb_model).__name__}")
+    if (xgb_model.objective, xgb_model.num_class) != (objective.name, objective.num_class):
+        raise ValueError(f"xgb_model was trained for {xgb_model.objective} with num_class="
+                         f"{xgb_model.num_class}, not {objective.name} with num_class="
+                         f"{objective.num_class}")
+    if xgb_model.feature_names != dtrain.feature_names:
+        raise ValueError("xgb_model's features differ from dtrain's")
+    if xgb_model.cost_model.to_dict() != dtrain.cost_model.to_dict():
+        raise ValueError("xgb_model's costs differ from dtrain's: a model has one cost "
+                         "model; give dtrain the model's costs")
+    return xgb_model
+
+
+def _initial_raw(init, data, base_score):
+    """Raw scores (n_samples, n_outputs) before the first new round."""
+    if init is None:
+        return np.tile(base_score, (data.num_data(), 1))
+    raw = init.predict(data, output_margin=True)
+    return np.ascontiguousarray(raw.reshape(data.num_data(), -1), dtype=np.float64)
+
+
+def _acquisition_state(dtrain, init, n_threads):
+    """CEGB's per-input state; when continuing, restored by routing the training inputs
+    through the existing trees."""
+    cost_model = dtrain.cost_model
+    state = AcquisitionState(dtrain.num_data(), cost_model.feature_group, cost_model.n_groups)
+    if init is not None and init.num_boosted_rounds():
+        _, bitsets = init._costs(dtrain.data)
+        state.load_bitsets(bitsets[0], bitsets[1], init.used_features())
+    return state
+
+
 def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_rounds=None,
-          evals_result=None, verbose_eval=True, callbacks=None):
+          evals_result=None, verbose_eval=True, callbacks=None, xgb_model=None):
     """Train a boosted tree model.
 
     Parameters
@@ -68,7 +112,22 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
     params : dict
         Training parameters; see ``cbudget.params.DEFAULT_PARAMS`` for names and
         defaults (XGBoost names where one exists, plus ``num_leaves``, ``max_bin`` on
-        the Dataset, ``min_data_in_leaf``). ``algorithm`` selects the learner.
+        the Dataset, ``min_data_in_leaf``). ``algorithm`` selects the learner:
+
+        * ``"gbdt"``: gradient boosting (second-order, histogram trees);
+        * ``"cegb"``: cost-efficient gradient boosting (Peter et al., NIPS 2017). Each
+          split pays ``cost_tradeoff`` (lambda, default 1) times its cost increment:
+          ``split_cost * |leaf|`` + ``coupled_costs[m]`` if the model does not use
+          ``m`` yet + ``feature_costs[m]`` per input of the leaf that has not acquired
+          ``m`` yet (+ ``group_costs`` per input that has not touched ``m``'s group),
+          with the Dataset's costs. Which training inputs have acquired which features
+          is kept across trees and rounds. Trees grow best-first without a depth limit
+          by default. With ``subsample < 1``, the inputs left out of a round are still
+          routed through its trees afterwards and charged for the features on their
+          paths (LightGBM only updates the in-bag inputs). The trees of one round of a
+          multiclass model grow one after another (each sees the acquisitions of the
+          previous ones), not in parallel.
+
         An unknown name raises ValueError listing the valid ones.
     dtrain : Dataset
         Training data with labels.
@@ -86,6 +145,13 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
     verbose_eval : bool or int, default True
         Print the metrics every round (or every ``verbose_eval`` rounds).
     callbacks : list of TrainingCallback, optional
+    xgb_model : Booster or path, optional
+        Continue training this model (same objective, features and costs): its trees
+        are kept, new rounds are added to them. For CEGB the acquisition state is
+        restored by routing the training inputs through the existing trees. Row and
+        column sampling depend only on ``seed`` and the round number, so training
+        ``a`` rounds and continuing for ``b`` grows the same trees as ``a + b`` rounds
+        at once (up to floating-point rounding of the restored scores).
 
     Returns
     -------
@@ -110,10 +176,18 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         objective.check_label(data.label)
     n_threads = resolve_n_threads(p["n_jobs"])
 
-    base_score = _initial_base_score(p, objective, y, weight)
-    booster = Booster(objective=objective.name, num_class=objective.num_class,
-                      base_score=base_score, feature_names=dtrain.feature_names,
-                      cost_model=dtrain.cost_model, params=p)
+    init = _init_model(xgb_model, dtrain, objective)
+    if init is None:
+        base_score = _initial_base_score(p, objective, y, weight)
+        booster = Booster(objective=objective.name, num_class=objective.num_class,
+                          base_score=base_score, feature_names=dtrain.feature_names,
+                          cost_model=dtrain.cost_model, params=p)
+        start_round = 0
+    else:
+        booster = init[:]
+        booster.params, booster.algorithm = dict(p), p["algorithm"]
+        base_score = booster.base_score
+        start_round = booster.num_boosted_rounds()
 
     cb_list = list(callbacks or [])
     if verbose_eval:
@@ -124,12 +198,11 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
 
     n_samples, n_features = dtrain.data.shape
     n_outputs = objective.n_outputs
-    raw_train = np.tile(base_score, (n_samples, 1))
-    eval_state = [(name, data, _binned_like(data, dtrain), np.tile(base_score, (data.num_data(), 1)))
+    raw_train = _initial_raw(init, dtrain, base_score)
+    eval_state = [(name, data, _binned_like(data, dtrain), _initial_raw(init, data, base_score))
                   for data, name in evals]
     grad = np.empty((n_samples, n_outputs), dtype=np.float64, order="F")
     hess = np.empty((n_samples, n_outputs), dtype=np.float64, order="F")
-    rng = np.random.default_rng(p["seed"])
     all_rows = np.arange(n_samples, dtype=np.int32)
     n_sub_rows = max(1, int(round(p["subsample"] * n_samples)))
     n_sub_features = max(1, int(round(p["colsample_bytree"] * n_features)))
@@ -137,10 +210,13 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
     splittable = (dtrain.n_value_bins >= 2).astype(np.uint8)
     evals_log = {}
     edges, edges_indptr = dtrain.flat_bin_edges()
+    cegb_state = _acquisition_state(dtrain, init, n_threads) if p["algorithm"] == "cegb" \
+        else None
     # Multiclass: the trees of one round are independent given the gradients, so they
     # grow in parallel, one single-threaded grower per thread (the same trees as one
-    # grower using all threads: growth does not depend on the thread count).
-    tree_parallel = n_outputs > 1 and n_threads > 1
+    # grower using all threads: growth does not depend on the thread count). Not for
+    # CEGB, where each tree depends on the acquisitions of the previous ones.
+    tree_parallel = n_outputs > 1 and n_threads > 1 and cegb_state is None
     n_growers = min(n_threads, n_outputs) if tree_parallel else 1
     growers = [TreeGrower(
         dtrain.binned, edges, edges_indptr, dtrain.n_value_bins, dtrain.missing_bin,
@@ -149,15 +225,23 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         -1 if p["max_depth"] is None else p["max_depth"], p["grow_policy"] == "lossguide",
         1 if tree_parallel else n_threads) for _ in range(n_growers)]
     threads_per_tree = 1 if tree_parallel else n_threads
+    if cegb_state is not None:
+        costs = dtrain.cost_model
+        growers[0].set_cost_penalty(cegb_state, p["cost_tradeoff"], costs.feature_costs,
+                                    costs.feature_group, costs.group_costs,
+                                    costs.coupled_costs, costs.split_cost)
 
     rows_buffers = [np.empty(n_samples, dtype=np.int32) for _ in growers]
 
-    def grow_tree(grower_index, k, in_bag, feature_mask):
+    def grow_tree(grower_index, k, in_bag, out_of_bag, feature_mask):
         """Grow the tree of output k and add it to the training and evaluation scores."""
         grower = growers[grower_index]
         rows = rows_buffers[grower_index][:in_bag.shape[0]]
         rows[:] = in_bag      # the grower reorders its rows: never in_bag itself
         tree = grower.grow(grad[:, k], hess[:, k], rows, feature_mask)
+        if cegb_state is not None and out_of_bag.shape[0]:
+            cegb_state.acquire_along_paths(dtrain.binned, tree, dtrain.missing_bin,
+                                           out_of_bag)
         if in_bag is all_rows:   # every row sits in a leaf of the partition
             grower.add_leaf_values(rows, raw_train, k)
         else:
@@ -173,13 +257,18 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
     pool = ThreadPoolExecutor(max_workers=n_growers) if tree_parallel else None
     booster = container.before_training(booster)
     try:
-        for epoch in range(num_boost_round):
+        for epoch in range(start_round, start_round + num_boost_round):
             if container.before_iteration(booster, epoch, evals_log):
                 break
             objective.gradients(raw_train, y, weight, grad, hess, n_threads)
+            # sampling depends on the seed and the round only (continuation repeats it)
+            rng = np.random.default_rng([p["seed"], epoch])
+            out_of_bag = all_rows[:0]
             if n_sub_rows < n_samples:
-                in_bag = np.sort(rng.choice(n_samples, n_sub_rows, replace=False)).astype(
-                    np.int32)
+                in_bag_mask = np.zeros(n_samples, dtype=bool)
+                in_bag_mask[rng.choice(n_samples, n_sub_rows, replace=False)] = True
+                in_bag = np.flatnonzero(in_bag_mask).astype(np.int32)
+                out_of_bag = np.flatnonzero(~in_bag_mask).astype(np.int32)
             else:
                 in_bag = all_rows
             jobs = []
@@ -189,7 +278,7 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
                     sampled = np.zeros(n_features, dtype=np.uint8)
                     sampled[rng.choice(n_features, n_sub_features, replace=False)] = 1
                     feature_mask &= sampled
-                jobs.append((k, in_bag, feature_mask))
+                jobs.append((k, in_bag, out_of_bag, feature_mask))
             if pool is None:
                 trees = grow_trees(0, jobs)
             else:

@@ -74,6 +74,8 @@ def ref_best_split(binned, rows, g, h, n_value_bins, missing_bin, feature_mask,
 
     Returns None when nothing is admissible, else a dict. Ties (within 1e-9 relative) go
     to the lowest feature, then the lowest threshold, then missing-right.
+    A split sending only the missing values left is left out when the top value bin is
+    empty: "every value left, missing right" is the same split.
     """
     gr_, hr_ = g[rows], h[rows]
     G, H, N = gr_.sum(), hr_.sum(), len(rows)
@@ -96,6 +98,11 @@ def ref_best_split(binned, rows, g, h, n_value_bins, missing_bin, feature_mask,
                              - parent)
             ok = ((nl >= min_data_in_leaf) & (nr >= min_data_in_leaf)
                   & (hl >= min_child_weight) & (hrr >= min_child_weight))
+            # one form per split: missing values alone on the left are represented as
+            # "every value left, missing right" when a threshold can express that
+            only_missing_left = default_left & (nl == miss.sum())
+            if default_left and not np.any(col == n_value_bins[f] - 1):
+                ok &= ~only_missing_left
             for k in np.flatnonzero(ok):
                 cands.append(dict(gain=raw[k] - pen, raw_gain=raw[k], cost_penalty=pen,
                                   feature=int(f), bin_threshold=int(ts[k]),

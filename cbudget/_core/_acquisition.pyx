@@ -1,7 +1,148 @@
-"""Per-input acquired-feature bitsets (ARCHITECTURE section 2): update and query."""
-from libc.stdint cimport int32_t, uint64_t
+"""Per-input acquired-feature bitsets (ARCHITECTURE section 2): update and query.
 
-from ._types cimport BITSET_WORD_C
+:class:`AcquisitionState` is CEGB's training state: which training inputs have acquired
+which features (and touched which cost groups), how many inputs have each, and which
+features the model uses. It persists across trees and rounds.
+"""
+from libc.stdint cimport int32_t, int64_t, uint64_t
+
+import numpy as np
+
+from ._types cimport BITSET_WORD_C, X_BINNED_C, node_struct
+
+
+cdef inline Py_ssize_t _n_words(Py_ssize_t n_bits) noexcept nogil:
+    return max(1, (n_bits + 63) // 64)
+
+
+cdef class AcquisitionState:
+    """What the training inputs have acquired so far.
+
+    Parameters
+    ----------
+    n_samples : int
+    feature_group : int32 array of shape (n_features,); -1 = no cost group
+    n_groups : int
+
+    Attributes (numpy views, updated in place)
+    ----------
+    acquired_bits : uint64 (n_samples, ceil(n_features / 64))
+    groups_touched_bits : uint64 (n_samples, ceil(n_groups / 64))
+    acquired_counts : int64 (n_features,), inputs that have acquired each feature
+    touched_counts : int64 (n_groups,), inputs that have touched each group
+    used_mask : uint8 (n_features,), 1 once the model splits on the feature
+    """
+
+    def __init__(self, Py_ssize_t n_samples, feature_group, Py_ssize_t n_groups):
+        fg = np.ascontiguousarray(feature_group, dtype=np.int32)
+        if fg.ndim != 1 or (fg.size and (fg.min() < -1 or fg.max() >= n_groups)):
+            raise ValueError("feature_group must hold group indices in [-1, n_groups)")
+        self.n_samples = n_samples
+        self.n_features = fg.shape[0]
+        self.n_groups = n_groups
+        self.feature_group = fg
+        self.acquired = np.zeros((n_samples, _n_words(self.n_features)), dtype=np.uint64)
+        self.groups_touched = np.zeros((n_samples, _n_words(n_groups)), dtype=np.uint64)
+        self.n_acquired = np.zeros(self.n_features, dtype=np.int64)
+        self.n_touched = np.zeros(n_groups, dtype=np.int64)
+        self.feature_used = np.zeros(self.n_features, dtype=np.uint8)
+
+    @property
+    def acquired_bits(self):
+        return np.asarray(self.acquired)
+
+    @property
+    def groups_touched_bits(self):
+        return np.asarray(self.groups_touched)
+
+    @property
+    def acquired_counts(self):
+        return np.asarray(self.n_acquired)
+
+    @property
+    def touched_counts(self):
+        return np.asarray(self.n_touched)
+
+    @property
+    def used_mask(self):
+        return np.asarray(self.feature_used)
+
+    def load_bitsets(self, acquired, groups_touched, used_features):
+        """Replace the state by given bitsets (e.g. from routing the training inputs
+        through a saved model's trees) and the features the model uses."""
+        np.asarray(self.acquired)[...] = acquired
+        np.asarray(self.groups_touched)[...] = groups_touched
+        per_feature = np.zeros((self.n_samples, max(self.n_features, 1)), dtype=np.uint8)
+        bitset_to_bool(self.acquired, self.n_features, per_feature)
+        np.asarray(self.n_acquired)[...] = per_feature[:, :self.n_features].sum(axis=0)
+        per_group = np.zeros((self.n_samples, max(self.n_groups, 1)), dtype=np.uint8)
+        bitset_to_bool(self.groups_touched, self.n_groups, per_group)
+        np.asarray(self.n_touched)[...] = per_group[:, :self.n_groups].sum(axis=0)
+        used = np.asarray(self.feature_used)
+        used[...] = 0
+        used[np.asarray(used_features, dtype=np.intp)] = 1
+
+    cdef bint acquire_rows(self, const int32_t * rows, Py_ssize_t n_rows,
+                           int feature) noexcept nogil:
+        """Every row of ``rows`` acquires ``feature`` (and touches its group); returns
+        True when the model had not used the feature before."""
+        cdef Py_ssize_t i, word = feature >> 6, group_word = 0
+        cdef int32_t row, group = self.feature_group[feature]
+        cdef BITSET_WORD_C bit = (<BITSET_WORD_C> 1) << (feature & 63), group_bit = 0
+        cdef int64_t newly = 0, newly_touched = 0
+        cdef bint first_use = not self.feature_used[feature]
+        if group >= 0:
+            group_word, group_bit = group >> 6, (<BITSET_WORD_C> 1) << (group & 63)
+        for i in range(n_rows):
+            row = rows[i]
+            if not self.acquired[row, word] & bit:
+                self.acquired[row, word] |= bit
+                newly += 1
+                if group >= 0 and not self.groups_touched[row, group_word] & group_bit:
+                    self.groups_touched[row, group_word] |= group_bit
+                    newly_touched += 1
+        self.n_acquired[feature] += newly
+        if group >= 0:
+            self.n_touched[group] += newly_touched
+        self.feature_used[feature] = 1
+        return first_use
+
+    def acquire(self, const int32_t[::1] rows, int feature):
+        """Python access to :meth:`acquire_rows` (rows must be distinct)."""
+        if not 0 <= feature < self.n_features:
+            raise ValueError("feature out of range")
+        if rows.shape[0] and (np.min(rows) < 0 or np.max(rows) >= self.n_samples):
+            raise ValueError("rows out of range")
+        with nogil:
+            first = self.acquire_rows(&rows[0] if rows.shape[0] else NULL, rows.shape[0],
+                                      feature)
+        return first
+
+    def acquire_along_paths(self, const X_BINNED_C[::1, :] binned, const node_struct[::1] tree,
+                            const X_BINNED_C missing_bin, const int32_t[::1] rows):
+        """Each row of ``rows`` acquires the features of the split nodes on its path
+        through ``tree`` (binned data, as in training). Used for the inputs left out of a
+        subsampled round: they are charged for what the new tree makes them compute."""
+        cdef Py_ssize_t i, n_nodes = tree.shape[0]
+        cdef int32_t node, row
+        cdef X_BINNED_C b
+        cdef int32_t[::1] one = np.zeros(1, dtype=np.int32)
+        if binned.shape[0] != self.n_samples or binned.shape[1] != self.n_features:
+            raise ValueError("binned does not match the acquisition state")
+        with nogil:
+            for i in range(rows.shape[0]):
+                row = rows[i]
+                one[0] = row
+                node = 0
+                while tree[node].left != -1:
+                    self.acquire_rows(&one[0], 1, tree[node].feature)
+                    b = binned[row, tree[node].feature]
+                    if b == missing_bin:
+                        node = tree[node].left if tree[node].default_left else tree[node].right
+                    elif b <= tree[node].bin_threshold:
+                        node = tree[node].left
+                    else:
+                        node = tree[node].right
 
 
 def mark_acquired(BITSET_WORD_C[:, ::1] bitset, const int32_t[::1] rows, const int bit):

@@ -5,13 +5,22 @@ leaves) or depth-wise (level by level, up to ``max_depth``).
 Per split: partition the leaf's rows, build the smaller child's histograms, get the
 sibling's by subtraction, search both children's best splits. Histogram buffers come
 from a pool kept across trees (large buffers are expensive to allocate).
+
+With an :class:`AcquisitionState` (:meth:`TreeGrower.set_cost_penalty`) the grower is
+CEGB's (cost-efficient gradient boosting, eq. 12-13 of the paper): a split of leaf
+``p`` on feature ``m`` is scored by its raw gain minus ``cost_tradeoff * (split_cost *
+|p| + coupled_costs[m] * [m unused by the model] + feature_costs[m] * #(rows of p
+without m) + group_costs[g(m)] * #(rows of p that have not touched m's group))``. The
+row counts come out of the histogram pass (siblings by subtraction); applying a split
+marks every row of the leaf as having acquired ``m``.
 """
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t, uint32_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 
 import numpy as np
 
+from ._acquisition cimport AcquisitionState
 from ._histogram cimport build_histograms_core, subtract_histograms_core
 from ._partition cimport split_rows_parallel
 from ._split cimport find_best_split_core, leaf_value_core, split_struct
@@ -25,7 +34,8 @@ cdef struct grow_node:
     double sum_gradients
     double sum_hessians
     int depth
-    hist_struct * histograms  # NULL when not (or no longer) needed
+    hist_struct * histograms  # NULL when not (or no longer) needed; followed by the
+                              # unacquired and group-untouched counts (n_features each)
     split_struct split       # split.feature == -1: not to be split
     int32_t left
     int32_t right
@@ -75,6 +85,18 @@ cdef class TreeGrower:
     cdef int32_t * open_leaves
     cdef hist_struct ** free_histograms   # the pool
     cdef Py_ssize_t n_free_histograms
+    cdef size_t histograms_bytes          # one pool block: histograms + counts
+    # CEGB (set_cost_penalty); cegb False: plain boosting, none of this is used
+    cdef bint cegb, keep_dormant
+    cdef AcquisitionState state
+    cdef double cost_tradeoff, split_cost
+    cdef const double[::1] feature_costs
+    cdef const double[::1] group_costs
+    cdef const double[::1] coupled_costs
+    cdef const int32_t[::1] feature_group
+    cdef unsigned char * count_mask       # features whose acquisition counts matter
+    cdef unsigned char * single_mask      # scratch: one feature masked in
+    cdef double * penalty                 # scratch: per-feature penalty of one leaf
 
     def __cinit__(self, const X_BINNED_C[::1, :] binned, const double[::1] bin_edges,
                   const int64_t[::1] edges_indptr, const uint32_t[::1] n_value_bins,
@@ -113,11 +135,19 @@ cdef class TreeGrower:
         self.open_leaves = <int32_t *> malloc(cap * sizeof(int32_t))
         self.free_histograms = <hist_struct **> malloc(cap * sizeof(hist_struct *))
         self.n_free_histograms = 0
+        self.histograms_bytes = (self.n_features * self.n_bins * sizeof(hist_struct)
+                                 + 2 * self.n_features * sizeof(uint32_t))
         self.n_nodes = 0
+        self.cegb = False
+        cdef Py_ssize_t n_f = max(self.n_features, 1)
+        self.count_mask = <unsigned char *> calloc(n_f, sizeof(unsigned char))
+        self.single_mask = <unsigned char *> calloc(n_f, sizeof(unsigned char))
+        self.penalty = <double *> calloc(n_f, sizeof(double))
         if (self.buffer == NULL or self.ordered_gradients == NULL
                 or self.ordered_hessians == NULL or self.per_feature == NULL
                 or self.nodes == NULL or self.open_leaves == NULL
-                or self.free_histograms == NULL):
+                or self.free_histograms == NULL or self.count_mask == NULL
+                or self.single_mask == NULL or self.penalty == NULL):
             raise MemoryError()
 
     def __dealloc__(self):
@@ -132,12 +162,38 @@ cdef class TreeGrower:
         free(self.per_feature)
         free(self.nodes)
         free(self.open_leaves)
+        free(self.count_mask)
+        free(self.single_mask)
+        free(self.penalty)
+
+    def set_cost_penalty(self, AcquisitionState state, double cost_tradeoff,
+                         const double[::1] feature_costs, const int32_t[::1] feature_group,
+                         const double[::1] group_costs, const double[::1] coupled_costs,
+                         double split_cost):
+        """Grow CEGB trees from now on: splits pay ``cost_tradeoff`` times their cost
+        increment, and applying a split updates ``state`` (shared across trees)."""
+        if state.n_samples != self.n_samples or state.n_features != self.n_features:
+            raise ValueError("the acquisition state does not match the binned data")
+        if (feature_costs.shape[0] != self.n_features or feature_group.shape[0] != self.n_features
+                or coupled_costs.shape[0] != self.n_features
+                or group_costs.shape[0] != state.n_groups):
+            raise ValueError("cost arrays do not match the number of features / groups")
+        if not cost_tradeoff >= 0 or not split_cost >= 0:
+            raise ValueError("cost_tradeoff and split_cost must be >= 0")
+        self.state = state
+        self.cost_tradeoff = cost_tradeoff
+        self.split_cost = split_cost
+        self.feature_costs = feature_costs
+        self.feature_group = feature_group
+        self.group_costs = group_costs
+        self.coupled_costs = coupled_costs
+        self.cegb = True
 
     cdef hist_struct * _take_histograms(self) noexcept nogil:
         if self.n_free_histograms > 0:
             self.n_free_histograms -= 1
             return self.free_histograms[self.n_free_histograms]
-        return <hist_struct *> malloc(self.n_features * self.n_bins * sizeof(hist_struct))
+        return <hist_struct *> malloc(self.histograms_bytes)
 
     cdef void _release_histograms(self, grow_node * node) noexcept nogil:
         if node.histograms != NULL:
@@ -150,23 +206,83 @@ cdef class TreeGrower:
                 and node.stop - node.start >= 2 * self.min_data_in_leaf
                 and node.sum_hessians >= 2 * self.min_child_weight)
 
-    cdef void _find_split(self, grow_node * node, const unsigned char * feature_mask) noexcept nogil:
-        node.split = find_best_split_core(
+    cdef inline uint32_t * _unacquired(self, grow_node * node) noexcept nogil:
+        return <uint32_t *> (node.histograms + self.n_features * self.n_bins)
+
+    cdef inline uint32_t * _untouched(self, grow_node * node) noexcept nogil:
+        return self._unacquired(node) + self.n_features
+
+    cdef void _fill_penalty(self, grow_node * node, Py_ssize_t first,
+                            Py_ssize_t stop) noexcept nogil:
+        """``penalty[f]`` for ``first <= f < stop``: lambda times the cost increment of
+        splitting ``node`` on ``f`` (eq. 13)."""
+        cdef uint32_t * unacquired = self._unacquired(node)
+        cdef uint32_t * untouched = self._untouched(node)
+        cdef double increment
+        cdef Py_ssize_t f
+        cdef int32_t group
+        for f in range(first, stop):
+            increment = self.split_cost * (node.stop - node.start)
+            if not self.state.feature_used[f]:
+                increment += self.coupled_costs[f]
+            if self.count_mask[f]:   # else nobody lacks f (or f and its group are free)
+                increment += self.feature_costs[f] * unacquired[f]
+                group = self.feature_group[f]
+                if group >= 0:
+                    increment += self.group_costs[group] * untouched[f]
+            self.penalty[f] = self.cost_tradeoff * increment
+
+    cdef split_struct _best_split(self, grow_node * node,
+                                  const unsigned char * feature_mask) noexcept nogil:
+        """The node's best split among the masked-in features, ``feature == -1`` if
+        none has a net gain above ``gamma``."""
+        cdef split_struct best = find_best_split_core(
             node.histograms, self.n_features, self.n_bins, &self.n_value_bins[0],
             self.missing_bin, feature_mask, node.sum_gradients, node.sum_hessians,
             <uint32_t> (node.stop - node.start), self.reg_lambda, self.min_child_weight,
-            self.min_data_in_leaf, NULL, self.per_feature, self.n_threads)
-        if node.split.feature >= 0 and not node.split.gain > self.gamma:
-            node.split.feature = -1
+            self.min_data_in_leaf, self.penalty if self.cegb else NULL, self.per_feature,
+            self.n_threads)
+        if best.feature >= 0 and not best.gain > self.gamma:
+            best.feature = -1
+        return best
+
+    cdef void _find_split(self, grow_node * node, const unsigned char * feature_mask) noexcept nogil:
+        if self.cegb:
+            self._fill_penalty(node, 0, self.n_features)
+        node.split = self._best_split(node, feature_mask)
+
+    cdef void _rescore_feature(self, Py_ssize_t n_open, int m,
+                               const unsigned char * feature_mask) noexcept nogil:
+        """Feature ``m`` has just been used for the first time: its coupled cost no
+        longer applies, so its candidate split may now beat an open leaf's cached best
+        split (the other features' penalties did not change: only ``m`` is rescanned)."""
+        cdef Py_ssize_t i
+        cdef grow_node * leaf
+        cdef split_struct candidate
+        if not feature_mask[m]:
+            return
+        self.single_mask[m] = 1
+        for i in range(n_open):
+            leaf = &self.nodes[self.open_leaves[i]]
+            self._fill_penalty(leaf, m, m + 1)
+            candidate = self._best_split(leaf, self.single_mask)
+            # the same tie-break as a full search: the lower feature wins
+            if candidate.feature >= 0 and (
+                    leaf.split.feature < 0 or leaf.split.feature == m
+                    or candidate.gain > leaf.split.gain
+                    or (candidate.gain == leaf.split.gain and m < leaf.split.feature)):
+                leaf.split = candidate
+        self.single_mask[m] = 0
 
     cdef Py_ssize_t _open_if_splittable(self, grow_node * child,
                                         const unsigned char * feature_mask,
                                         Py_ssize_t n_open) noexcept nogil:
-        """Search the child's best split; add it to the open leaves if it has one.
-        Returns the new number of open leaves."""
+        """Search the child's best split; add it to the open leaves if it has one (or,
+        when a coupled cost may still drop, if it could be split later). Returns the new
+        number of open leaves."""
         if child.histograms != NULL and self._can_split(child):
             self._find_split(child, feature_mask)
-            if child.split.feature >= 0:
+            if child.split.feature >= 0 or self.keep_dormant:
                 self.open_leaves[n_open] = <int32_t> (child - self.nodes)
                 return n_open + 1
         self._release_histograms(child)
@@ -175,11 +291,64 @@ cdef class TreeGrower:
     cdef void _build(self, grow_node * node, int32_t * rows, const double * gradients,
                      const double * hessians, const unsigned char * feature_mask) noexcept nogil:
         node.histograms = self._take_histograms()
-        build_histograms_core(
-            &self.binned[0, 0], self.n_samples, self.n_features, &rows[node.start],
-            node.stop - node.start, gradients, hessians, feature_mask, &self.n_value_bins[0],
-            self.missing_bin, node.histograms, self.n_bins, self.ordered_gradients,
-            self.ordered_hessians, NULL, 0, NULL, 0, NULL, NULL, NULL, self.n_threads)
+        if node.histograms == NULL:
+            return
+        if self.cegb:
+            build_histograms_core(
+                &self.binned[0, 0], self.n_samples, self.n_features, &rows[node.start],
+                node.stop - node.start, gradients, hessians, feature_mask,
+                &self.n_value_bins[0], self.missing_bin, node.histograms, self.n_bins,
+                self.ordered_gradients, self.ordered_hessians, self.count_mask,
+                &self.state.acquired[0, 0], self.state.acquired.shape[1],
+                &self.state.groups_touched[0, 0], self.state.groups_touched.shape[1],
+                &self.feature_group[0], self._unacquired(node), self._untouched(node),
+                self.n_threads)
+        else:
+            build_histograms_core(
+                &self.binned[0, 0], self.n_samples, self.n_features, &rows[node.start],
+                node.stop - node.start, gradients, hessians, feature_mask,
+                &self.n_value_bins[0], self.missing_bin, node.histograms, self.n_bins,
+                self.ordered_gradients, self.ordered_hessians, NULL, NULL, 0, NULL, 0, NULL,
+                NULL, NULL, self.n_threads)
+
+    cdef void _subtract_counts(self, grow_node * parent, grow_node * small,
+                               grow_node * large, const unsigned char * feature_mask) noexcept nogil:
+        """The sibling's acquisition counts: parent minus the built child, except for
+        the split feature (and its group), which every row of the parent now has."""
+        cdef Py_ssize_t f
+        cdef int m = parent.split.feature
+        cdef int32_t group = self.feature_group[m]
+        cdef uint32_t * pu = self._unacquired(parent)
+        cdef uint32_t * pt = self._untouched(parent)
+        cdef uint32_t * su = self._unacquired(small)
+        cdef uint32_t * st = self._untouched(small)
+        cdef uint32_t * lu = self._unacquired(large)
+        cdef uint32_t * lt = self._untouched(large)
+        for f in range(self.n_features):
+            if feature_mask[f] and self.count_mask[f]:
+                lu[f] = pu[f] - su[f]
+                lt[f] = pt[f] - st[f]
+                if f == m:
+                    lu[f] = 0
+                if group >= 0 and self.feature_group[f] == group:
+                    lt[f] = 0
+
+    cdef void _prepare_costs(self, const unsigned char * feature_mask) noexcept nogil:
+        """Per tree: which features need acquisition counts (a cost and some training
+        input without them), and whether leaves without a split must stay open because
+        a feature's coupled cost may still drop."""
+        cdef Py_ssize_t f
+        cdef int32_t group
+        self.keep_dormant = False
+        for f in range(self.n_features):
+            group = self.feature_group[f]
+            self.count_mask[f] = (
+                (self.feature_costs[f] > 0 and self.state.n_acquired[f] < self.n_samples)
+                or (group >= 0 and self.group_costs[group] > 0
+                    and self.state.n_touched[group] < self.n_samples))
+            if (feature_mask[f] and self.cost_tradeoff > 0 and self.coupled_costs[f] > 0
+                    and not self.state.feature_used[f]):
+                self.keep_dormant = True
 
     def grow(self, const double[::1] gradients, const double[::1] hessians,
              int32_t[::1] rows, const unsigned char[::1] feature_mask):
@@ -202,13 +371,16 @@ cdef class TreeGrower:
         cdef grow_node * right
         cdef grow_node * small
         cdef grow_node * large
+        cdef grow_node * candidate
         cdef int32_t * row_ptr = &rows[0]
         cdef const double * g = &gradients[0]
         cdef const double * h = &hessians[0]
         cdef const unsigned char * mask = &feature_mask[0]
-        cdef bint partition_error = False, allocation_error = False
+        cdef bint partition_error = False, allocation_error = False, first_use
         cdef double sum_g = 0.0, sum_h = 0.0
         with nogil:
+            if self.cegb:
+                self._prepare_costs(mask)
             for i in range(rows.shape[0]):
                 sum_g += g[row_ptr[i]]
                 sum_h += h[row_ptr[i]]
@@ -223,25 +395,29 @@ cdef class TreeGrower:
                 if node.histograms == NULL:
                     allocation_error = True
                 else:
-                    self._find_split(node, mask)
-                    if node.split.feature >= 0:
-                        self.open_leaves[0] = 0
-                        n_open = 1
+                    n_open = self._open_if_splittable(node, mask, 0)
             while n_open > 0 and (self.num_leaves < 0 or n_leaves < self.num_leaves) \
                     and not allocation_error:
                 # best-first: largest net gain, ties to the lowest id; depth-wise: the
-                # oldest open leaf (ids are given in creation order, so: level order)
-                pick = 0
-                for i in range(1, n_open):
-                    if self.best_first:
-                        if (self.nodes[self.open_leaves[i]].split.gain
-                                > self.nodes[self.open_leaves[pick]].split.gain
-                                or (self.nodes[self.open_leaves[i]].split.gain
+                # oldest open leaf (ids are given in creation order, so: level order).
+                # Leaves without a split (kept open for CEGB) are skipped.
+                pick = -1
+                for i in range(n_open):
+                    candidate = &self.nodes[self.open_leaves[i]]
+                    if candidate.split.feature < 0:
+                        continue
+                    if pick < 0:
+                        pick = i
+                    elif self.best_first:
+                        if (candidate.split.gain > self.nodes[self.open_leaves[pick]].split.gain
+                                or (candidate.split.gain
                                     == self.nodes[self.open_leaves[pick]].split.gain
                                     and self.open_leaves[i] < self.open_leaves[pick])):
                             pick = i
                     elif self.open_leaves[i] < self.open_leaves[pick]:
                         pick = i
+                if pick < 0:
+                    break
                 node = &self.nodes[self.open_leaves[pick]]
                 n_open -= 1
                 self.open_leaves[pick] = self.open_leaves[n_open]
@@ -253,6 +429,11 @@ cdef class TreeGrower:
                 if n_left != node.split.count_left:
                     partition_error = True
                     break
+                if self.cegb:
+                    first_use = self.state.acquire_rows(
+                        &row_ptr[node.start], node.stop - node.start, node.split.feature)
+                    if first_use and self.keep_dormant and self.coupled_costs[node.split.feature] > 0:
+                        self._rescore_feature(n_open, node.split.feature, mask)
                 node.left, node.right = n_nodes, n_nodes + 1
                 left, right = &self.nodes[n_nodes], &self.nodes[n_nodes + 1]
                 n_nodes += 2
@@ -285,6 +466,8 @@ cdef class TreeGrower:
                             node.histograms, small.histograms, large.histograms,
                             self.n_features, self.n_bins, mask, &self.n_value_bins[0],
                             self.missing_bin)
+                        if self.cegb:
+                            self._subtract_counts(node, small, large, mask)
                 self._release_histograms(node)
                 n_open = self._open_if_splittable(left, mask, n_open)
                 n_open = self._open_if_splittable(right, mask, n_open)

@@ -9,6 +9,7 @@ cdef void build_histograms_core(
     const unsigned char * feature_mask, const uint32_t * n_value_bins, int missing_bin,
     hist_struct * out, Py_ssize_t n_bins,
     double * ordered_gradients, double * ordered_hessians,
+    const unsigned char * count_mask,
     const BITSET_WORD_C * acquired, Py_ssize_t acquired_words,
     const BITSET_WORD_C * groups_touched, Py_ssize_t group_words,
     const int32_t * feature_group,

@@ -11,6 +11,8 @@ from libc.stdint cimport int32_t, uint32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
+import numpy as np
+
 from ._types cimport X_BINNED_C, hist_struct, BITSET_WORD_C
 
 # Below this many (row, feature) pairs a histogram is built on one thread: an OpenMP
@@ -33,10 +35,11 @@ cdef inline void _block_histograms(
     Py_ssize_t first, Py_ssize_t stop, const X_BINNED_C * binned, Py_ssize_t n_samples,
     const int32_t * rows, Py_ssize_t n_rows,
     const double * ordered_gradients, const double * ordered_hessians,
-    const unsigned char * feature_mask, const uint32_t * n_value_bins, int missing_bin,
+    const unsigned char * feature_mask, const unsigned char * count_mask,
+    const uint32_t * n_value_bins, int missing_bin,
     hist_struct * out, Py_ssize_t n_bins) noexcept nogil:
-    """Histograms of the masked-in features ``first <= f < stop`` (at most FEATURE_BLOCK),
-    without acquisition counts."""
+    """Histograms of the masked-in features ``first <= f < stop`` (at most FEATURE_BLOCK)
+    that are not counted (``count_mask`` NULL or 0)."""
     cdef const X_BINNED_C * columns[FEATURE_BLOCK]
     cdef hist_struct * hists[FEATURE_BLOCK]
     cdef int n = 0, j
@@ -44,12 +47,14 @@ cdef inline void _block_histograms(
     cdef int32_t row
     cdef double g, h
     for f in range(first, stop):
-        if feature_mask[f]:
+        if feature_mask[f] and (count_mask == NULL or not count_mask[f]):
             columns[n] = &binned[f * n_samples]
             hists[n] = &out[f * n_bins]
             memset(hists[n], 0, n_value_bins[f] * sizeof(hist_struct))
             memset(&hists[n][missing_bin], 0, sizeof(hist_struct))
             n += 1
+    if n == 0:
+        return
     if n == FEATURE_BLOCK:
         for i in range(n_rows):
             row = rows[i]
@@ -66,32 +71,64 @@ cdef inline void _block_histograms(
                 _add(&hists[j][columns[j][row]], ordered_gradients[i], ordered_hessians[i])
 
 
-cdef inline void _feature_histogram_with_acquisitions(
-    Py_ssize_t f, const X_BINNED_C * column, const int32_t * rows, Py_ssize_t n_rows,
+cdef inline void _block_histograms_counting(
+    Py_ssize_t first, Py_ssize_t stop, const X_BINNED_C * binned, Py_ssize_t n_samples,
+    const int32_t * rows, Py_ssize_t n_rows,
     const double * ordered_gradients, const double * ordered_hessians,
-    uint32_t n_value_bins, int missing_bin, hist_struct * h,
+    const unsigned char * feature_mask, const unsigned char * count_mask,
+    const uint32_t * n_value_bins, int missing_bin, hist_struct * out, Py_ssize_t n_bins,
     const BITSET_WORD_C * acquired, Py_ssize_t acquired_words,
     const BITSET_WORD_C * groups_touched, Py_ssize_t group_words,
     const int32_t * feature_group,
     uint32_t * unacquired_count, uint32_t * group_untouched_count) noexcept nogil:
-    cdef Py_ssize_t i
+    """Histograms of the features ``first <= f < stop`` that are masked in and counted
+    (``count_mask[f]``), with per feature the rows lacking its acquisition bit and its
+    group bit. ``first`` is a multiple of FEATURE_BLOCK, which divides 64: the block's
+    bits share one bitset word, read once per row."""
+    cdef const X_BINNED_C * columns[FEATURE_BLOCK]
+    cdef hist_struct * hists[FEATURE_BLOCK]
+    cdef int shifts[FEATURE_BLOCK]
+    cdef Py_ssize_t group_word[FEATURE_BLOCK]
+    cdef int group_shift[FEATURE_BLOCK]
+    cdef uint32_t missing[FEATURE_BLOCK]
+    cdef uint32_t untouched[FEATURE_BLOCK]
+    cdef Py_ssize_t features[FEATURE_BLOCK]
+    cdef int n = 0, j
+    cdef bint any_group = False
+    cdef Py_ssize_t f, i, word = first >> 6
     cdef int32_t row, group
-    cdef uint32_t missing_feature = 0, missing_group = 0
-    cdef BITSET_WORD_C feature_bit, group_bit
-    memset(h, 0, n_value_bins * sizeof(hist_struct))
-    memset(&h[missing_bin], 0, sizeof(hist_struct))
-    # Same pass: one more counter per feature (and one per feature's group).
-    feature_bit = (<BITSET_WORD_C> 1) << (f & 63)
-    group = feature_group[f]
-    group_bit = (<BITSET_WORD_C> 1) << (group & 63) if group >= 0 else 0
+    cdef BITSET_WORD_C bits
+    for f in range(first, stop):
+        if feature_mask[f] and count_mask[f]:
+            columns[n] = &binned[f * n_samples]
+            hists[n] = &out[f * n_bins]
+            memset(hists[n], 0, n_value_bins[f] * sizeof(hist_struct))
+            memset(&hists[n][missing_bin], 0, sizeof(hist_struct))
+            shifts[n] = f & 63
+            group = feature_group[f]
+            group_word[n] = group >> 6 if group >= 0 else -1
+            group_shift[n] = group & 63 if group >= 0 else 0
+            any_group = any_group or group >= 0
+            missing[n] = 0
+            untouched[n] = 0
+            features[n] = f
+            n += 1
+    if n == 0:
+        return
     for i in range(n_rows):
         row = rows[i]
-        _add(&h[column[row]], ordered_gradients[i], ordered_hessians[i])
-        missing_feature += (acquired[row * acquired_words + (f >> 6)] & feature_bit) == 0
-        if group >= 0:
-            missing_group += (groups_touched[row * group_words + (group >> 6)] & group_bit) == 0
-    unacquired_count[f] = missing_feature
-    group_untouched_count[f] = missing_group
+        bits = ~acquired[row * acquired_words + word]
+        for j in range(n):
+            _add(&hists[j][columns[j][row]], ordered_gradients[i], ordered_hessians[i])
+            missing[j] += (bits >> shifts[j]) & 1
+        if any_group:
+            for j in range(n):
+                if group_word[j] >= 0:
+                    untouched[j] += ((~groups_touched[row * group_words + group_word[j]])
+                                     >> group_shift[j]) & 1
+    for j in range(n):
+        unacquired_count[features[j]] = missing[j]
+        group_untouched_count[features[j]] = untouched[j]
 
 
 cdef void build_histograms_core(
@@ -101,6 +138,7 @@ cdef void build_histograms_core(
     const unsigned char * feature_mask, const uint32_t * n_value_bins, int missing_bin,
     hist_struct * out, Py_ssize_t n_bins,
     double * ordered_gradients, double * ordered_hessians,
+    const unsigned char * count_mask,
     const BITSET_WORD_C * acquired, Py_ssize_t acquired_words,
     const BITSET_WORD_C * groups_touched, Py_ssize_t group_words,
     const int32_t * feature_group,
@@ -108,9 +146,15 @@ cdef void build_histograms_core(
     int n_threads) noexcept nogil:
     """Histograms of the rows ``rows[:n_rows]``; ``binned`` is Fortran ordered
     (feature ``f`` of row ``r`` at ``binned[f * n_samples + r]``); ``out`` holds
-    ``n_features x n_bins`` structs. ``acquired == NULL``: no acquisition counts.
-    ``ordered_*`` are scratch buffers of at least ``n_rows`` doubles."""
-    cdef Py_ssize_t i, f, block
+    ``n_features x n_bins`` structs. ``ordered_*`` are scratch buffers of at least
+    ``n_rows`` doubles.
+
+    ``count_mask == NULL``: no acquisition counts. Otherwise the features with
+    ``count_mask[f]`` also get ``unacquired_count[f]`` / ``group_untouched_count[f]``
+    (the other entries are not written); per bin, both paths add the rows in the same
+    order, so the histograms do not depend on which features are counted."""
+    cdef Py_ssize_t i, block
+    cdef Py_ssize_t n_blocks = (n_features + FEATURE_BLOCK - 1) // FEATURE_BLOCK
     if n_rows * n_features < MIN_PARALLEL_WORK:
         n_threads = 1
     # Gradients gathered in the leaf's row order once, so that each feature's pass
@@ -118,20 +162,17 @@ cdef void build_histograms_core(
     for i in prange(n_rows, schedule="static", num_threads=n_threads):
         ordered_gradients[i] = gradients[rows[i]]
         ordered_hessians[i] = hessians[rows[i]]
-    if acquired == NULL:
-        for block in prange((n_features + FEATURE_BLOCK - 1) // FEATURE_BLOCK,
-                            schedule="static", num_threads=n_threads):
-            _block_histograms(
+    for block in prange(n_blocks, schedule="static", num_threads=n_threads):
+        _block_histograms(
+            block * FEATURE_BLOCK, min((block + 1) * FEATURE_BLOCK, n_features), binned,
+            n_samples, rows, n_rows, ordered_gradients, ordered_hessians, feature_mask,
+            count_mask, n_value_bins, missing_bin, out, n_bins)
+        if count_mask != NULL:
+            _block_histograms_counting(
                 block * FEATURE_BLOCK, min((block + 1) * FEATURE_BLOCK, n_features), binned,
                 n_samples, rows, n_rows, ordered_gradients, ordered_hessians, feature_mask,
-                n_value_bins, missing_bin, out, n_bins)
-        return
-    for f in prange(n_features, schedule="static", num_threads=n_threads):
-        if feature_mask[f]:
-            _feature_histogram_with_acquisitions(
-                f, &binned[f * n_samples], rows, n_rows, ordered_gradients,
-                ordered_hessians, n_value_bins[f], missing_bin, &out[f * n_bins],
-                acquired, acquired_words, groups_touched, group_words, feature_group,
+                count_mask, n_value_bins, missing_bin, out, n_bins, acquired,
+                acquired_words, groups_touched, group_words, feature_group,
                 unacquired_count, group_untouched_count)
 
 
@@ -173,6 +214,7 @@ def build_histograms(
     const int32_t[::1] feature_group=None,
     uint32_t[::1] unacquired_count=None,
     uint32_t[::1] group_untouched_count=None,
+    const unsigned char[::1] count_mask=None,
 ):
     """Histograms of the leaf whose training rows are ``rows``.
 
@@ -194,6 +236,9 @@ def build_histograms(
     groups_touched : uint64 array of shape (n_samples, n_group_words)
     feature_group : int32 array of shape (n_features,)
     unacquired_count, group_untouched_count : uint32 arrays of shape (n_features,)
+    count_mask : uint8 array of shape (n_features,), optional
+        With ``acquired``: count only the features with ``count_mask[f]`` (default: all);
+        the counts of the others are left untouched.
     """
     _check_shapes(binned, out, n_value_bins, missing_bin)
     cdef Py_ssize_t n_rows = rows.shape[0]
@@ -204,8 +249,12 @@ def build_histograms(
     cdef const int32_t * fg = NULL
     cdef uint32_t * uc = NULL
     cdef uint32_t * gc = NULL
+    cdef const unsigned char * cm = NULL
     cdef Py_ssize_t acq_words = 0, grp_words = 0
     if acquired is not None:
+        if count_mask is None:
+            count_mask = np.ones(binned.shape[1], dtype=np.uint8)
+        cm = &count_mask[0]
         acq, acq_words = &acquired[0, 0], acquired.shape[1]
         grp, grp_words = &groups_touched[0, 0], groups_touched.shape[1]
         fg, uc, gc = &feature_group[0], &unacquired_count[0], &group_untouched_count[0]
@@ -213,7 +262,7 @@ def build_histograms(
         build_histograms_core(
             &binned[0, 0], binned.shape[0], binned.shape[1], &rows[0] if n_rows else NULL,
             n_rows, &gradients[0], &hessians[0], &feature_mask[0], &n_value_bins[0],
-            missing_bin, &out[0, 0], out.shape[1], og, oh, acq, acq_words, grp, grp_words,
+            missing_bin, &out[0, 0], out.shape[1], og, oh, cm, acq, acq_words, grp, grp_words,
             fg, uc, gc, n_threads)
     free(og)
     free(oh)

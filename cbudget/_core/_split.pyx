@@ -58,6 +58,7 @@ cdef inline void _scan_feature(
     cdef double mg = h[missing_bin].sum_gradients
     cdef double mh = h[missing_bin].sum_hessians
     cdef uint32_t mc = h[missing_bin].count
+    cdef bint top_bin_empty = h[n_value_bins - 1].count == 0
     s.gain = -INFINITY
     s.feature = -1
     # direction 0: missing values go right; 1: they go left (tried only if any)
@@ -68,6 +69,15 @@ cdef inline void _scan_feature(
         hl = mh if direction == 1 else 0.0
         cl = mc if direction == 1 else 0
         for b in range(<Py_ssize_t> n_value_bins - 1):
+            # An empty bin gives the same partition as the bin before it: skipping it
+            # keeps the lowest threshold whatever the rounding noise of a histogram
+            # obtained by subtraction.
+            if h[b].count == 0 and b > 0:
+                continue
+            # Missing values alone on the left mirror "every value left, missing right",
+            # which direction 0 reaches when the top bin is empty: one form per split.
+            if direction == 1 and h[b].count == 0 and top_bin_empty:
+                continue
             gl = gl + h[b].sum_gradients
             hl = hl + h[b].sum_hessians
             cl = cl + h[b].count

@@ -8,6 +8,7 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 
 import numpy as np
 
+from ._predict cimport binned_child
 from ._types cimport BITSET_WORD_C, X_BINNED_C, node_struct
 
 
@@ -125,7 +126,6 @@ cdef class AcquisitionState:
         subsampled round: they are charged for what the new tree makes them compute."""
         cdef Py_ssize_t i, n_nodes = tree.shape[0]
         cdef int32_t node, row
-        cdef X_BINNED_C b
         cdef int32_t[::1] one = np.zeros(1, dtype=np.int32)
         if binned.shape[0] != self.n_samples or binned.shape[1] != self.n_features:
             raise ValueError("binned does not match the acquisition state")
@@ -136,13 +136,8 @@ cdef class AcquisitionState:
                 node = 0
                 while tree[node].left != -1:
                     self.acquire_rows(&one[0], 1, tree[node].feature)
-                    b = binned[row, tree[node].feature]
-                    if b == missing_bin:
-                        node = tree[node].left if tree[node].default_left else tree[node].right
-                    elif b <= tree[node].bin_threshold:
-                        node = tree[node].left
-                    else:
-                        node = tree[node].right
+                    node = binned_child(&tree[node], binned[row, tree[node].feature],
+                                        missing_bin)
 
 
 def mark_acquired(BITSET_WORD_C[:, ::1] bitset, const int32_t[::1] rows, const int bit):

@@ -39,10 +39,12 @@ cdef struct grow_node:
     split_struct split       # split.feature == -1: not to be split
     int32_t left
     int32_t right
+    int32_t parent
 
 
-cdef inline void _init_child(grow_node * child, int depth) noexcept nogil:
+cdef inline void _init_child(grow_node * child, int depth, int32_t parent) noexcept nogil:
     child.depth = depth
+    child.parent = parent
     child.histograms = NULL
     child.split.feature = -1
     child.left = -1
@@ -94,7 +96,10 @@ cdef class TreeGrower:
     cdef const double[::1] group_costs
     cdef const double[::1] coupled_costs
     cdef const int32_t[::1] feature_group
-    cdef unsigned char * count_mask       # features whose acquisition counts matter
+    cdef unsigned char * count_mask       # features whose acquisition counts are taken
+    cdef unsigned char * fresh_mask       # costly features no input had at tree start
+    cdef unsigned char * on_path          # scratch: features on a leaf's path
+    cdef unsigned char * group_on_path    # scratch: groups on a leaf's path
     cdef unsigned char * single_mask      # scratch: one feature masked in
     cdef double * penalty                 # scratch: per-feature penalty of one leaf
 
@@ -143,11 +148,15 @@ cdef class TreeGrower:
         self.count_mask = <unsigned char *> calloc(n_f, sizeof(unsigned char))
         self.single_mask = <unsigned char *> calloc(n_f, sizeof(unsigned char))
         self.penalty = <double *> calloc(n_f, sizeof(double))
+        self.fresh_mask = <unsigned char *> calloc(n_f, sizeof(unsigned char))
+        self.on_path = <unsigned char *> calloc(n_f, sizeof(unsigned char))
+        self.group_on_path = NULL
         if (self.buffer == NULL or self.ordered_gradients == NULL
                 or self.ordered_hessians == NULL or self.per_feature == NULL
                 or self.nodes == NULL or self.open_leaves == NULL
                 or self.free_histograms == NULL or self.count_mask == NULL
-                or self.single_mask == NULL or self.penalty == NULL):
+                or self.single_mask == NULL or self.penalty == NULL
+                or self.fresh_mask == NULL or self.on_path == NULL):
             raise MemoryError()
 
     def __dealloc__(self):
@@ -165,6 +174,9 @@ cdef class TreeGrower:
         free(self.count_mask)
         free(self.single_mask)
         free(self.penalty)
+        free(self.fresh_mask)
+        free(self.on_path)
+        free(self.group_on_path)
 
     def set_cost_penalty(self, AcquisitionState state, double cost_tradeoff,
                          const double[::1] feature_costs, const int32_t[::1] feature_group,
@@ -187,6 +199,11 @@ cdef class TreeGrower:
         self.feature_group = feature_group
         self.group_costs = group_costs
         self.coupled_costs = coupled_costs
+        free(self.group_on_path)
+        self.group_on_path = <unsigned char *> calloc(max(state.n_groups, 1),
+                                                      sizeof(unsigned char))
+        if self.group_on_path == NULL:
+            raise MemoryError()
         self.cegb = True
 
     cdef hist_struct * _take_histograms(self) noexcept nogil:
@@ -218,19 +235,42 @@ cdef class TreeGrower:
         splitting ``node`` on ``f`` (eq. 13)."""
         cdef uint32_t * unacquired = self._unacquired(node)
         cdef uint32_t * untouched = self._untouched(node)
-        cdef double increment
+        cdef double increment, n_rows = node.stop - node.start
         cdef Py_ssize_t f
         cdef int32_t group
+        # A fresh feature (no input had it, nor its group, when the tree started) is
+        # lacked by every row of the leaf unless an ancestor split on it (or its group)
+        # -- no counting needed.
+        self._mark_path(node, 1)
         for f in range(first, stop):
-            increment = self.split_cost * (node.stop - node.start)
+            increment = self.split_cost * n_rows
             if not self.state.feature_used[f]:
                 increment += self.coupled_costs[f]
-            if self.count_mask[f]:   # else nobody lacks f (or f and its group are free)
+            group = self.feature_group[f]
+            if self.count_mask[f]:
                 increment += self.feature_costs[f] * unacquired[f]
-                group = self.feature_group[f]
                 if group >= 0:
                     increment += self.group_costs[group] * untouched[f]
+            elif self.fresh_mask[f]:
+                if not self.on_path[f]:
+                    increment += self.feature_costs[f] * n_rows
+                if group >= 0 and not self.group_on_path[group]:
+                    increment += self.group_costs[group] * n_rows
+            # else: every training input has f (and its group), or both are free
             self.penalty[f] = self.cost_tradeoff * increment
+        self._mark_path(node, 0)
+
+    cdef void _mark_path(self, grow_node * node, unsigned char value) noexcept nogil:
+        """Set ``on_path`` / ``group_on_path`` of the features (groups) that the node's
+        ancestors split on to ``value``."""
+        cdef int32_t ancestor = node.parent
+        cdef int f
+        while ancestor >= 0:
+            f = self.nodes[ancestor].split.feature
+            self.on_path[f] = value
+            if self.feature_group[f] >= 0:
+                self.group_on_path[self.feature_group[f]] = value
+            ancestor = self.nodes[ancestor].parent
 
     cdef split_struct _best_split(self, grow_node * node,
                                   const unsigned char * feature_mask) noexcept nogil:
@@ -334,18 +374,22 @@ cdef class TreeGrower:
                     lt[f] = 0
 
     cdef void _prepare_costs(self, const unsigned char * feature_mask) noexcept nogil:
-        """Per tree: which features need acquisition counts (a cost and some training
-        input without them), and whether leaves without a split must stay open because
-        a feature's coupled cost may still drop."""
+        """Per tree: which features need acquisition counts (a cost, and some training
+        inputs with and some without it), which are fresh (a cost, and no input has
+        it or its group), and whether leaves without a split must stay open because a
+        feature's coupled cost may still drop."""
         cdef Py_ssize_t f
         cdef int32_t group
+        cdef bint costly, fresh
         self.keep_dormant = False
         for f in range(self.n_features):
             group = self.feature_group[f]
-            self.count_mask[f] = (
-                (self.feature_costs[f] > 0 and self.state.n_acquired[f] < self.n_samples)
-                or (group >= 0 and self.group_costs[group] > 0
-                    and self.state.n_touched[group] < self.n_samples))
+            costly = ((self.feature_costs[f] > 0 and self.state.n_acquired[f] < self.n_samples)
+                      or (group >= 0 and self.group_costs[group] > 0
+                          and self.state.n_touched[group] < self.n_samples))
+            fresh = self.state.n_acquired[f] == 0 and (group < 0 or self.state.n_touched[group] == 0)
+            self.count_mask[f] = costly and not fresh
+            self.fresh_mask[f] = costly and fresh
             if (feature_mask[f] and self.cost_tradeoff > 0 and self.coupled_costs[f] > 0
                     and not self.state.feature_used[f]):
                 self.keep_dormant = True
@@ -389,7 +433,7 @@ cdef class TreeGrower:
             node.sum_gradients, node.sum_hessians = sum_g, sum_h
             node.histograms = NULL
             node.split.feature = -1
-            node.left = node.right = -1
+            node.left = node.right = node.parent = -1
             if self._can_split(node):
                 self._build(node, row_ptr, g, h, mask)
                 if node.histograms == NULL:
@@ -444,8 +488,8 @@ cdef class TreeGrower:
                 left.sum_hessians = node.split.sum_hessian_left
                 right.sum_gradients = node.sum_gradients - node.split.sum_gradient_left
                 right.sum_hessians = node.sum_hessians - node.split.sum_hessian_left
-                _init_child(left, node.depth + 1)
-                _init_child(right, node.depth + 1)
+                _init_child(left, node.depth + 1, <int32_t> (node - self.nodes))
+                _init_child(right, node.depth + 1, <int32_t> (node - self.nodes))
 
                 # Histograms: build the smaller child's, subtract for the sibling.
                 if left.stop - left.start <= right.stop - right.start:

@@ -93,17 +93,10 @@ def predict_binned_add(
     cdef Py_ssize_t n_samples = binned.shape[0]
     cdef Py_ssize_t i
     cdef int32_t node
-    cdef X_BINNED_C b
     for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
         node = 0
         while tree[node].left != -1:
-            b = binned[i, tree[node].feature]
-            if b == missing_bin:
-                node = tree[node].left if tree[node].default_left else tree[node].right
-            elif b <= tree[node].bin_threshold:
-                node = tree[node].left
-            else:
-                node = tree[node].right
+            node = binned_child(&tree[node], binned[i, tree[node].feature], missing_bin)
         raw[i, output] += tree[node].value
 
 

@@ -30,13 +30,8 @@ Usage::
 """
 import argparse
 import gc
-import hashlib
 import json
 import os
-import platform
-import resource
-import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -48,11 +43,14 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import datasets  # noqa: E402  (benchmarks/datasets.py)
+from _common import (  # noqa: E402  (benchmarks/_common.py)
+    LIBRARY_LABELS, N_THREADS, Clock, add_run_arguments, attempts_text, command_line,
+    cpu_jiffies, cpu_seconds, fmt, library_params, loadavg, machine_info, machine_text,
+    maxrss_bytes, other_cores, ratio, rss_bytes, run_child_command, run_with_retries,
+    shared_machine_text, source_hash, write_json)
 
 LIBRARIES = ("cbudget", "lightgbm", "xgboost")
-LIBRARY_LABELS = {"cbudget": "cbudget", "lightgbm": "LightGBM", "xgboost": "XGBoost"}
 DATASETS = ("letters", "mnist", "synthetic")
-N_THREADS = 2  # default of --threads
 QUICK = {"rounds": "5,10", "n_rows": 20_000, "train_rows": 2_000}
 
 
@@ -78,93 +76,7 @@ def load_dataset(name, n_rows=None, train_rows=None):
     return data
 
 
-# ----------------------------------------------------------------------- settings
-def library_params(library, n_classes, n_threads=N_THREADS):
-    """Training parameters of ``library``, matched across libraries."""
-    binary = n_classes == 2
-    if library == "cbudget":
-        p = {"objective": "binary:logistic" if binary else "multi:softprob",
-             "learning_rate": 0.1, "grow_policy": "lossguide", "num_leaves": 31,
-             "min_data_in_leaf": 20, "min_child_weight": 1e-3, "reg_lambda": 1.0,
-             "gamma": 0.0, "subsample": 1.0, "colsample_bytree": 1.0,
-             "n_jobs": n_threads, "seed": 0}
-        if not binary:
-            p["num_class"] = n_classes
-        return p
-    if library == "lightgbm":
-        p = {"objective": "binary" if binary else "multiclass", "boosting": "gbdt",
-             "learning_rate": 0.1, "num_leaves": 31, "max_depth": -1, "max_bin": 255,
-             "min_data_in_leaf": 20, "min_sum_hessian_in_leaf": 1e-3, "lambda_l2": 1.0,
-             "lambda_l1": 0.0, "min_gain_to_split": 0.0, "bagging_fraction": 1.0,
-             "bagging_freq": 0, "feature_fraction": 1.0, "num_threads": n_threads,
-             "seed": 0, "verbose": -1}
-        if not binary:
-            p["num_class"] = n_classes
-        return p
-    if library == "xgboost":
-        p = {"objective": "binary:logistic" if binary else "multi:softprob",
-             "tree_method": "hist", "grow_policy": "lossguide", "max_leaves": 31,
-             "max_depth": 0, "max_bin": 256, "eta": 0.1, "lambda": 1.0, "alpha": 0.0,
-             "gamma": 0.0, "min_child_weight": 1e-3, "subsample": 1.0,
-             "colsample_bytree": 1.0, "nthread": n_threads, "seed": 0, "verbosity": 0}
-        if not binary:
-            p["num_class"] = n_classes
-        return p
-    raise ValueError(f"unknown library {library!r}")
-
-
 # ---------------------------------------------------------------------- children
-def _rss_bytes():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def _maxrss_bytes():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
-
-
-def _cpu_seconds():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def _cpu_jiffies():
-    """(busy, total) jiffies of all CPUs from /proc/stat."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    idle = v[3] + v[4]  # idle + iowait
-    total = sum(v[:8])  # user nice system idle iowait irq softirq steal
-    return total - idle, total
-
-
-def other_cores(busy0, busy1, own_cpu_s, wall_s):
-    """Average number of cores that other processes kept busy over ``wall_s``."""
-    hz = os.sysconf("SC_CLK_TCK")
-    return max(0.0, ((busy1 - busy0) / hz - own_cpu_s) / max(wall_s, 1e-9))
-
-
-def _loadavg():
-    with open("/proc/loadavg") as f:
-        return [float(v) for v in f.read().split()[:3]]
-
-
-class _Clock:
-    """Elapsed time at the end of every round, from ``t0``."""
-
-    def __init__(self):
-        self.t0 = None
-        self.round_ends = []
-
-    def start(self):
-        self.t0 = time.perf_counter()
-
-    def tick(self):
-        self.round_ends.append(time.perf_counter() - self.t0)
-
-    def since_start(self):
-        return time.perf_counter() - self.t0
-
-
 def _train_cbudget(data, params, n_rounds, clock):
     import cbudget
 
@@ -249,22 +161,22 @@ def run_child(args):
     n_rounds = max(rounds)
     version, location = _import_library(library)  # before the data: the baseline has it
     if library == "cbudget":
-        version += f" (sources {_source_hash(location)})"
+        version += f" (sources {source_hash(location)})"
     t = time.perf_counter()
     data = load_dataset(name, n_rows=args.n_rows, train_rows=args.train_rows)
     t_load = time.perf_counter() - t
     gc.collect()
-    rss_after_load = _rss_bytes()
-    maxrss_after_load = _maxrss_bytes()
+    rss_after_load = rss_bytes()
+    maxrss_after_load = maxrss_bytes()
     params = library_params(library, data["n_classes"], args.threads)
-    clock = _Clock()
-    load_before = _loadavg()
-    cpu0 = _cpu_seconds()
-    busy0 = _cpu_jiffies()[0]
+    clock = Clock()
+    load_before = loadavg()
+    cpu0 = cpu_seconds()
+    busy0 = cpu_jiffies()[0]
     booster, predict, t_dataset, t_total, dtrain = TRAINERS[library](
         data, params, n_rounds, clock)
-    cpu_train = _cpu_seconds() - cpu0
-    busy1 = _cpu_jiffies()[0]
+    cpu_train = cpu_seconds() - cpu0
+    busy1 = cpu_jiffies()[0]
     if len(clock.round_ends) != n_rounds:
         raise RuntimeError(f"{library} trained {len(clock.round_ends)} rounds, "
                            f"expected {n_rounds}")
@@ -281,13 +193,13 @@ def run_child(args):
         else:
             quality[r] = {"accuracy": float(np.mean(np.argmax(p, axis=1) == y_test))}
     predict_times = []
-    cpu_p0, busy_p0 = _cpu_seconds(), _cpu_jiffies()[0]
+    cpu_p0, busy_p0 = cpu_seconds(), cpu_jiffies()[0]
     t_p0 = time.perf_counter()
     for _ in range(3):
         t = time.perf_counter()
         predict(X_test)
         predict_times.append(time.perf_counter() - t)
-    other_predict = other_cores(busy_p0, _cpu_jiffies()[0], _cpu_seconds() - cpu_p0,
+    other_predict = other_cores(busy_p0, cpu_jiffies()[0], cpu_seconds() - cpu_p0,
                                 time.perf_counter() - t_p0)
     result = {
         "library": library, "version": version, "location": location, "dataset": name,
@@ -304,13 +216,13 @@ def run_child(args):
         "other_cores_during_train": other_cores(busy0, busy1, cpu_train, t_total),
         "other_cores_during_predict": other_predict,
         "n_threads": args.threads,
-        "loadavg_before": load_before, "loadavg_after": _loadavg(),
+        "loadavg_before": load_before, "loadavg_after": loadavg(),
         "quality": {str(r): q for r, q in quality.items()},
         "predict_s": predict_times,
         "predict_rows_per_s": X_test.shape[0] / min(predict_times),
         "rss_after_load_mb": rss_after_load / 2**20,
         "maxrss_after_load_mb": maxrss_after_load / 2**20,
-        "peak_rss_mb": _maxrss_bytes() / 2**20,
+        "peak_rss_mb": maxrss_bytes() / 2**20,
     }
     result["rss_increase_mb"] = result["peak_rss_mb"] - result["rss_after_load_mb"]
     if "bayes_auc_test" in data:
@@ -327,100 +239,11 @@ def parse_rounds(text):
     return rounds
 
 
-def _source_hash(package_dir):
-    """sha256 (first 12 hex digits) over cbudget's .py/.pyx/.pxd sources: identifies the
-    version benchmarked (the repository may have no commit for it)."""
-    h = hashlib.sha256()
-    root = Path(package_dir)
-    for path in sorted(list(root.rglob("*.py")) + list(root.rglob("*.pyx"))
-                       + list(root.rglob("*.pxd"))):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:12]
-
-
-def machine_info():
-    import lightgbm
-    import xgboost
-    try:
-        import cbudget
-        cb = f"cbudget {cbudget.__version__} (sources {_source_hash(os.path.dirname(cbudget.__file__))}, " \
-             f"{os.path.dirname(cbudget.__file__)})"
-        from cbudget._core._openmp_helpers import openmp_enabled
-        cb += ", OpenMP" if openmp_enabled() else ", serial build"
-    except Exception as exc:  # noqa: BLE001 - report, do not fail
-        cb = f"cbudget not importable ({exc})"
-    cpu = platform.processor() or "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    except (ValueError, OSError):
-        mem_gb = float("nan")
-    return {
-        "nproc": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)), "cpu": cpu,
-        "mem_gb": round(mem_gb, 1), "python": platform.python_version(),
-        "numpy": np.__version__, "lightgbm": lightgbm.__version__,
-        "xgboost": xgboost.__version__, "cbudget": cb, "platform": platform.platform(),
-    }
-
-
-def command_line():
-    pythonpath = os.environ.get("PYTHONPATH")
-    prefix = f"PYTHONPATH={shlex.quote(pythonpath)} " if pythonpath else ""
-    return prefix + "python " + " ".join(shlex.quote(a) for a in sys.argv)
-
-
-def busy_cores(seconds=3.0):
-    """Cores kept busy by all processes over the next ``seconds`` (this one sleeps)."""
-    b0, t0 = _cpu_jiffies()
-    time.sleep(seconds)
-    b1, t1 = _cpu_jiffies()
-    return (b1 - b0) / max(t1 - t0, 1) * (os.cpu_count() or 1)
-
-
-def wait_for_idle(max_wait, threshold):
-    """Sleep until other processes use less than ``threshold`` cores (measured over 3 s)
-    or ``max_wait`` seconds have passed; return (seconds waited, last measurement)."""
-    t = time.perf_counter()
-    while True:
-        busy = busy_cores()
-        waited = time.perf_counter() - t
-        if busy < threshold or waited >= max_wait:
-            return waited, busy
-        time.sleep(min(10.0, max(0.0, max_wait - waited)))
-
-
 def run_pair(library, name, args, log):
     """Run one (library, data set) child; rerun it (up to ``args.retries`` times) while
     other processes kept more than ``args.max_other_cores`` cores busy during its
     training, and keep the least disturbed run."""
-    best, history = None, []
-    for attempt in range(1 + max(0, args.retries)):
-        if args.wait_idle > 0:
-            waited, busy = wait_for_idle(args.wait_idle, args.idle_cores)
-            print(f"    waited {waited:.0f} s for idle CPUs (other processes: "
-                  f"{busy:.2f} cores)", file=log, flush=True)
-        r = launch_child(library, name, args, log)
-        if "error" in r:
-            return best or r
-        history.append(r["other_cores_during_train"])
-        if best is None or r["other_cores_during_train"] < best["other_cores_during_train"]:
-            best = r
-        if r["other_cores_during_train"] <= args.max_other_cores:
-            break
-        if attempt < args.retries:
-            print(f"    other processes kept {r['other_cores_during_train']:.2f} cores busy "
-                  f"(train {r['train_total_s']:.1f} s): running it again", file=log,
-                  flush=True)
-    best["attempts_other_cores"] = history
-    return best
+    return run_with_retries(lambda: launch_child(library, name, args, log), args, log)
 
 
 def launch_child(library, name, args, log):
@@ -430,41 +253,8 @@ def launch_child(library, name, args, log):
         cmd += ["--n-rows", str(args.n_rows)]
     if args.train_rows:
         cmd += ["--train-rows", str(args.train_rows)]
-    t = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.child_timeout)
-    except subprocess.TimeoutExpired:
-        wall = time.perf_counter() - t
-        print(f"  {library}/{name} timed out after {wall:.0f} s", file=log, flush=True)
-        return {"library": library, "dataset": name,
-                "error": f"timed out after {wall:.0f} s", "child_wall_s": wall}
-    wall = time.perf_counter() - t
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith("{"):
-            result = json.loads(line)
-            result["child_wall_s"] = wall
-            return result
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-15:]
-    print(f"  {library}/{name} FAILED (exit {proc.returncode}):\n    " + "\n    ".join(tail),
-          file=log, flush=True)
-    return {"library": library, "dataset": name, "error": f"exit {proc.returncode}: "
-            + (tail[-1] if tail else "no output"), "child_wall_s": wall}
-
-
-def _attempts(r):
-    h = r.get("attempts_other_cores") or []
-    if len(h) <= 1:
-        return ""
-    return (f", best of {len(h)} runs (other processes: "
-            + ", ".join(f"{c:.2f}" for c in h) + " cores)")
-
-
-def _fmt(v, spec):
-    return "n/a" if v is None or (isinstance(v, float) and v != v) else format(v, spec)
-
-
-def _ratio(a, b):
-    return None if a is None or b is None or b == 0 else a / b
+    return run_child_command(cmd, args.child_timeout, log, f"{library}/{name}",
+                             {"library": library, "dataset": name})
 
 
 DATASET_TITLES = {
@@ -500,19 +290,19 @@ def dataset_table(name, results, rounds):
             lines.append(f"| {label} | failed: {r['error']} |" + " |" * (len(head) - 2))
             continue
         train = [r["train_s"][str(k)] for k in rounds]
-        ratios = [_ratio(t, ref["train_s"][str(k)] if ref else None)
+        ratios = [ratio(t, ref["train_s"][str(k)] if ref else None)
                   for t, k in zip(train, rounds)]
-        row = [label] + [_fmt(t, ".2f") for t in train]
-        row.append(_fmt(r["after_last_round_s"], ".2f"))
-        row.append(" / ".join(_fmt(x, ".2f") for x in ratios))
-        row.append(_fmt(r["predict_rows_per_s"], ",.0f"))
-        row.append(_fmt(_ratio(r["predict_rows_per_s"],
+        row = [label] + [fmt(t, ".2f") for t in train]
+        row.append(fmt(r["after_last_round_s"], ".2f"))
+        row.append(" / ".join(fmt(x, ".2f") for x in ratios))
+        row.append(fmt(r["predict_rows_per_s"], ",.0f"))
+        row.append(fmt(ratio(r["predict_rows_per_s"],
                                ref["predict_rows_per_s"] if ref else None), ".2f"))
-        row.append(_fmt(r["peak_rss_mb"], ".0f"))
-        row.append(_fmt(r["rss_increase_mb"], ".0f"))
-        row.append(" / ".join(_fmt(r["quality"][str(k)]["accuracy"], ".4f") for k in rounds))
+        row.append(fmt(r["peak_rss_mb"], ".0f"))
+        row.append(fmt(r["rss_increase_mb"], ".0f"))
+        row.append(" / ".join(fmt(r["quality"][str(k)]["accuracy"], ".4f") for k in rounds))
         if binary:
-            row.append(" / ".join(_fmt(r["quality"][str(k)]["auc"], ".4f") for k in rounds))
+            row.append(" / ".join(fmt(r["quality"][str(k)]["auc"], ".4f") for k in rounds))
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     notes = []
@@ -522,7 +312,7 @@ def dataset_table(name, results, rounds):
             f"{label}: data set build (binning) {r['dataset_build_s']:.2f} s, training CPU/wall "
             f"{r['train_cpu_s'] / max(r['train_total_s'], 1e-9):.2f}, other processes "
             f"{r['other_cores_during_train']:.2f} cores (predict: "
-            f"{r['other_cores_during_predict']:.2f}){_attempts(r)}, RSS after loading "
+            f"{r['other_cores_during_predict']:.2f}){attempts_text(r)}, RSS after loading "
             f"{r['rss_after_load_mb']:.0f} MB, load average {r['loadavg_before'][0]:.2f} -> "
             f"{r['loadavg_after'][0]:.2f}")
     if first and "bayes_auc_test" in first:
@@ -567,23 +357,15 @@ def render(results_by_dataset, rounds, info, command, wall_s, quick, threads):
         out += ["**Smoke run (`--quick`): small data and few rounds; the numbers say nothing "
                 "about speed.**", ""]
     out += ["Command:", "", "```", command, "```", ""]
-    out.append(f"Machine: nproc {info['nproc']} (affinity {info['affinity']}), {info['cpu']}, "
-               f"{info['mem_gb']} GB; Python {info['python']}, numpy {info['numpy']}, "
-               f"LightGBM {info['lightgbm']}, XGBoost {info['xgboost']}, {info['cbudget']}; "
-               f"{info['platform']}.")
+    out.append(machine_text(info))
     out.append("")
     out.append(f"Total wall time: {wall_s / 60:.1f} min.")
     out.append("")
-    busy = [(r["dataset"], r["library"], r["other_cores_during_train"])
-            for rs in results_by_dataset.values() for r in rs if "error" not in r]
-    loaded = [b for b in busy if b[2] > 0.3]
-    if loaded:
-        out.append("**Shared machine:** other processes kept on average "
-                   + ", ".join(f"{c:.2f} cores busy during {LIBRARY_LABELS[lib]} / {d}"
-                               for d, lib, c in loaded)
-                   + f" (of {info['nproc']}). Multi-threaded (OpenMP) training slows down "
-                   "far more than in proportion when a thread is preempted, so those times "
-                   "are inflated and their ratios are unreliable.")
+    warning = shared_machine_text(
+        [(f"{LIBRARY_LABELS[r['library']]} / {r['dataset']}", r["other_cores_during_train"])
+         for rs in results_by_dataset.values() for r in rs if "error" not in r], info["nproc"])
+    if warning:
+        out.append(warning)
         out.append("")
     out.append(SETTINGS_TEXT.format(threads=threads))
     for name, results in results_by_dataset.items():
@@ -612,26 +394,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help=f"smoke run: rounds {QUICK['rounds']}, {QUICK['n_rows']:,} "
                              f"synthetic rows, {QUICK['train_rows']:,} training rows")
-    parser.add_argument("--threads", type=int, default=N_THREADS,
-                        help=f"threads for every library (default {N_THREADS})")
-    parser.add_argument("--wait-idle", type=float, default=0.0,
-                        help="before each child, wait up to this many seconds for other "
-                             "processes to use less than --idle-cores cores (shared "
-                             "machines); default 0: do not wait")
-    parser.add_argument("--idle-cores", type=float, default=0.3,
-                        help="threshold of --wait-idle (cores busy with other processes)")
-    parser.add_argument("--retries", type=int, default=0,
-                        help="rerun a (library, data set) up to this many times while other "
-                             "processes kept more than --max-other-cores cores busy during "
-                             "its training; the least disturbed run is reported")
-    parser.add_argument("--max-other-cores", type=float, default=0.2,
-                        help="threshold of --retries (average cores used by other "
-                             "processes during training)")
-    parser.add_argument("--child-timeout", type=float, default=4 * 3600,
-                        help="seconds before a child run is killed")
-    parser.add_argument("--render-from", metavar="JSON", default=None,
-                        help="do not run anything: re-render the Markdown of an earlier "
-                             "run from its raw JSON (to --output, default next to it)")
+    add_run_arguments(parser)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--library", help=argparse.SUPPRESS)
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
@@ -680,10 +443,10 @@ def main(argv=None):
                       + f", accuracy {r['quality'][str(rounds[-1])]['accuracy']:.4f}",
                       file=log, flush=True)
             # partial results survive a crash of a later child
-            _write_json(output, command, info, results, time.perf_counter() - t_start,
+            write_json(output, command, info, results, time.perf_counter() - t_start,
                         args.quick)
     wall = time.perf_counter() - t_start
-    _write_json(output, command, info, results, wall, args.quick)
+    write_json(output, command, info, results, wall, args.quick)
     text = render(results, rounds, info, command, wall, args.quick, args.threads)
     print(text)
     output.write_text(text)
@@ -707,12 +470,6 @@ def render_from(path, output=None):
     print(text)
     output.write_text(text)
     return 0
-
-
-def _write_json(output, command, info, results, wall, quick=False):
-    doc = {"command": command, "machine": info, "wall_s": wall, "quick": quick,
-           "results": results}
-    output.with_suffix(".json").write_text(json.dumps(doc, indent=1))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,10 @@ __all__ = [
     "data_dir",
     "load_letters",
     "load_mnist",
+    "load_mnist_multires",
+    "area_resize_matrix",
     "make_synthetic_binary",
+    "make_synthetic_costly",
     "LETTER_FEATURES",
 ]
 
@@ -165,9 +168,26 @@ def load_mnist(seed=0, n_valid=10000, check_sha256=True):
         ``feature_names`` ``["px_<row>_<col>", ...]``;
         ``n_classes`` 10; ``name`` ``"mnist"``.
     """
+    parts = _mnist_uint8_parts(seed, n_valid, check_sha256)
+    # The uint8 images of each part are converted separately: no float copy of all 60k.
+    out = {"name": "mnist"}
+    for part, (images, labels) in parts.items():
+        out[f"X_{part}"] = images.astype(np.float32)
+        out[f"y_{part}"] = labels.astype(np.int32)
+    out.update({
+        "feature_costs": np.ones(784, dtype=np.float64),
+        "feature_names": [f"px_{r}_{c}" for r in range(28) for c in range(28)],
+        "n_classes": 10,
+    })
+    return out
+
+
+def _mnist_uint8_parts(seed, n_valid, check_sha256):
+    """The train / valid / test split of :func:`load_mnist` as uint8 arrays:
+    ``{"train": (images (n, 784), labels (n,)), "valid": ..., "test": ...}``."""
     if not 0 <= n_valid < 60000:
         raise ValueError(f"n_valid must be in [0, 60000), got {n_valid}")
-    parts = {}
+    files = {}
     for split, n in (("train", 60000), ("t10k", 10000)):
         images = _idx(_read_gz(f"mnist-{split}-images-idx3-ubyte.gz", check_sha256), 2051,
                       f"{split} images")
@@ -175,20 +195,94 @@ def load_mnist(seed=0, n_valid=10000, check_sha256=True):
                       f"{split} labels")
         if images.shape != (n, 784) or labels.shape != (n,):
             raise ValueError(f"MNIST {split}: shapes {images.shape}, {labels.shape}")
-        parts[split] = (images, labels)
-    images, labels = parts["train"]
+        files[split] = (images, labels)
+    images, labels = files["train"]
     valid, train = _split_indices(60000, (n_valid, 60000 - n_valid), seed)
-    # Index the uint8 images first and convert each part: no float copy of all 60k.
-    test_images, test_labels = parts["t10k"]
-    return {
-        "name": "mnist",
-        "X_train": images[train].astype(np.float32), "y_train": labels[train].astype(np.int32),
-        "X_valid": images[valid].astype(np.float32), "y_valid": labels[valid].astype(np.int32),
-        "X_test": test_images.astype(np.float32), "y_test": test_labels.astype(np.int32),
-        "feature_costs": np.ones(784, dtype=np.float64),
-        "feature_names": [f"px_{r}_{c}" for r in range(28) for c in range(28)],
+    return {"train": (images[train], labels[train]), "valid": (images[valid], labels[valid]),
+            "test": files["t10k"]}
+
+
+MNIST_RESOLUTIONS = (4, 8, 16, 28)
+
+
+def area_resize_matrix(n_out, n_in=28):
+    """Exact area-averaging matrix ``A`` of shape (n_out, n_in), float64.
+
+    Output cell ``i`` covers the input interval ``[i * n_in / n_out, (i + 1) * n_in /
+    n_out)``; ``A[i, j]`` is the length of its overlap with input pixel ``[j, j + 1)``
+    divided by the cell width ``n_in / n_out``, so every row sums to 1. A square image
+    ``img`` (n_in, n_in) resized to (n_out, n_out) is ``A @ img @ A.T``: each output
+    pixel is the mean of the input over its square, pixels cut by the cell border
+    counted with their covered fraction. ``n_out == n_in`` gives the identity.
+    """
+    if not 1 <= n_out <= n_in:
+        raise ValueError(f"area_resize_matrix needs 1 <= n_out <= n_in, got {n_out}, {n_in}")
+    # Work in units of 1 / n_out input pixels: cell i is [i * n_in, (i + 1) * n_in) and
+    # pixel j is [j * n_out, (j + 1) * n_out) -- integer bounds, exact overlaps.
+    lo = np.arange(n_out)[:, None] * n_in
+    px = np.arange(n_in)[None, :] * n_out
+    overlap = np.clip(np.minimum(lo + n_in, px + n_out) - np.maximum(lo, px), 0, None)
+    return overlap / float(n_in)
+
+
+def load_mnist_multires(seed=0, n_valid=10000, check_sha256=True, chunk_rows=8192):
+    """Multi-resolution MNIST: the cost-sensitive MNIST of the CSTC paper (Xu et al.,
+    JMLR 2014, section 6.7) with all ten classes.
+
+    Each 28 x 28 image (raw intensities 0..255) is resized by exact area averaging to
+    4 x 4, 8 x 8 and 16 x 16 (``A @ img @ A.T`` with ``A = area_resize_matrix(s)``,
+    computed in float32 for all images of a chunk at once with ``numpy.matmul``) and
+    also kept at 28 x 28; the 16 + 64 + 256 + 784 = 1120 pixels, in this order (each
+    resolution row-major), are the features, each costing 1. The CSTC paper keeps only
+    the digits 3 and 8 (a binary task); here all ten digits are kept.
+
+    The split is :func:`load_mnist`'s for the same ``seed`` and ``n_valid`` (60,000 -
+    ``n_valid`` training rows, ``n_valid`` validation rows carved from the official
+    training set, the official 10,000 test images), and the last 784 columns equal
+    ``load_mnist``'s features exactly. Images are converted ``chunk_rows`` at a time
+    straight into the output matrices, so the peak memory is the output plus the
+    uint8 images plus one chunk.
+
+    Returns
+    -------
+    dict with
+        ``X_train`` float32 (60000 - n_valid, 1120), ``y_train`` int32,
+        ``X_valid`` float32 (n_valid, 1120), ``y_valid`` int32,
+        ``X_test`` float32 (10000, 1120), ``y_test`` int32 (digits 0..9);
+        ``feature_costs`` float64 (1120,), all 1.0;
+        ``feature_names`` ``["r4_<y>_<x>", ..., "r8_<y>_<x>", ..., "r16_<y>_<x>", ...,
+            "r28_<y>_<x>", ...]``;
+        ``resolution_slices`` dict {4: slice(0, 16), 8: slice(16, 80), 16: slice(80, 336),
+            28: slice(336, 1120)}: the columns of each resolution;
+        ``n_classes`` 10; ``name`` ``"mnist_multires"``.
+    """
+    parts = _mnist_uint8_parts(seed, n_valid, check_sha256)
+    sizes = [s * s for s in MNIST_RESOLUTIONS]
+    bounds = np.cumsum([0] + sizes)
+    slices = {s: slice(int(a), int(b)) for s, a, b in zip(MNIST_RESOLUTIONS, bounds[:-1],
+                                                          bounds[1:])}
+    mats = {s: area_resize_matrix(s).astype(np.float32) for s in MNIST_RESOLUTIONS if s < 28}
+    out = {"name": "mnist_multires"}
+    for part, (images, labels) in parts.items():
+        n = images.shape[0]
+        X = np.empty((n, int(bounds[-1])), dtype=np.float32)
+        for start in range(0, n, chunk_rows):
+            stop = min(n, start + chunk_rows)
+            img = images[start:stop].astype(np.float32).reshape(-1, 28, 28)
+            for s, A in mats.items():
+                # (s, 28) @ (k, 28, 28) -> (k, s, 28); @ (28, s) -> (k, s, s)
+                X[start:stop, slices[s]] = np.matmul(np.matmul(A, img), A.T).reshape(-1, s * s)
+            X[start:stop, slices[28]] = img.reshape(-1, 784)
+        out[f"X_{part}"] = X
+        out[f"y_{part}"] = labels.astype(np.int32)
+    out.update({
+        "feature_costs": np.ones(int(bounds[-1]), dtype=np.float64),
+        "feature_names": [f"r{s}_{y}_{x}" for s in MNIST_RESOLUTIONS for y in range(s)
+                          for x in range(s)],
+        "resolution_slices": slices,
         "n_classes": 10,
-    }
+    })
+    return out
 
 
 def make_synthetic_binary(n_samples=1_000_000, n_features=50, seed=0, test_fraction=0.2):
@@ -275,6 +369,129 @@ def make_synthetic_binary(n_samples=1_000_000, n_features=50, seed=0, test_fract
         "n_classes": 2,
         "informative": list(range(10)),
         "redundant": list(range(10, 15)),
+    }
+
+
+COSTLY_COST_LEVELS = (1.0, 5.0, 10.0, 20.0, 50.0, 100.0, 150.0, 200.0)
+# role of the first column of each cost level (the other three are noise)
+_COSTLY_ROLES = ("gate", "easy_c", "easy_d", "proxy_h2", "proxy_h1", "hard_h3", "hard_h2",
+                 "hard_h1")
+
+
+def make_synthetic_costly(n_samples=500_000, seed=0, valid_fraction=0.2, test_fraction=0.2,
+                          hard_width=0.2):
+    """A synthetic binary problem with Yahoo! LTR-like feature costs, built so that
+    costly features pay off for a minority of "hard" inputs only (a cost-aware learner
+    has something to win; CEGB paper section 5 for the cost values).
+
+    32 features, four per cost level ``{1, 5, 10, 20, 50, 100, 150, 200}``: column
+    ``j`` costs ``COSTLY_COST_LEVELS[j // 4]``. Generator (``rng =
+    numpy.random.default_rng(seed)``):
+
+    1. ``X = rng.standard_normal((n_samples, 32), dtype=float32)``.
+    2. Named columns (all others are pure noise)::
+
+           cost   1: g = X[:, 0] (gate), a = X[:, 1], b = X[:, 2]
+           cost   5: c = X[:, 4]
+           cost  10: d = X[:, 8]
+           cost  20: X[:, 12] = h2 + 1.0 * X[:, 12]   (noisy proxy of h2)
+           cost  50: X[:, 16] = h1 + 0.5 * X[:, 16]   (less noisy proxy of h1)
+           cost 100: h3 = X[:, 20]
+           cost 150: h2 = X[:, 24]
+           cost 200: h1 = X[:, 28]
+
+       (the proxies are formed in float32, in place, after step 1).
+    3. An input is *hard* if ``|g| < hard_width`` (15.9% of the inputs for 0.2): the
+       cheapest feature tells which inputs need the expensive ones. True log-odds
+       (float64)::
+
+           easy inputs: logit = 3.6*a - 3.0*b + 1.2*c + 0.9*d + 0.6*h1
+           hard inputs: logit = 3.0*h1 - 2.5*h2 + 1.5*h3
+
+       On easy inputs the two cost-1 features a, b carry most of the signal (the cost-5
+       and cost-10 features c, d, and h1 at cost 200, add a little); on hard inputs the
+       label depends only on the costliest features h1, h2, h3 (450 together), which
+       the proxies at costs 50 and 20 stand in for partly.
+    4. ``y = (rng.random(n_samples) < sigmoid(logit))``: labels drawn from the true
+       probabilities (about 50% positive), so no model beats the Bayes accuracy.
+    5. Split: with ``n_valid = round(valid_fraction * n_samples)`` and ``n_test =
+       round(test_fraction * n_samples)``, the first ``n_samples - n_valid - n_test``
+       rows are the training set, the next ``n_valid`` the validation set and the last
+       ``n_test`` the test set (i.i.d. rows: a random split; views of one array).
+
+    References on the test set: the Bayes accuracy (predict ``sigmoid(logit) > 0.5``;
+    0.890 for seed 0 and 500,000 rows: 0.893 on easy and 0.875 on hard inputs) and the
+    accuracy of the best rule that sees the cost-1 features only (predict ``3.6*a -
+    3.0*b > 0``: on hard inputs no cost-1 feature says anything, so any such rule is at
+    chance there; 0.794, for a cost of 3 per input). A model that pays the three cost-1 features for
+    everyone and h1, h2, h3 for the hard inputs only, costs about 3 + 0.159 * 450 = 75
+    per input; all 32 features cost 2,144.
+
+    Returns
+    -------
+    dict with
+        ``X_train`` float32 (n_train, 32), ``y_train`` int32 (0/1), and the same for
+        ``_valid`` and ``_test``;
+        ``p_test`` float64 (n_test,): the true P(y = 1 | x) of the test rows;
+        ``hard_test`` bool (n_test,): the test rows that are hard;
+        ``bayes_accuracy_test``, ``bayes_auc_test``: accuracy and AUC of the true
+            probabilities on the test set; ``cheap_rule_accuracy_test``: accuracy of
+            the cost-1 rule above; ``hard_fraction_test``: fraction of hard test rows;
+        ``feature_costs`` float64 (32,), ``feature_names`` ``"<role>_c<cost>"`` (roles
+            ``gate, easy_a, easy_b, easy_c, easy_d, proxy_h2, proxy_h1, hard_h3, hard_h2,
+            hard_h1``, else ``noise<j>``), ``n_classes`` 2, ``name``
+            ``"synthetic_costly"``.
+    """
+    n_valid = int(round(valid_fraction * n_samples))
+    n_test = int(round(test_fraction * n_samples))
+    n_train = n_samples - n_valid - n_test
+    if min(n_valid, n_test, n_train) < 1:
+        raise ValueError(f"make_synthetic_costly: {n_samples} rows do not give three "
+                         "non-empty parts")
+    n_features = 4 * len(COSTLY_COST_LEVELS)
+    rng = np.random.default_rng(seed)
+    X = np.empty((n_samples, n_features), dtype=np.float32)
+    rng.standard_normal(out=X, dtype=np.float32)
+    X[:, 12] += X[:, 24]                     # proxy of h2, noise sd 1
+    X[:, 16] *= 0.5
+    X[:, 16] += X[:, 28]                     # proxy of h1, noise sd 0.5
+
+    def c(j):
+        return X[:, j].astype(np.float64)
+
+    hard = np.abs(X[:, 0]) < hard_width
+    logit = 3.6 * c(1) - 3.0 * c(2) + 1.2 * c(4) + 0.9 * c(8) + 0.6 * c(28)
+    logit_hard = 3.0 * c(28) - 2.5 * c(24) + 1.5 * c(20)
+    np.copyto(logit, logit_hard, where=hard)
+    del logit_hard
+    p = 1.0 / (1.0 + np.exp(-logit))
+    del logit
+    y = (rng.random(n_samples) < p).astype(np.int32)
+
+    test = slice(n_samples - n_test, n_samples)
+    y_test, p_test, hard_test = y[test], p[test].copy(), hard[test].copy()
+    del p
+    cheap_rule = (3.6 * c(1)[test] - 3.0 * c(2)[test]) > 0
+    names = []
+    for j in range(n_features):
+        level, k = divmod(j, 4)
+        role = ("gate", "easy_a", "easy_b")[k] if level == 0 and k < 3 else (
+            _COSTLY_ROLES[level] if k == 0 else f"noise{j}")
+        names.append(f"{role}_c{int(COSTLY_COST_LEVELS[level])}")
+    return {
+        "name": "synthetic_costly",
+        "X_train": X[:n_train], "y_train": y[:n_train],
+        "X_valid": X[n_train:n_train + n_valid], "y_valid": y[n_train:n_train + n_valid],
+        "X_test": X[test], "y_test": y_test,
+        "p_test": p_test,
+        "hard_test": hard_test,
+        "bayes_accuracy_test": float(np.mean((p_test > 0.5) == (y_test == 1))),
+        "bayes_auc_test": _auc(y_test, p_test),
+        "cheap_rule_accuracy_test": float(np.mean(cheap_rule == (y_test == 1))),
+        "hard_fraction_test": float(hard_test.mean()),
+        "feature_costs": np.repeat(np.asarray(COSTLY_COST_LEVELS, dtype=np.float64), 4),
+        "feature_names": names,
+        "n_classes": 2,
     }
 
 

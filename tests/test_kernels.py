@@ -419,8 +419,8 @@ def test_build_histograms_with_acquisitions(seed, n_groups, n_samples, n_rows):
                      else np.full(n_features, -1)).astype(np.int32)
     if n_groups == 67:
         feature_group[[0, 64, 69]] = [66, 64, 63]   # groups in the second word
-    acquired = ref_pack_bits(acquired_bits)
-    touched = ref_pack_bits(touched_bits)
+    acquired = np.asfortranarray(ref_pack_bits(acquired_bits))   # column-major words
+    touched = np.asfortranarray(ref_pack_bits(touched_bits))
     assert acquired.shape == (n_samples, 2)
 
     def run(n_threads):
@@ -453,6 +453,24 @@ def test_build_histograms_with_acquisitions(seed, n_groups, n_samples, n_rows):
     np.testing.assert_array_equal(unacq1, unacq)
     np.testing.assert_array_equal(untouched1, untouched)
 
+    # counting only some features: the same histograms, the same counts for those,
+    # the others' counters untouched
+    count_mask = (rng.random(n_features) < 0.5).astype(np.uint8)
+    count_mask[[0, 1, 2, 3]] = [1, 0, 1, 1]          # a block with a mix
+    partial = sentinel_histograms(n_features)
+    unacq2 = np.full(n_features, 999, dtype=np.uint32)
+    untouched2 = np.full(n_features, 999, dtype=np.uint32)
+    build_histograms(binned, rows, g, h, mask, nvb, MISSING, partial, 2, acquired=acquired,
+                     groups_touched=touched, feature_group=feature_group,
+                     unacquired_count=unacq2, group_untouched_count=untouched2,
+                     count_mask=count_mask)
+    assert_hist_equal(partial, plain)
+    counted = np.flatnonzero(mask & count_mask)
+    np.testing.assert_array_equal(unacq2[counted], exp_unacq[counted])
+    np.testing.assert_array_equal(untouched2[counted], exp_group[counted])
+    not_counted = np.flatnonzero(~(mask & count_mask).astype(bool))
+    assert np.all(unacq2[not_counted] == 999) and np.all(untouched2[not_counted] == 999)
+
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("full_mask", [True, False])
@@ -473,6 +491,26 @@ def test_subtract_histograms(seed, full_mask):
 
     sg, sh, cnt = ref_histograms(binned, sibling_rows, g, h, N_BINS)
     assert_histograms(out, sg, sh, cnt, mask, nvb, rtol=1e-9)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_subtract_histograms_in_parallel(seed):
+    """Enough (feature, bin) pairs for the threaded path: the same result."""
+    rng = np.random.default_rng(seed)
+    n_features = 150
+    binned, rows, g, h, nvb = random_leaf(rng, 400, n_features, 300)
+    mask = (rng.random(n_features) < 0.9).astype(np.uint8)
+    ones = np.ones(n_features, np.uint8)
+    parent = np.zeros((n_features, N_BINS), HISTOGRAM_DTYPE)
+    child = np.zeros((n_features, N_BINS), HISTOGRAM_DTYPE)
+    build_histograms(binned, rows, g, h, ones, nvb, MISSING, parent, 2)
+    build_histograms(binned, np.ascontiguousarray(rows[::3]), g, h, ones, nvb, MISSING, child, 2)
+    serial, threaded = sentinel_histograms(n_features), sentinel_histograms(n_features)
+    subtract_histograms(parent, child, mask, nvb, MISSING, serial, 1)
+    subtract_histograms(parent, child, mask, nvb, MISSING, threaded, 2)
+    assert_hist_equal(threaded, serial)
+    sg, sh, cnt = ref_histograms(binned, np.setdiff1d(rows, rows[::3]), g, h, N_BINS)
+    assert_histograms(serial, sg, sh, cnt, mask, nvb, rtol=1e-9)
 
 
 # ---------------------------------------------------------------------------------------

@@ -4,8 +4,8 @@ from ._types cimport BITSET_WORD_C
 
 
 cdef class AcquisitionState:
-    cdef BITSET_WORD_C[:, ::1] acquired
-    cdef BITSET_WORD_C[:, ::1] groups_touched
+    cdef BITSET_WORD_C[::1, :] acquired         # column-major: a word is a column
+    cdef BITSET_WORD_C[::1, :] groups_touched
     cdef int64_t[::1] n_acquired
     cdef int64_t[::1] n_touched
     cdef unsigned char[::1] feature_used

@@ -27,8 +27,8 @@ cdef class AcquisitionState:
 
     Attributes (numpy views, updated in place)
     ----------
-    acquired_bits : uint64 (n_samples, ceil(n_features / 64))
-    groups_touched_bits : uint64 (n_samples, ceil(n_groups / 64))
+    acquired_bits : uint64 (n_samples, ceil(n_features / 64)), Fortran order
+    groups_touched_bits : uint64 (n_samples, ceil(n_groups / 64)), Fortran order
     acquired_counts : int64 (n_features,), inputs that have acquired each feature
     touched_counts : int64 (n_groups,), inputs that have touched each group
     used_mask : uint8 (n_features,), 1 once the model splits on the feature
@@ -42,8 +42,12 @@ cdef class AcquisitionState:
         self.n_features = fg.shape[0]
         self.n_groups = n_groups
         self.feature_group = fg
-        self.acquired = np.zeros((n_samples, _n_words(self.n_features)), dtype=np.uint64)
-        self.groups_touched = np.zeros((n_samples, _n_words(n_groups)), dtype=np.uint64)
+        # Fortran order: the histogram pass reads one word of every row of a leaf, like
+        # a feature column
+        self.acquired = np.zeros((n_samples, _n_words(self.n_features)), dtype=np.uint64,
+                                 order="F")
+        self.groups_touched = np.zeros((n_samples, _n_words(n_groups)), dtype=np.uint64,
+                                       order="F")
         self.n_acquired = np.zeros(self.n_features, dtype=np.int64)
         self.n_touched = np.zeros(n_groups, dtype=np.int64)
         self.feature_used = np.zeros(self.n_features, dtype=np.uint8)
@@ -74,10 +78,10 @@ cdef class AcquisitionState:
         np.asarray(self.acquired)[...] = acquired
         np.asarray(self.groups_touched)[...] = groups_touched
         per_feature = np.zeros((self.n_samples, max(self.n_features, 1)), dtype=np.uint8)
-        bitset_to_bool(self.acquired, self.n_features, per_feature)
+        bitset_to_bool(np.ascontiguousarray(acquired), self.n_features, per_feature)
         np.asarray(self.n_acquired)[...] = per_feature[:, :self.n_features].sum(axis=0)
         per_group = np.zeros((self.n_samples, max(self.n_groups, 1)), dtype=np.uint8)
-        bitset_to_bool(self.groups_touched, self.n_groups, per_group)
+        bitset_to_bool(np.ascontiguousarray(groups_touched), self.n_groups, per_group)
         np.asarray(self.n_touched)[...] = per_group[:, :self.n_groups].sum(axis=0)
         used = np.asarray(self.feature_used)
         used[...] = 0

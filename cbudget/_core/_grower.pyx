@@ -339,8 +339,7 @@ cdef class TreeGrower:
                 node.stop - node.start, gradients, hessians, feature_mask,
                 &self.n_value_bins[0], self.missing_bin, node.histograms, self.n_bins,
                 self.ordered_gradients, self.ordered_hessians, self.count_mask,
-                &self.state.acquired[0, 0], self.state.acquired.shape[1],
-                &self.state.groups_touched[0, 0], self.state.groups_touched.shape[1],
+                &self.state.acquired[0, 0], &self.state.groups_touched[0, 0],
                 &self.feature_group[0], self._unacquired(node), self._untouched(node),
                 self.n_threads)
         else:
@@ -348,8 +347,8 @@ cdef class TreeGrower:
                 &self.binned[0, 0], self.n_samples, self.n_features, &rows[node.start],
                 node.stop - node.start, gradients, hessians, feature_mask,
                 &self.n_value_bins[0], self.missing_bin, node.histograms, self.n_bins,
-                self.ordered_gradients, self.ordered_hessians, NULL, NULL, 0, NULL, 0, NULL,
-                NULL, NULL, self.n_threads)
+                self.ordered_gradients, self.ordered_hessians, NULL, NULL, NULL, NULL, NULL,
+                NULL, self.n_threads)
 
     cdef void _subtract_counts(self, grow_node * parent, grow_node * small,
                                grow_node * large, const unsigned char * feature_mask) noexcept nogil:
@@ -509,7 +508,7 @@ cdef class TreeGrower:
                         subtract_histograms_core(
                             node.histograms, small.histograms, large.histograms,
                             self.n_features, self.n_bins, mask, &self.n_value_bins[0],
-                            self.missing_bin)
+                            self.missing_bin, self.n_threads)
                         if self.cegb:
                             self._subtract_counts(node, small, large, mask)
                 self._release_histograms(node)

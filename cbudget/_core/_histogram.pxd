@@ -10,8 +10,7 @@ cdef void build_histograms_core(
     hist_struct * out, Py_ssize_t n_bins,
     double * ordered_gradients, double * ordered_hessians,
     const unsigned char * count_mask,
-    const BITSET_WORD_C * acquired, Py_ssize_t acquired_words,
-    const BITSET_WORD_C * groups_touched, Py_ssize_t group_words,
+    const BITSET_WORD_C * acquired, const BITSET_WORD_C * groups_touched,
     const int32_t * feature_group,
     uint32_t * unacquired_count, uint32_t * group_untouched_count,
     int n_threads) noexcept nogil
@@ -19,4 +18,4 @@ cdef void build_histograms_core(
 cdef void subtract_histograms_core(
     const hist_struct * parent, const hist_struct * child, hist_struct * out,
     Py_ssize_t n_features, Py_ssize_t n_bins, const unsigned char * feature_mask,
-    const uint32_t * n_value_bins, int missing_bin) noexcept nogil
+    const uint32_t * n_value_bins, int missing_bin, int n_threads) noexcept nogil

@@ -35,100 +35,102 @@ cdef inline void _block_histograms(
     Py_ssize_t first, Py_ssize_t stop, const X_BINNED_C * binned, Py_ssize_t n_samples,
     const int32_t * rows, Py_ssize_t n_rows,
     const double * ordered_gradients, const double * ordered_hessians,
-    const unsigned char * feature_mask, const unsigned char * count_mask,
-    const uint32_t * n_value_bins, int missing_bin,
-    hist_struct * out, Py_ssize_t n_bins) noexcept nogil:
-    """Histograms of the masked-in features ``first <= f < stop`` (at most FEATURE_BLOCK)
-    that are not counted (``count_mask`` NULL or 0)."""
+    const unsigned char * feature_mask, const uint32_t * n_value_bins, int missing_bin,
+    hist_struct * out, Py_ssize_t n_bins, const unsigned char * count_mask,
+    const BITSET_WORD_C * acquired, const BITSET_WORD_C * groups_touched,
+    const int32_t * feature_group,
+    uint32_t * unacquired_count, uint32_t * group_untouched_count) noexcept nogil:
+    """Histograms of the masked-in features ``first <= f < stop`` (at most
+    FEATURE_BLOCK), and the acquisition counts of those with ``count_mask[f]``.
+
+    ``first`` is a multiple of FEATURE_BLOCK, which divides 64: the block's feature bits
+    share one bitset word, read once per row (the bitsets are column-major, so that
+    word is read sequentially like a feature column)."""
     cdef const X_BINNED_C * columns[FEATURE_BLOCK]
     cdef hist_struct * hists[FEATURE_BLOCK]
+    cdef Py_ssize_t features[FEATURE_BLOCK]
+    cdef int shifts[FEATURE_BLOCK]
+    cdef const BITSET_WORD_C * group_words[FEATURE_BLOCK]
+    cdef int group_shifts[FEATURE_BLOCK]
+    cdef uint32_t missing[FEATURE_BLOCK]
+    cdef uint32_t untouched[FEATURE_BLOCK]
+    cdef const BITSET_WORD_C * word = NULL
     cdef int n = 0, j
+    cdef bint counting = False, any_group = False
     cdef Py_ssize_t f, i
-    cdef int32_t row
+    cdef int32_t row, group
     cdef double g, h
+    cdef BITSET_WORD_C bits
     for f in range(first, stop):
-        if feature_mask[f] and (count_mask == NULL or not count_mask[f]):
+        if feature_mask[f]:
             columns[n] = &binned[f * n_samples]
             hists[n] = &out[f * n_bins]
             memset(hists[n], 0, n_value_bins[f] * sizeof(hist_struct))
             memset(&hists[n][missing_bin], 0, sizeof(hist_struct))
+            features[n] = f
+            shifts[n] = f & 63
+            missing[n] = 0
+            untouched[n] = 0
+            group_words[n] = NULL
+            group_shifts[n] = 0
+            if count_mask != NULL and count_mask[f]:
+                counting = True
+                group = feature_group[f]
+                if group >= 0:
+                    group_words[n] = &groups_touched[(group >> 6) * n_samples]
+                    group_shifts[n] = group & 63
+                    any_group = True
             n += 1
     if n == 0:
         return
-    if n == FEATURE_BLOCK:
+    if not counting:
+        if n == FEATURE_BLOCK:
+            for i in range(n_rows):
+                row = rows[i]
+                g = ordered_gradients[i]
+                h = ordered_hessians[i]
+                _add(&hists[0][columns[0][row]], g, h)
+                _add(&hists[1][columns[1][row]], g, h)
+                _add(&hists[2][columns[2][row]], g, h)
+                _add(&hists[3][columns[3][row]], g, h)
+        else:
+            for i in range(n_rows):
+                row = rows[i]
+                for j in range(n):
+                    _add(&hists[j][columns[j][row]], ordered_gradients[i], ordered_hessians[i])
+        return
+    # Counting: the missing bits of every feature of the block are summed (cheap ALU
+    # work); only the counted features' sums are stored.
+    word = &acquired[(first >> 6) * n_samples]
+    if n == FEATURE_BLOCK and not any_group:
         for i in range(n_rows):
             row = rows[i]
             g = ordered_gradients[i]
             h = ordered_hessians[i]
+            bits = ~word[row]
             _add(&hists[0][columns[0][row]], g, h)
             _add(&hists[1][columns[1][row]], g, h)
             _add(&hists[2][columns[2][row]], g, h)
             _add(&hists[3][columns[3][row]], g, h)
+            missing[0] += (bits >> shifts[0]) & 1
+            missing[1] += (bits >> shifts[1]) & 1
+            missing[2] += (bits >> shifts[2]) & 1
+            missing[3] += (bits >> shifts[3]) & 1
     else:
         for i in range(n_rows):
             row = rows[i]
+            bits = ~word[row]
             for j in range(n):
                 _add(&hists[j][columns[j][row]], ordered_gradients[i], ordered_hessians[i])
-
-
-cdef inline void _block_histograms_counting(
-    Py_ssize_t first, Py_ssize_t stop, const X_BINNED_C * binned, Py_ssize_t n_samples,
-    const int32_t * rows, Py_ssize_t n_rows,
-    const double * ordered_gradients, const double * ordered_hessians,
-    const unsigned char * feature_mask, const unsigned char * count_mask,
-    const uint32_t * n_value_bins, int missing_bin, hist_struct * out, Py_ssize_t n_bins,
-    const BITSET_WORD_C * acquired, Py_ssize_t acquired_words,
-    const BITSET_WORD_C * groups_touched, Py_ssize_t group_words,
-    const int32_t * feature_group,
-    uint32_t * unacquired_count, uint32_t * group_untouched_count) noexcept nogil:
-    """Histograms of the features ``first <= f < stop`` that are masked in and counted
-    (``count_mask[f]``), with per feature the rows lacking its acquisition bit and its
-    group bit. ``first`` is a multiple of FEATURE_BLOCK, which divides 64: the block's
-    bits share one bitset word, read once per row."""
-    cdef const X_BINNED_C * columns[FEATURE_BLOCK]
-    cdef hist_struct * hists[FEATURE_BLOCK]
-    cdef int shifts[FEATURE_BLOCK]
-    cdef Py_ssize_t group_word[FEATURE_BLOCK]
-    cdef int group_shift[FEATURE_BLOCK]
-    cdef uint32_t missing[FEATURE_BLOCK]
-    cdef uint32_t untouched[FEATURE_BLOCK]
-    cdef Py_ssize_t features[FEATURE_BLOCK]
-    cdef int n = 0, j
-    cdef bint any_group = False
-    cdef Py_ssize_t f, i, word = first >> 6
-    cdef int32_t row, group
-    cdef BITSET_WORD_C bits
-    for f in range(first, stop):
-        if feature_mask[f] and count_mask[f]:
-            columns[n] = &binned[f * n_samples]
-            hists[n] = &out[f * n_bins]
-            memset(hists[n], 0, n_value_bins[f] * sizeof(hist_struct))
-            memset(&hists[n][missing_bin], 0, sizeof(hist_struct))
-            shifts[n] = f & 63
-            group = feature_group[f]
-            group_word[n] = group >> 6 if group >= 0 else -1
-            group_shift[n] = group & 63 if group >= 0 else 0
-            any_group = any_group or group >= 0
-            missing[n] = 0
-            untouched[n] = 0
-            features[n] = f
-            n += 1
-    if n == 0:
-        return
-    for i in range(n_rows):
-        row = rows[i]
-        bits = ~acquired[row * acquired_words + word]
-        for j in range(n):
-            _add(&hists[j][columns[j][row]], ordered_gradients[i], ordered_hessians[i])
-            missing[j] += (bits >> shifts[j]) & 1
-        if any_group:
-            for j in range(n):
-                if group_word[j] >= 0:
-                    untouched[j] += ((~groups_touched[row * group_words + group_word[j]])
-                                     >> group_shift[j]) & 1
+                missing[j] += (bits >> shifts[j]) & 1
+            if any_group:
+                for j in range(n):
+                    if group_words[j] != NULL:
+                        untouched[j] += ((~group_words[j][row]) >> group_shifts[j]) & 1
     for j in range(n):
-        unacquired_count[features[j]] = missing[j]
-        group_untouched_count[features[j]] = untouched[j]
+        if count_mask[features[j]]:
+            unacquired_count[features[j]] = missing[j]
+            group_untouched_count[features[j]] = untouched[j]
 
 
 cdef void build_histograms_core(
@@ -139,8 +141,7 @@ cdef void build_histograms_core(
     hist_struct * out, Py_ssize_t n_bins,
     double * ordered_gradients, double * ordered_hessians,
     const unsigned char * count_mask,
-    const BITSET_WORD_C * acquired, Py_ssize_t acquired_words,
-    const BITSET_WORD_C * groups_touched, Py_ssize_t group_words,
+    const BITSET_WORD_C * acquired, const BITSET_WORD_C * groups_touched,
     const int32_t * feature_group,
     uint32_t * unacquired_count, uint32_t * group_untouched_count,
     int n_threads) noexcept nogil:
@@ -150,9 +151,11 @@ cdef void build_histograms_core(
     ``n_rows`` doubles.
 
     ``count_mask == NULL``: no acquisition counts. Otherwise the features with
-    ``count_mask[f]`` also get ``unacquired_count[f]`` / ``group_untouched_count[f]``
-    (the other entries are not written); per bin, both paths add the rows in the same
-    order, so the histograms do not depend on which features are counted."""
+    ``count_mask[f]`` also get ``unacquired_count[f]`` (rows without bit ``f`` in
+    ``acquired``) and ``group_untouched_count[f]`` (rows without the bit of ``f``'s
+    group in ``groups_touched``; 0 without a group); the other entries are not
+    written. Both bitsets are column-major: word ``w`` of row ``r`` at
+    ``[w * n_samples + r]``. The histograms do not depend on what is counted."""
     cdef Py_ssize_t i, block
     cdef Py_ssize_t n_blocks = (n_features + FEATURE_BLOCK - 1) // FEATURE_BLOCK
     if n_rows * n_features < MIN_PARALLEL_WORK:
@@ -166,30 +169,33 @@ cdef void build_histograms_core(
         _block_histograms(
             block * FEATURE_BLOCK, min((block + 1) * FEATURE_BLOCK, n_features), binned,
             n_samples, rows, n_rows, ordered_gradients, ordered_hessians, feature_mask,
-            count_mask, n_value_bins, missing_bin, out, n_bins)
-        if count_mask != NULL:
-            _block_histograms_counting(
-                block * FEATURE_BLOCK, min((block + 1) * FEATURE_BLOCK, n_features), binned,
-                n_samples, rows, n_rows, ordered_gradients, ordered_hessians, feature_mask,
-                count_mask, n_value_bins, missing_bin, out, n_bins, acquired,
-                acquired_words, groups_touched, group_words, feature_group,
-                unacquired_count, group_untouched_count)
+            n_value_bins, missing_bin, out, n_bins, count_mask, acquired, groups_touched,
+            feature_group, unacquired_count, group_untouched_count)
+
+
+cdef inline void _subtract_feature(
+    const hist_struct * parent, const hist_struct * child, hist_struct * out,
+    uint32_t n_value_bins, int missing_bin) noexcept nogil:
+    cdef Py_ssize_t b, k
+    for k in range(n_value_bins + 1):
+        b = k if k < n_value_bins else missing_bin
+        out[b].sum_gradients = parent[b].sum_gradients - child[b].sum_gradients
+        out[b].sum_hessians = parent[b].sum_hessians - child[b].sum_hessians
+        out[b].count = parent[b].count - child[b].count
 
 
 cdef void subtract_histograms_core(
     const hist_struct * parent, const hist_struct * child, hist_struct * out,
     Py_ssize_t n_features, Py_ssize_t n_bins, const unsigned char * feature_mask,
-    const uint32_t * n_value_bins, int missing_bin) noexcept nogil:
+    const uint32_t * n_value_bins, int missing_bin, int n_threads) noexcept nogil:
     """``out = parent - child`` over the used bins of the masked-in features."""
-    cdef Py_ssize_t f, b, k
-    for f in range(n_features):
-        if not feature_mask[f]:
-            continue
-        for k in range(n_value_bins[f] + 1):
-            b = f * n_bins + (k if k < n_value_bins[f] else missing_bin)
-            out[b].sum_gradients = parent[b].sum_gradients - child[b].sum_gradients
-            out[b].sum_hessians = parent[b].sum_hessians - child[b].sum_hessians
-            out[b].count = parent[b].count - child[b].count
+    cdef Py_ssize_t f
+    if n_features * n_bins < MIN_PARALLEL_WORK:
+        n_threads = 1
+    for f in prange(n_features, schedule="static", num_threads=n_threads):
+        if feature_mask[f]:
+            _subtract_feature(&parent[f * n_bins], &child[f * n_bins], &out[f * n_bins],
+                              n_value_bins[f], missing_bin)
 
 
 def _check_shapes(binned, out, n_value_bins, missing_bin):
@@ -209,8 +215,8 @@ def build_histograms(
     int missing_bin,
     hist_struct[:, ::1] out,
     int n_threads,
-    const BITSET_WORD_C[:, ::1] acquired=None,
-    const BITSET_WORD_C[:, ::1] groups_touched=None,
+    const BITSET_WORD_C[::1, :] acquired=None,
+    const BITSET_WORD_C[::1, :] groups_touched=None,
     const int32_t[::1] feature_group=None,
     uint32_t[::1] unacquired_count=None,
     uint32_t[::1] group_untouched_count=None,
@@ -229,11 +235,11 @@ def build_histograms(
     out : HISTOGRAM_DTYPE array of shape (n_features, n_bins)
         Bins ``0..n_value_bins[f]-1`` and ``missing_bin`` of masked-in features are
         overwritten; the other bins are not touched.
-    acquired : uint64 array of shape (n_samples, ceil(n_features / 64)), optional
-        When given, also count per feature ``f`` the rows without bit ``f``
+    acquired : uint64 array of shape (n_samples, ceil(n_features / 64)), Fortran order,
+        optional. When given, also count per feature ``f`` the rows without bit ``f``
         (``unacquired_count[f]``) and the rows that have not touched ``f``'s cost group
         (``group_untouched_count[f]``, 0 for ``feature_group[f] < 0``), in the same pass.
-    groups_touched : uint64 array of shape (n_samples, n_group_words)
+    groups_touched : uint64 array of shape (n_samples, n_group_words), Fortran order
     feature_group : int32 array of shape (n_features,)
     unacquired_count, group_untouched_count : uint32 arrays of shape (n_features,)
     count_mask : uint8 array of shape (n_features,), optional
@@ -250,19 +256,19 @@ def build_histograms(
     cdef uint32_t * uc = NULL
     cdef uint32_t * gc = NULL
     cdef const unsigned char * cm = NULL
-    cdef Py_ssize_t acq_words = 0, grp_words = 0
     if acquired is not None:
+        if acquired.shape[0] != binned.shape[0] or groups_touched.shape[0] != binned.shape[0]:
+            raise ValueError("the bitsets need one row per sample")
         if count_mask is None:
             count_mask = np.ones(binned.shape[1], dtype=np.uint8)
         cm = &count_mask[0]
-        acq, acq_words = &acquired[0, 0], acquired.shape[1]
-        grp, grp_words = &groups_touched[0, 0], groups_touched.shape[1]
+        acq, grp = &acquired[0, 0], &groups_touched[0, 0]
         fg, uc, gc = &feature_group[0], &unacquired_count[0], &group_untouched_count[0]
     with nogil:
         build_histograms_core(
             &binned[0, 0], binned.shape[0], binned.shape[1], &rows[0] if n_rows else NULL,
             n_rows, &gradients[0], &hessians[0], &feature_mask[0], &n_value_bins[0],
-            missing_bin, &out[0, 0], out.shape[1], og, oh, cm, acq, acq_words, grp, grp_words,
+            missing_bin, &out[0, 0], out.shape[1], og, oh, cm, acq, grp,
             fg, uc, gc, n_threads)
     free(og)
     free(oh)
@@ -275,10 +281,11 @@ def subtract_histograms(
     const uint32_t[::1] n_value_bins,
     int missing_bin,
     hist_struct[:, ::1] out,
+    int n_threads=1,
 ):
     """``out = parent - child`` (the sibling's histogram) over the used bins of the
     masked-in features."""
     with nogil:
         subtract_histograms_core(&parent[0, 0], &child[0, 0], &out[0, 0], parent.shape[0],
                                  parent.shape[1], &feature_mask[0], &n_value_bins[0],
-                                 missing_bin)
+                                 missing_bin, n_threads)

@@ -1,0 +1,441 @@
+"""Helpers shared by the benchmark scripts (``bench_engine.py``, ``bench_cegb.py``).
+
+* matched training settings of cbudget / LightGBM / XGBoost (:func:`library_params`);
+* process and machine measurements: RSS, CPU time, cores used by other processes,
+  machine description, the exact command line;
+* running one measurement in a child process, waiting for idle CPUs and retrying runs
+  that other processes disturbed;
+* per-input prediction cost (ARCHITECTURE section 2) from leaf indices and tree
+  structures, the same routine for every library (:func:`prediction_costs`).
+"""
+import hashlib
+import json
+import os
+import platform
+import resource
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+N_THREADS = 2  # default of --threads
+
+
+# ----------------------------------------------------------------------- settings
+def library_params(library, n_classes, n_threads=N_THREADS):
+    """Training parameters of ``library``, matched across libraries."""
+    binary = n_classes == 2
+    if library == "cbudget":
+        p = {"objective": "binary:logistic" if binary else "multi:softprob",
+             "learning_rate": 0.1, "grow_policy": "lossguide", "num_leaves": 31,
+             "min_data_in_leaf": 20, "min_child_weight": 1e-3, "reg_lambda": 1.0,
+             "gamma": 0.0, "subsample": 1.0, "colsample_bytree": 1.0,
+             "n_jobs": n_threads, "seed": 0}
+        if not binary:
+            p["num_class"] = n_classes
+        return p
+    if library == "lightgbm":
+        p = {"objective": "binary" if binary else "multiclass", "boosting": "gbdt",
+             "learning_rate": 0.1, "num_leaves": 31, "max_depth": -1, "max_bin": 255,
+             "min_data_in_leaf": 20, "min_sum_hessian_in_leaf": 1e-3, "lambda_l2": 1.0,
+             "lambda_l1": 0.0, "min_gain_to_split": 0.0, "bagging_fraction": 1.0,
+             "bagging_freq": 0, "feature_fraction": 1.0, "num_threads": n_threads,
+             "seed": 0, "verbose": -1}
+        if not binary:
+            p["num_class"] = n_classes
+        return p
+    if library == "xgboost":
+        p = {"objective": "binary:logistic" if binary else "multi:softprob",
+             "tree_method": "hist", "grow_policy": "lossguide", "max_leaves": 31,
+             "max_depth": 0, "max_bin": 256, "eta": 0.1, "lambda": 1.0, "alpha": 0.0,
+             "gamma": 0.0, "min_child_weight": 1e-3, "subsample": 1.0,
+             "colsample_bytree": 1.0, "nthread": n_threads, "seed": 0, "verbosity": 0}
+        if not binary:
+            p["num_class"] = n_classes
+        return p
+    raise ValueError(f"unknown library {library!r}")
+
+
+# -------------------------------------------------------------------- measurements
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def maxrss_bytes():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+
+
+def cpu_seconds():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def cpu_jiffies():
+    """(busy, total) jiffies of all CPUs from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]  # idle + iowait
+    total = sum(v[:8])  # user nice system idle iowait irq softirq steal
+    return total - idle, total
+
+
+def other_cores(busy0, busy1, own_cpu_s, wall_s):
+    """Average number of cores that other processes kept busy over ``wall_s``."""
+    hz = os.sysconf("SC_CLK_TCK")
+    return max(0.0, ((busy1 - busy0) / hz - own_cpu_s) / max(wall_s, 1e-9))
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(v) for v in f.read().split()[:3]]
+
+
+class Clock:
+    """Elapsed time at the end of every round, from ``t0``."""
+
+    def __init__(self):
+        self.t0 = None
+        self.round_ends = []
+
+    def start(self):
+        self.t0 = time.perf_counter()
+
+    def tick(self):
+        self.round_ends.append(time.perf_counter() - self.t0)
+
+    def since_start(self):
+        return time.perf_counter() - self.t0
+
+
+def source_hash(package_dir):
+    """sha256 (first 12 hex digits) over cbudget's .py/.pyx/.pxd sources: identifies the
+    version benchmarked (the repository may have no commit for it)."""
+    h = hashlib.sha256()
+    root = Path(package_dir)
+    for path in sorted(list(root.rglob("*.py")) + list(root.rglob("*.pyx"))
+                       + list(root.rglob("*.pxd"))):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def machine_info(libraries=("lightgbm", "xgboost")):
+    """nproc, CPU, memory, Python / numpy / ``libraries`` versions, the cbudget source
+    hash and the platform."""
+    import importlib
+    versions = {lib: importlib.import_module(lib).__version__ for lib in libraries}
+    try:
+        import cbudget
+        cb = f"cbudget {cbudget.__version__} (sources {source_hash(os.path.dirname(cbudget.__file__))}, " \
+             f"{os.path.dirname(cbudget.__file__)})"
+        from cbudget._core._openmp_helpers import openmp_enabled
+        cb += ", OpenMP" if openmp_enabled() else ", serial build"
+    except Exception as exc:  # noqa: BLE001 - report, do not fail
+        cb = f"cbudget not importable ({exc})"
+    cpu = platform.processor() or "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        mem_gb = float("nan")
+    info = {
+        "nproc": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)), "cpu": cpu,
+        "mem_gb": round(mem_gb, 1), "python": platform.python_version(),
+        "numpy": np.__version__}
+    info.update(versions)
+    info.update({"cbudget": cb, "platform": platform.platform()})
+    return info
+
+
+LIBRARY_LABELS = {"cbudget": "cbudget", "lightgbm": "LightGBM", "xgboost": "XGBoost"}
+
+
+def machine_text(info):
+    """The "Machine: ..." sentence of a results file."""
+    libs = "".join(f"{LIBRARY_LABELS[lib]} {info[lib]}, " for lib in ("lightgbm", "xgboost")
+                   if lib in info)
+    return (f"Machine: nproc {info['nproc']} (affinity {info['affinity']}), {info['cpu']}, "
+            f"{info['mem_gb']} GB; Python {info['python']}, numpy {info['numpy']}, "
+            f"{libs}{info['cbudget']}; {info['platform']}.")
+
+
+def shared_machine_text(busy, nproc):
+    """Warning paragraph for runs during which other processes kept CPUs busy; ``busy``
+    is a list of (what ran, average cores used by other processes). Empty if none."""
+    loaded = [(what, c) for what, c in busy if c > 0.3]
+    if not loaded:
+        return ""
+    return ("**Shared machine:** other processes kept on average "
+            + ", ".join(f"{c:.2f} cores busy during {what}" for what, c in loaded)
+            + f" (of {nproc}). Multi-threaded (OpenMP) training slows down "
+            "far more than in proportion when a thread is preempted, so those times "
+            "are inflated and their ratios are unreliable.")
+
+
+def command_line():
+    pythonpath = os.environ.get("PYTHONPATH")
+    prefix = f"PYTHONPATH={shlex.quote(pythonpath)} " if pythonpath else ""
+    return prefix + "python " + " ".join(shlex.quote(a) for a in sys.argv)
+
+
+# --------------------------------------------------------------- running children
+def add_run_arguments(parser, default_threads=N_THREADS):
+    """The options every benchmark shares: threads, waiting for idle CPUs, retries,
+    child timeout, re-rendering."""
+    parser.add_argument("--threads", type=int, default=default_threads,
+                        help=f"threads for every library (default {default_threads})")
+    parser.add_argument("--wait-idle", type=float, default=0.0,
+                        help="before each child, wait up to this many seconds for other "
+                             "processes to use less than --idle-cores cores (shared "
+                             "machines); default 0: do not wait")
+    parser.add_argument("--idle-cores", type=float, default=0.3,
+                        help="threshold of --wait-idle (cores busy with other processes)")
+    parser.add_argument("--retries", type=int, default=0,
+                        help="rerun a (library, data set) up to this many times while other "
+                             "processes kept more than --max-other-cores cores busy during "
+                             "its training; the least disturbed run is reported")
+    parser.add_argument("--max-other-cores", type=float, default=0.2,
+                        help="threshold of --retries (average cores used by other "
+                             "processes during training)")
+    parser.add_argument("--child-timeout", type=float, default=4 * 3600,
+                        help="seconds before a child run is killed")
+    parser.add_argument("--render-from", metavar="JSON", default=None,
+                        help="do not run anything: re-render the Markdown of an earlier "
+                             "run from its raw JSON (to --output, default next to it)")
+
+
+def busy_cores(seconds=3.0):
+    """Cores kept busy by all processes over the next ``seconds`` (this one sleeps)."""
+    b0, t0 = cpu_jiffies()
+    time.sleep(seconds)
+    b1, t1 = cpu_jiffies()
+    return (b1 - b0) / max(t1 - t0, 1) * (os.cpu_count() or 1)
+
+
+def wait_for_idle(max_wait, threshold):
+    """Sleep until other processes use less than ``threshold`` cores (measured over 3 s)
+    or ``max_wait`` seconds have passed; return (seconds waited, last measurement)."""
+    t = time.perf_counter()
+    while True:
+        busy = busy_cores()
+        waited = time.perf_counter() - t
+        if busy < threshold or waited >= max_wait:
+            return waited, busy
+        time.sleep(min(10.0, max(0.0, max_wait - waited)))
+
+
+def run_with_retries(launch, args, log):
+    """Call ``launch()`` (one child run, returns its result dict); call it again (up to
+    ``args.retries`` times) while other processes kept more than
+    ``args.max_other_cores`` cores busy during its training, and keep the least
+    disturbed run. Waits for idle CPUs first if ``args.wait_idle``."""
+    best, history = None, []
+    for attempt in range(1 + max(0, args.retries)):
+        if args.wait_idle > 0:
+            waited, busy = wait_for_idle(args.wait_idle, args.idle_cores)
+            print(f"    waited {waited:.0f} s for idle CPUs (other processes: "
+                  f"{busy:.2f} cores)", file=log, flush=True)
+        r = launch()
+        if "error" in r:
+            return best or r
+        history.append(r["other_cores_during_train"])
+        if best is None or r["other_cores_during_train"] < best["other_cores_during_train"]:
+            best = r
+        if r["other_cores_during_train"] <= args.max_other_cores:
+            break
+        if attempt < args.retries:
+            print(f"    other processes kept {r['other_cores_during_train']:.2f} cores busy "
+                  f"(train {r['train_total_s']:.1f} s): running it again", file=log,
+                  flush=True)
+    best["attempts_other_cores"] = history
+    return best
+
+
+def run_child_command(cmd, timeout, log, label, ident):
+    """Run ``cmd`` (a benchmark script in ``--child`` mode) and return the dict of the
+    last JSON line it printed, with ``child_wall_s`` added; on a timeout or a failure,
+    ``ident`` plus ``error`` and ``child_wall_s``. ``label`` names the run in the log."""
+    t = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        wall = time.perf_counter() - t
+        print(f"  {label} timed out after {wall:.0f} s", file=log, flush=True)
+        return dict(ident, error=f"timed out after {wall:.0f} s", child_wall_s=wall)
+    wall = time.perf_counter() - t
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("{"):
+            result = json.loads(line)
+            result["child_wall_s"] = wall
+            return result
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-15:]
+    print(f"  {label} FAILED (exit {proc.returncode}):\n    " + "\n    ".join(tail),
+          file=log, flush=True)
+    return dict(ident, error=f"exit {proc.returncode}: " + (tail[-1] if tail else "no output"),
+                child_wall_s=wall)
+
+
+def attempts_text(r):
+    h = r.get("attempts_other_cores") or []
+    if len(h) <= 1:
+        return ""
+    return (f", best of {len(h)} runs (other processes: "
+            + ", ".join(f"{c:.2f}" for c in h) + " cores)")
+
+
+def write_json(output, command, info, results, wall, quick=False, **extra):
+    """The raw results next to the Markdown ``output`` (same stem, ``.json``)."""
+    doc = {"command": command, "machine": info, "wall_s": wall, "quick": quick,
+           "results": results}
+    doc.update(extra)
+    output.with_suffix(".json").write_text(json.dumps(doc, indent=1))
+
+
+# ------------------------------------------------------------------------ format
+def fmt(v, spec):
+    return "n/a" if v is None or (isinstance(v, float) and v != v) else format(v, spec)
+
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+# ------------------------------------------------------------- prediction cost
+# ARCHITECTURE section 2: an input pays feature_costs[m] once, the first time any node on
+# its paths through all trees tests m, plus split_cost per split node it visits. One
+# routine for every library: per tree, a table leaf id -> (bit mask of the features on
+# the root-to-leaf path, number of split nodes on it); per input, the masks of the leaves
+# it reaches are OR-ed over the trees and the costs of the set bits summed.
+
+def cbudget_leaf_paths(tree):
+    """``{leaf node id: (path feature mask, depth)}`` of one cbudget tree (a NODE_DTYPE
+    struct array: node 0 the root, ``left``/``right`` child ids, -1 at leaves,
+    ``feature`` the split feature). Masks are Python ints (bit m = feature m); the
+    leaf ids are those of ``Booster.predict(X, pred_leaf=True)``."""
+    left, right, feature = (tree[f].tolist() for f in ("left", "right", "feature"))
+    out = {}
+    stack = [(0, 0, 0)]
+    while stack:
+        node, mask, depth = stack.pop()
+        if left[node] == -1:
+            out[node] = (mask, depth)
+        else:
+            mask |= 1 << feature[node]
+            stack.append((left[node], mask, depth + 1))
+            stack.append((right[node], mask, depth + 1))
+    return out
+
+
+def lightgbm_leaf_paths(tree_structure):
+    """``{leaf_index: (path feature mask, depth)}`` of one tree of LightGBM's
+    ``Booster.dump_model()["tree_info"][t]["tree_structure"]`` (split nodes carry
+    ``split_feature`` (the original column index), ``left_child``, ``right_child``;
+    leaves ``leaf_index``, the ids of ``predict(X, pred_leaf=True)``). A tree without
+    splits is a single leaf with index 0."""
+    out = {}
+    stack = [(tree_structure, 0, 0)]
+    while stack:
+        node, mask, depth = stack.pop()
+        if "split_feature" not in node:
+            out[node.get("leaf_index", 0)] = (mask, depth)
+        else:
+            mask |= 1 << int(node["split_feature"])
+            stack.append((node["left_child"], mask, depth + 1))
+            stack.append((node["right_child"], mask, depth + 1))
+    return out
+
+
+class PathTables:
+    """Leaf tables of all trees packed for :func:`prediction_costs`: ``masks`` uint64
+    (total rows, n_words) (row ``offsets[t] + leaf id`` is the path mask of that leaf
+    of tree ``t``; rows of ids that are no leaf are 0), ``depths`` int64 (total rows,),
+    ``offsets`` int64 (n_trees,)."""
+
+    def __init__(self, leaf_paths, n_features):
+        self.n_features = int(n_features)
+        self.n_words = max(1, -(-self.n_features // 64))
+        n_bytes = 8 * self.n_words
+        sizes = [max(paths) + 1 for paths in leaf_paths]
+        self.offsets = np.zeros(len(sizes), dtype=np.int64)
+        if sizes:
+            self.offsets[1:] = np.cumsum(sizes[:-1])
+        total = int(sum(sizes))
+        raw = bytearray(total * n_bytes)
+        self.depths = np.zeros(total, dtype=np.int64)
+        used = 0
+        for offset, paths in zip(self.offsets.tolist(), leaf_paths):
+            for leaf, (mask, depth) in paths.items():
+                row = offset + leaf
+                raw[row * n_bytes:(row + 1) * n_bytes] = mask.to_bytes(n_bytes, "little")
+                self.depths[row] = depth
+                used |= mask
+        self.masks = np.frombuffer(bytes(raw), dtype="<u8").reshape(total, self.n_words)
+        self.used_mask = used
+
+    @property
+    def n_trees(self):
+        return self.offsets.shape[0]
+
+    def used_features(self):
+        """Sorted indices of the features any split tests."""
+        return np.array([m for m in range(self.n_features) if self.used_mask >> m & 1],
+                        dtype=np.int64)
+
+
+def bits_matrix(words, n_features):
+    """uint64 words (n, n_words) -> bool (n, n_features): bit m of row i."""
+    bits = np.unpackbits(np.ascontiguousarray(words, dtype="<u8").view(np.uint8), axis=1,
+                         bitorder="little")
+    return bits[:, :n_features].astype(bool)
+
+
+def prediction_costs(leaves, tables, feature_costs, split_cost=0.0, chunk_rows=4096):
+    """Per-input prediction cost of a tree ensemble (ARCHITECTURE section 2).
+
+    Parameters
+    ----------
+    leaves : int array (n_samples, n_trees)
+        The leaf id each input reaches in each tree (``pred_leaf``), trees in the order
+        of ``tables``.
+    tables : PathTables
+    feature_costs : float array (n_features,)
+    split_cost : float
+        Cost of evaluating one split node for one input.
+
+    Returns
+    -------
+    cost : float64 (n_samples,)
+    n_acquired : int64 (n_samples,): features acquired per input
+    """
+    leaves = np.asarray(leaves)
+    n, n_trees = leaves.shape
+    if n_trees != tables.n_trees:
+        raise ValueError(f"{n_trees} trees in the leaf matrix, {tables.n_trees} tables")
+    feature_costs = np.asarray(feature_costs, dtype=np.float64)
+    cost = np.zeros(n)
+    n_acquired = np.zeros(n, dtype=np.int64)
+    offsets = tables.offsets
+    for a in range(0, n, chunk_rows):
+        b = min(n, a + chunk_rows)
+        # (n_trees, k) rows of the packed tables, one contiguous row per tree
+        rows = leaves[a:b].T.astype(np.int64) + offsets[:, None]
+        acquired = np.zeros((b - a, tables.n_words), dtype=np.uint64)
+        for t in range(n_trees):
+            acquired |= tables.masks[rows[t]]
+        bits = bits_matrix(acquired, tables.n_features)
+        cost[a:b] = bits @ feature_costs
+        n_acquired[a:b] = bits.sum(axis=1)
+        if split_cost:
+            cost[a:b] += split_cost * tables.depths[rows].sum(axis=0)
+    return cost, n_acquired

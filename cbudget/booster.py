@@ -342,15 +342,23 @@ class Booster:
         return BudgetChoice(iteration=r, cost=float(curve[r]), score=float(scores[best]),
                             metric=metric)
 
-    def _record_training_costs(self, dtrain, evals, n_threads):
+    def _record_training_costs(self, dtrain, evals, train_cost_curve=None):
         """Per node ``new_acquisitions`` (training inputs that first acquire the node's
-        feature there) and the cost ``summary``; run once after training."""
-        _, offsets, _, nodes = self._flat(0, len(self.trees))
-        counts = np.zeros(nodes.shape[0], dtype=np.int64)
-        curve = self._cost_curve(dtrain.data, node_counts=counts)
-        for t, tree in enumerate(self.trees):
-            tree["new_acquisitions"] = counts[offsets[t]:offsets[t + 1]]
-        self._flat_cache.clear()
+        feature there) and the cost ``summary``; run once after training.
+
+        ``train_cost_curve``: the mean training cost after each round when training
+        already tracked it (CEGB's acquisition state; the trees then carry their
+        ``new_acquisitions``), else both come from routing the training data through
+        the trees."""
+        if train_cost_curve is None:
+            _, offsets, _, nodes = self._flat(0, len(self.trees))
+            counts = np.zeros(nodes.shape[0], dtype=np.int64)
+            curve = self._cost_curve(dtrain.data, node_counts=counts)
+            for t, tree in enumerate(self.trees):
+                tree["new_acquisitions"] = counts[offsets[t]:offsets[t + 1]]
+            self._flat_cache.clear()
+        else:
+            curve = np.asarray(train_cost_curve[:self.num_boosted_rounds()], dtype=np.float64)
         used = self.used_features()
         self.summary = {
             "train_cost": float(curve[-1]) if curve.size else 0.0,

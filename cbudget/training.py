@@ -92,7 +92,7 @@ def _initial_raw(init, data, base_score):
     return np.ascontiguousarray(raw.reshape(data.num_data(), -1), dtype=np.float64)
 
 
-def _acquisition_state(dtrain, init, n_threads):
+def _acquisition_state(dtrain, init):
     """CEGB's per-input state; when continuing, restored by routing the training inputs
     through the existing trees."""
     cost_model = dtrain.cost_model
@@ -210,8 +210,7 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
     splittable = (dtrain.n_value_bins >= 2).astype(np.uint8)
     evals_log = {}
     edges, edges_indptr = dtrain.flat_bin_edges()
-    cegb_state = _acquisition_state(dtrain, init, n_threads) if p["algorithm"] == "cegb" \
-        else None
+    cegb_state = _acquisition_state(dtrain, init) if p["algorithm"] == "cegb" else None
     # Multiclass: the trees of one round are independent given the gradients, so they
     # grow in parallel, one single-threaded grower per thread (the same trees as one
     # grower using all threads: growth does not depend on the thread count). Not for
@@ -232,6 +231,12 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
                                     costs.coupled_costs, costs.split_cost)
 
     rows_buffers = [np.empty(n_samples, dtype=np.int32) for _ in growers]
+    # CEGB tracks the training inputs' acquisitions anyway: the training cost after each
+    # round follows from the state, no routing pass needed after training (when
+    # continuing a model, the pass is run instead).
+    track_costs = cegb_state is not None and init is None
+    split_visits = [0]            # split nodes visited by all training inputs so far
+    train_cost_curve = []
 
     def grow_tree(grower_index, k, in_bag, out_of_bag, feature_mask):
         """Grow the tree of output k and add it to the training and evaluation scores."""
@@ -239,9 +244,11 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         rows = rows_buffers[grower_index][:in_bag.shape[0]]
         rows[:] = in_bag      # the grower reorders its rows: never in_bag itself
         tree = grower.grow(grad[:, k], hess[:, k], rows, feature_mask)
-        if cegb_state is not None and out_of_bag.shape[0]:
-            cegb_state.acquire_along_paths(dtrain.binned, tree, dtrain.missing_bin,
-                                           out_of_bag)
+        if cegb_state is not None:
+            split_visits[0] += int(tree["n_samples"][tree["left"] != -1].sum())
+            if out_of_bag.shape[0]:
+                split_visits[0] += cegb_state.acquire_along_paths(
+                    dtrain.binned, tree, dtrain.missing_bin, out_of_bag)
         if in_bag is all_rows:   # every row sits in a leaf of the partition
             grower.add_leaf_values(rows, raw_train, k)
         else:
@@ -288,6 +295,13 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
             for k, tree in enumerate(trees):
                 booster._append_tree(tree, k)
             booster._end_round()
+            if track_costs:
+                costs = dtrain.cost_model
+                train_cost_curve.append(
+                    (costs.feature_costs @ cegb_state.acquired_counts
+                     + costs.group_costs @ cegb_state.touched_counts
+                     + costs.split_cost * split_visits[0]) / n_samples
+                    + costs.tree_cost * len(booster.trees))
             for name, data, _, raw in eval_state:
                 pred = objective.transform(raw)
                 log = evals_log.setdefault(name, {})
@@ -300,7 +314,8 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         if pool is not None:
             pool.shutdown()
     booster = container.after_training(booster)
-    booster._record_training_costs(dtrain, [(name, data) for data, name in evals], n_threads)
+    booster._record_training_costs(dtrain, [(name, data) for data, name in evals],
+                                   train_cost_curve if track_costs else None)
     if evals_result is not None:
         evals_result.clear()
         evals_result.update(evals_log)

@@ -533,3 +533,25 @@ def test_json_records_cegb_parameters_and_penalties(tmp_path):
         bad_path.write_text(json.dumps(bad))
         with pytest.raises(ValueError, match=message):
             cbudget.load_model(bad_path)
+
+
+@pytest.mark.parametrize("subsample", [1.0, 0.6])
+def test_training_costs_tracked_during_training_match_the_routing_pass(subsample):
+    """CEGB's summary and per-node ``new_acquisitions`` come from its acquisition state;
+    they must equal what routing the training data through the trees gives."""
+    X, y, costs = make_problem(10, n=3000, n_classes=3)
+    dtrain = cbudget.Dataset(X, y, feature_costs=costs, cost_groups=[[0, 5], [2, 3]],
+                             group_costs=[4.0, 2.5], split_cost=0.02, tree_cost=0.1)
+    b = cbudget.train({"objective": "multi:softprob", "num_class": 3, "algorithm": "cegb",
+                       "cost_tradeoff": 0.002, "subsample": subsample}, dtrain, 12,
+                      verbose_eval=False)
+    routed = b[:]
+    for tree in routed.trees:
+        tree["new_acquisitions"] = -1
+    routed._record_training_costs(dtrain, [])
+    for tracked, expected in zip(b.trees, routed.trees):
+        np.testing.assert_array_equal(tracked["new_acquisitions"], expected["new_acquisitions"])
+    assert np.any(np.concatenate([t["new_acquisitions"] for t in b.trees]) > 0)
+    np.testing.assert_allclose(b.summary["train_cost_per_iteration"],
+                               routed.summary["train_cost_per_iteration"], rtol=1e-12)
+    assert b.summary["train_cost"] == pytest.approx(b.predict_cost(X).mean(), rel=1e-12)

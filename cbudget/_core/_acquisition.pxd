@@ -11,5 +11,5 @@ cdef class AcquisitionState:
     cdef unsigned char[::1] feature_used
     cdef const int32_t[::1] feature_group
     cdef readonly Py_ssize_t n_samples, n_features, n_groups
-    cdef bint acquire_rows(self, const int32_t * rows, Py_ssize_t n_rows,
-                           int feature) noexcept nogil
+    cdef bint acquire_rows(self, const int32_t * rows, Py_ssize_t n_rows, int feature,
+                           int64_t * newly_acquired) noexcept nogil

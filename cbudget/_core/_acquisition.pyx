@@ -87,10 +87,11 @@ cdef class AcquisitionState:
         used[...] = 0
         used[np.asarray(used_features, dtype=np.intp)] = 1
 
-    cdef bint acquire_rows(self, const int32_t * rows, Py_ssize_t n_rows,
-                           int feature) noexcept nogil:
-        """Every row of ``rows`` acquires ``feature`` (and touches its group); returns
-        True when the model had not used the feature before."""
+    cdef bint acquire_rows(self, const int32_t * rows, Py_ssize_t n_rows, int feature,
+                           int64_t * newly_acquired) noexcept nogil:
+        """Every row of ``rows`` acquires ``feature`` (and touches its group); adds the
+        number of rows that did not have it to ``newly_acquired``; returns True when
+        the model had not used the feature before."""
         cdef Py_ssize_t i, word = feature >> 6, group_word = 0
         cdef int32_t row, group = self.feature_group[feature]
         cdef BITSET_WORD_C bit = (<BITSET_WORD_C> 1) << (feature & 63), group_bit = 0
@@ -107,28 +108,34 @@ cdef class AcquisitionState:
                     self.groups_touched[row, group_word] |= group_bit
                     newly_touched += 1
         self.n_acquired[feature] += newly
+        newly_acquired[0] += newly
         if group >= 0:
             self.n_touched[group] += newly_touched
         self.feature_used[feature] = 1
         return first_use
 
     def acquire(self, const int32_t[::1] rows, int feature):
-        """Python access to :meth:`acquire_rows` (rows must be distinct)."""
+        """Python access to :meth:`acquire_rows` (rows must be distinct); returns
+        (first use by the model, number of rows that newly acquired the feature)."""
         if not 0 <= feature < self.n_features:
             raise ValueError("feature out of range")
         if rows.shape[0] and (np.min(rows) < 0 or np.max(rows) >= self.n_samples):
             raise ValueError("rows out of range")
+        cdef int64_t newly = 0
         with nogil:
             first = self.acquire_rows(&rows[0] if rows.shape[0] else NULL, rows.shape[0],
-                                      feature)
-        return first
+                                      feature, &newly)
+        return first, newly
 
-    def acquire_along_paths(self, const X_BINNED_C[::1, :] binned, const node_struct[::1] tree,
+    def acquire_along_paths(self, const X_BINNED_C[::1, :] binned, node_struct[::1] tree,
                             const X_BINNED_C missing_bin, const int32_t[::1] rows):
         """Each row of ``rows`` acquires the features of the split nodes on its path
-        through ``tree`` (binned data, as in training). Used for the inputs left out of a
-        subsampled round: they are charged for what the new tree makes them compute."""
+        through ``tree`` (binned data, as in training); ``tree["new_acquisitions"]`` is
+        incremented where a row first acquires a feature. Used for the inputs left out
+        of a subsampled round: they are charged for what the new tree makes them
+        compute. Returns the number of split nodes the rows visit."""
         cdef Py_ssize_t i, n_nodes = tree.shape[0]
+        cdef int64_t visits = 0, newly
         cdef int32_t node, row
         cdef int32_t[::1] one = np.zeros(1, dtype=np.int32)
         if binned.shape[0] != self.n_samples or binned.shape[1] != self.n_features:
@@ -139,9 +146,13 @@ cdef class AcquisitionState:
                 one[0] = row
                 node = 0
                 while tree[node].left != -1:
-                    self.acquire_rows(&one[0], 1, tree[node].feature)
+                    newly = 0
+                    self.acquire_rows(&one[0], 1, tree[node].feature, &newly)
+                    tree[node].new_acquisitions += <int32_t> newly
+                    visits += 1
                     node = binned_child(&tree[node], binned[row, tree[node].feature],
                                         missing_bin)
+        return visits
 
 
 def mark_acquired(BITSET_WORD_C[:, ::1] bitset, const int32_t[::1] rows, const int bit):

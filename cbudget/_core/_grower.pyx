@@ -40,11 +40,13 @@ cdef struct grow_node:
     int32_t left
     int32_t right
     int32_t parent
+    int64_t new_acquisitions  # CEGB: in-bag rows that first acquire the split feature
 
 
 cdef inline void _init_child(grow_node * child, int depth, int32_t parent) noexcept nogil:
     child.depth = depth
     child.parent = parent
+    child.new_acquisitions = 0
     child.histograms = NULL
     child.split.feature = -1
     child.left = -1
@@ -433,6 +435,7 @@ cdef class TreeGrower:
             node.histograms = NULL
             node.split.feature = -1
             node.left = node.right = node.parent = -1
+            node.new_acquisitions = 0
             if self._can_split(node):
                 self._build(node, row_ptr, g, h, mask)
                 if node.histograms == NULL:
@@ -474,7 +477,8 @@ cdef class TreeGrower:
                     break
                 if self.cegb:
                     first_use = self.state.acquire_rows(
-                        &row_ptr[node.start], node.stop - node.start, node.split.feature)
+                        &row_ptr[node.start], node.stop - node.start, node.split.feature,
+                        &node.new_acquisitions)
                     if first_use and self.keep_dormant and self.coupled_costs[node.split.feature] > 0:
                         self._rescore_feature(n_open, node.split.feature, mask)
                 node.left, node.right = n_nodes, n_nodes + 1
@@ -566,4 +570,5 @@ cdef class TreeGrower:
                         self.edges_indptr[node.split.feature] + node.split.bin_threshold]
                     view[i].gain = node.split.raw_gain
                     view[i].cost_penalty = node.split.cost_penalty
+                    view[i].new_acquisitions = <int32_t> node.new_acquisitions
         return out

@@ -439,3 +439,40 @@ def prediction_costs(leaves, tables, feature_costs, split_cost=0.0, chunk_rows=4
         if split_cost:
             cost[a:b] += split_cost * tables.depths[rows].sum(axis=0)
     return cost, n_acquired
+
+
+# ------------------------------------------------------------------ timed training
+def train_cbudget_timed(data, params, n_rounds, clock, **dataset_kwargs):
+    """Build the cbudget Dataset and train, ticking ``clock`` after every round.
+    Returns (booster, seconds to build the data set, seconds in all, dtrain)."""
+    import cbudget
+
+    class RoundClock(cbudget.TrainingCallback):
+        def after_iteration(self, model, epoch, evals_log):
+            clock.tick()
+            return False
+
+    clock.start()
+    dtrain = cbudget.Dataset(data["X_train"], data["y_train"], max_bin=255, **dataset_kwargs)
+    t_dataset = clock.since_start()
+    booster = cbudget.train(params, dtrain, n_rounds, verbose_eval=False,
+                            callbacks=[RoundClock()])
+    return booster, t_dataset, clock.since_start(), dtrain
+
+
+def train_lightgbm_timed(data, params, n_rounds, clock):
+    """Build the LightGBM Dataset (binning included) and train, ticking ``clock``
+    after every round. Returns (booster, seconds to build the data set, seconds in
+    all, dtrain)."""
+    import lightgbm as lgb
+
+    def round_clock(env):
+        clock.tick()
+
+    clock.start()
+    dtrain = lgb.Dataset(data["X_train"], data["y_train"], params=params,
+                         free_raw_data=True)
+    dtrain.construct()  # binning happens here (it is lazy otherwise)
+    t_dataset = clock.since_start()
+    booster = lgb.train(params, dtrain, num_boost_round=n_rounds, callbacks=[round_clock])
+    return booster, t_dataset, clock.since_start(), dtrain

@@ -99,7 +99,7 @@ from _common import (  # noqa: E402  (benchmarks/_common.py)
     cbudget_leaf_paths, command_line, cpu_jiffies, cpu_seconds, fmt, library_params,
     lightgbm_leaf_paths, loadavg, machine_info, machine_text, maxrss_bytes, other_cores,
     prediction_costs, ratio, rss_bytes, run_child_command, run_with_retries,
-    shared_machine_text, source_hash, write_json)
+    shared_machine_text, source_hash, train_cbudget_timed, train_lightgbm_timed, write_json)
 
 LIBRARIES = ("cbudget", "lightgbm")
 DATASETS = ("letters", "mnist_multires", "synthetic_costly")
@@ -172,39 +172,14 @@ def cegb_params(library, dataset, n_classes, lam, feature_costs, split_cost=0.0,
 
 # ---------------------------------------------------------------------- children
 def _train_cbudget(data, params, n_rounds, clock, split_cost):
-    import cbudget
-
-    class RoundClock(cbudget.TrainingCallback):
-        def after_iteration(self, model, epoch, evals_log):
-            clock.tick()
-            return False
-
-    clock.start()
-    dtrain = cbudget.Dataset(data["X_train"], data["y_train"],
-                             feature_names=data["feature_names"],
-                             feature_costs=data["feature_costs"], split_cost=split_cost,
-                             max_bin=255)
-    t_dataset = clock.since_start()
-    booster = cbudget.train(params, dtrain, n_rounds, verbose_eval=False,
-                            callbacks=[RoundClock()])
-    t_total = clock.since_start()
-    return booster, t_dataset, t_total
+    return train_cbudget_timed(data, params, n_rounds, clock,
+                               feature_names=data["feature_names"],
+                               feature_costs=data["feature_costs"],
+                               split_cost=split_cost)[:3]
 
 
 def _train_lightgbm(data, params, n_rounds, clock, split_cost):
-    import lightgbm as lgb
-
-    def round_clock(env):
-        clock.tick()
-
-    clock.start()
-    dtrain = lgb.Dataset(data["X_train"], data["y_train"], params=params,
-                         free_raw_data=True)
-    dtrain.construct()  # binning happens here (it is lazy otherwise)
-    t_dataset = clock.since_start()
-    booster = lgb.train(params, dtrain, num_boost_round=n_rounds, callbacks=[round_clock])
-    t_total = clock.since_start()
-    return booster, t_dataset, t_total
+    return train_lightgbm_timed(data, params, n_rounds, clock)[:3]
 
 
 def _cbudget_model(booster, X):

@@ -47,7 +47,7 @@ from _common import (  # noqa: E402  (benchmarks/_common.py)
     LIBRARY_LABELS, N_THREADS, Clock, add_run_arguments, attempts_text, command_line,
     cpu_jiffies, cpu_seconds, fmt, library_params, loadavg, machine_info, machine_text,
     maxrss_bytes, other_cores, ratio, rss_bytes, run_child_command, run_with_retries,
-    shared_machine_text, source_hash, write_json)
+    shared_machine_text, source_hash, train_cbudget_timed, train_lightgbm_timed, write_json)
 
 LIBRARIES = ("cbudget", "lightgbm", "xgboost")
 DATASETS = ("letters", "mnist", "synthetic")
@@ -78,19 +78,7 @@ def load_dataset(name, n_rows=None, train_rows=None):
 
 # ---------------------------------------------------------------------- children
 def _train_cbudget(data, params, n_rounds, clock):
-    import cbudget
-
-    class RoundClock(cbudget.TrainingCallback):
-        def after_iteration(self, model, epoch, evals_log):
-            clock.tick()
-            return False
-
-    clock.start()
-    dtrain = cbudget.Dataset(data["X_train"], data["y_train"], max_bin=255)
-    t_dataset = clock.since_start()
-    booster = cbudget.train(params, dtrain, n_rounds, verbose_eval=False,
-                            callbacks=[RoundClock()])
-    t_total = clock.since_start()
+    booster, t_dataset, t_total, dtrain = train_cbudget_timed(data, params, n_rounds, clock)
 
     def predict(X, r=None):
         return booster.predict(X, iteration_range=None if r is None else (0, r))
@@ -99,18 +87,7 @@ def _train_cbudget(data, params, n_rounds, clock):
 
 
 def _train_lightgbm(data, params, n_rounds, clock):
-    import lightgbm as lgb
-
-    def round_clock(env):
-        clock.tick()
-
-    clock.start()
-    dtrain = lgb.Dataset(data["X_train"], data["y_train"], params=params,
-                         free_raw_data=True)
-    dtrain.construct()  # binning happens here (it is lazy otherwise)
-    t_dataset = clock.since_start()
-    booster = lgb.train(params, dtrain, num_boost_round=n_rounds, callbacks=[round_clock])
-    t_total = clock.since_start()
+    booster, t_dataset, t_total, dtrain = train_lightgbm_timed(data, params, n_rounds, clock)
 
     def predict(X, r=None):
         return booster.predict(X, num_iteration=r)

@@ -1,4 +1,4 @@
-"""Booster: an additive ensemble of regression trees (gbdt, cegb; later greedy_miser)."""
+"""Booster: an additive ensemble of regression trees (gbdt, cegb, greedy_miser)."""
 import copy
 from typing import NamedTuple
 

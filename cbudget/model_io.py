@@ -3,9 +3,13 @@
 Top level: ``format``, ``format_version`` [major, minor], ``library_version``,
 ``model_type``, ``algorithm``, ``objective``, ``base_score``, ``num_class``,
 ``feature_names``, ``cost_model``, ``training_params``, ``attributes``, ``summary`` and
-``trees``; for ``algorithm == "cegb"`` (format 1.1) also ``cegb``: the trade-off
-``cost_tradeoff`` (lambda), the growth policy and limits, and ``gain_scale`` (0.5: the
-paper's eq. 12; LightGBM's gain has no factor 1/2). Each tree stores column arrays indexed by node id, XGBoost-style, with the
+``trees``. A cost-aware algorithm adds a section named after it: ``cegb`` (format 1.1)
+or ``greedy_miser`` (format 1.2), holding the trade-off ``cost_tradeoff`` (lambda), the
+growth policy and limits, ``gain_scale`` (0.5: the factor 1/2 of CEGB's eq. 12 and of
+Greedy Miser's impurity; LightGBM's gain has none), the ``gradient_order`` (2: Newton
+leaves on gradient and hessian sums; 1: Greedy Miser's CART on residuals) and the
+``learning_rate`` (Greedy Miser's step size). Each tree stores column arrays indexed by
+node id, XGBoost-style, with the
 cost metadata per node (``gain`` and ``cost_penalty`` apart, ``n_samples``,
 ``sum_hessian``, ``new_acquisitions``, ``path_cost``). Floats are written with
 ``repr`` precision, so save -> load -> predict is bit-identical.
@@ -18,13 +22,13 @@ import numpy as np
 from ._core._types import NODE_DTYPE
 from ._version import __version__
 from .costs import CostModel
-from .params import ALGORITHMS
+from .params import ALGORITHMS, COST_AWARE_ALGORITHMS
 
 __all__ = ["save_model", "load_model", "booster_to_dict", "booster_from_dict",
            "FORMAT_VERSION"]
 
 FORMAT_NAME = "cbudget"
-FORMAT_VERSION = (1, 1)
+FORMAT_VERSION = (1, 2)
 
 # JSON key -> NODE_DTYPE field, and the Python type of its values
 _TREE_FIELDS = {
@@ -52,13 +56,17 @@ def _tree_to_dict(tree, output):
     return d
 
 
-def _cegb_section(params):
+def _cost_aware_section(params):
+    """The ``cegb`` / ``greedy_miser`` section: what a reader needs to interpret the
+    per-node ``gain`` and ``cost_penalty``."""
     return {
         "cost_tradeoff": float(params["cost_tradeoff"]),
         "grow_policy": params["grow_policy"],
         "num_leaves": params["num_leaves"],
         "max_depth": params["max_depth"],
         "gain_scale": 0.5,
+        "gradient_order": 1 if params["algorithm"] == "greedy_miser" else 2,
+        "learning_rate": float(params["learning_rate"]),
     }
 
 
@@ -85,8 +93,8 @@ def booster_to_dict(booster):
         "iteration_indptr": list(booster.iteration_indptr),
         "trees": [_tree_to_dict(t, k) for t, k in zip(booster.trees, booster.tree_outputs)],
     }
-    if booster.algorithm == "cegb":
-        doc["cegb"] = _cegb_section(booster.params)
+    if booster.algorithm in COST_AWARE_ALGORITHMS:
+        doc[booster.algorithm] = _cost_aware_section(booster.params)
     return doc
 
 
@@ -189,11 +197,13 @@ def booster_from_dict(doc):
     params["algorithm"] = _require(doc, "algorithm", str, "")
     if params["algorithm"] not in ALGORITHMS:
         raise ValueError(f"invalid cbudget model: unknown algorithm {params['algorithm']!r}")
-    if params["algorithm"] == "cegb":
-        tradeoff = _require(_require(doc, "cegb", dict, ""), "cost_tradeoff", (int, float),
-                            "cegb.")
+    algorithm = params["algorithm"]
+    if algorithm in COST_AWARE_ALGORITHMS:
+        tradeoff = _require(_require(doc, algorithm, dict, ""), "cost_tradeoff", (int, float),
+                            f"{algorithm}.")
         if not (math.isfinite(tradeoff) and tradeoff >= 0):
-            raise ValueError("invalid cbudget model: cegb.cost_tradeoff must be finite and >= 0")
+            raise ValueError(f"invalid cbudget model: {algorithm}.cost_tradeoff must be "
+                             "finite and >= 0")
         params["cost_tradeoff"] = float(tradeoff)
     base_score = _require(doc, "base_score", list, "")
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in base_score):

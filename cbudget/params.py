@@ -4,22 +4,27 @@ import numbers
 
 __all__ = ["DEFAULT_PARAMS", "ALIASES", "resolve_params"]
 
-ALGORITHMS = ("gbdt", "cegb")
+ALGORITHMS = ("gbdt", "cegb", "greedy_miser")
+# algorithms whose splits pay a feature-cost penalty (``cost_tradeoff``)
+COST_AWARE_ALGORITHMS = ("cegb", "greedy_miser")
 
 DEFAULT_PARAMS = {
-    "algorithm": "gbdt",           # "cegb": cost-efficient gradient boosting
-    "cost_tradeoff": None,         # CEGB's lambda; default 1.0 for algorithm="cegb"
+    "algorithm": "gbdt",           # "cegb": cost-efficient gradient boosting;
+                                   # "greedy_miser": stage-wise regression, Xu et al. 2012
+    "cost_tradeoff": None,         # lambda of cegb / greedy_miser (default 1.0)
     "objective": "reg:squarederror",
     "num_class": None,
     "eval_metric": None,           # default: the objective's
     "base_score": None,            # default: fitted to the labels
     "learning_rate": 0.1,
-    "grow_policy": "lossguide",    # best-first; "depthwise" grows level by level
+    "grow_policy": None,           # "lossguide" (best-first) or "depthwise" (level by
+                                   # level); default lossguide, depthwise for greedy_miser
     "num_leaves": None,            # default: 31 for lossguide, no cap for depthwise
-    "max_depth": None,             # default: none for lossguide, 6 for depthwise
+    "max_depth": None,             # default: none for lossguide, 6 for depthwise (4 for
+                                   # greedy_miser)
     "min_child_weight": 1e-3,
     "min_data_in_leaf": 20,
-    "reg_lambda": 1.0,
+    "reg_lambda": None,            # default 1; 0 for greedy_miser (CART: mean leaves)
     "gamma": 0.0,                  # minimum net gain of a split
     "subsample": 1.0,
     "colsample_bytree": 1.0,
@@ -82,15 +87,21 @@ def resolve_params(params):
     p = resolved
     if p["algorithm"] not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {p['algorithm']!r}; valid: {list(ALGORITHMS)}")
-    if p["algorithm"] == "cegb":
+    greedy_miser = p["algorithm"] == "greedy_miser"
+    if p["algorithm"] in COST_AWARE_ALGORITHMS:
         if p["cost_tradeoff"] is None:
             p["cost_tradeoff"] = 1.0
         _number(p, "cost_tradeoff", low=0)
         if p["cost_tradeoff"] == float("inf"):
             raise ValueError("parameter cost_tradeoff must be finite")
     elif p["cost_tradeoff"] is not None:
-        raise ValueError(f"parameter cost_tradeoff applies to algorithm='cegb', not "
+        raise ValueError(f"parameter cost_tradeoff applies to algorithm "
+                         f"{' or '.join(map(repr, COST_AWARE_ALGORITHMS))}, not "
                          f"{p['algorithm']!r}")
+    if p["grow_policy"] is None:
+        p["grow_policy"] = "depthwise" if greedy_miser else "lossguide"
+    if p["reg_lambda"] is None:
+        p["reg_lambda"] = 0.0 if greedy_miser else 1.0
     if p["grow_policy"] not in ("lossguide", "depthwise"):
         raise ValueError("grow_policy must be 'lossguide' or 'depthwise', "
                          f"got {p['grow_policy']!r}")
@@ -102,7 +113,7 @@ def resolve_params(params):
     if p["grow_policy"] == "lossguide" and p["num_leaves"] is None:
         p["num_leaves"] = 31
     if p["grow_policy"] == "depthwise" and p["max_depth"] is None:
-        p["max_depth"] = 6
+        p["max_depth"] = 4 if greedy_miser else 6
     _number(p, "min_child_weight", low=0)
     _number(p, "min_data_in_leaf", integer=True, low=1)
     _number(p, "reg_lambda", low=0)

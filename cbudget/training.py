@@ -14,7 +14,7 @@ from .dataset import Dataset
 from .metrics import check_metric, evaluate_metric
 from .model_io import load_model
 from .objectives import get_objective
-from .params import resolve_params
+from .params import COST_AWARE_ALGORITHMS, resolve_params
 
 __all__ = ["train"]
 
@@ -93,14 +93,29 @@ def _initial_raw(init, data, base_score):
 
 
 def _acquisition_state(dtrain, init):
-    """CEGB's per-input state; when continuing, restored by routing the training inputs
-    through the existing trees."""
+    """The cost-aware learners' state (per-input acquisitions, features and groups the
+    model uses); when continuing, restored by routing the training inputs through the
+    existing trees."""
     cost_model = dtrain.cost_model
     state = AcquisitionState(dtrain.num_data(), cost_model.feature_group, cost_model.n_groups)
     if init is not None and init.num_boosted_rounds():
         _, bitsets = init._costs(dtrain.data)
         state.load_bitsets(bitsets[0], bitsets[1], init.used_features())
     return state
+
+
+def _penalty_costs(algorithm, costs):
+    """The costs a split pays, as :meth:`TreeGrower.set_cost_penalty` takes them
+    (per-input feature and group costs, once-per-model feature and group costs, split
+    cost). CEGB: as the cost model defines them. Greedy Miser: the paper's phi -- a
+    feature's whole cost (``feature_costs + coupled_costs``) the first time the model
+    uses it, its group's cost the first time the model uses any member, nothing after;
+    no per-input or split terms."""
+    if algorithm == "cegb":
+        return (costs.feature_costs, costs.feature_group, costs.group_costs,
+                costs.coupled_costs, np.zeros(costs.n_groups), costs.split_cost)
+    return (np.zeros(costs.n_features), costs.feature_group, np.zeros(costs.n_groups),
+            costs.feature_costs + costs.coupled_costs, costs.group_costs, 0.0)
 
 
 def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_rounds=None,
@@ -127,6 +142,19 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
           paths (LightGBM only updates the in-bag inputs). The trees of one round of a
           multiclass model grow one after another (each sees the acquisitions of the
           previous ones), not in parallel.
+        * ``"greedy_miser"``: the Greedy Miser (Xu et al., ICML 2012): stage-wise
+          (first-order) regression with step ``learning_rate`` (0.1) and depth-limited
+          CART trees (``grow_policy="depthwise"``, ``max_depth=4``, ``reg_lambda=0``:
+          a leaf holds its rows' mean residual). A tree minimises
+          ``1/2 sum_i (r_i - h(x_i))^2 + cost_tradeoff * sum_m phi_m c_m F_m``: a
+          split on a feature that no tree of the model (this one included) uses yet
+          pays ``cost_tradeoff`` times its cost ``feature_costs[m] + coupled_costs[m]``
+          (+ ``group_costs[g]`` if no member of its group is used yet, so group-mates
+          then cost only their own marginal cost); later uses are free. Multiclass:
+          one tree per class per round, grown one after another, sharing phi. The
+          number of rounds is the tree budget: with the Dataset's ``tree_cost`` (e),
+          :meth:`Booster.best_iteration_within_budget` picks the best validation round
+          within a total budget.
 
         An unknown name raises ValueError listing the valid ones.
     dtrain : Dataset
@@ -147,8 +175,9 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
     callbacks : list of TrainingCallback, optional
     xgb_model : Booster or path, optional
         Continue training this model (same objective, features and costs): its trees
-        are kept, new rounds are added to them. For CEGB the acquisition state is
-        restored by routing the training inputs through the existing trees. Row and
+        are kept, new rounds are added to them. For CEGB and Greedy Miser the
+        acquisition state is restored by routing the training inputs through the
+        existing trees. Row and
         column sampling depend only on ``seed`` and the round number, so training
         ``a`` rounds and continuing for ``b`` grows the same trees as ``a + b`` rounds
         at once (up to floating-point rounding of the restored scores).
@@ -210,12 +239,19 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
     splittable = (dtrain.n_value_bins >= 2).astype(np.uint8)
     evals_log = {}
     edges, edges_indptr = dtrain.flat_bin_edges()
-    cegb_state = _acquisition_state(dtrain, init) if p["algorithm"] == "cegb" else None
+    cost_state = (_acquisition_state(dtrain, init)
+                  if p["algorithm"] in COST_AWARE_ALGORITHMS else None)
+    # Greedy Miser is first order: CART on the residuals, the hessian is the weight.
+    if p["algorithm"] == "greedy_miser":
+        unit = np.ones(n_samples) if weight is None else weight
+        grow_hess = np.asfortranarray(np.repeat(unit[:, None], n_outputs, axis=1))
+    else:
+        grow_hess = hess
     # Multiclass: the trees of one round are independent given the gradients, so they
     # grow in parallel, one single-threaded grower per thread (the same trees as one
     # grower using all threads: growth does not depend on the thread count). Not for
-    # CEGB, where each tree depends on the acquisitions of the previous ones.
-    tree_parallel = n_outputs > 1 and n_threads > 1 and cegb_state is None
+    # the cost-aware learners, where each tree depends on the previous ones' features.
+    tree_parallel = n_outputs > 1 and n_threads > 1 and cost_state is None
     n_growers = min(n_threads, n_outputs) if tree_parallel else 1
     growers = [TreeGrower(
         dtrain.binned, edges, edges_indptr, dtrain.n_value_bins, dtrain.missing_bin,
@@ -224,17 +260,15 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         -1 if p["max_depth"] is None else p["max_depth"], p["grow_policy"] == "lossguide",
         1 if tree_parallel else n_threads) for _ in range(n_growers)]
     threads_per_tree = 1 if tree_parallel else n_threads
-    if cegb_state is not None:
-        costs = dtrain.cost_model
-        growers[0].set_cost_penalty(cegb_state, p["cost_tradeoff"], costs.feature_costs,
-                                    costs.feature_group, costs.group_costs,
-                                    costs.coupled_costs, costs.split_cost)
+    if cost_state is not None:
+        growers[0].set_cost_penalty(cost_state, p["cost_tradeoff"],
+                                    *_penalty_costs(p["algorithm"], dtrain.cost_model))
 
     rows_buffers = [np.empty(n_samples, dtype=np.int32) for _ in growers]
-    # CEGB tracks the training inputs' acquisitions anyway: the training cost after each
-    # round follows from the state, no routing pass needed after training (when
-    # continuing a model, the pass is run instead).
-    track_costs = cegb_state is not None and init is None
+    # The cost-aware learners track the training inputs' acquisitions anyway: the
+    # training cost after each round follows from the state, no routing pass needed
+    # after training (when continuing a model, the pass is run instead).
+    track_costs = cost_state is not None and init is None
     split_visits = [0]            # split nodes visited by all training inputs so far
     train_cost_curve = []
 
@@ -243,11 +277,11 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         grower = growers[grower_index]
         rows = rows_buffers[grower_index][:in_bag.shape[0]]
         rows[:] = in_bag      # the grower reorders its rows: never in_bag itself
-        tree = grower.grow(grad[:, k], hess[:, k], rows, feature_mask)
-        if cegb_state is not None:
+        tree = grower.grow(grad[:, k], grow_hess[:, k], rows, feature_mask)
+        if cost_state is not None:
             split_visits[0] += int(tree["n_samples"][tree["left"] != -1].sum())
             if out_of_bag.shape[0]:
-                split_visits[0] += cegb_state.acquire_along_paths(
+                split_visits[0] += cost_state.acquire_along_paths(
                     dtrain.binned, tree, dtrain.missing_bin, out_of_bag)
         if in_bag is all_rows:   # every row sits in a leaf of the partition
             grower.add_leaf_values(rows, raw_train, k)
@@ -298,8 +332,8 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
             if track_costs:
                 costs = dtrain.cost_model
                 train_cost_curve.append(
-                    (costs.feature_costs @ cegb_state.acquired_counts
-                     + costs.group_costs @ cegb_state.touched_counts
+                    (costs.feature_costs @ cost_state.acquired_counts
+                     + costs.group_costs @ cost_state.touched_counts
                      + costs.split_cost * split_visits[0]) / n_samples
                     + costs.tree_cost * len(booster.trees))
             for name, data, _, raw in eval_state:

@@ -8,109 +8,9 @@ import pytest
 import cbudget
 from cbudget._core._acquisition import AcquisitionState
 from cbudget._core._grower import TreeGrower
+from reference_growers import MISSING, expand, ref_grow
 
 SEEDS = [0, 1, 2]
-MISSING = 255
-
-
-# ---------------------------------------------------------------------------------------
-# Reference: best-first / depth-wise CEGB growth of one tree, recomputing every open
-# leaf's best split from scratch after each split (no cached splits, no histograms).
-# ---------------------------------------------------------------------------------------
-def ref_best_split(binned, n_value_bins, rows, g, h, mask, penalty, reg_lambda, mcw,
-                   min_data):
-    """(net gain, raw gain, penalty, feature, bin, default_left) of the best split of
-    ``rows``; ties: lowest feature, then missing right, then lowest bin. A split sending
-    only the missing values left is skipped when the top bin is empty (its mirror,
-    every value left and missing right, is scanned)."""
-    G, H, n = g[rows].sum(), h[rows].sum(), rows.shape[0]
-    parent = G * G / (H + reg_lambda)
-    best = (-np.inf, 0.0, 0.0, -1, -1, False)
-    for f in np.flatnonzero(mask):
-        nvb = int(n_value_bins[f])
-        if nvb < 2:
-            continue
-        b = binned[rows, f].astype(np.intp)
-        sg = np.bincount(b, weights=g[rows], minlength=MISSING + 1)
-        sh = np.bincount(b, weights=h[rows], minlength=MISSING + 1)
-        sc = np.bincount(b, minlength=MISSING + 1)
-        for default_left in (False, True):
-            if default_left and sc[MISSING] == 0:
-                break
-            gl, hl, cl = (sg[MISSING], sh[MISSING], sc[MISSING]) if default_left else (0, 0, 0)
-            for t in range(nvb - 1):
-                if default_left and sc[t] == 0 and cl == sc[MISSING] and sc[nvb - 1] == 0:
-                    continue    # the mirror of "every value left, missing right"
-                gl, hl, cl = gl + sg[t], hl + sh[t], cl + sc[t]
-                if cl < min_data or hl < mcw:
-                    continue
-                if n - cl < min_data or H - hl < mcw:
-                    break
-                gain = 0.5 * (gl * gl / (hl + reg_lambda)
-                              + (G - gl) ** 2 / (H - hl + reg_lambda) - parent)
-                if gain - penalty[f] > best[0]:
-                    best = (gain - penalty[f], gain, penalty[f], f, t, default_left)
-    return best
-
-
-def ref_grow(binned, n_value_bins, g, h, rows, mask, state, costs, tradeoff, *,
-             reg_lambda=1.0, mcw=1e-3, min_data=5, num_leaves=-1, max_depth=-1,
-             best_first=True):
-    """Nodes (dicts in id order); ``state`` = dict of bool arrays ``acquired`` (n x F),
-    ``touched`` (n x G) and ``used`` (F), updated as the splits are applied."""
-    fc, group, gc, coupled, alpha = (costs["feature_costs"], costs["feature_group"],
-                                     costs["group_costs"], costs["coupled_costs"],
-                                     costs["split_cost"])
-    nodes = [dict(rows=np.asarray(rows), depth=0, left=-1, right=-1, feature=-1)]
-
-    def can_split(node):
-        return ((max_depth < 0 or node["depth"] < max_depth)
-                and node["rows"].shape[0] >= 2 * min_data and h[node["rows"]].sum() >= 2 * mcw)
-
-    def penalty(r):
-        acquired, touched = state["acquired"][r], state["touched"][r]
-        out = np.full(fc.shape[0], alpha * r.shape[0])
-        out += coupled * ~state["used"]
-        out += fc * (~acquired).sum(axis=0)
-        for f in np.flatnonzero(group >= 0):
-            out[f] += gc[group[f]] * (~touched[:, group[f]]).sum()
-        return tradeoff * out
-
-    open_ids = [0] if can_split(nodes[0]) else []
-    n_leaves = 1
-    while open_ids and (num_leaves < 0 or n_leaves < num_leaves):
-        candidates = []
-        for i in open_ids:
-            r = nodes[i]["rows"]
-            split = ref_best_split(binned, n_value_bins, r, g, h, mask, penalty(r),
-                                   reg_lambda, mcw, min_data)
-            if split[3] >= 0 and split[0] > 0:
-                candidates.append((i, split))
-        if not candidates:
-            break
-        if best_first:
-            i, split = max(candidates, key=lambda c: (c[1][0], -c[0]))
-        else:
-            i, split = min(candidates, key=lambda c: c[0])
-        open_ids.remove(i)
-        node = nodes[i]
-        _, raw_gain, pen, f, t, default_left = split
-        r = node["rows"]
-        b = binned[r, f]
-        goes_left = np.where(b == MISSING, default_left, b <= t)
-        state["acquired"][r, f] = True
-        if group[f] >= 0:
-            state["touched"][r, group[f]] = True
-        state["used"][f] = True
-        node.update(feature=f, bin=t, default_left=default_left, gain=raw_gain, penalty=pen,
-                    left=len(nodes), right=len(nodes) + 1)
-        for part in (r[goes_left], r[~goes_left]):
-            nodes.append(dict(rows=part, depth=node["depth"] + 1, left=-1, right=-1,
-                              feature=-1))
-            if can_split(nodes[-1]):
-                open_ids.append(len(nodes) - 1)
-        n_leaves += 1
-    return nodes
 
 
 def random_costs(rng, n_features, n_groups, coupled):
@@ -125,11 +25,6 @@ def random_costs(rng, n_features, n_groups, coupled):
                           if coupled else np.zeros(n_features)),
         "split_cost": 0.05,
     }
-
-
-def expand(bits, n_bits):
-    return ((bits[:, np.arange(n_bits) // 64] >> (np.arange(n_bits) % 64).astype(np.uint64))
-            & np.uint64(1)).astype(bool)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -155,7 +50,8 @@ def test_grower_matches_reference(seed, tradeoff, n_groups, coupled, best_first,
                         num_leaves, max_depth, best_first, 2)
     state = AcquisitionState(n, costs["feature_group"], n_groups)
     grower.set_cost_penalty(state, tradeoff, costs["feature_costs"], costs["feature_group"],
-                            costs["group_costs"], costs["coupled_costs"], costs["split_cost"])
+                            costs["group_costs"], costs["coupled_costs"],
+                            np.zeros(n_groups), costs["split_cost"])
     ref_state = {"acquired": np.zeros((n, n_features), bool),
                  "touched": np.zeros((n, n_groups), bool),
                  "used": np.zeros(n_features, bool)}
@@ -213,7 +109,8 @@ def test_coupled_cost_drop_reopens_cached_leaves():
                             5, num_leaves, -1, True, 1)
         state = AcquisitionState(n, costs["feature_group"], 0)
         grower.set_cost_penalty(state, 1.0, costs["feature_costs"], costs["feature_group"],
-                                costs["group_costs"], costs["coupled_costs"], 0.0)
+                                costs["group_costs"], costs["coupled_costs"], np.zeros(0),
+                                0.0)
         ref_state = {"acquired": np.zeros((n, 2), bool), "touched": np.zeros((n, 0), bool),
                      "used": np.zeros(2, bool)}
         tree = grower.grow(g, h, np.arange(n, dtype=np.int32), mask)
@@ -493,7 +390,7 @@ def test_parameters():
     from cbudget.params import resolve_params
     assert resolve_params({"algorithm": "cegb"})["cost_tradeoff"] == 1.0
     assert resolve_params({"algorithm": "cegb", "cegb_tradeoff": 0.5})["cost_tradeoff"] == 0.5
-    with pytest.raises(ValueError, match="applies to algorithm='cegb'"):
+    with pytest.raises(ValueError, match="applies to algorithm 'cegb' or 'greedy_miser'"):
         resolve_params({"cost_tradeoff": 1.0})
     for bad in (-1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="cost_tradeoff"):
@@ -511,9 +408,10 @@ def test_json_records_cegb_parameters_and_penalties(tmp_path):
     b.save_model(path)
     doc = json.loads(path.read_text())
     assert doc["algorithm"] == "cegb"
-    assert doc["format_version"] == [1, 1]
+    assert doc["format_version"] == [1, 2]
     assert doc["cegb"] == {"cost_tradeoff": 0.004, "grow_policy": "lossguide",
-                           "num_leaves": 31, "max_depth": None, "gain_scale": 0.5}
+                           "num_leaves": 31, "max_depth": None, "gain_scale": 0.5,
+                           "gradient_order": 2, "learning_rate": 0.1}
     tree = doc["trees"][0]
     split = [i for i, left in enumerate(tree["left_children"]) if left != -1]
     penalties = np.array(tree["cost_penalty"])[split]
@@ -536,14 +434,17 @@ def test_json_records_cegb_parameters_and_penalties(tmp_path):
 
 
 @pytest.mark.parametrize("subsample", [1.0, 0.6])
-def test_training_costs_tracked_during_training_match_the_routing_pass(subsample):
-    """CEGB's summary and per-node ``new_acquisitions`` come from its acquisition state;
-    they must equal what routing the training data through the trees gives."""
+@pytest.mark.parametrize("algorithm,tradeoff", [("cegb", 0.002), ("greedy_miser", 0.5)])
+def test_training_costs_tracked_during_training_match_the_routing_pass(subsample, algorithm,
+                                                                        tradeoff):
+    """The cost-aware learners' summary and per-node ``new_acquisitions`` come from the
+    acquisition state; they must equal what routing the training data through the trees
+    gives."""
     X, y, costs = make_problem(10, n=3000, n_classes=3)
     dtrain = cbudget.Dataset(X, y, feature_costs=costs, cost_groups=[[0, 5], [2, 3]],
                              group_costs=[4.0, 2.5], split_cost=0.02, tree_cost=0.1)
-    b = cbudget.train({"objective": "multi:softprob", "num_class": 3, "algorithm": "cegb",
-                       "cost_tradeoff": 0.002, "subsample": subsample}, dtrain, 12,
+    b = cbudget.train({"objective": "multi:softprob", "num_class": 3, "algorithm": algorithm,
+                       "cost_tradeoff": tradeoff, "subsample": subsample}, dtrain, 12,
                       verbose_eval=False)
     routed = b[:]
     for tree in routed.trees:

@@ -9,6 +9,7 @@ cdef class AcquisitionState:
     cdef int64_t[::1] n_acquired
     cdef int64_t[::1] n_touched
     cdef unsigned char[::1] feature_used
+    cdef unsigned char[::1] group_used
     cdef const int32_t[::1] feature_group
     cdef readonly Py_ssize_t n_samples, n_features, n_groups
     cdef bint acquire_rows(self, const int32_t * rows, Py_ssize_t n_rows, int feature,

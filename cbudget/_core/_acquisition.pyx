@@ -1,8 +1,9 @@
 """Per-input acquired-feature bitsets (ARCHITECTURE section 2): update and query.
 
-:class:`AcquisitionState` is CEGB's training state: which training inputs have acquired
-which features (and touched which cost groups), how many inputs have each, and which
-features the model uses. It persists across trees and rounds.
+:class:`AcquisitionState` is the training state of the cost-aware learners: which
+training inputs have acquired which features (and touched which cost groups), how many
+inputs have each (CEGB's per-input penalty), and which features and groups the model
+uses (CEGB's coupled costs, Greedy Miser's phi). It persists across trees and rounds.
 """
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
@@ -32,6 +33,7 @@ cdef class AcquisitionState:
     acquired_counts : int64 (n_features,), inputs that have acquired each feature
     touched_counts : int64 (n_groups,), inputs that have touched each group
     used_mask : uint8 (n_features,), 1 once the model splits on the feature
+    group_used_mask : uint8 (n_groups,), 1 once the model splits on a member of the group
     """
 
     def __init__(self, Py_ssize_t n_samples, feature_group, Py_ssize_t n_groups):
@@ -51,6 +53,7 @@ cdef class AcquisitionState:
         self.n_acquired = np.zeros(self.n_features, dtype=np.int64)
         self.n_touched = np.zeros(n_groups, dtype=np.int64)
         self.feature_used = np.zeros(self.n_features, dtype=np.uint8)
+        self.group_used = np.zeros(n_groups, dtype=np.uint8)
 
     @property
     def acquired_bits(self):
@@ -72,6 +75,10 @@ cdef class AcquisitionState:
     def used_mask(self):
         return np.asarray(self.feature_used)
 
+    @property
+    def group_used_mask(self):
+        return np.asarray(self.group_used)
+
     def load_bitsets(self, acquired, groups_touched, used_features):
         """Replace the state by given bitsets (e.g. from routing the training inputs
         through a saved model's trees) and the features the model uses."""
@@ -83,9 +90,14 @@ cdef class AcquisitionState:
         per_group = np.zeros((self.n_samples, max(self.n_groups, 1)), dtype=np.uint8)
         bitset_to_bool(np.ascontiguousarray(groups_touched), self.n_groups, per_group)
         np.asarray(self.n_touched)[...] = per_group[:, :self.n_groups].sum(axis=0)
+        used_features = np.asarray(used_features, dtype=np.intp)
         used = np.asarray(self.feature_used)
         used[...] = 0
-        used[np.asarray(used_features, dtype=np.intp)] = 1
+        used[used_features] = 1
+        groups = np.asarray(self.feature_group)[used_features]
+        group_used = np.asarray(self.group_used)
+        group_used[...] = 0
+        group_used[groups[groups >= 0]] = 1
 
     cdef bint acquire_rows(self, const int32_t * rows, Py_ssize_t n_rows, int feature,
                            int64_t * newly_acquired) noexcept nogil:
@@ -111,6 +123,7 @@ cdef class AcquisitionState:
         newly_acquired[0] += newly
         if group >= 0:
             self.n_touched[group] += newly_touched
+            self.group_used[group] = 1
         self.feature_used[feature] = 1
         return first_use
 

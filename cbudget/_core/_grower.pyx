@@ -6,13 +6,19 @@ Per split: partition the leaf's rows, build the smaller child's histograms, get 
 sibling's by subtraction, search both children's best splits. Histogram buffers come
 from a pool kept across trees (large buffers are expensive to allocate).
 
-With an :class:`AcquisitionState` (:meth:`TreeGrower.set_cost_penalty`) the grower is
-CEGB's (cost-efficient gradient boosting, eq. 12-13 of the paper): a split of leaf
-``p`` on feature ``m`` is scored by its raw gain minus ``cost_tradeoff * (split_cost *
-|p| + coupled_costs[m] * [m unused by the model] + feature_costs[m] * #(rows of p
-without m) + group_costs[g(m)] * #(rows of p that have not touched m's group))``. The
-row counts come out of the histogram pass (siblings by subtraction); applying a split
-marks every row of the leaf as having acquired ``m``.
+With an :class:`AcquisitionState` (:meth:`TreeGrower.set_cost_penalty`) a split of
+leaf ``p`` on feature ``m`` is scored by its raw gain minus ``cost_tradeoff`` times::
+
+    split_cost * |p|
+      + coupled_costs[m] * [m unused by the model]
+      + coupled_group_costs[g(m)] * [no member of m's group used by the model]
+      + feature_costs[m] * #(rows of p without m)
+      + group_costs[g(m)] * #(rows of p that have not touched m's group)
+
+CEGB (eq. 12-13 of the paper) uses the per-input terms and coupled feature costs;
+Greedy Miser (eq. 5 of its paper) only the once-per-model terms (its phi). The row
+counts come out of the histogram pass (siblings by subtraction); applying a split marks
+every row of the leaf as having acquired ``m``.
 """
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t, uint32_t
@@ -40,7 +46,7 @@ cdef struct grow_node:
     int32_t left
     int32_t right
     int32_t parent
-    int64_t new_acquisitions  # CEGB: in-bag rows that first acquire the split feature
+    int64_t new_acquisitions  # in-bag rows that first acquire the split feature
 
 
 cdef inline void _init_child(grow_node * child, int depth, int32_t parent) noexcept nogil:
@@ -90,13 +96,14 @@ cdef class TreeGrower:
     cdef hist_struct ** free_histograms   # the pool
     cdef Py_ssize_t n_free_histograms
     cdef size_t histograms_bytes          # one pool block: histograms + counts
-    # CEGB (set_cost_penalty); cegb False: plain boosting, none of this is used
-    cdef bint cegb, keep_dormant
+    # Cost penalty (set_cost_penalty); has_penalty False: plain boosting, none of this is used
+    cdef bint has_penalty, keep_dormant
     cdef AcquisitionState state
     cdef double cost_tradeoff, split_cost
     cdef const double[::1] feature_costs
     cdef const double[::1] group_costs
     cdef const double[::1] coupled_costs
+    cdef const double[::1] coupled_group_costs
     cdef const int32_t[::1] feature_group
     cdef unsigned char * count_mask       # features whose acquisition counts are taken
     cdef unsigned char * fresh_mask       # costly features no input had at tree start
@@ -145,7 +152,7 @@ cdef class TreeGrower:
         self.histograms_bytes = (self.n_features * self.n_bins * sizeof(hist_struct)
                                  + 2 * self.n_features * sizeof(uint32_t))
         self.n_nodes = 0
-        self.cegb = False
+        self.has_penalty = False
         cdef Py_ssize_t n_f = max(self.n_features, 1)
         self.count_mask = <unsigned char *> calloc(n_f, sizeof(unsigned char))
         self.single_mask = <unsigned char *> calloc(n_f, sizeof(unsigned char))
@@ -183,14 +190,19 @@ cdef class TreeGrower:
     def set_cost_penalty(self, AcquisitionState state, double cost_tradeoff,
                          const double[::1] feature_costs, const int32_t[::1] feature_group,
                          const double[::1] group_costs, const double[::1] coupled_costs,
-                         double split_cost):
-        """Grow CEGB trees from now on: splits pay ``cost_tradeoff`` times their cost
-        increment, and applying a split updates ``state`` (shared across trees)."""
+                         const double[::1] coupled_group_costs, double split_cost):
+        """Grow cost-penalised trees from now on: splits pay ``cost_tradeoff`` times
+        their cost increment (module docstring), and applying a split updates ``state``
+        (shared across trees).
+
+        ``feature_costs`` / ``group_costs`` are paid per input that lacks the feature
+        (group), ``coupled_costs`` / ``coupled_group_costs`` once per model."""
         if state.n_samples != self.n_samples or state.n_features != self.n_features:
             raise ValueError("the acquisition state does not match the binned data")
         if (feature_costs.shape[0] != self.n_features or feature_group.shape[0] != self.n_features
                 or coupled_costs.shape[0] != self.n_features
-                or group_costs.shape[0] != state.n_groups):
+                or group_costs.shape[0] != state.n_groups
+                or coupled_group_costs.shape[0] != state.n_groups):
             raise ValueError("cost arrays do not match the number of features / groups")
         if not cost_tradeoff >= 0 or not split_cost >= 0:
             raise ValueError("cost_tradeoff and split_cost must be >= 0")
@@ -201,12 +213,13 @@ cdef class TreeGrower:
         self.feature_group = feature_group
         self.group_costs = group_costs
         self.coupled_costs = coupled_costs
+        self.coupled_group_costs = coupled_group_costs
         free(self.group_on_path)
         self.group_on_path = <unsigned char *> calloc(max(state.n_groups, 1),
                                                       sizeof(unsigned char))
         if self.group_on_path == NULL:
             raise MemoryError()
-        self.cegb = True
+        self.has_penalty = True
 
     cdef hist_struct * _take_histograms(self) noexcept nogil:
         if self.n_free_histograms > 0:
@@ -249,6 +262,8 @@ cdef class TreeGrower:
             if not self.state.feature_used[f]:
                 increment += self.coupled_costs[f]
             group = self.feature_group[f]
+            if group >= 0 and not self.state.group_used[group]:
+                increment += self.coupled_group_costs[group]
             if self.count_mask[f]:
                 increment += self.feature_costs[f] * unacquired[f]
                 if group >= 0:
@@ -282,39 +297,47 @@ cdef class TreeGrower:
             node.histograms, self.n_features, self.n_bins, &self.n_value_bins[0],
             self.missing_bin, feature_mask, node.sum_gradients, node.sum_hessians,
             <uint32_t> (node.stop - node.start), self.reg_lambda, self.min_child_weight,
-            self.min_data_in_leaf, self.penalty if self.cegb else NULL, self.per_feature,
+            self.min_data_in_leaf, self.penalty if self.has_penalty else NULL, self.per_feature,
             self.n_threads)
         if best.feature >= 0 and not best.gain > self.gamma:
             best.feature = -1
         return best
 
     cdef void _find_split(self, grow_node * node, const unsigned char * feature_mask) noexcept nogil:
-        if self.cegb:
+        if self.has_penalty:
             self._fill_penalty(node, 0, self.n_features)
         node.split = self._best_split(node, feature_mask)
 
-    cdef void _rescore_feature(self, Py_ssize_t n_open, int m,
-                               const unsigned char * feature_mask) noexcept nogil:
-        """Feature ``m`` has just been used for the first time: its coupled cost no
-        longer applies, so its candidate split may now beat an open leaf's cached best
-        split (the other features' penalties did not change: only ``m`` is rescanned)."""
-        cdef Py_ssize_t i
+    cdef void _rescore_features(self, Py_ssize_t n_open, int m, bint group_first_use,
+                                const unsigned char * feature_mask) noexcept nogil:
+        """Feature ``m`` (or, with ``group_first_use``, its cost group) has just been
+        used by the model for the first time: its once-per-model cost no longer
+        applies, so its candidate split -- and its group-mates' -- may now beat an open
+        leaf's cached best split. The other features' penalties did not change: only
+        these are rescanned."""
+        cdef Py_ssize_t i, f
+        cdef int32_t group = self.feature_group[m]
+        cdef bint any_rescored = False
         cdef grow_node * leaf
         cdef split_struct candidate
-        if not feature_mask[m]:
-            return
-        self.single_mask[m] = 1
-        for i in range(n_open):
-            leaf = &self.nodes[self.open_leaves[i]]
-            self._fill_penalty(leaf, m, m + 1)
-            candidate = self._best_split(leaf, self.single_mask)
-            # the same tie-break as a full search: the lower feature wins
-            if candidate.feature >= 0 and (
-                    leaf.split.feature < 0 or leaf.split.feature == m
-                    or candidate.gain > leaf.split.gain
-                    or (candidate.gain == leaf.split.gain and m < leaf.split.feature)):
-                leaf.split = candidate
-        self.single_mask[m] = 0
+        for f in range(self.n_features):
+            self.single_mask[f] = feature_mask[f] and (
+                f == m or (group_first_use and self.feature_group[f] == group))
+            any_rescored = any_rescored or self.single_mask[f]
+        if any_rescored:
+            for i in range(n_open):
+                leaf = &self.nodes[self.open_leaves[i]]
+                self._fill_penalty(leaf, 0, self.n_features)
+                candidate = self._best_split(leaf, self.single_mask)
+                # the same tie-break as a full search: the lower feature wins
+                if candidate.feature >= 0 and (
+                        leaf.split.feature < 0 or self.single_mask[leaf.split.feature]
+                        or candidate.gain > leaf.split.gain
+                        or (candidate.gain == leaf.split.gain
+                            and candidate.feature < leaf.split.feature)):
+                    leaf.split = candidate
+        for f in range(self.n_features):
+            self.single_mask[f] = 0
 
     cdef Py_ssize_t _open_if_splittable(self, grow_node * child,
                                         const unsigned char * feature_mask,
@@ -335,7 +358,7 @@ cdef class TreeGrower:
         node.histograms = self._take_histograms()
         if node.histograms == NULL:
             return
-        if self.cegb:
+        if self.has_penalty:
             build_histograms_core(
                 &self.binned[0, 0], self.n_samples, self.n_features, &rows[node.start],
                 node.stop - node.start, gradients, hessians, feature_mask,
@@ -378,7 +401,7 @@ cdef class TreeGrower:
         """Per tree: which features need acquisition counts (a cost, and some training
         inputs with and some without it), which are fresh (a cost, and no input has
         it or its group), and whether leaves without a split must stay open because a
-        feature's coupled cost may still drop."""
+        feature's (or group's) once-per-model cost may still drop."""
         cdef Py_ssize_t f
         cdef int32_t group
         cdef bint costly, fresh
@@ -391,8 +414,10 @@ cdef class TreeGrower:
             fresh = self.state.n_acquired[f] == 0 and (group < 0 or self.state.n_touched[group] == 0)
             self.count_mask[f] = costly and not fresh
             self.fresh_mask[f] = costly and fresh
-            if (feature_mask[f] and self.cost_tradeoff > 0 and self.coupled_costs[f] > 0
-                    and not self.state.feature_used[f]):
+            if feature_mask[f] and self.cost_tradeoff > 0 and (
+                    (self.coupled_costs[f] > 0 and not self.state.feature_used[f])
+                    or (group >= 0 and self.coupled_group_costs[group] > 0
+                        and not self.state.group_used[group])):
                 self.keep_dormant = True
 
     def grow(self, const double[::1] gradients, const double[::1] hessians,
@@ -421,10 +446,13 @@ cdef class TreeGrower:
         cdef const double * g = &gradients[0]
         cdef const double * h = &hessians[0]
         cdef const unsigned char * mask = &feature_mask[0]
-        cdef bint partition_error = False, allocation_error = False, first_use
+        cdef bint partition_error = False, allocation_error = False
+        cdef bint first_use, group_first_use
+        cdef int m
+        cdef int32_t group
         cdef double sum_g = 0.0, sum_h = 0.0
         with nogil:
-            if self.cegb:
+            if self.has_penalty:
                 self._prepare_costs(mask)
             for i in range(rows.shape[0]):
                 sum_g += g[row_ptr[i]]
@@ -446,7 +474,7 @@ cdef class TreeGrower:
                     and not allocation_error:
                 # best-first: largest net gain, ties to the lowest id; depth-wise: the
                 # oldest open leaf (ids are given in creation order, so: level order).
-                # Leaves without a split (kept open for CEGB) are skipped.
+                # Leaves without a split (kept open for a cost drop) are skipped.
                 pick = -1
                 for i in range(n_open):
                     candidate = &self.nodes[self.open_leaves[i]]
@@ -475,12 +503,17 @@ cdef class TreeGrower:
                 if n_left != node.split.count_left:
                     partition_error = True
                     break
-                if self.cegb:
+                if self.has_penalty:
+                    m = node.split.feature
+                    group = self.feature_group[m]
+                    group_first_use = (group >= 0 and not self.state.group_used[group]
+                                       and self.coupled_group_costs[group] > 0)
                     first_use = self.state.acquire_rows(
-                        &row_ptr[node.start], node.stop - node.start, node.split.feature,
+                        &row_ptr[node.start], node.stop - node.start, m,
                         &node.new_acquisitions)
-                    if first_use and self.keep_dormant and self.coupled_costs[node.split.feature] > 0:
-                        self._rescore_feature(n_open, node.split.feature, mask)
+                    if self.keep_dormant and ((first_use and self.coupled_costs[m] > 0)
+                                              or group_first_use):
+                        self._rescore_features(n_open, m, group_first_use, mask)
                 node.left, node.right = n_nodes, n_nodes + 1
                 left, right = &self.nodes[n_nodes], &self.nodes[n_nodes + 1]
                 n_nodes += 2
@@ -513,7 +546,7 @@ cdef class TreeGrower:
                             node.histograms, small.histograms, large.histograms,
                             self.n_features, self.n_bins, mask, &self.n_value_bins[0],
                             self.missing_bin, self.n_threads)
-                        if self.cegb:
+                        if self.has_penalty:
                             self._subtract_counts(node, small, large, mask)
                 self._release_histograms(node)
                 n_open = self._open_if_splittable(left, mask, n_open)

@@ -1,0 +1,114 @@
+"""Slow pure-NumPy references shared by the grower tests: the growth of one
+cost-penalised tree (CEGB, Greedy Miser) recomputing every open leaf's best split from
+scratch after each split (no cached splits, no histograms)."""
+import numpy as np
+
+MISSING = 255
+
+
+def ref_best_split(binned, n_value_bins, rows, g, h, mask, penalty, reg_lambda, mcw,
+                   min_data):
+    """(net gain, raw gain, penalty, feature, bin, default_left) of the best split of
+    ``rows``; ties: lowest feature, then missing right, then lowest bin. A split sending
+    only the missing values left is skipped when the top bin is empty (its mirror,
+    every value left and missing right, is scanned)."""
+    G, H, n = g[rows].sum(), h[rows].sum(), rows.shape[0]
+    parent = G * G / (H + reg_lambda)
+    best = (-np.inf, 0.0, 0.0, -1, -1, False)
+    for f in np.flatnonzero(mask):
+        nvb = int(n_value_bins[f])
+        if nvb < 2:
+            continue
+        b = binned[rows, f].astype(np.intp)
+        sg = np.bincount(b, weights=g[rows], minlength=MISSING + 1)
+        sh = np.bincount(b, weights=h[rows], minlength=MISSING + 1)
+        sc = np.bincount(b, minlength=MISSING + 1)
+        for default_left in (False, True):
+            if default_left and sc[MISSING] == 0:
+                break
+            gl, hl, cl = (sg[MISSING], sh[MISSING], sc[MISSING]) if default_left else (0, 0, 0)
+            for t in range(nvb - 1):
+                if default_left and sc[t] == 0 and cl == sc[MISSING] and sc[nvb - 1] == 0:
+                    continue    # the mirror of "every value left, missing right"
+                gl, hl, cl = gl + sg[t], hl + sh[t], cl + sc[t]
+                if cl < min_data or hl < mcw:
+                    continue
+                if n - cl < min_data or H - hl < mcw:
+                    break
+                gain = 0.5 * (gl * gl / (hl + reg_lambda)
+                              + (G - gl) ** 2 / (H - hl + reg_lambda) - parent)
+                if gain - penalty[f] > best[0]:
+                    best = (gain - penalty[f], gain, penalty[f], f, t, default_left)
+    return best
+
+
+def ref_grow(binned, n_value_bins, g, h, rows, mask, state, costs, tradeoff, *,
+             reg_lambda=1.0, mcw=1e-3, min_data=5, num_leaves=-1, max_depth=-1,
+             best_first=True):
+    """Nodes (dicts in id order); ``state`` = dict of bool arrays ``acquired`` (n x F),
+    ``touched`` (n x G), ``used`` (F) and, with ``costs["coupled_group_costs"]`` (once
+    per model, per group), ``group_used`` (G), updated as the splits are applied."""
+    fc, group, gc, coupled, alpha = (costs["feature_costs"], costs["feature_group"],
+                                     costs["group_costs"], costs["coupled_costs"],
+                                     costs["split_cost"])
+    coupled_group = costs.get("coupled_group_costs")
+    nodes = [dict(rows=np.asarray(rows), depth=0, left=-1, right=-1, feature=-1)]
+
+    def can_split(node):
+        return ((max_depth < 0 or node["depth"] < max_depth)
+                and node["rows"].shape[0] >= 2 * min_data and h[node["rows"]].sum() >= 2 * mcw)
+
+    def penalty(r):
+        acquired, touched = state["acquired"][r], state["touched"][r]
+        out = np.full(fc.shape[0], alpha * r.shape[0])
+        out += coupled * ~state["used"]
+        if coupled_group is not None:
+            grouped = group >= 0
+            out[grouped] += coupled_group[group[grouped]] * ~state["group_used"][group[grouped]]
+        out += fc * (~acquired).sum(axis=0)
+        for f in np.flatnonzero(group >= 0):
+            out[f] += gc[group[f]] * (~touched[:, group[f]]).sum()
+        return tradeoff * out
+
+    open_ids = [0] if can_split(nodes[0]) else []
+    n_leaves = 1
+    while open_ids and (num_leaves < 0 or n_leaves < num_leaves):
+        candidates = []
+        for i in open_ids:
+            r = nodes[i]["rows"]
+            split = ref_best_split(binned, n_value_bins, r, g, h, mask, penalty(r),
+                                   reg_lambda, mcw, min_data)
+            if split[3] >= 0 and split[0] > 0:
+                candidates.append((i, split))
+        if not candidates:
+            break
+        if best_first:
+            i, split = max(candidates, key=lambda c: (c[1][0], -c[0]))
+        else:
+            i, split = min(candidates, key=lambda c: c[0])
+        open_ids.remove(i)
+        node = nodes[i]
+        _, raw_gain, pen, f, t, default_left = split
+        r = node["rows"]
+        b = binned[r, f]
+        goes_left = np.where(b == MISSING, default_left, b <= t)
+        state["acquired"][r, f] = True
+        if group[f] >= 0:
+            state["touched"][r, group[f]] = True
+        state["used"][f] = True
+        if group[f] >= 0 and "group_used" in state:
+            state["group_used"][group[f]] = True
+        node.update(feature=f, bin=t, default_left=default_left, gain=raw_gain, penalty=pen,
+                    left=len(nodes), right=len(nodes) + 1)
+        for part in (r[goes_left], r[~goes_left]):
+            nodes.append(dict(rows=part, depth=node["depth"] + 1, left=-1, right=-1,
+                              feature=-1))
+            if can_split(nodes[-1]):
+                open_ids.append(len(nodes) - 1)
+        n_leaves += 1
+    return nodes
+
+
+def expand(bits, n_bits):
+    return ((bits[:, np.arange(n_bits) // 64] >> (np.arange(n_bits) % 64).astype(np.uint64))
+            & np.uint64(1)).astype(bool)

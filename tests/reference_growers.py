@@ -112,3 +112,38 @@ def ref_grow(binned, n_value_bins, g, h, rows, mask, state, costs, tradeoff, *,
 def expand(bits, n_bits):
     return ((bits[:, np.arange(n_bits) // 64] >> (np.arange(n_bits) % 64).astype(np.uint64))
             & np.uint64(1)).astype(bool)
+
+
+def random_binned_problem(rng, n, n_features):
+    """Binned data with 2..39 value bins per feature (feature 3 has a single bin: never
+    splittable), 5% missing values; its bin edges; a feature mask leaving out feature
+    7 (column sampling)."""
+    n_value_bins = rng.integers(2, 40, n_features).astype(np.uint32)
+    n_value_bins[3] = 1
+    binned = np.asfortranarray((rng.random((n, n_features)) * n_value_bins).astype(np.uint8))
+    binned[rng.random((n, n_features)) < 0.05] = MISSING
+    edges = np.concatenate([np.arange(k, dtype=np.float64) for k in n_value_bins])
+    indptr = np.concatenate([[0], np.cumsum(n_value_bins)]).astype(np.int64)
+    mask = np.ones(n_features, dtype=np.uint8)
+    mask[7] = 0
+    return binned, n_value_bins, edges, indptr, mask
+
+
+def assert_tree_matches_reference(tree, ref, g, h, *, learning_rate, reg_lambda):
+    """The grown tree (NODE_DTYPE) has the reference's nodes, splits, gains, penalties
+    and leaf values."""
+    assert tree.shape[0] == len(ref)
+    for node, r in zip(tree, ref):
+        assert (node["left"], node["right"], node["feature"]) == (r["left"], r["right"],
+                                                                r["feature"])
+        rows = r["rows"]
+        assert node["n_samples"] == rows.shape[0]
+        if r["left"] != -1:
+            assert node["bin_threshold"] == r["bin"]
+            assert bool(node["default_left"]) == r["default_left"]
+            np.testing.assert_allclose(node["gain"], r["gain"], rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(node["cost_penalty"], r["penalty"], rtol=1e-9,
+                                       atol=1e-12)
+        else:
+            value = -learning_rate * g[rows].sum() / (h[rows].sum() + reg_lambda)
+            np.testing.assert_allclose(node["value"], value, rtol=1e-9, atol=1e-12)

@@ -8,7 +8,8 @@ import pytest
 import cbudget
 from cbudget._core._acquisition import AcquisitionState
 from cbudget._core._grower import TreeGrower
-from reference_growers import MISSING, expand, ref_grow
+from reference_growers import (MISSING, assert_tree_matches_reference, expand,
+                               random_binned_problem, ref_grow)
 
 SEEDS = [0, 1, 2]
 
@@ -36,15 +37,7 @@ def test_grower_matches_reference(seed, tradeoff, n_groups, coupled, best_first,
                                   max_depth):
     rng = np.random.default_rng(seed)
     n, n_features = 300, 11
-    n_value_bins = rng.integers(2, 40, n_features).astype(np.uint32)
-    n_value_bins[3] = 1                                   # never splittable
-    binned = np.asfortranarray(
-        (rng.random((n, n_features)) * n_value_bins).astype(np.uint8))
-    binned[rng.random((n, n_features)) < 0.05] = MISSING  # some missing values
-    edges = np.concatenate([np.arange(k, dtype=np.float64) for k in n_value_bins])
-    indptr = np.concatenate([[0], np.cumsum(n_value_bins)]).astype(np.int64)
-    mask = np.ones(n_features, dtype=np.uint8)
-    mask[7] = 0                                           # column sampling
+    binned, n_value_bins, edges, indptr, mask = random_binned_problem(rng, n, n_features)
     costs = random_costs(rng, n_features, n_groups, coupled)
     grower = TreeGrower(binned, edges, indptr, n_value_bins, MISSING, 0.1, 1.0, 1e-3, 0.0, 5,
                         num_leaves, max_depth, best_first, 2)
@@ -65,17 +58,7 @@ def test_grower_matches_reference(seed, tradeoff, n_groups, coupled, best_first,
                        tradeoff, num_leaves=num_leaves, max_depth=max_depth,
                        best_first=best_first)
         tree = grower.grow(g, h, rows, mask)
-        assert tree.shape[0] == len(ref)
-        for node, r in zip(tree, ref):
-            assert (node["left"], node["right"], node["feature"]) == (r["left"], r["right"],
-                                                                    r["feature"])
-            assert node["n_samples"] == r["rows"].shape[0]
-            if r["left"] != -1:
-                assert node["bin_threshold"] == r["bin"]
-                assert bool(node["default_left"]) == r["default_left"]
-                np.testing.assert_allclose(node["gain"], r["gain"], rtol=1e-9, atol=1e-9)
-                np.testing.assert_allclose(node["cost_penalty"], r["penalty"], rtol=1e-9,
-                                           atol=1e-12)
+        assert_tree_matches_reference(tree, ref, g, h, learning_rate=0.1, reg_lambda=1.0)
         np.testing.assert_array_equal(expand(state.acquired_bits, n_features),
                                       ref_state["acquired"])
         np.testing.assert_array_equal(expand(state.groups_touched_bits, n_groups),

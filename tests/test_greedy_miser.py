@@ -11,7 +11,8 @@ import cbudget
 from cbudget._core._acquisition import AcquisitionState
 from cbudget._core._grower import TreeGrower
 from cbudget.params import resolve_params
-from reference_growers import MISSING, ref_best_split, ref_grow
+from reference_growers import (MISSING, assert_tree_matches_reference, random_binned_problem,
+                               ref_best_split, ref_grow)
 
 SEEDS = [0, 1, 2]
 
@@ -31,14 +32,7 @@ def test_grower_matches_reference(seed, tradeoff, n_groups, best_first, num_leav
     drops (the reference recomputes every open leaf from scratch after each split)."""
     rng = np.random.default_rng(seed)
     n, n_features = 300, 11
-    n_value_bins = rng.integers(2, 40, n_features).astype(np.uint32)
-    n_value_bins[3] = 1                                   # never splittable
-    binned = np.asfortranarray((rng.random((n, n_features)) * n_value_bins).astype(np.uint8))
-    binned[rng.random((n, n_features)) < 0.05] = MISSING
-    edges = np.concatenate([np.arange(k, dtype=np.float64) for k in n_value_bins])
-    indptr = np.concatenate([[0], np.cumsum(n_value_bins)]).astype(np.int64)
-    mask = np.ones(n_features, dtype=np.uint8)
-    mask[7] = 0
+    binned, n_value_bins, edges, indptr, mask = random_binned_problem(rng, n, n_features)
     group = (rng.integers(-1, n_groups, n_features) if n_groups
              else np.full(n_features, -1)).astype(np.int32)
     costs = {"feature_costs": np.zeros(n_features), "feature_group": group,
@@ -63,21 +57,7 @@ def test_grower_matches_reference(seed, tradeoff, n_groups, best_first, num_leav
                        tradeoff, reg_lambda=0.0, num_leaves=num_leaves, max_depth=max_depth,
                        best_first=best_first)
         tree = grower.grow(g, h, rows, mask)
-        assert tree.shape[0] == len(ref)
-        for node, r in zip(tree, ref):
-            assert (node["left"], node["right"], node["feature"]) == (r["left"], r["right"],
-                                                                    r["feature"])
-            assert node["n_samples"] == r["rows"].shape[0]
-            if r["left"] != -1:
-                assert node["bin_threshold"] == r["bin"]
-                assert bool(node["default_left"]) == r["default_left"]
-                np.testing.assert_allclose(node["gain"], r["gain"], rtol=1e-9, atol=1e-9)
-                np.testing.assert_allclose(node["cost_penalty"], r["penalty"], rtol=1e-9,
-                                           atol=1e-12)
-            else:
-                r_rows = r["rows"]
-                np.testing.assert_allclose(node["value"], -0.1 * g[r_rows].sum() / h[r_rows].sum(),
-                                           rtol=1e-9, atol=1e-12)
+        assert_tree_matches_reference(tree, ref, g, h, learning_rate=0.1, reg_lambda=0.0)
         np.testing.assert_array_equal(state.used_mask.astype(bool), ref_state["used"])
         np.testing.assert_array_equal(state.group_used_mask.astype(bool),
                                       ref_state["group_used"])

@@ -1187,12 +1187,15 @@ def test_cli_demo(capsys):
     assert main(["demo", "--rounds", "5"]) == 0
     out = capsys.readouterr().out
     assert "UCI Letters: 12000 train / 4000 valid / 4000 test, 16 features, 26 classes" in out
-    rows = [l.split() for l in out.splitlines() if l.startswith("gbdt")]
-    assert len(rows) == 1
-    _, rounds, accuracy, cost = rows[0][:4]
-    assert int(rounds) == 5
-    assert 0.5 < float(accuracy) <= 1.0
-    assert 0 < float(cost) <= 16.0
+    table = {line.split()[0]: line.split()[1:] for line in out.splitlines()
+             if len(line.split()) >= 6 and line.split()[0] in ("gbdt", "cegb", "greedy_miser")}
+    assert sorted(table) == ["cegb", "gbdt", "greedy_miser"]
+    for algorithm, max_rounds, min_accuracy in [("gbdt", 5, 0.5), ("cegb", 5, 0.5),
+                                                ("greedy_miser", 25, 0.2)]:
+        rounds, accuracy, cost = table[algorithm][:3]
+        assert 0 < int(rounds) <= max_rounds
+        assert min_accuracy < float(accuracy) <= 1.0
+        assert 0 < float(cost) <= 16.0
 
 
 def test_letters_small():

@@ -1,13 +1,19 @@
-"""Helpers shared by the benchmark scripts (``bench_engine.py``, ``bench_cegb.py``).
+"""Helpers shared by the benchmark scripts (``bench_engine.py``, ``bench_cegb.py``,
+``bench_greedy_miser.py``).
 
 * matched training settings of cbudget / LightGBM / XGBoost (:func:`library_params`);
+* the data sets with feature costs and their titles (:func:`load_dataset`);
 * process and machine measurements: RSS, CPU time, cores used by other processes,
-  machine description, the exact command line;
+  machine description, the exact command line, timed training (:func:`timed_training`);
 * running one measurement in a child process, waiting for idle CPUs and retrying runs
-  that other processes disturbed;
+  that other processes disturbed (:func:`run_jobs`);
 * per-input prediction cost (ARCHITECTURE section 2) from leaf indices and tree
-  structures, the same routine for every library (:func:`prediction_costs`).
+  structures, the same routine for every library (:func:`prediction_costs`, and
+  round by round :class:`CostTrace`);
+* accuracy at equal cost between two sweeps of trade-off values (:func:`dominance`,
+  :func:`interpolated_accuracy`); the header of a results file, matplotlib.
 """
+import gc
 import hashlib
 import json
 import os
@@ -57,6 +63,64 @@ def library_params(library, n_classes, n_threads=N_THREADS):
             p["num_class"] = n_classes
         return p
     raise ValueError(f"unknown library {library!r}")
+
+
+def parse_lambdas(text):
+    """Sorted distinct trade-off values >= 0 from a comma-separated string."""
+    values = sorted({float(v) for v in str(text).split(",") if v.strip()})
+    if not values or values[0] < 0:
+        raise ValueError(f"--lambdas needs values >= 0, got {text!r}")
+    return values
+
+
+# ---------------------------------------------------------- data sets with costs
+COST_DATASETS = ("letters", "mnist_multires", "synthetic_costly")
+SYNTHETIC_ROWS = 500_000  # default total rows of make_synthetic_costly
+DATASET_TITLES = {
+    "letters": "Letters (UCI, 26 classes, every feature costs 1)",
+    "mnist_multires": "Multi-resolution MNIST (10 classes, 1120 pixels at 4x4 / 8x8 / "
+                      "16x16 / 28x28, each costs 1)",
+    "synthetic_costly": "Synthetic costly binary (make_synthetic_costly, seed 0; 32 "
+                        "features with costs 1 ... 200)",
+}
+
+
+def load_dataset(name, n_rows=None, train_rows=None, test_rows=None, valid_rows=None,
+                 keep_valid=False):
+    """The data set ``name`` (one of ``COST_DATASETS``) from benchmarks/datasets.py;
+    ``n_rows``: total rows of the synthetic set; ``train_rows`` / ``valid_rows`` /
+    ``test_rows`` keep the first rows (smoke runs). Without ``keep_valid`` the
+    validation split is dropped (``X_valid`` / ``y_valid`` None)."""
+    import datasets  # benchmarks/datasets.py, next to this module
+    if name == "letters":
+        data = datasets.load_letters(seed=0)
+    elif name == "mnist_multires":
+        data = datasets.load_mnist_multires(seed=0, n_valid=10000)
+    elif name == "synthetic_costly":
+        data = datasets.make_synthetic_costly(n_samples=n_rows or SYNTHETIC_ROWS, seed=0)
+    else:
+        raise ValueError(f"unknown data set {name!r}; valid: {', '.join(COST_DATASETS)}")
+    for part, rows in (("train", train_rows), ("valid", valid_rows), ("test", test_rows)):
+        if rows:
+            for key in (f"X_{part}", f"y_{part}", f"p_{part}", f"hard_{part}"):
+                if key in data:
+                    data[key] = data[key][:rows]
+    if not keep_valid:
+        data["X_valid"] = data["y_valid"] = None
+    return data
+
+
+def load_for_child(name, args, keep_valid=False):
+    """:func:`load_dataset` with the cuts of a child's ``args`` (``n_rows``,
+    ``train_rows``, ``valid_rows`` if present, ``test_rows``), then a garbage
+    collection. Returns (data, seconds to load, RSS after loading in bytes)."""
+    t = time.perf_counter()
+    data = load_dataset(name, n_rows=args.n_rows, train_rows=args.train_rows,
+                        valid_rows=getattr(args, "valid_rows", None),
+                        test_rows=args.test_rows, keep_valid=keep_valid)
+    t_load = time.perf_counter() - t
+    gc.collect()
+    return data, t_load, rss_bytes()
 
 
 # -------------------------------------------------------------------- measurements
@@ -121,6 +185,17 @@ def source_hash(package_dir):
         h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:12]
+
+
+def library_version(library):
+    """(version text, package directory) of ``library`` (``cbudget``: with the source
+    hash)."""
+    import importlib
+    module = importlib.import_module(library)
+    location = os.path.dirname(module.__file__)
+    if library == "cbudget":
+        return f"{module.__version__} (sources {source_hash(location)})", location
+    return module.__version__, location
 
 
 def machine_info(libraries=("lightgbm", "xgboost")):
@@ -189,6 +264,57 @@ def command_line():
     return prefix + "python " + " ".join(shlex.quote(a) for a in sys.argv)
 
 
+SMOKE_BANNER = ("**Smoke run (`--quick`): small data and few rounds; the numbers say "
+                "nothing about accuracy, cost or speed.**")
+
+
+def results_header(title, command, info, wall_s, busy, banners=()):
+    """First lines of a results file: title, ``banners`` (bold warnings), the exact
+    command, the machine, the total wall time and the :func:`shared_machine_text`
+    warning for ``busy`` (list of (what ran, cores used by other processes))."""
+    out = [f"# {title}", ""]
+    for banner in banners:
+        out += [banner, ""]
+    out += ["Command:", "", "```", command, "```", "", machine_text(info), "",
+            f"Total wall time: {wall_s / 60:.1f} min.", ""]
+    warning = shared_machine_text(busy, info["nproc"])
+    if warning:
+        out += [warning, ""]
+    return out
+
+
+def rendered_from_note(text, path):
+    """``text`` (a results file) with a line saying it was re-rendered from ``path``."""
+    return text.replace("\nMachine:", f"\nRendered from `{path.name}` by `{command_line()}`."
+                        "\n\nMachine:", 1)
+
+
+def pyplot():
+    """matplotlib.pyplot with the Agg backend, or None when matplotlib is missing."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def subplot_grid(results_by_dataset, n_rows=1, panel=(5.2, 4.2)):
+    """A figure with ``n_rows`` rows and one column per data set that has a successful
+    run: ``(plt, fig, axes (n_rows, n_columns), data set names)``, or None when
+    matplotlib is missing or nothing succeeded."""
+    plt = pyplot()
+    if plt is None:
+        return None
+    names = [n for n, rs in results_by_dataset.items() if any("error" not in r for r in rs)]
+    if not names:
+        return None
+    fig, axes = plt.subplots(n_rows, len(names), squeeze=False,
+                             figsize=(panel[0] * len(names), panel[1] * n_rows))
+    return plt, fig, axes, names
+
+
 # --------------------------------------------------------------- running children
 def add_run_arguments(parser, default_threads=N_THREADS):
     """The options every benchmark shares: threads, waiting for idle CPUs, retries,
@@ -213,6 +339,31 @@ def add_run_arguments(parser, default_threads=N_THREADS):
     parser.add_argument("--render-from", metavar="JSON", default=None,
                         help="do not run anything: re-render the Markdown of an earlier "
                              "run from its raw JSON (to --output, default next to it)")
+
+
+def add_data_arguments(parser, synthetic_rows, valid=False):
+    """Options cutting the data sets: ``--n-rows`` (synthetic set), ``--train-rows``,
+    (``--valid-rows``), ``--test-rows``."""
+    parser.add_argument("--n-rows", type=int, default=None,
+                        help=f"total rows of the synthetic set (default {synthetic_rows:,})")
+    parts = ("training", "validation", "test") if valid else ("training", "test")
+    for part in parts:
+        option = {"training": "--train-rows", "validation": "--valid-rows",
+                  "test": "--test-rows"}[part]
+        parser.add_argument(option, type=int, default=None,
+                            help=f"keep only the first N {part} rows of every data set")
+
+
+def special_mode(args, run_child, render_from):
+    """``--child``: run one measurement (``run_child(args)``) and print its JSON line;
+    ``--render-from``: re-render an earlier run. Returns the exit code, or None for a
+    normal run."""
+    if args.child:
+        print(json.dumps(run_child(args)), flush=True)
+        return 0
+    if args.render_from:
+        return render_from(Path(args.render_from), args.output)
+    return None
 
 
 def busy_cores(seconds=3.0):
@@ -286,6 +437,27 @@ def run_child_command(cmd, timeout, log, label, ident):
                 child_wall_s=wall)
 
 
+def run_jobs(jobs, launch, args, log, save, describe):
+    """Run the child measurements ``jobs`` one after the other.
+
+    ``jobs``: list of ``(key, job)``; ``launch(job)`` runs one child and returns its
+    result dict (see :func:`run_child_command`); it is retried by
+    :func:`run_with_retries`. Results are collected as ``{key: [result, ...]}``;
+    ``save(results)`` is called after every job (partial results survive a crash of a
+    later child); ``describe(result)`` is the log line of a successful job. ``job["label"]``
+    names the job in the log."""
+    results = {}
+    for key, job in jobs:
+        print(f"[{time.strftime('%H:%M:%S')}] {job['label']} ...", file=log, flush=True)
+        r = run_with_retries(lambda: launch(job), args, log)
+        results.setdefault(key, []).append(r)
+        if "error" not in r:
+            print(f"    done in {r['child_wall_s']:.1f} s: {describe(r)}", file=log,
+                  flush=True)
+        save(results)
+    return results
+
+
 def attempts_text(r):
     h = r.get("attempts_other_cores") or []
     if len(h) <= 1:
@@ -309,6 +481,90 @@ def fmt(v, spec):
 
 def ratio(a, b):
     return None if a is None or b is None or b == 0 else a / b
+
+
+# ------------------------------------------------------------ accuracy at equal cost
+def dominance(points, references, cost_key="mean_cost", score_key="accuracy"):
+    """For each reference point (in order of cost): the best of ``points`` (highest
+    score, then lowest cost) among those whose cost is at most the reference's.
+    Returns a list of dicts ``{"reference", "best" (None if no point is that cheap),
+    "ok" (best's score >= the reference's)}``."""
+    rows = []
+    for g in sorted(references, key=lambda r: r[cost_key]):
+        cheaper = [c for c in points if c[cost_key] <= g[cost_key] * (1 + 1e-12)]
+        best = (max(cheaper, key=lambda c: (c[score_key], -c[cost_key])) if cheaper
+                else None)
+        rows.append({"reference": g, "best": best,
+                     "ok": best is not None and best[score_key] >= g[score_key]})
+    return rows
+
+
+def interpolated_accuracy(points, cost, cost_key="mean_cost", score_key="accuracy"):
+    """The score of ``points`` at ``cost`` on the line through them (sorted by cost,
+    linear in log(1 + cost)); None outside the range of their costs."""
+    pts = sorted((c[cost_key], c[score_key]) for c in points)
+    costs = np.log1p([p[0] for p in pts])
+    if not pts or not costs[0] <= np.log1p(cost) <= costs[-1]:
+        return None
+    return float(np.interp(np.log1p(cost), costs, [p[1] for p in pts]))
+
+
+# ------------------------------------------------------------- cost summaries
+def cost_fields(cost, n_acquired, feature_costs, data, cut_test=False):
+    """Result fields describing the per-input test costs ``cost`` (and features acquired
+    per input): quantiles, maximum, the full cost; on the synthetic costly set also the
+    mean cost of the hard and easy inputs and the reference accuracies of the test set
+    (None when ``cut_test``: the test set was cut, the references are for all of it)."""
+    out = {"cost_quantiles": {q: float(np.quantile(cost, float(q)))
+                              for q in ("0.1", "0.5", "0.9")},
+           "max_cost": float(cost.max()),
+           "full_cost": float(np.sum(feature_costs)),
+           "mean_features_acquired": float(n_acquired.mean())}
+    if "hard_test" in data:
+        hard = data["hard_test"]
+        out["mean_cost_hard"] = float(cost[hard].mean()) if hard.any() else None
+        out["mean_cost_easy"] = float(cost[~hard].mean()) if (~hard).any() else None
+        for key in ("bayes_accuracy_test", "cheap_rule_accuracy_test", "hard_fraction_test"):
+            out[key] = data[key] if not cut_test else None
+    return out
+
+
+def reference_notes(ok, label):
+    """Notes on the synthetic costly set's references and the mean cost of its hard /
+    easy test inputs per run (``label(result)`` names a run, ``ok`` in report order)."""
+    notes = []
+    syn = next((r for r in ok if r.get("bayes_accuracy_test") is not None), None)
+    if syn:
+        notes.append(f"References on this test set: Bayes accuracy "
+                     f"{syn['bayes_accuracy_test']:.4f}; the best rule on the cost-1 "
+                     f"features only (cost 3) {syn['cheap_rule_accuracy_test']:.4f}; "
+                     f"{syn['hard_fraction_test']:.1%} of the inputs are hard.")
+    hard = [r for r in ok if r.get("mean_cost_hard") is not None]
+    if hard:
+        notes.append("Mean cost on hard / easy test inputs: " + "; ".join(
+            f"{label(r)}: {r['mean_cost_hard']:,.1f} / {r['mean_cost_easy']:,.1f}"
+            for r in hard) + ".")
+    return notes
+
+
+def start_run(output):
+    """Before the first child: create the output directory, print the command line to
+    stderr. Returns (command line, machine info, log stream)."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    command = command_line()
+    info = machine_info(libraries=("lightgbm",))
+    log = sys.stderr
+    print(f"# {command}", file=log, flush=True)
+    return command, info, log
+
+
+def finish_run(output, png, wall, log, results):
+    """The last log line of a benchmark (the files written, the wall time); returns the
+    exit code: 0 if no child failed."""
+    print(f"# wrote {output}, {output.with_suffix('.json')}"
+          + (f", {png}" if png else " (no plot: matplotlib missing)")
+          + f" (total wall time {wall / 60:.1f} min)", file=log, flush=True)
+    return 0 if all("error" not in r for rs in results.values() for r in rs) else 1
 
 
 # ------------------------------------------------------------- prediction cost
@@ -337,18 +593,21 @@ def cbudget_leaf_paths(tree):
     return out
 
 
-def lightgbm_leaf_paths(tree_structure):
+def lightgbm_leaf_paths(tree_structure, values=None):
     """``{leaf_index: (path feature mask, depth)}`` of one tree of LightGBM's
     ``Booster.dump_model()["tree_info"][t]["tree_structure"]`` (split nodes carry
     ``split_feature`` (the original column index), ``left_child``, ``right_child``;
     leaves ``leaf_index``, the ids of ``predict(X, pred_leaf=True)``). A tree without
-    splits is a single leaf with index 0."""
+    splits is a single leaf with index 0. If a dict ``values`` is given, it receives
+    ``{leaf_index: leaf_value}``."""
     out = {}
     stack = [(tree_structure, 0, 0)]
     while stack:
         node, mask, depth = stack.pop()
         if "split_feature" not in node:
             out[node.get("leaf_index", 0)] = (mask, depth)
+            if values is not None:
+                values[node.get("leaf_index", 0)] = float(node["leaf_value"])
         else:
             mask |= 1 << int(node["split_feature"])
             stack.append((node["left_child"], mask, depth + 1))
@@ -360,7 +619,8 @@ class PathTables:
     """Leaf tables of all trees packed for :func:`prediction_costs`: ``masks`` uint64
     (total rows, n_words) (row ``offsets[t] + leaf id`` is the path mask of that leaf
     of tree ``t``; rows of ids that are no leaf are 0), ``depths`` int64 (total rows,),
-    ``offsets`` int64 (n_trees,)."""
+    ``offsets`` int64 (n_trees,); ``tree_masks``: per tree, the mask (Python int) of the
+    features it splits on."""
 
     def __init__(self, leaf_paths, n_features):
         self.n_features = int(n_features)
@@ -374,12 +634,16 @@ class PathTables:
         raw = bytearray(total * n_bytes)
         self.depths = np.zeros(total, dtype=np.int64)
         used = 0
+        self.tree_masks = []
         for offset, paths in zip(self.offsets.tolist(), leaf_paths):
+            tree_mask = 0
             for leaf, (mask, depth) in paths.items():
                 row = offset + leaf
                 raw[row * n_bytes:(row + 1) * n_bytes] = mask.to_bytes(n_bytes, "little")
                 self.depths[row] = depth
-                used |= mask
+                tree_mask |= mask
+            self.tree_masks.append(tree_mask)
+            used |= tree_mask
         self.masks = np.frombuffer(bytes(raw), dtype="<u8").reshape(total, self.n_words)
         self.used_mask = used
 
@@ -441,6 +705,49 @@ def prediction_costs(leaves, tables, feature_costs, split_cost=0.0, chunk_rows=4
     return cost, n_acquired
 
 
+class CostTrace:
+    """Per-input prediction cost round after round: the cost of :func:`prediction_costs`
+    for the trees added so far, updated in place as trees are added (inputs keep the
+    features they acquired, ARCHITECTURE section 2). Only the newly acquired bits of
+    each tree block are unpacked, so a trace over thousands of rounds stays cheap.
+
+    Attributes: ``cost`` float64 (n_samples,), ``n_acquired`` int64 (n_samples,),
+    ``acquired`` uint64 (n_samples, n_words)."""
+
+    def __init__(self, tables, feature_costs, n_samples, split_cost=0.0):
+        self.tables = tables
+        self.split_cost = float(split_cost)
+        by_word = np.zeros(64 * tables.n_words)
+        by_word[:tables.n_features] = np.asarray(feature_costs, dtype=np.float64)
+        self.costs_by_word = by_word.reshape(tables.n_words, 64)
+        self.acquired = np.zeros((n_samples, tables.n_words), dtype=np.uint64)
+        self.cost = np.zeros(n_samples)
+        self.n_acquired = np.zeros(n_samples, dtype=np.int64)
+
+    def add_trees(self, leaves, first_tree):
+        """Add trees ``first_tree, first_tree + 1, ...``; ``leaves`` int (n_samples, k):
+        the leaf each input reaches in each of them (``pred_leaf`` columns)."""
+        leaves = np.asarray(leaves)
+        k = leaves.shape[1]
+        rows = leaves.T.astype(np.int64) + self.tables.offsets[first_tree:first_tree + k,
+                                                               None]
+        acquired = self.acquired.copy()
+        for t in range(k):
+            acquired |= self.tables.masks[rows[t]]
+        new = acquired & ~self.acquired
+        self.acquired = acquired
+        inputs, words = np.nonzero(new)
+        if inputs.size:
+            bits = bits_matrix(new[inputs, words][:, None], 64)
+            n = self.cost.shape[0]
+            self.cost += np.bincount(inputs, minlength=n,
+                                     weights=(bits * self.costs_by_word[words]).sum(axis=1))
+            self.n_acquired += np.bincount(inputs, minlength=n,
+                                           weights=bits.sum(axis=1)).astype(np.int64)
+        if self.split_cost:
+            self.cost += self.split_cost * self.tables.depths[rows].sum(axis=0)
+
+
 # ------------------------------------------------------------------ timed training
 def train_cbudget_timed(data, params, n_rounds, clock, **dataset_kwargs):
     """Build the cbudget Dataset and train, ticking ``clock`` after every round.
@@ -476,3 +783,29 @@ def train_lightgbm_timed(data, params, n_rounds, clock):
     t_dataset = clock.since_start()
     booster = lgb.train(params, dtrain, num_boost_round=n_rounds, callbacks=[round_clock])
     return booster, t_dataset, clock.since_start(), dtrain
+
+
+def timed_training(trainer, data, params, n_rounds, *args):
+    """Call ``trainer(data, params, n_rounds, clock, *args)`` (one of the ``train_*_timed``
+    functions above, or a wrapper returning ``(booster, seconds to build the data set,
+    seconds in all, ...)``) and measure it.
+
+    Returns ``(what trainer returned, measurements)``: a dict with ``dataset_build_s``,
+    ``train_s``, ``after_last_round_s``, ``round_end_s`` (elapsed time at the end of
+    every round), ``train_cpu_s``, ``other_cores_during_train``, ``loadavg_before``,
+    ``loadavg_after``. Raises RuntimeError if the library trained fewer rounds."""
+    clock = Clock()
+    load_before = loadavg()
+    cpu0, busy0 = cpu_seconds(), cpu_jiffies()[0]
+    out = trainer(data, params, n_rounds, clock, *args)
+    cpu_train = cpu_seconds() - cpu0
+    busy1 = cpu_jiffies()[0]
+    t_dataset, t_total = out[1], out[2]
+    if len(clock.round_ends) != n_rounds:
+        raise RuntimeError(f"trained {len(clock.round_ends)} rounds, expected {n_rounds}")
+    return out, {
+        "dataset_build_s": t_dataset, "train_s": t_total,
+        "after_last_round_s": t_total - clock.round_ends[-1],
+        "round_end_s": clock.round_ends, "train_cpu_s": cpu_train,
+        "other_cores_during_train": other_cores(busy0, busy1, cpu_train, t_total),
+        "loadavg_before": load_before, "loadavg_after": loadavg()}

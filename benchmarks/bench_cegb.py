@@ -80,9 +80,7 @@ Usage::
     PYTHONPATH=. python benchmarks/bench_cegb.py --datasets letters --lambdas 0,0.01,0.1
 """
 import argparse
-import gc
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -95,14 +93,16 @@ sys.path.insert(0, str(HERE))
 
 import datasets  # noqa: E402  (benchmarks/datasets.py)
 from _common import (  # noqa: E402  (benchmarks/_common.py)
-    LIBRARY_LABELS, Clock, PathTables, add_run_arguments, attempts_text,
-    cbudget_leaf_paths, command_line, cpu_jiffies, cpu_seconds, fmt, library_params,
-    lightgbm_leaf_paths, loadavg, machine_info, machine_text, maxrss_bytes, other_cores,
-    prediction_costs, ratio, rss_bytes, run_child_command, run_with_retries,
-    shared_machine_text, source_hash, train_cbudget_timed, train_lightgbm_timed, write_json)
+    COST_DATASETS, DATASET_TITLES, LIBRARY_LABELS, SMOKE_BANNER, SYNTHETIC_ROWS,
+    PathTables, add_data_arguments, add_run_arguments, attempts_text, cbudget_leaf_paths,
+    cost_fields, dominance, finish_run, fmt, interpolated_accuracy, library_params,
+    library_version, lightgbm_leaf_paths, load_for_child, loadavg, maxrss_bytes,
+    parse_lambdas, prediction_costs, ratio, reference_notes, rendered_from_note,
+    results_header, run_child_command, run_jobs, special_mode, start_run, subplot_grid,
+    timed_training, train_cbudget_timed, train_lightgbm_timed, write_json)
 
 LIBRARIES = ("cbudget", "lightgbm")
-DATASETS = ("letters", "mnist_multires", "synthetic_costly")
+DATASETS = COST_DATASETS
 
 # Rounds and lambdas (cbudget cost_tradeoff; LightGBM gets twice) of the full run. The
 # README ("CEGB benchmark") says how they were chosen.
@@ -116,37 +116,12 @@ QUICK = {"rounds": {"letters": 10, "mnist_multires": 3, "synthetic_costly": 10},
          "lambdas": {"letters": (0.0, 0.01, 0.1), "mnist_multires": (0.0, 0.01),
                      "synthetic_costly": (0.0, 1e-4, 1e-3)},
          "train_rows": 2000, "test_rows": 1000, "n_rows": 20_000}
-SYNTHETIC_ROWS = 500_000  # default --n-rows
 # LightGBM's histogram layout per data set: what its automatic test (which costs time and
 # may pick differently from run to run) chose on the benchmark machine; fixed here
 # because deterministic=True asks for a forced layout.
 LIGHTGBM_LAYOUT = {"letters": "force_row_wise", "mnist_multires": "force_row_wise",
                    "synthetic_costly": "force_col_wise"}
 COST_CHECK_RTOL = 1e-9
-
-
-# --------------------------------------------------------------------------- data
-def load_dataset(name, n_rows=None, train_rows=None, test_rows=None):
-    """The data set ``name`` from benchmarks/datasets.py; ``n_rows``: total rows of the
-    synthetic set; ``train_rows`` / ``test_rows`` keep the first rows (smoke runs)."""
-    if name == "letters":
-        data = datasets.load_letters(seed=0)
-    elif name == "mnist_multires":
-        data = datasets.load_mnist_multires(seed=0, n_valid=10000)
-    elif name == "synthetic_costly":
-        data = datasets.make_synthetic_costly(n_samples=n_rows or SYNTHETIC_ROWS, seed=0)
-    else:
-        raise ValueError(f"unknown data set {name!r}; valid: {', '.join(DATASETS)}")
-    if train_rows:
-        data["X_train"] = data["X_train"][:train_rows]
-        data["y_train"] = data["y_train"][:train_rows]
-    if test_rows:
-        for key in ("X_test", "y_test", "p_test", "hard_test"):
-            if key in data:
-                data[key] = data[key][:test_rows]
-    # Not used by this benchmark (no early stopping, no tuning on it).
-    data["X_valid"] = data["y_valid"] = None
-    return data
 
 
 # ----------------------------------------------------------------------- settings
@@ -194,39 +169,18 @@ def _lightgbm_model(booster, X):
             [lightgbm_leaf_paths(t["tree_structure"]) for t in trees])
 
 
-def _import_library(library):
-    if library == "cbudget":
-        import cbudget
-        loc = os.path.dirname(cbudget.__file__)
-        return f"{cbudget.__version__} (sources {source_hash(loc)})", loc
-    import lightgbm
-    return lightgbm.__version__, os.path.dirname(lightgbm.__file__)
-
-
 def run_child(args):
     """Train and measure one (library, data set, lambda); return the result dict."""
     library, name, lam = args.library, args.dataset, float(args.lam)
-    version, location = _import_library(library)
-    t = time.perf_counter()
-    data = load_dataset(name, n_rows=args.n_rows, train_rows=args.train_rows,
-                        test_rows=args.test_rows)
-    t_load = time.perf_counter() - t
-    gc.collect()
-    rss_after_load = rss_bytes()
+    version, location = library_version(library)
+    data, t_load, rss_after_load = load_for_child(name, args)
     costs = np.asarray(data["feature_costs"], dtype=np.float64)
     params = cegb_params(library, name, data["n_classes"], lam, costs, args.split_cost,
                          args.threads, args.cbudget_algorithm)
     n_rounds = int(args.rounds)
-    clock = Clock()
-    load_before = loadavg()
-    cpu0, busy0 = cpu_seconds(), cpu_jiffies()[0]
     trainer = _train_cbudget if library == "cbudget" else _train_lightgbm
-    booster, t_dataset, t_total = trainer(data, params, n_rounds, clock, args.split_cost)
-    cpu_train = cpu_seconds() - cpu0
-    busy1 = cpu_jiffies()[0]
-    if len(clock.round_ends) != n_rounds:
-        raise RuntimeError(f"{library} trained {len(clock.round_ends)} rounds, "
-                           f"expected {n_rounds}")
+    (booster, _, _), timing = timed_training(trainer, data, params, n_rounds,
+                                             args.split_cost)
 
     X_test, y_test = data["X_test"], data["y_test"]
     binary = data["n_classes"] == 2
@@ -249,18 +203,10 @@ def run_child(args):
         "n_test": int(X_test.shape[0]), "n_features": int(X_test.shape[1]),
         "n_classes": int(data["n_classes"]), "rounds": n_rounds,
         "n_trees": int(tables.n_trees), "params": params, "split_cost": args.split_cost,
-        "load_s": t_load, "dataset_build_s": t_dataset, "train_s": t_total,
-        "after_last_round_s": t_total - clock.round_ends[-1],
-        "round_end_s": clock.round_ends, "train_cpu_s": cpu_train,
-        "other_cores_during_train": other_cores(busy0, busy1, cpu_train, t_total),
-        "n_threads": args.threads, "loadavg_before": load_before, "loadavg_after": loadavg(),
+        "load_s": t_load, **timing, "n_threads": args.threads, "loadavg_after": loadavg(),
         "accuracy": accuracy,
         "mean_cost": float(cost.mean()),
-        "cost_quantiles": {q: float(np.quantile(cost, float(q)))
-                           for q in ("0.1", "0.5", "0.9")},
-        "max_cost": float(cost.max()),
-        "full_cost": float(costs.sum()),
-        "mean_features_acquired": float(n_acquired.mean()),
+        **cost_fields(cost, n_acquired, costs, data, cut_test=bool(args.test_rows)),
         "features_used": int(used.shape[0]),
         "used_features_cost": float(costs[used].sum()),
         "cost_measure_s": t_cost,
@@ -276,24 +222,11 @@ def run_child(args):
                 f"|diff| {diff} (means {cost.mean()} vs {own.mean()})")
     if binary:
         result["auc"] = datasets._auc(y_test, proba)
-    if "hard_test" in data:
-        hard = data["hard_test"]
-        result["mean_cost_hard"] = float(cost[hard].mean()) if hard.any() else None
-        result["mean_cost_easy"] = float(cost[~hard].mean()) if (~hard).any() else None
-        for key in ("bayes_accuracy_test", "cheap_rule_accuracy_test", "hard_fraction_test"):
-            result[key] = data[key] if not args.test_rows else None
     result["peak_rss_mb"] = maxrss_bytes() / 2**20
     return result
 
 
 # ------------------------------------------------------------------------ parent
-def parse_lambdas(text):
-    values = sorted({float(v) for v in str(text).split(",") if v.strip()})
-    if not values or values[0] < 0:
-        raise ValueError(f"--lambdas needs values >= 0, got {text!r}")
-    return values
-
-
 def launch_child(library, name, lam, rounds, args, log):
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--library", library,
            "--dataset", name, "--lam", repr(float(lam)), "--rounds", str(rounds),
@@ -307,39 +240,8 @@ def launch_child(library, name, lam, rounds, args, log):
                              {"library": library, "dataset": name, "lambda": float(lam)})
 
 
-DATASET_TITLES = {
-    "letters": "Letters (UCI, 26 classes, every feature costs 1)",
-    "mnist_multires": "Multi-resolution MNIST (10 classes, 1120 pixels at 4x4 / 8x8 / "
-                      "16x16 / 28x28, each costs 1)",
-    "synthetic_costly": "Synthetic costly binary (make_synthetic_costly, seed 0; 32 "
-                        "features with costs 1 ... 200)",
-}
-
-
 def _point_label(r):
     return f"{r['lambda']:g}"
-
-
-def dominance(cb, lg):
-    """For each LightGBM point (by cost): cbudget's best accuracy among its points with
-    cost <= that cost. Returns a list of dicts."""
-    rows = []
-    for g in sorted(lg, key=lambda r: r["mean_cost"]):
-        cheaper = [c for c in cb if c["mean_cost"] <= g["mean_cost"] * (1 + 1e-12)]
-        best = max(cheaper, key=lambda c: (c["accuracy"], -c["mean_cost"])) if cheaper else None
-        rows.append({"lightgbm": g, "cbudget": best,
-                     "ok": best is not None and best["accuracy"] >= g["accuracy"]})
-    return rows
-
-
-def interpolated_accuracy(cb, cost):
-    """cbudget's accuracy at ``cost`` on the line through its points (sorted by cost,
-    linear in log(1 + cost)); None outside the range of its costs."""
-    points = sorted((c["mean_cost"], c["accuracy"]) for c in cb)
-    costs = np.log1p([p[0] for p in points])
-    if not points or not costs[0] <= np.log1p(cost) <= costs[-1]:
-        return None
-    return float(np.interp(np.log1p(cost), costs, [p[1] for p in points]))
 
 
 def dataset_section(name, results):
@@ -400,7 +302,7 @@ def dataset_section(name, results):
         dom = dominance(cb, lg)
         n_curve = n_curve_ok = 0
         for d in dom:
-            g, c = d["lightgbm"], d["cbudget"]
+            g, c = d["reference"], d["best"]
             curve = interpolated_accuracy(cb, g["mean_cost"])
             if curve is not None:
                 n_curve += 1
@@ -434,18 +336,8 @@ def dataset_section(name, results):
                      f"of every cbudget run (max |difference| {max(checks):.3g}).")
     if first:
         notes.append(f"Full cost (every feature for every input): {first['full_cost']:,.0f}.")
-    syn = next((r for r in ok if r.get("bayes_accuracy_test") is not None), None)
-    if syn:
-        notes.append(f"References on this test set: Bayes accuracy "
-                     f"{syn['bayes_accuracy_test']:.4f}; the best rule on the cost-1 "
-                     f"features only (cost 3) {syn['cheap_rule_accuracy_test']:.4f}; "
-                     f"{syn['hard_fraction_test']:.1%} of the inputs are hard.")
-    hard = [r for r in ok if r.get("mean_cost_hard") is not None]
-    if hard:
-        notes.append("Mean cost on hard / easy test inputs: " + "; ".join(
-            f"{LIBRARY_LABELS[r['library']]} lambda={r['lambda']:g}: "
-            f"{r['mean_cost_hard']:,.1f} / {r['mean_cost_easy']:,.1f}"
-            for r in sorted(hard, key=lambda r: (r["library"], r["lambda"]))) + ".")
+    notes += reference_notes(sorted(ok, key=lambda r: (r["library"], r["lambda"])),
+                             lambda r: f"{LIBRARY_LABELS[r['library']]} lambda={r['lambda']:g}")
     for r in sorted(ok, key=lambda r: (r["library"], r["lambda"])):
         notes.append(
             f"{LIBRARY_LABELS[r['library']]} lambda={r['lambda']:g}: data set build "
@@ -492,25 +384,17 @@ return of `train()`, one child process per (library, data set, lambda); *train r
 
 def render(results_by_dataset, info, command, wall_s, quick, threads, split_cost,
            cbudget_algorithm):
-    out = ["# CEGB benchmark: cbudget vs LightGBM (cost-efficient gradient boosting)", ""]
+    banners = []
     if quick:
-        out += ["**Smoke run (`--quick`): small data and few rounds; the numbers say nothing "
-                "about accuracy, cost or speed.**", ""]
+        banners.append(SMOKE_BANNER)
     if cbudget_algorithm != "cegb":
-        out += [f"**cbudget ran `algorithm=\"{cbudget_algorithm}\"` (development stand-in): "
-                "its lambda has no effect.**", ""]
-    out += ["Command:", "", "```", command, "```", ""]
-    out.append(machine_text(info))
-    out.append("")
-    out.append(f"Total wall time: {wall_s / 60:.1f} min.")
-    out.append("")
-    warning = shared_machine_text(
-        [(f"{LIBRARY_LABELS[r['library']]} / {r['dataset']} / lambda={r['lambda']:g}",
-          r["other_cores_during_train"])
-         for rs in results_by_dataset.values() for r in rs if "error" not in r],
-        info["nproc"])
-    if warning:
-        out += [warning, ""]
+        banners.append(f"**cbudget ran `algorithm=\"{cbudget_algorithm}\"` (development "
+                       "stand-in): its lambda has no effect.**")
+    busy = [(f"{LIBRARY_LABELS[r['library']]} / {r['dataset']} / lambda={r['lambda']:g}",
+             r["other_cores_during_train"])
+            for rs in results_by_dataset.values() for r in rs if "error" not in r]
+    out = results_header("CEGB benchmark: cbudget vs LightGBM (cost-efficient gradient "
+                         "boosting)", command, info, wall_s, busy, banners)
     out.append(SETTINGS_TEXT.format(threads=threads, split_cost=split_cost))
     for name, results in results_by_dataset.items():
         out.append(dataset_section(name, results))
@@ -525,16 +409,10 @@ def _plot_suffix(quick, cbudget_algorithm):
 def plot(results_by_dataset, path, title_suffix=""):
     """Accuracy vs mean test cost, one subplot per data set; returns the path or None
     when matplotlib is missing."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    grid = subplot_grid(results_by_dataset)
+    if grid is None:
         return None
-    names = [n for n, rs in results_by_dataset.items() if any("error" not in r for r in rs)]
-    if not names:
-        return None
-    fig, axes = plt.subplots(1, len(names), figsize=(5.2 * len(names), 4.2), squeeze=False)
+    plt, fig, axes, names = grid
     for ax, name in zip(axes[0], names):
         for library, style in (("cbudget", "o-"), ("lightgbm", "s--")):
             rs = sorted((r for r in results_by_dataset[name]
@@ -575,12 +453,7 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=None,
                         help="boosting rounds for every data set (default per data set: "
                              + ", ".join(f"{k} {v}" for k, v in DEFAULT_ROUNDS.items()) + ")")
-    parser.add_argument("--n-rows", type=int, default=None,
-                        help=f"total rows of the synthetic set (default {SYNTHETIC_ROWS:,})")
-    parser.add_argument("--train-rows", type=int, default=None,
-                        help="keep only the first N training rows of every data set")
-    parser.add_argument("--test-rows", type=int, default=None,
-                        help="keep only the first N test rows of every data set")
+    add_data_arguments(parser, SYNTHETIC_ROWS)
     parser.add_argument("--split-cost", type=float, default=0.0,
                         help="cost of one split node per input (cbudget Dataset split_cost, "
                              "LightGBM cegb_penalty_split); default 0")
@@ -600,12 +473,9 @@ def main(argv=None):
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
     parser.add_argument("--lam", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-
-    if args.child:
-        print(json.dumps(run_child(args)), flush=True)
-        return 0
-    if args.render_from:
-        return render_from(Path(args.render_from), args.output)
+    mode = special_mode(args, run_child, render_from)
+    if mode is not None:
+        return mode
 
     if args.quick:
         args.n_rows = args.n_rows or QUICK["n_rows"]
@@ -630,33 +500,23 @@ def main(argv=None):
 
     output = Path(args.output) if args.output else (
         REPO / "benchmarks" / "results" / ("cegb_quick.md" if args.quick else "cegb.md"))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    command = command_line()
-    info = machine_info(libraries=("lightgbm",))
-    log = sys.stderr
-    print(f"# {command}", file=log, flush=True)
+    command, info, log = start_run(output)
     extra = {"plan": {d: {"rounds": r, "lambdas": ls} for d, (r, ls) in plan.items()},
              "threads": args.threads, "split_cost": args.split_cost,
              "cbudget_algorithm": args.cbudget_algorithm}
     t_start = time.perf_counter()
-    results = {}
-    for name in names:
-        rounds, lambdas = plan[name]
-        results[name] = []
-        for lam in lambdas:
-            for library in libraries:
-                print(f"[{time.strftime('%H:%M:%S')}] {name} / {library} / lambda={lam:g} "
-                      f"/ {rounds} rounds ...", file=log, flush=True)
-                r = run_with_retries(
-                    lambda: launch_child(library, name, lam, rounds, args, log), args, log)
-                results[name].append(r)
-                if "error" not in r:
-                    print(f"    done in {r['child_wall_s']:.1f} s: train {r['train_s']:.2f} s,"
-                          f" accuracy {r['accuracy']:.4f}, mean cost {r['mean_cost']:,.2f}, "
-                          f"features used {r['features_used']}", file=log, flush=True)
-                # partial results survive a crash of a later child
-                write_json(output, command, info, results, time.perf_counter() - t_start,
-                           args.quick, **extra)
+    jobs = [(name, {"library": library, "dataset": name, "lambda": lam,
+                    "rounds": plan[name][0],
+                    "label": f"{name} / {library} / lambda={lam:g} / {plan[name][0]} rounds"})
+            for name in names for lam in plan[name][1] for library in libraries]
+    results = run_jobs(
+        jobs, lambda job: launch_child(job["library"], job["dataset"], job["lambda"],
+                                       job["rounds"], args, log),
+        args, log,
+        lambda res: write_json(output, command, info, res, time.perf_counter() - t_start,
+                               args.quick, **extra),
+        lambda r: (f"train {r['train_s']:.2f} s, accuracy {r['accuracy']:.4f}, mean cost "
+                   f"{r['mean_cost']:,.2f}, features used {r['features_used']}"))
     wall = time.perf_counter() - t_start
     write_json(output, command, info, results, wall, args.quick, **extra)
     text = render(results, info, command, wall, args.quick, args.threads, args.split_cost,
@@ -667,10 +527,7 @@ def main(argv=None):
         text += f"\nPlot: `{png.name}` (accuracy vs mean test cost, symlog cost axis).\n"
     print(text)
     output.write_text(text)
-    print(f"# wrote {output}, {output.with_suffix('.json')}"
-          + (f", {png}" if png else " (no plot: matplotlib missing)")
-          + f" (total wall time {wall / 60:.1f} min)", file=log, flush=True)
-    return 0 if all("error" not in r for rs in results.values() for r in rs) else 1
+    return finish_run(output, png, wall, log, results)
 
 
 def render_from(path, output=None):
@@ -680,8 +537,7 @@ def render_from(path, output=None):
     text = render(results, doc["machine"], doc["command"], doc["wall_s"], doc.get("quick"),
                   doc.get("threads", 2), doc.get("split_cost", 0.0),
                   doc.get("cbudget_algorithm", "cegb"))
-    text = text.replace("\nMachine:", f"\nRendered from `{path.name}` by `{command_line()}`."
-                        "\n\nMachine:", 1)
+    text = rendered_from_note(text, path)
     output = Path(output) if output else path.with_suffix(".md")
     png = plot(results, output.with_suffix(".png"),
                _plot_suffix(doc.get("quick"), doc.get("cbudget_algorithm", "cegb")))

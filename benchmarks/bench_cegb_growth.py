@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import command_line, machine_info, machine_text
-from bench_cegb import DATASET_TITLES, DEFAULT_LAMBDAS, cegb_params, load_dataset
+from _common import DATASET_TITLES, command_line, load_dataset, machine_info, machine_text
+from bench_cegb import DEFAULT_LAMBDAS, cegb_params
 
 POLICIES = {"best-first": {"grow_policy": "lossguide"},
             "breadth-first": {"grow_policy": "depthwise", "max_depth": 10}}

@@ -96,7 +96,8 @@ cdef class TreeGrower:
     cdef hist_struct ** free_histograms   # the pool
     cdef Py_ssize_t n_free_histograms
     cdef size_t histograms_bytes          # one pool block: histograms + counts
-    # Cost penalty (set_cost_penalty); has_penalty False: plain boosting, none of this is used
+    # Cost penalty (set_cost_penalty); has_penalty False: plain boosting, none of this
+    # is used
     cdef bint has_penalty, keep_dormant
     cdef AcquisitionState state
     cdef double cost_tradeoff, split_cost
@@ -297,8 +298,8 @@ cdef class TreeGrower:
             node.histograms, self.n_features, self.n_bins, &self.n_value_bins[0],
             self.missing_bin, feature_mask, node.sum_gradients, node.sum_hessians,
             <uint32_t> (node.stop - node.start), self.reg_lambda, self.min_child_weight,
-            self.min_data_in_leaf, self.penalty if self.has_penalty else NULL, self.per_feature,
-            self.n_threads)
+            self.min_data_in_leaf, self.penalty if self.has_penalty else NULL,
+            self.per_feature, self.n_threads)
         if best.feature >= 0 and not best.gain > self.gamma:
             best.feature = -1
         return best

@@ -32,7 +32,8 @@ def demo(rounds):
         print(f"\n{algorithm} {params.get('cost_tradeoff', '')}".rstrip())
         start = time.perf_counter()
         booster = cbudget.train(params, dtrain, n_rounds, evals=[(dvalid, "valid")],
-                                early_stopping_rounds=20, verbose_eval=n_rounds // 8 or 1)
+                                early_stopping_rounds=max(20, n_rounds // 10),
+                                verbose_eval=n_rounds // 8 or 1)
         seconds = time.perf_counter() - start
         best = booster[: booster.best_iteration + 1]
         accuracy = float(np.mean(best.predict(X[test_idx]).argmax(axis=1) == y[test_idx]))

@@ -354,6 +354,16 @@ def add_data_arguments(parser, synthetic_rows, valid=False):
                             help=f"keep only the first N {part} rows of every data set")
 
 
+def parse_choices(parser, text, valid, what):
+    """The comma-separated names of ``text``, each checked against ``valid`` (a parser
+    error names the bad one and the valid ones)."""
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    for name in names:
+        if name not in valid:
+            parser.error(f"unknown {what} {name!r}; valid: {', '.join(valid)}")
+    return names
+
+
 def special_mode(args, run_child, render_from):
     """``--child``: run one measurement (``run_child(args)``) and print its JSON line;
     ``--render-from``: re-render an earlier run. Returns the exit code, or None for a

@@ -99,7 +99,7 @@ from _common import (  # noqa: E402  (benchmarks/_common.py)
     library_version, lightgbm_leaf_paths, load_for_child, loadavg, maxrss_bytes,
     parse_lambdas, prediction_costs, ratio, reference_notes, rendered_from_note,
     results_header, run_child_command, run_jobs, special_mode, start_run, subplot_grid,
-    timed_training, train_cbudget_timed, train_lightgbm_timed, write_json)
+    timed_training, train_cbudget_timed, train_lightgbm_timed, write_json, parse_choices)
 
 LIBRARIES = ("cbudget", "lightgbm")
 DATASETS = COST_DATASETS
@@ -481,14 +481,8 @@ def main(argv=None):
         args.n_rows = args.n_rows or QUICK["n_rows"]
         args.train_rows = args.train_rows or QUICK["train_rows"]
         args.test_rows = args.test_rows or QUICK["test_rows"]
-    names = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    libraries = [v.strip() for v in args.libraries.split(",") if v.strip()]
-    for d in names:
-        if d not in DATASETS:
-            parser.error(f"unknown data set {d!r}; valid: {', '.join(DATASETS)}")
-    for v in libraries:
-        if v not in LIBRARIES:
-            parser.error(f"unknown library {v!r}; valid: {', '.join(LIBRARIES)}")
+    names = parse_choices(parser, args.datasets, DATASETS, "data set")
+    libraries = parse_choices(parser, args.libraries, LIBRARIES, "library")
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be >= 1")
     plan = {}

@@ -47,7 +47,8 @@ from _common import (  # noqa: E402  (benchmarks/_common.py)
     LIBRARY_LABELS, N_THREADS, Clock, add_run_arguments, attempts_text, command_line,
     cpu_jiffies, cpu_seconds, fmt, library_params, loadavg, machine_info, machine_text,
     maxrss_bytes, other_cores, ratio, rss_bytes, run_child_command, run_with_retries,
-    shared_machine_text, source_hash, train_cbudget_timed, train_lightgbm_timed, write_json)
+    shared_machine_text, source_hash, train_cbudget_timed, train_lightgbm_timed, write_json,
+    parse_choices)
 
 LIBRARIES = ("cbudget", "lightgbm", "xgboost")
 DATASETS = ("letters", "mnist", "synthetic")
@@ -391,14 +392,8 @@ def main(argv=None):
     if args.render_from:
         return render_from(Path(args.render_from), args.output)
 
-    names = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    libraries = [v.strip() for v in args.libraries.split(",") if v.strip()]
-    for d in names:
-        if d not in DATASETS:
-            parser.error(f"unknown data set {d!r}; valid: {', '.join(DATASETS)}")
-    for v in libraries:
-        if v not in LIBRARIES:
-            parser.error(f"unknown library {v!r}; valid: {', '.join(LIBRARIES)}")
+    names = parse_choices(parser, args.datasets, DATASETS, "data set")
+    libraries = parse_choices(parser, args.libraries, LIBRARIES, "library")
     output = Path(args.output) if args.output else (
         REPO / "benchmarks" / "results" / ("engine_quick.md" if args.quick else "engine.md"))
     output.parent.mkdir(parents=True, exist_ok=True)

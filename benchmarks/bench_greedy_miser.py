@@ -91,7 +91,7 @@ from _common import (  # noqa: E402  (benchmarks/_common.py)
     lightgbm_leaf_paths, load_for_child, maxrss_bytes, parse_lambdas, reference_notes,
     rendered_from_note, results_header, run_child_command, run_jobs, special_mode,
     start_run, subplot_grid, timed_training, train_cbudget_timed, train_lightgbm_timed,
-    write_json)
+    write_json, parse_choices)
 from bench_cegb import (  # noqa: E402  (CEGB's settings, rounds and lambdas)
     DEFAULT_LAMBDAS as CEGB_LAMBDAS, DEFAULT_ROUNDS as CEGB_ROUNDS, LIGHTGBM_LAYOUT,
     QUICK as CEGB_QUICK, cegb_params)
@@ -842,14 +842,8 @@ def main(argv=None):
     if args.quick:
         for key in ("n_rows", "train_rows", "valid_rows", "test_rows"):
             setattr(args, key, getattr(args, key) or QUICK[key])
-    names = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    for d in names:
-        if d not in COST_DATASETS:
-            parser.error(f"unknown data set {d!r}; valid: {', '.join(COST_DATASETS)}")
-    for m in methods:
-        if m not in METHODS:
-            parser.error(f"unknown method {m!r}; valid: {', '.join(METHODS)}")
+    names = parse_choices(parser, args.datasets, COST_DATASETS, "data set")
+    methods = parse_choices(parser, args.methods, METHODS, "method")
     for option in ("gm_rounds", "cegb_rounds", "plain_rounds"):
         if getattr(args, option) is not None and getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be >= 1")

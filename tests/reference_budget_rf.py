@@ -15,6 +15,8 @@ decrease over the outcomes, then the lower feature, then the lower threshold.
 """
 import numpy as np
 
+MISSING = 255    # the Dataset's missing-value bin: the highest, so missing values go right
+
 
 def threshold_pairs(counts, alpha):
     """Threshold-Pairs impurity (eq. 11) of class counts ``counts`` (..., n_classes):
@@ -26,12 +28,31 @@ def threshold_pairs(counts, alpha):
     return np.maximum(c[..., i] * c[..., j] - alpha * alpha, 0.0).sum(axis=-1)
 
 
-def greedy_tree(binned, y, n_classes, costs, *, alpha=0.0, path_free=False, max_depth=None):
+def impurity_of(counts, alpha, impurity):
+    """F of a node with class counts ``counts``: threshold-Pairs, or (not admissible,
+    ``alpha`` unused) the Gini index or the entropy of the class proportions."""
+    if impurity == "threshold_pairs":
+        return threshold_pairs(counts, alpha)
+    total = float(np.sum(counts))
+    if total == 0:
+        return 0.0
+    p = np.asarray(counts, dtype=np.float64) / total
+    if impurity == "gini":
+        return 1.0 - float(np.sum(p * p))
+    p = p[p > 0]
+    return float(-np.sum(p * np.log(p)))
+
+
+def greedy_tree(binned, y, n_classes, costs, *, alpha=0.0, path_free=False, max_depth=None,
+                feature_group=None, group_costs=None, impurity="threshold_pairs"):
     """GREEDYTREE on binned data ``binned`` (n, m) uint8 with labels ``y`` in
-    [0, n_classes). ``costs[t]`` is c(t); with ``path_free`` a feature already tested on
-    the root-to-node path costs 0. Returns nodes (dicts in creation order, depth first)
-    with ``feature``, ``bin`` (left: bin <= bin), ``left``, ``right``, ``counts``,
-    ``risk``."""
+    [0, n_classes). c(t) is ``costs[t]`` -- 0 with ``path_free`` for a feature already
+    tested on the root-to-node path -- plus ``group_costs[g]`` when the path has not
+    touched t's group g yet. Returns nodes (dicts in pre-order) with ``feature``,
+    ``bin`` (left: bin <= bin), ``left``, ``right``, ``counts``, ``risk``, ``cost``,
+    ``decrease``."""
+    if feature_group is None:
+        feature_group = np.full(binned.shape[1], -1)
     nodes = []
 
     def grow(rows, depth, path):
@@ -39,7 +60,7 @@ def greedy_tree(binned, y, n_classes, costs, *, alpha=0.0, path_free=False, max_
         node = dict(feature=-1, bin=-1, left=-1, right=-1, counts=counts, risk=np.inf,
                     depth=depth)
         nodes.append(node)
-        f_parent = threshold_pairs(counts, alpha)
+        f_parent = impurity_of(counts, alpha, impurity)
         if f_parent == 0 or (max_depth is not None and depth >= max_depth):
             return len(nodes) - 1
         best = None   # (risk, -min decrease, feature, bin)
@@ -47,21 +68,25 @@ def greedy_tree(binned, y, n_classes, costs, *, alpha=0.0, path_free=False, max_
             b = binned[rows, t]
             values = np.unique(b)
             cost = 0.0 if (path_free and t in path) else float(costs[t])
+            groups_on_path = {feature_group[f] for f in path}
+            if feature_group[t] >= 0 and feature_group[t] not in groups_on_path:
+                cost += float(group_costs[feature_group[t]])
             for threshold in values[:-1]:
                 left = b <= threshold
-                f_left = threshold_pairs(np.bincount(y[rows[left]], minlength=n_classes), alpha)
-                f_right = threshold_pairs(np.bincount(y[rows[~left]], minlength=n_classes),
-                                          alpha)
+                f_left = impurity_of(np.bincount(y[rows[left]], minlength=n_classes),
+                                     alpha, impurity)
+                f_right = impurity_of(np.bincount(y[rows[~left]], minlength=n_classes),
+                                      alpha, impurity)
                 decrease = min(f_parent - f_left, f_parent - f_right)
                 if decrease <= 0:
                     continue
-                key = (cost / decrease, -decrease, t, int(threshold))
+                key = (cost / decrease, -decrease, t, int(threshold), cost)
                 if best is None or key < best:
                     best = key
         if best is None:
             return len(nodes) - 1
-        risk, _, t, threshold = best
-        node.update(feature=t, bin=threshold, risk=risk)
+        risk, neg_decrease, t, threshold, cost = best
+        node.update(feature=t, bin=threshold, risk=risk, cost=cost, decrease=-neg_decrease)
         left = binned[rows, t] <= threshold
         node["left"] = grow(rows[left], depth + 1, path | {t})
         node["right"] = grow(rows[~left], depth + 1, path | {t})

@@ -1,0 +1,292 @@
+"""BudgetRF's GREEDYTREE (Nan, Wang, Saligrama, ICML 2015, Algorithm 1) on binned data.
+
+A node holding the examples S is split on the feature t of least risk
+
+    R(t) = min over stumps g on t of  max over outcomes i of  c(t) / (F(S) - F(S_i^g))
+
+by its best stump (infinite risk when an outcome does not lower the impurity F); a node
+with F(S) = 0, or without a stump of finite risk, is a leaf. Stumps are thresholds
+between value bins, drawn at random per node and feature (``n_stumps`` of them, by node
+size) or all of them (``exhaustive``). c(t) is the feature's cost plus its cost group's
+when the node's path has not touched the group yet; with ``path_free`` a feature already
+tested on the path costs nothing (it is cached at prediction time).
+
+Impurities: threshold-Pairs (eq. 11; admissible), Gini and entropy (not admissible; for
+comparison). Ties: lower risk, then the larger minimum impurity decrease, then the lower
+feature, then the lower threshold. The missing-value bin is the highest bin, so missing
+values go right.
+"""
+from libc.math cimport INFINITY, log
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memset
+
+import numpy as np
+
+from ._types cimport X_BINNED_C, node_struct
+from ._types import NODE_DTYPE
+
+IMPURITIES = {"threshold_pairs": 0, "gini": 1, "entropy": 2}
+
+
+cdef double _impurity(const double * counts, int n_classes, double alpha,
+                      int kind) noexcept nogil:
+    cdef double total = 0.0, out = 0.0, ci, cj, p
+    cdef int i, j
+    if kind == 0:
+        for i in range(n_classes):
+            ci = counts[i] - alpha
+            if ci <= 0:
+                continue
+            for j in range(i + 1, n_classes):
+                cj = counts[j] - alpha
+                if cj > 0 and ci * cj > alpha * alpha:
+                    out += ci * cj - alpha * alpha
+        return out
+    for i in range(n_classes):
+        total += counts[i]
+    if total <= 0:
+        return 0.0
+    for i in range(n_classes):
+        p = counts[i] / total
+        if kind == 1:
+            out += p * p
+        elif p > 0:
+            out -= p * log(p)
+    return 1.0 - out if kind == 1 else out
+
+
+cdef inline uint64_t _next_random(uint64_t * state) noexcept nogil:
+    """splitmix64: fast, seedable, good enough to draw stump thresholds."""
+    state[0] += <uint64_t> 0x9E3779B97F4A7C15
+    cdef uint64_t z = state[0]
+    z = (z ^ (z >> 30)) * <uint64_t> 0xBF58476D1CE4E5B9
+    z = (z ^ (z >> 27)) * <uint64_t> 0x94D049BB133111EB
+    return z ^ (z >> 31)
+
+
+cdef inline bint _same_counts(const double * cumulative, Py_ssize_t b,
+                              int n_classes) noexcept nogil:
+    """Bin ``b`` holds no example (its cumulative counts equal bin ``b - 1``'s)."""
+    cdef int k
+    for k in range(n_classes):
+        if cumulative[b * n_classes + k] != cumulative[(b - 1) * n_classes + k]:
+            return False
+    return True
+
+
+cdef struct stack_entry:
+    Py_ssize_t start
+    Py_ssize_t stop
+    int32_t parent
+    int depth
+    bint is_left
+
+
+def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
+                     int32_t[::1] rows, int n_classes, const double[::1] feature_costs,
+                     const int32_t[::1] feature_group, const double[::1] group_costs,
+                     const double[::1] bin_edges, const int64_t[::1] edges_indptr,
+                     const unsigned char[::1] feature_mask, *, double alpha=0.0,
+                     str impurity="threshold_pairs", bint path_free=False,
+                     bint exhaustive=False, n_stumps=(80, 40, 20),
+                     stump_node_sizes=(2000, 500), int max_depth=-1,
+                     int min_samples_split=2, unsigned long long seed=0):
+    """Grow one GREEDYTREE on the examples ``rows`` (indices into ``binned``; repeats
+    allowed, as in a bootstrap sample; reordered in place).
+
+    Parameters
+    ----------
+    binned : uint8 (n_samples, n_features), Fortran order
+    y : int32 (n_samples,), classes in [0, n_classes)
+    feature_costs : float64 (n_features,); feature_group int32 (-1: none);
+    group_costs : float64 (n_groups,)
+    bin_edges, edges_indptr : the Dataset's upper bin edges (thresholds come from them)
+    feature_mask : uint8 (n_features,), features that may be tested
+    n_stumps : (large, medium, small) random stumps per feature for nodes of more than
+        ``stump_node_sizes[0]``, more than ``stump_node_sizes[1]``, and other sizes
+
+    Returns
+    -------
+    nodes : NODE_DTYPE array (pre-order: a node, its left subtree, its right subtree);
+        ``gain`` is the split's minimum impurity decrease, ``cost_penalty`` c(t)
+    class_counts : float64 (n_nodes, n_classes), the examples of each node per class
+    """
+    cdef Py_ssize_t n_samples = binned.shape[0], n_features = binned.shape[1]
+    cdef Py_ssize_t n_rows = rows.shape[0]
+    if y.shape[0] != n_samples or feature_costs.shape[0] != n_features \
+            or feature_group.shape[0] != n_features or feature_mask.shape[0] != n_features \
+            or edges_indptr.shape[0] != n_features + 1:
+        raise ValueError("inputs do not match the binned data")
+    if n_rows == 0:
+        raise ValueError("no rows to grow a tree on")
+    if n_classes < 1 or np.min(y) < 0 or np.max(y) >= n_classes:
+        raise ValueError("y must hold classes in [0, n_classes)")
+    if np.min(rows) < 0 or np.max(rows) >= n_samples:
+        raise ValueError("rows out of range")
+    if n_features and (np.min(feature_group) < -1
+                       or np.max(feature_group) >= group_costs.shape[0]):
+        raise ValueError("feature_group out of range")
+    if impurity not in IMPURITIES:
+        raise ValueError(f"impurity must be one of {sorted(IMPURITIES)}, got {impurity!r}")
+    cdef int kind = IMPURITIES[impurity]
+    cdef int n_large = n_stumps[0], n_medium = n_stumps[1], n_small = n_stumps[2]
+    cdef Py_ssize_t size_large = stump_node_sizes[0], size_medium = stump_node_sizes[1]
+    cdef Py_ssize_t n_groups = group_costs.shape[0]
+    cdef Py_ssize_t capacity = 2 * n_rows
+    nodes = np.zeros(capacity, dtype=NODE_DTYPE)
+    counts_out = np.zeros((capacity, n_classes), dtype=np.float64)
+    cdef node_struct[::1] out = nodes
+    cdef double[:, ::1] node_counts = counts_out
+    cdef int32_t * parent_of = <int32_t *> malloc(capacity * sizeof(int32_t))
+    cdef stack_entry * stack = <stack_entry *> malloc(capacity * sizeof(stack_entry))
+    cdef int32_t * buffer = <int32_t *> malloc(n_rows * sizeof(int32_t))
+    cdef double * hist = <double *> malloc(256 * n_classes * sizeof(double))
+    cdef double * left = <double *> malloc(n_classes * sizeof(double))
+    cdef double * right = <double *> malloc(n_classes * sizeof(double))
+    cdef unsigned char * on_path = <unsigned char *> calloc(max(n_features, 1), 1)
+    cdef unsigned char * group_on_path = <unsigned char *> calloc(max(n_groups, 1), 1)
+    cdef uint64_t rng = seed
+    cdef Py_ssize_t n_nodes = 0, n_stack = 1, i, start, stop, n, b, lo, hi, k, n_left
+    cdef Py_ssize_t t, draws, d
+    cdef int32_t node, ancestor, row, group, best_feature
+    cdef int depth, best_bin
+    cdef double f_parent, f_left, f_right, decrease, cost, risk
+    cdef double best_risk, best_decrease, best_cost
+    if (parent_of == NULL or stack == NULL or buffer == NULL or hist == NULL
+            or left == NULL or right == NULL or on_path == NULL or group_on_path == NULL):
+        free(parent_of); free(stack); free(buffer); free(hist); free(left); free(right)
+        free(on_path); free(group_on_path)
+        raise MemoryError()
+    stack[0].start, stack[0].stop, stack[0].parent, stack[0].depth = 0, n_rows, -1, 0
+    try:
+        with nogil:
+            while n_stack > 0:
+                n_stack -= 1
+                start, stop = stack[n_stack].start, stack[n_stack].stop
+                depth = stack[n_stack].depth
+                node = n_nodes
+                n_nodes += 1
+                parent_of[node] = stack[n_stack].parent
+                if parent_of[node] >= 0:
+                    if stack[n_stack].is_left:
+                        out[parent_of[node]].left = node
+                    else:
+                        out[parent_of[node]].right = node
+                out[node].left = out[node].right = out[node].feature = -1
+                out[node].depth = depth
+                out[node].n_samples = <int32_t> (stop - start)
+                n = stop - start
+                for k in range(n_classes):
+                    node_counts[node, k] = 0.0
+                for i in range(start, stop):
+                    node_counts[node, y[rows[i]]] += 1.0
+                out[node].sum_hessian = <double> n
+                f_parent = _impurity(&node_counts[node, 0], n_classes, alpha, kind)
+                if f_parent <= 0 or (0 <= max_depth <= depth) or n < min_samples_split:
+                    continue
+                # the features and groups on the path (path_free costs, group costs)
+                ancestor = parent_of[node]
+                while ancestor >= 0:
+                    on_path[out[ancestor].feature] = 1
+                    group = feature_group[out[ancestor].feature]
+                    if group >= 0:
+                        group_on_path[group] = 1
+                    ancestor = parent_of[ancestor]
+                best_feature, best_bin = -1, -1
+                best_risk, best_decrease, best_cost = INFINITY, 0.0, 0.0
+                draws = n_large if n > size_large else (n_medium if n > size_medium else n_small)
+                for t in range(n_features):
+                    if not feature_mask[t]:
+                        continue
+                    memset(hist, 0, 256 * n_classes * sizeof(double))
+                    lo, hi = 255, 0
+                    for i in range(start, stop):
+                        row = rows[i]
+                        b = binned[row, t]
+                        hist[b * n_classes + y[row]] += 1.0
+                        if b < lo:
+                            lo = b
+                        if b > hi:
+                            hi = b
+                    if lo == hi:
+                        continue
+                    # cumulative class counts: hist[b] = examples with bin <= b
+                    for b in range(lo + 1, hi + 1):
+                        for k in range(n_classes):
+                            hist[b * n_classes + k] += hist[(b - 1) * n_classes + k]
+                    cost = 0.0 if (path_free and on_path[t]) else feature_costs[t]
+                    group = feature_group[t]
+                    if group >= 0 and not group_on_path[group]:
+                        cost += group_costs[group]
+                    d = 0
+                    while True:
+                        if exhaustive:
+                            # every threshold that separates values: the bins in
+                            # [lo, hi) that hold examples
+                            if d == 0:
+                                b = lo
+                            else:
+                                b += 1
+                                while b < hi and _same_counts(hist, b, n_classes):
+                                    b += 1
+                            if b >= hi:
+                                break
+                        else:
+                            if d >= draws:
+                                break
+                            b = lo + <Py_ssize_t> (_next_random(&rng) % <uint64_t> (hi - lo))
+                        d += 1
+                        for k in range(n_classes):
+                            left[k] = hist[b * n_classes + k]
+                            right[k] = node_counts[node, k] - left[k]
+                        f_left = _impurity(left, n_classes, alpha, kind)
+                        f_right = _impurity(right, n_classes, alpha, kind)
+                        decrease = f_parent - (f_left if f_left > f_right else f_right)
+                        if not decrease > 0:
+                            continue
+                        risk = cost / decrease
+                        if (risk < best_risk
+                                or (risk == best_risk and decrease > best_decrease)
+                                or (risk == best_risk and decrease == best_decrease
+                                    and t == best_feature and b < best_bin)):
+                            best_risk, best_decrease, best_cost = risk, decrease, cost
+                            best_feature, best_bin = <int32_t> t, <int> b
+                # reset the path marks
+                ancestor = parent_of[node]
+                while ancestor >= 0:
+                    on_path[out[ancestor].feature] = 0
+                    group = feature_group[out[ancestor].feature]
+                    if group >= 0:
+                        group_on_path[group] = 0
+                    ancestor = parent_of[ancestor]
+                if best_feature < 0:
+                    continue
+                out[node].feature = best_feature
+                out[node].bin_threshold = <X_BINNED_C> best_bin
+                out[node].default_left = 0
+                out[node].threshold = bin_edges[edges_indptr[best_feature] + best_bin]
+                out[node].gain = best_decrease
+                out[node].cost_penalty = best_cost
+                # stable partition: rows with bin <= best_bin first
+                n_left = 0
+                for i in range(start, stop):
+                    if binned[rows[i], best_feature] <= best_bin:
+                        rows[start + n_left] = rows[i]
+                        n_left += 1
+                    else:
+                        buffer[i - start - n_left] = rows[i]
+                for i in range(stop - start - n_left):
+                    rows[start + n_left + i] = buffer[i]
+                # pre-order: the left child is popped (and numbered) first
+                stack[n_stack].start, stack[n_stack].stop = start + n_left, stop
+                stack[n_stack].parent, stack[n_stack].depth = node, depth + 1
+                stack[n_stack].is_left = False
+                stack[n_stack + 1].start, stack[n_stack + 1].stop = start, start + n_left
+                stack[n_stack + 1].parent, stack[n_stack + 1].depth = node, depth + 1
+                stack[n_stack + 1].is_left = True
+                n_stack += 2
+    finally:
+        free(parent_of); free(stack); free(buffer); free(hist); free(left); free(right)
+        free(on_path); free(group_on_path)
+    return nodes[:n_nodes].copy(), counts_out[:n_nodes].copy()

@@ -44,19 +44,22 @@ def impurity_of(counts, alpha, impurity):
 
 
 def greedy_tree(binned, y, n_classes, costs, *, alpha=0.0, path_free=False, max_depth=None,
-                feature_group=None, group_costs=None, impurity="threshold_pairs"):
+                feature_group=None, group_costs=None, impurity="threshold_pairs",
+                weight=None, split_cost=0.0):
     """GREEDYTREE on binned data ``binned`` (n, m) uint8 with labels ``y`` in
     [0, n_classes). c(t) is ``costs[t]`` -- 0 with ``path_free`` for a feature already
     tested on the root-to-node path -- plus ``group_costs[g]`` when the path has not
-    touched t's group g yet. Returns nodes (dicts in pre-order) with ``feature``,
+    touched t's group g yet, plus ``split_cost``. Class counts weigh each row by
+    ``weight``. Returns nodes (dicts in pre-order) with ``feature``,
     ``bin`` (left: bin <= bin), ``left``, ``right``, ``counts``, ``risk``, ``cost``,
     ``decrease``."""
     if feature_group is None:
         feature_group = np.full(binned.shape[1], -1)
     nodes = []
+    weight = np.ones(binned.shape[0]) if weight is None else np.asarray(weight, float)
 
     def grow(rows, depth, path):
-        counts = np.bincount(y[rows], minlength=n_classes)
+        counts = np.bincount(y[rows], weights=weight[rows], minlength=n_classes)
         node = dict(feature=-1, bin=-1, left=-1, right=-1, counts=counts, risk=np.inf,
                     depth=depth)
         nodes.append(node)
@@ -67,16 +70,16 @@ def greedy_tree(binned, y, n_classes, costs, *, alpha=0.0, path_free=False, max_
         for t in range(binned.shape[1]):
             b = binned[rows, t]
             values = np.unique(b)
-            cost = 0.0 if (path_free and t in path) else float(costs[t])
+            cost = split_cost + (0.0 if (path_free and t in path) else float(costs[t]))
             groups_on_path = {feature_group[f] for f in path}
             if feature_group[t] >= 0 and feature_group[t] not in groups_on_path:
                 cost += float(group_costs[feature_group[t]])
             for threshold in values[:-1]:
                 left = b <= threshold
-                f_left = impurity_of(np.bincount(y[rows[left]], minlength=n_classes),
-                                     alpha, impurity)
-                f_right = impurity_of(np.bincount(y[rows[~left]], minlength=n_classes),
-                                      alpha, impurity)
+                f_left = impurity_of(np.bincount(y[rows[left]], weights=weight[rows[left]],
+                                                 minlength=n_classes), alpha, impurity)
+                f_right = impurity_of(np.bincount(y[rows[~left]], weights=weight[rows[~left]],
+                                                  minlength=n_classes), alpha, impurity)
                 decrease = min(f_parent - f_left, f_parent - f_right)
                 if decrease <= 0:
                     continue

@@ -8,8 +8,9 @@ by its best stump (infinite risk when an outcome does not lower the impurity F);
 with F(S) = 0, or without a stump of finite risk, is a leaf. Stumps are thresholds
 between value bins, drawn at random per node and feature (``n_stumps`` of them, by node
 size) or all of them (``exhaustive``). c(t) is the feature's cost plus its cost group's
-when the node's path has not touched the group yet; with ``path_free`` a feature already
-tested on the path costs nothing (it is cached at prediction time).
+when the node's path has not touched the group yet, plus the split cost; with
+``path_free`` a feature already tested on the path costs nothing (it is cached at
+prediction time).
 
 Impurities: threshold-Pairs (eq. 11; admissible), Gini and entropy (not admissible; for
 comparison). Ties: lower risk, then the larger minimum impurity decrease, then the lower
@@ -87,7 +88,9 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
                      int32_t[::1] rows, int n_classes, const double[::1] feature_costs,
                      const int32_t[::1] feature_group, const double[::1] group_costs,
                      const double[::1] bin_edges, const int64_t[::1] edges_indptr,
-                     const unsigned char[::1] feature_mask, *, double alpha=0.0,
+                     const unsigned char[::1] feature_mask, *,
+                     const double[::1] sample_weight=None, double split_cost=0.0,
+                     double alpha=0.0,
                      str impurity="threshold_pairs", bint path_free=False,
                      bint exhaustive=False, n_stumps=(80, 40, 20),
                      stump_node_sizes=(2000, 500), int max_depth=-1,
@@ -103,6 +106,9 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
     group_costs : float64 (n_groups,)
     bin_edges, edges_indptr : the Dataset's upper bin edges (thresholds come from them)
     feature_mask : uint8 (n_features,), features that may be tested
+    sample_weight : float64 (n_samples,), optional
+        Class counts (and so the impurities) weigh each example by its weight
+    split_cost : every split also costs this (added to c(t))
     n_stumps : (large, medium, small) random stumps per feature for nodes of more than
         ``stump_node_sizes[0]``, more than ``stump_node_sizes[1]``, and other sizes
 
@@ -110,7 +116,8 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
     -------
     nodes : NODE_DTYPE array (pre-order: a node, its left subtree, its right subtree);
         ``gain`` is the split's minimum impurity decrease, ``cost_penalty`` c(t)
-    class_counts : float64 (n_nodes, n_classes), the examples of each node per class
+    class_counts : float64 (n_nodes, n_classes), the (weighted) examples of each node
+        per class; ``sum_hessian`` is their total
     """
     cdef Py_ssize_t n_samples = binned.shape[0], n_features = binned.shape[1]
     cdef Py_ssize_t n_rows = rows.shape[0]
@@ -127,6 +134,8 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
     if n_features and (np.min(feature_group) < -1
                        or np.max(feature_group) >= group_costs.shape[0]):
         raise ValueError("feature_group out of range")
+    if sample_weight is not None and sample_weight.shape[0] != n_samples:
+        raise ValueError("sample_weight does not match the binned data")
     if impurity not in IMPURITIES:
         raise ValueError(f"impurity must be one of {sorted(IMPURITIES)}, got {impurity!r}")
     cdef int kind = IMPURITIES[impurity]
@@ -152,7 +161,8 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
     cdef int32_t node, ancestor, row, group, best_feature
     cdef int depth, best_bin
     cdef double f_parent, f_left, f_right, decrease, cost, risk
-    cdef double best_risk, best_decrease, best_cost
+    cdef double best_risk, best_decrease, best_cost, total, w = 1.0
+    cdef bint weighted = sample_weight is not None
     if (parent_of == NULL or stack == NULL or buffer == NULL or hist == NULL
             or left == NULL or right == NULL or on_path == NULL or group_on_path == NULL):
         free(parent_of); free(stack); free(buffer); free(hist); free(left); free(right)
@@ -179,9 +189,13 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
                 n = stop - start
                 for k in range(n_classes):
                     node_counts[node, k] = 0.0
+                total = 0.0
                 for i in range(start, stop):
-                    node_counts[node, y[rows[i]]] += 1.0
-                out[node].sum_hessian = <double> n
+                    if weighted:
+                        w = sample_weight[rows[i]]
+                    node_counts[node, y[rows[i]]] += w
+                    total += w
+                out[node].sum_hessian = total
                 f_parent = _impurity(&node_counts[node, 0], n_classes, alpha, kind)
                 if f_parent <= 0 or (0 <= max_depth <= depth) or n < min_samples_split:
                     continue
@@ -204,7 +218,7 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
                     for i in range(start, stop):
                         row = rows[i]
                         b = binned[row, t]
-                        hist[b * n_classes + y[row]] += 1.0
+                        hist[b * n_classes + y[row]] += sample_weight[row] if weighted else 1.0
                         if b < lo:
                             lo = b
                         if b > hi:
@@ -215,7 +229,8 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
                     for b in range(lo + 1, hi + 1):
                         for k in range(n_classes):
                             hist[b * n_classes + k] += hist[(b - 1) * n_classes + k]
-                    cost = 0.0 if (path_free and on_path[t]) else feature_costs[t]
+                    cost = split_cost + (0.0 if (path_free and on_path[t])
+                                         else feature_costs[t])
                     group = feature_group[t]
                     if group >= 0 and not group_on_path[group]:
                         cost += group_costs[group]

@@ -8,7 +8,7 @@
 * running one measurement in a child process, waiting for idle CPUs and retrying runs
   that other processes disturbed (:func:`run_jobs`);
 * per-input prediction cost (ARCHITECTURE section 2) from leaf indices and tree
-  structures, the same routine for every library (:func:`prediction_costs`, and
+  structures (cbudget, LightGBM, scikit-learn trees), the same routine for every library (:func:`prediction_costs`, and
   round by round :class:`CostTrace`);
 * accuracy at equal cost between two sweeps of trade-off values (:func:`dominance`,
   :func:`interpolated_accuracy`); the header of a results file, matplotlib.
@@ -233,13 +233,14 @@ def machine_info(libraries=("lightgbm", "xgboost")):
     return info
 
 
-LIBRARY_LABELS = {"cbudget": "cbudget", "lightgbm": "LightGBM", "xgboost": "XGBoost"}
+LIBRARY_LABELS = {"cbudget": "cbudget", "lightgbm": "LightGBM", "xgboost": "XGBoost",
+                  "sklearn": "scikit-learn"}
 
 
 def machine_text(info):
     """The "Machine: ..." sentence of a results file."""
-    libs = "".join(f"{LIBRARY_LABELS[lib]} {info[lib]}, " for lib in ("lightgbm", "xgboost")
-                   if lib in info)
+    libs = "".join(f"{LIBRARY_LABELS[lib]} {info[lib]}, "
+                   for lib in ("lightgbm", "xgboost", "sklearn") if lib in info)
     return (f"Machine: nproc {info['nproc']} (affinity {info['affinity']}), {info['cpu']}, "
             f"{info['mem_gb']} GB; Python {info['python']}, numpy {info['numpy']}, "
             f"{libs}{info['cbudget']}; {info['platform']}.")
@@ -590,6 +591,27 @@ def cbudget_leaf_paths(tree):
     ``feature`` the split feature). Masks are Python ints (bit m = feature m); the
     leaf ids are those of ``Booster.predict(X, pred_leaf=True)``."""
     left, right, feature = (tree[f].tolist() for f in ("left", "right", "feature"))
+    out = {}
+    stack = [(0, 0, 0)]
+    while stack:
+        node, mask, depth = stack.pop()
+        if left[node] == -1:
+            out[node] = (mask, depth)
+        else:
+            mask |= 1 << feature[node]
+            stack.append((left[node], mask, depth + 1))
+            stack.append((right[node], mask, depth + 1))
+    return out
+
+
+def sklearn_leaf_paths(tree):
+    """``{leaf node id: (path feature mask, depth)}`` of one scikit-learn tree (the
+    ``tree_`` attribute of a fitted ``DecisionTreeClassifier``, e.g. an estimator of a
+    ``RandomForestClassifier``: node 0 the root, ``children_left`` / ``children_right``
+    -1 at leaves, ``feature`` the split feature). The leaf ids are those of
+    ``estimator.apply(X)``."""
+    left, right, feature = (np.asarray(a).tolist() for a in (
+        tree.children_left, tree.children_right, tree.feature))
     out = {}
     stack = [(0, 0, 0)]
     while stack:

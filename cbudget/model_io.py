@@ -271,6 +271,11 @@ def model_from_dict(doc):
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in base_score):
         raise ValueError("invalid cbudget model: base_score must hold numbers")
     base_score = np.asarray(base_score, dtype=np.float64)
+    n_scores = num_class if (is_forest or objective == "multi:softprob") else 1
+    if base_score.shape != (n_scores,) or not np.all(np.isfinite(base_score)) \
+            or (is_forest and (np.any(base_score < 0) or not base_score.sum() > 0)):
+        raise ValueError(f"invalid cbudget model: base_score must hold {n_scores} finite "
+                         f"numbers{' >= 0 (class frequencies)' if is_forest else ''}")
     try:
         common = dict(objective=objective, num_class=num_class, feature_names=feature_names,
                       cost_model=CostModel.from_dict(_require(doc, "cost_model", dict, ""),
@@ -281,11 +286,6 @@ def model_from_dict(doc):
     except (TypeError, KeyError, ValueError) as exc:
         raise ValueError(f"invalid cbudget model: {exc}") from None
     n_outputs = 1 if is_forest else model._objective.n_outputs
-    n_scores = num_class if is_forest else n_outputs
-    if base_score.shape != (n_scores,) or not np.all(np.isfinite(base_score)) \
-            or (is_forest and (np.any(base_score < 0) or not base_score.sum() > 0)):
-        raise ValueError(f"invalid cbudget model: base_score must hold {n_scores} finite "
-                         f"numbers{' >= 0 (class frequencies)' if is_forest else ''}")
     trees = _require(doc, "trees", list, "")
     indptr = _require(doc, "iteration_indptr", list, "")
     if (not indptr or indptr[0] != 0 or indptr[-1] != len(trees)

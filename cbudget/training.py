@@ -210,6 +210,9 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         raise ValueError(f"num_boost_round must be an integer >= 0, got {num_boost_round!r}")
     objective = get_objective(p["objective"], p["num_class"])
     y, weight = dtrain.label, dtrain.weight
+    if p["algorithm"] == "budget_rf" and objective.num_class == 1 and np.max(y) > 1:
+        raise ValueError(f"budget_rf: the labels go up to {np.max(y):g}; give num_class "
+                         "(the number of classes) for a multi-class forest")
     objective.check_label(y)
     metrics = p["eval_metric"] or [FOREST_METRICS[objective.name]
                                    if p["algorithm"] == "budget_rf"

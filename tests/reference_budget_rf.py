@@ -45,12 +45,13 @@ def impurity_of(counts, alpha, impurity):
 
 def greedy_tree(binned, y, n_classes, costs, *, alpha=0.0, path_free=False, max_depth=None,
                 feature_group=None, group_costs=None, impurity="threshold_pairs",
-                weight=None, split_cost=0.0):
+                weight=None, split_cost=0.0, n_edges=None):
     """GREEDYTREE on binned data ``binned`` (n, m) uint8 with labels ``y`` in
     [0, n_classes). c(t) is ``costs[t]`` -- 0 with ``path_free`` for a feature already
     tested on the root-to-node path -- plus ``group_costs[g]`` when the path has not
     touched t's group g yet, plus ``split_cost``. Class counts weigh each row by
-    ``weight``. Returns nodes (dicts in pre-order) with ``feature``,
+    ``weight``. Thresholds are bins below ``n_edges[t]`` (the feature's bin edges; the
+    top value bin has none). Returns nodes (dicts in pre-order) with ``feature``,
     ``bin`` (left: bin <= bin), ``left``, ``right``, ``counts``, ``risk``, ``cost``,
     ``decrease``."""
     if feature_group is None:
@@ -75,6 +76,8 @@ def greedy_tree(binned, y, n_classes, costs, *, alpha=0.0, path_free=False, max_
             if feature_group[t] >= 0 and feature_group[t] not in groups_on_path:
                 cost += float(group_costs[feature_group[t]])
             for threshold in values[:-1]:
+                if n_edges is not None and threshold >= n_edges[t]:
+                    break
                 left = b <= threshold
                 f_left = impurity_of(np.bincount(y[rows[left]], weights=weight[rows[left]],
                                                  minlength=n_classes), alpha, impurity)

@@ -6,8 +6,8 @@ A node holding the examples S is split on the feature t of least risk
 
 by its best stump (infinite risk when an outcome does not lower the impurity F); a node
 with F(S) = 0, or without a stump of finite risk, is a leaf. Stumps are thresholds
-between value bins, drawn at random per node and feature (``n_stumps`` of them, by node
-size) or all of them (``exhaustive``). c(t) is the feature's cost plus its cost group's
+between value bins (the feature's bin edges), drawn at random per node and feature
+(``n_stumps`` of them, by node size) or all of them (``exhaustive``). c(t) is the feature's cost plus its cost group's
 when the node's path has not touched the group yet, plus the split cost; with
 ``path_free`` a feature already tested on the path costs nothing (it is cached at
 prediction time).
@@ -15,7 +15,8 @@ prediction time).
 Impurities: threshold-Pairs (eq. 11; admissible), Gini and entropy (not admissible; for
 comparison). Ties: lower risk, then the larger minimum impurity decrease, then the lower
 feature, then the lower threshold. The missing-value bin is the highest bin, so missing
-values go right.
+values go right; "every value left, missing right" is a stump only when the node's values
+stay below the feature's top value bin (there is no edge above it).
 """
 from libc.math cimport INFINITY, log
 from libc.stdint cimport int32_t, int64_t, uint64_t
@@ -157,7 +158,7 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
     cdef unsigned char * group_on_path = <unsigned char *> calloc(max(n_groups, 1), 1)
     cdef uint64_t rng = seed
     cdef Py_ssize_t n_nodes = 0, n_stack = 1, i, start, stop, n, b, lo, hi, k, n_left
-    cdef Py_ssize_t t, draws, d
+    cdef Py_ssize_t t, draws, d, top
     cdef int32_t node, ancestor, row, group, best_feature
     cdef int depth, best_bin
     cdef double f_parent, f_left, f_right, decrease, cost, risk
@@ -223,7 +224,10 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
                             lo = b
                         if b > hi:
                             hi = b
-                    if lo == hi:
+                    # thresholds are the feature's bin edges: b < its number of edges
+                    # (the top value bin has none; missing values always go right)
+                    top = min(hi, edges_indptr[t + 1] - edges_indptr[t])
+                    if top <= lo:
                         continue
                     # cumulative class counts: hist[b] = examples with bin <= b
                     for b in range(lo + 1, hi + 1):
@@ -238,19 +242,19 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
                     while True:
                         if exhaustive:
                             # every threshold that separates values: the bins in
-                            # [lo, hi) that hold examples
+                            # [lo, top) that hold examples
                             if d == 0:
                                 b = lo
                             else:
                                 b += 1
-                                while b < hi and _same_counts(hist, b, n_classes):
+                                while b < top and _same_counts(hist, b, n_classes):
                                     b += 1
-                            if b >= hi:
+                            if b >= top:
                                 break
                         else:
                             if d >= draws:
                                 break
-                            b = lo + <Py_ssize_t> (_next_random(&rng) % <uint64_t> (hi - lo))
+                            b = lo + <Py_ssize_t> (_next_random(&rng) % <uint64_t> (top - lo))
                         d += 1
                         for k in range(n_classes):
                             left[k] = hist[b * n_classes + k]

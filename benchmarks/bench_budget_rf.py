@@ -300,6 +300,7 @@ def run_child(args):
         "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in params.items()},
         "load_s": t_load, **timing, "train_total_s": timing["train_s"],
         "n_threads": args.threads, "full_cost": float(costs.sum()),
+        "heterogeneous_costs": bool(np.unique(costs).size > 1),
         "mean_nodes": float(np.mean(n_nodes)), "max_depth": depth,
         "curves": out, "eval_s": t_eval, "rss_after_load_mb": rss_after_load / 2**20}
     if library == "cbudget":
@@ -314,7 +315,7 @@ def run_child(args):
 # ------------------------------------------------------------------------ parent
 def launch_child(job, args, log):
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--method",
-           job["method"], "--dataset", job["dataset"], "--alpha", repr(job["alpha"]),
+           job["method"], "--dataset", job["dataset"], "--alpha", repr(float(job["alpha"] or 0.0)),
            "--path-free", "1" if job["path_free"] else "0", "--seed", str(job["seed"]),
            "--trees", str(job["trees"]), "--threads", str(args.threads)]
     if job.get("verify_budget"):
@@ -589,8 +590,7 @@ def dataset_section(name, results, curves):
                          + [f"- {run_label(r)} failed: {r['error']}" for r in results]
                          + [""])
     first = ok[0]
-    heterogeneous = len(set(np.round(first["params"].get("n_estimators", 0) and [0]))) and \
-        first["dataset"] == "synthetic_costly"
+    heterogeneous = first["heterogeneous_costs"]
     lines += [f"### {DATASET_TITLES.get(name, name)}: {first['n_train']:,} train / "
               f"{first['n_valid']:,} valid / {first['n_test']:,} test rows, "
               f"{first['n_features']} features (sum of costs {first['full_cost']:,.0f})", ""]

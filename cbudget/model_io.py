@@ -8,7 +8,12 @@ or ``greedy_miser`` (format 1.2), holding the trade-off ``cost_tradeoff`` (lambd
 growth policy and limits, ``gain_scale`` (0.5: the factor 1/2 of CEGB's eq. 12 and of
 Greedy Miser's impurity; LightGBM's gain has none), the ``gradient_order`` (2: Newton
 leaves on gradient and hessian sums; 1: Greedy Miser's CART on residuals) and the
-``learning_rate`` (Greedy Miser's step size). Each tree stores column arrays indexed by
+``learning_rate`` (Greedy Miser's step size). A forest (``model_type`` "forest",
+format 1.3) has a ``budget_rf`` section (``alpha``, ``impurity``, ``path_free``,
+``n_stumps``, ``stump_node_sizes``, ``max_depth``, ``budget``, ``vote``), its
+``base_score`` holds the training class frequencies, and each tree adds
+``class_counts`` (n_nodes x num_class, row by row; ``gain`` is a split's worst-child
+impurity decrease, ``cost_penalty`` its c(t)). Each tree stores column arrays indexed by
 node id, XGBoost-style, with the
 cost metadata per node (``gain`` and ``cost_penalty`` apart, ``n_samples``,
 ``sum_hessian``, ``new_acquisitions``, ``path_cost``). Floats are written with

@@ -1,4 +1,4 @@
-"""``train()``: the boosting loop, in the style of ``xgboost.train``."""
+"""``train()``: the boosting loop in the style of ``xgboost.train``, and the BudgetRF loop."""
 import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -134,7 +134,7 @@ def _callbacks(callbacks, verbose_eval, early_stopping_rounds, extra=()):
 
 def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_rounds=None,
           evals_result=None, verbose_eval=True, callbacks=None, xgb_model=None):
-    """Train a boosted tree model.
+    """Train a boosted tree model (or a budgeted forest).
 
     Parameters
     ----------
@@ -169,6 +169,22 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
           number of rounds is the tree budget: with the Dataset's ``tree_cost`` (e),
           :meth:`Booster.best_iteration_within_budget` picks the best validation round
           within a total budget.
+        * ``"budget_rf"``: the feature-budgeted random forest (Nan et al., ICML 2015);
+          returns a :class:`Forest` of classification trees (``binary:logistic``, or
+          ``multi:softprob`` with ``num_class``). Each tree is grown on a bootstrap
+          sample (``subsample`` x n rows, with replacement) by GREEDYTREE: a node splits
+          on the feature of least risk ``c(t) / (worst-child impurity decrease)`` of
+          its best random stump (``n_stumps``, ``stump_node_sizes``; ``"all"``: every
+          threshold), until the impurity (``impurity``: ``"threshold_pairs"`` with
+          ``alpha``, ``"gini"``, ``"entropy"``) is 0 or ``max_depth`` is reached. c(t)
+          is ``feature_costs[t]`` (0 for a feature already on the path with
+          ``path_free=True``) + its group's cost if the path has not touched the group
+          + ``split_cost``. Trees are added until the mean prediction cost on the last
+          data set of ``evals`` exceeds ``budget`` (that tree is dropped), or
+          ``n_estimators`` (default ``num_boost_round``) trees; ``n_jobs`` trees grow
+          at once, and tree ``t`` depends only on ``seed`` and ``t``. The boosting
+          parameters (``learning_rate``, ``num_leaves``, ...) are refused. Default
+          metric: the vote's ``error`` / ``merror``.
 
         An unknown name raises ValueError listing the valid ones.
     dtrain : Dataset
@@ -198,7 +214,7 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
 
     Returns
     -------
-    Booster
+    Booster, or Forest for ``algorithm="budget_rf"``
     """
     p = resolve_params(params)
     if not isinstance(dtrain, Dataset):

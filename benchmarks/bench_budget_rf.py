@@ -234,12 +234,15 @@ def _verify_budget(forest, dtrain, data, params, valid_cost, n_threads):
     VERIFY_TREES + 1 trees (the first strict increase from there on) and compare with
     the prefix of the 40-tree forest."""
     import cbudget
-    k0 = next((k for k in range(VERIFY_TREES, len(valid_cost))
-               if valid_cost[k] > valid_cost[k - 1]), None)
-    if k0 is None:
-        return {"skipped": "validation cost does not increase after "
-                           f"{VERIFY_TREES} trees"}
-    budget = 0.5 * (valid_cost[k0 - 1] + valid_cost[k0])  # k0 trees fit, k0 + 1 not
+    # k0: the tree count nearest VERIFY_TREES after which the next tree adds cost
+    rises = [k for k in range(1, len(valid_cost)) if valid_cost[k] > valid_cost[k - 1]]
+    if rises:
+        k0 = min(rises, key=lambda k: (abs(k - VERIFY_TREES), k))
+        budget = 0.5 * (valid_cost[k0 - 1] + valid_cost[k0])  # k0 trees fit, k0 + 1 not
+    elif valid_cost[0] > 0:  # flat curve: a budget below the first tree's cost
+        k0, budget = 0, 0.5 * valid_cost[0]
+    else:
+        return {"skipped": "every tree costs 0 on the validation set"}
     dvalid = cbudget.Dataset(data["X_valid"], data["y_valid"], reference=dtrain)
     t = time.perf_counter()
     budgeted = cbudget.train(dict(params, budget=budget), dtrain,
@@ -418,12 +421,14 @@ def table1(ok, cost_pct=False):
 
 
 def budget_grid(runs, n=N_BUDGETS):
-    """Geometric grid of budgets from the cheapest one-tree validation cost to the
-    largest 40-tree validation cost of ``runs``."""
-    low = min(r["curves"]["valid"]["mean_cost"][0] for r in runs)
+    """Budget 0 (trees without splits only) and a geometric grid from the cheapest
+    positive one-tree validation cost to the largest validation cost of ``runs``."""
+    first = [r["curves"]["valid"]["mean_cost"][0] for r in runs]
+    positive = [c for c in first if c > 0] or [
+        c for r in runs for c in r["curves"]["valid"]["mean_cost"] if c > 0] or [1.0]
+    low = min(positive)
     high = max(r["curves"]["valid"]["mean_cost"][-1] for r in runs)
-    low = max(low, 1e-9)
-    return np.unique(np.geomspace(low, max(high, low), n)).tolist()
+    return [0.0] + np.unique(np.geomspace(low, max(high, low), n)).tolist()
 
 
 def prefix_point(r, budget):
@@ -516,7 +521,8 @@ def equal_cost_table(cd, cost_name):
                        f"{b['mean_cost']:,.2f})" if b else "no point this cheap")
                     + f" | {'yes' if d['ok'] else 'no'} | "
                     + (f"{1 - curve:.4f}" if curve is not None else "")
-                    + " | " + (f"{cheap['mean_cost']:,.2f} ({100 * cheap['mean_cost'] / max(g['mean_cost'], 1e-12):.0f}%)"
+                    + " | " + (f"{cheap['mean_cost']:,.2f} "
+                               f"({100 * cheap['mean_cost'] / max(g['mean_cost'], 1e-12):.3g}%)"
                                if cheap else "none") + " |")
             verdicts.append((m, pf, n_ok, len(dom)))
     return lines, verdicts
@@ -622,8 +628,9 @@ def dataset_section(name, results, curves):
         pft, summary = path_free_table(cd, cost_name)
         if pft:
             lines += ["path_free False vs True, both with alpha chosen on validation for "
-                      "each budget B (every "
-                      f"{max(1, len(cd['budgets']) // 12)}th budget of the grid shown):", ""]
+                      "each budget B (one budget in "
+                      f"{max(1, len(cd['budgets']) // 12)} of the grid shown; the last "
+                      "columns read True's curve at False's test cost):", ""]
             lines += pft + [""]
             bf, bt = summary["best_false"], summary["best_true"]
             lines.append(

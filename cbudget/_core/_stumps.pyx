@@ -77,6 +77,21 @@ cdef inline bint _same_counts(const double * cumulative, Py_ssize_t b,
     return True
 
 
+cdef inline void _mark_path(int32_t node, const int32_t * parent_of,
+                            const node_struct * nodes, const int32_t * feature_group,
+                            unsigned char * on_path, unsigned char * group_on_path,
+                            unsigned char mark) noexcept nogil:
+    """Set (1) or clear (0) the marks of the features and cost groups tested on the path
+    from the root to ``node``."""
+    cdef int32_t ancestor = parent_of[node], group
+    while ancestor >= 0:
+        on_path[nodes[ancestor].feature] = mark
+        group = feature_group[nodes[ancestor].feature]
+        if group >= 0:
+            group_on_path[group] = mark
+        ancestor = parent_of[ancestor]
+
+
 cdef struct stack_entry:
     Py_ssize_t start
     Py_ssize_t stop
@@ -159,7 +174,7 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
     cdef uint64_t rng = seed
     cdef Py_ssize_t n_nodes = 0, n_stack = 1, i, start, stop, n, b, lo, hi, k, n_left
     cdef Py_ssize_t t, draws, d, top
-    cdef int32_t node, ancestor, row, group, best_feature
+    cdef int32_t node, row, group, best_feature
     cdef int depth, best_bin
     cdef double f_parent, f_left, f_right, decrease, cost, risk
     cdef double best_risk, best_decrease, best_cost, total, w = 1.0
@@ -201,13 +216,8 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
                 if f_parent <= 0 or (0 <= max_depth <= depth) or n < min_samples_split:
                     continue
                 # the features and groups on the path (path_free costs, group costs)
-                ancestor = parent_of[node]
-                while ancestor >= 0:
-                    on_path[out[ancestor].feature] = 1
-                    group = feature_group[out[ancestor].feature]
-                    if group >= 0:
-                        group_on_path[group] = 1
-                    ancestor = parent_of[ancestor]
+                _mark_path(node, parent_of, &out[0], &feature_group[0], on_path,
+                           group_on_path, 1)
                 best_feature, best_bin = -1, -1
                 best_risk, best_decrease, best_cost = INFINITY, 0.0, 0.0
                 draws = n_large if n > size_large else (n_medium if n > size_medium else n_small)
@@ -271,14 +281,8 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
                                     and t == best_feature and b < best_bin)):
                             best_risk, best_decrease, best_cost = risk, decrease, cost
                             best_feature, best_bin = <int32_t> t, <int> b
-                # reset the path marks
-                ancestor = parent_of[node]
-                while ancestor >= 0:
-                    on_path[out[ancestor].feature] = 0
-                    group = feature_group[out[ancestor].feature]
-                    if group >= 0:
-                        group_on_path[group] = 0
-                    ancestor = parent_of[ancestor]
+                _mark_path(node, parent_of, &out[0], &feature_group[0], on_path,
+                           group_on_path, 0)
                 if best_feature < 0:
                     continue
                 out[node].feature = best_feature

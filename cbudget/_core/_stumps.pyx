@@ -21,7 +21,6 @@ stay below the feature's top value bin (there is no edge above it).
 from libc.math cimport INFINITY, log
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
-from libc.string cimport memset
 
 import numpy as np
 
@@ -35,6 +34,12 @@ cdef double _impurity(const double * counts, int n_classes, double alpha,
                       int kind) noexcept nogil:
     cdef double total = 0.0, out = 0.0, ci, cj, p
     cdef int i, j
+    if kind == 0 and alpha == 0:
+        # the unlike pairs: (N^2 - sum n_i^2) / 2, exact for integer counts
+        for i in range(n_classes):
+            total += counts[i]
+            out += counts[i] * counts[i]
+        return 0.5 * (total * total - out)
     if kind == 0:
         for i in range(n_classes):
             ci = counts[i] - alpha
@@ -67,14 +72,44 @@ cdef inline uint64_t _next_random(uint64_t * state) noexcept nogil:
     return z ^ (z >> 31)
 
 
-cdef inline bint _same_counts(const double * cumulative, Py_ssize_t b,
-                              int n_classes) noexcept nogil:
-    """Bin ``b`` holds no example (its cumulative counts equal bin ``b - 1``'s)."""
-    cdef int k
-    for k in range(n_classes):
-        if cumulative[b * n_classes + k] != cumulative[(b - 1) * n_classes + k]:
-            return False
-    return True
+cdef inline Py_ssize_t _random_below(uint64_t * state, Py_ssize_t n) noexcept nogil:
+    """A random integer in [0, n), n <= 256: the high 32 bits scaled by n (a multiply
+    and a shift instead of a 64-bit division; the bias is below n / 2^32)."""
+    return <Py_ssize_t> (((_next_random(state) >> 32) * <uint64_t> n) >> 32)
+
+
+cdef inline void _sort_bins(int32_t * present, Py_ssize_t n_present,
+                            const int32_t * bin_rows) noexcept nogil:
+    """Sort the present bins: insertion sort when few, else a scan of the 256 bins."""
+    cdef Py_ssize_t i, j
+    cdef int32_t b
+    if n_present <= 32:
+        for i in range(1, n_present):
+            b = present[i]
+            j = i - 1
+            while j >= 0 and present[j] > b:
+                present[j + 1] = present[j]
+                j -= 1
+            present[j + 1] = b
+        return
+    j = 0
+    for i in range(256):
+        if bin_rows[i] > 0:
+            present[j] = <int32_t> i
+            j += 1
+
+
+cdef inline Py_ssize_t _floor_index(const int32_t * present, Py_ssize_t n,
+                                    Py_ssize_t b) noexcept nogil:
+    """Index of the highest of the sorted ``present[:n]`` that is <= b (present[0] <= b)."""
+    cdef Py_ssize_t lo = 0, hi = n - 1, mid
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if present[mid] <= b:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 cdef inline void _mark_path(int32_t node, const int32_t * parent_of,
@@ -166,23 +201,29 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
     cdef int32_t * parent_of = <int32_t *> malloc(capacity * sizeof(int32_t))
     cdef stack_entry * stack = <stack_entry *> malloc(capacity * sizeof(stack_entry))
     cdef int32_t * buffer = <int32_t *> malloc(n_rows * sizeof(int32_t))
-    cdef double * hist = <double *> malloc(256 * n_classes * sizeof(double))
+    cdef int32_t * by_bin = <int32_t *> malloc(n_rows * sizeof(int32_t))
+    cdef int32_t * bin_rows = <int32_t *> calloc(256, sizeof(int32_t))
+    cdef int32_t * bin_start = <int32_t *> malloc(256 * sizeof(int32_t))
+    cdef int32_t * present = <int32_t *> malloc(256 * sizeof(int32_t))
+    cdef unsigned char * marked = <unsigned char *> calloc(256, 1)
     cdef double * left = <double *> malloc(n_classes * sizeof(double))
     cdef double * right = <double *> malloc(n_classes * sizeof(double))
     cdef unsigned char * on_path = <unsigned char *> calloc(max(n_features, 1), 1)
     cdef unsigned char * group_on_path = <unsigned char *> calloc(max(n_groups, 1), 1)
     cdef uint64_t rng = seed
     cdef Py_ssize_t n_nodes = 0, n_stack = 1, i, start, stop, n, b, lo, hi, k, n_left
-    cdef Py_ssize_t t, draws, d, top
+    cdef Py_ssize_t t, draws, d, top, j, n_present, n_candidates, n_marked, n_sorted, last
     cdef int32_t node, row, group, best_feature
     cdef int depth, best_bin
     cdef double f_parent, f_left, f_right, decrease, cost, risk
     cdef double best_risk, best_decrease, best_cost, total, w = 1.0
     cdef bint weighted = sample_weight is not None
-    if (parent_of == NULL or stack == NULL or buffer == NULL or hist == NULL
+    if (parent_of == NULL or stack == NULL or buffer == NULL or by_bin == NULL
+            or bin_rows == NULL or bin_start == NULL or present == NULL or marked == NULL
             or left == NULL or right == NULL or on_path == NULL or group_on_path == NULL):
-        free(parent_of); free(stack); free(buffer); free(hist); free(left); free(right)
-        free(on_path); free(group_on_path)
+        free(parent_of); free(stack); free(buffer); free(by_bin); free(left); free(right)
+        free(on_path); free(group_on_path); free(bin_rows); free(bin_start); free(present)
+        free(marked)
         raise MemoryError()
     stack[0].start, stack[0].stop, stack[0].parent, stack[0].depth = 0, n_rows, -1, 0
     try:
@@ -224,50 +265,76 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
                 for t in range(n_features):
                     if not feature_mask[t]:
                         continue
-                    memset(hist, 0, 256 * n_classes * sizeof(double))
-                    lo, hi = 255, 0
+                    # the bins present at this node, sorted (small nodes touch few
+                    # bins: nothing below is O(256) or O(n_classes) per row for them)
+                    n_present = 0
                     for i in range(start, stop):
-                        row = rows[i]
-                        b = binned[row, t]
-                        hist[b * n_classes + y[row]] += sample_weight[row] if weighted else 1.0
-                        if b < lo:
-                            lo = b
-                        if b > hi:
-                            hi = b
+                        b = binned[rows[i], t]
+                        if bin_rows[b] == 0:
+                            present[n_present] = <int32_t> b
+                            n_present += 1
+                        bin_rows[b] += 1
+                    _sort_bins(present, n_present, bin_rows)
                     # thresholds are the feature's bin edges: b < its number of edges
-                    # (the top value bin has none; missing values always go right)
+                    # (the top value bin has none; missing values always go right);
+                    # candidates: the present bins below top (the j < n_candidates)
+                    lo, hi = present[0], present[n_present - 1]
                     top = min(hi, edges_indptr[t + 1] - edges_indptr[t])
-                    if top <= lo:
+                    n_candidates = 0
+                    while n_candidates < n_present and present[n_candidates] < top:
+                        n_candidates += 1
+                    if n_candidates == 0:
+                        for j in range(n_present):
+                            bin_rows[present[j]] = 0
                         continue
-                    # cumulative class counts: hist[b] = examples with bin <= b
-                    for b in range(lo + 1, hi + 1):
-                        for k in range(n_classes):
-                            hist[b * n_classes + k] += hist[(b - 1) * n_classes + k]
                     cost = split_cost + (0.0 if (path_free and on_path[t])
                                          else feature_costs[t])
                     group = feature_group[t]
                     if group >= 0 and not group_on_path[group]:
                         cost += group_costs[group]
-                    d = 0
-                    while True:
-                        if exhaustive:
-                            # every threshold that separates values: the bins in
-                            # [lo, top) that hold examples
-                            if d == 0:
-                                b = lo
-                            else:
-                                b += 1
-                                while b < top and _same_counts(hist, b, n_classes):
-                                    b += 1
-                            if b >= top:
-                                break
-                        else:
-                            if d >= draws:
-                                break
-                            b = lo + <Py_ssize_t> (_next_random(&rng) % <uint64_t> (top - lo))
-                        d += 1
+                    # the partitions to try: every candidate, or those of random
+                    # thresholds in [lo, top) (a threshold's partition is the one of the
+                    # highest present bin at or below it)
+                    last = -1
+                    if exhaustive:
+                        for j in range(n_candidates):
+                            marked[j] = 1
+                        last = n_candidates - 1
+                    else:
+                        n_marked = 0
+                        for d in range(draws):
+                            if n_marked == n_candidates:
+                                break       # every partition drawn: more add nothing
+                            b = lo + _random_below(&rng, top - lo)
+                            j = _floor_index(present, n_candidates, b)
+                            if not marked[j]:
+                                marked[j] = 1
+                                n_marked += 1
+                                if j > last:
+                                    last = j
+                    # the rows up to the last bin to try, ordered by bin (counting sort)
+                    n_sorted = 0
+                    for j in range(last + 1):
+                        bin_start[present[j]] = <int32_t> n_sorted
+                        n_sorted += bin_rows[present[j]]
+                    for i in range(start, stop):
+                        b = binned[rows[i], t]
+                        if b <= present[last]:
+                            by_bin[bin_start[b]] = rows[i]
+                            bin_start[b] += 1
+                    # sweep the bins, adding their rows to the left side
+                    for k in range(n_classes):
+                        left[k] = 0.0
+                    i = 0
+                    for j in range(last + 1):
+                        for d in range(bin_rows[present[j]]):
+                            row = by_bin[i]
+                            i += 1
+                            left[y[row]] += sample_weight[row] if weighted else 1.0
+                        if not marked[j]:
+                            continue
+                        marked[j] = 0
                         for k in range(n_classes):
-                            left[k] = hist[b * n_classes + k]
                             right[k] = node_counts[node, k] - left[k]
                         f_left = _impurity(left, n_classes, alpha, kind)
                         f_right = _impurity(right, n_classes, alpha, kind)
@@ -275,12 +342,15 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
                         if not decrease > 0:
                             continue
                         risk = cost / decrease
+                        b = present[j]
                         if (risk < best_risk
                                 or (risk == best_risk and decrease > best_decrease)
                                 or (risk == best_risk and decrease == best_decrease
                                     and t == best_feature and b < best_bin)):
                             best_risk, best_decrease, best_cost = risk, decrease, cost
                             best_feature, best_bin = <int32_t> t, <int> b
+                    for j in range(n_present):
+                        bin_rows[present[j]] = 0
                 _mark_path(node, parent_of, &out[0], &feature_group[0], on_path,
                            group_on_path, 0)
                 if best_feature < 0:
@@ -310,6 +380,7 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
                 stack[n_stack + 1].is_left = True
                 n_stack += 2
     finally:
-        free(parent_of); free(stack); free(buffer); free(hist); free(left); free(right)
-        free(on_path); free(group_on_path)
+        free(parent_of); free(stack); free(buffer); free(by_bin); free(left); free(right)
+        free(on_path); free(group_on_path); free(bin_rows); free(bin_start); free(present)
+        free(marked)
     return nodes[:n_nodes].copy(), counts_out[:n_nodes].copy()

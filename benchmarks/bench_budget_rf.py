@@ -20,6 +20,9 @@ Methods and settings
   max_features="sqrt", bootstrap=True, min_samples_leaf=1, n_jobs=2, random_state=seed)``,
   the paper's Matlab TreeBagger defaults. Its prediction averages the trees'
   class probabilities (scikit-learn's rule).
+* RF(Gini, all features): the same with ``max_features=None`` (every feature at every
+  split, as BudgetRF), first seed only: the like-for-like training time (BudgetRF scans
+  every feature at every node; the sqrt forests scan sqrt(n_features)).
 
 Protocol
 --------
@@ -65,8 +68,8 @@ valid / test rows; multi-resolution MNIST capped to the first 10,000 training ro
 (10,000 valid / 10,000 test), as BudgetRF scans all 1,120 features with up to 80 stumps
 each at every node (about 1.1 s per tree with path_free False, 2.2 s with True, on
 10,000 rows and 2 threads); the synthetic set with 100,000 rows in all (60,000 / 20,000 /
-20,000). Seeds 0, 1, 2 for Table 1 and training time; the alpha grid
-[0, 2, 4, 6, 8, 10, 15, 25, 35, 45] with seed 0 on every data set. Estimated time: see
+20,000). Seeds for Table 1 and training time: Letters 0-4, MNIST 0-1, synthetic
+0-2; the alpha grid [0, 2, 4, 6, 8, 10, 15, 25, 35, 45] with seed 0 on every data set. Estimated time: see
 benchmarks/README.md.
 
 Writes ``<output>.md``, ``<output>.json`` (raw, one object per child) and ``<output>.png``
@@ -99,15 +102,17 @@ from _common import (  # noqa: E402  (benchmarks/_common.py)
     results_header, run_child_command, run_jobs, sklearn_leaf_paths, special_mode,
     subplot_grid, timed_training, train_cbudget_timed, write_json)
 
-METHODS = ("budget_rf", "rf_gini", "rf_entropy")
-METHOD_LABELS = {"budget_rf": "BudgetRF", "rf_gini": "RF(Gini)", "rf_entropy": "RF(entropy)"}
+METHODS = ("budget_rf", "rf_gini", "rf_entropy", "rf_gini_all")
+METHOD_LABELS = {"budget_rf": "BudgetRF", "rf_gini": "RF(Gini)", "rf_entropy": "RF(entropy)",
+                 "rf_gini_all": "RF(Gini, all features)"}
 ALPHAS = (0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 15.0, 25.0, 35.0, 45.0)  # the paper's grid
 N_TREES = 40
 TABLE_TREES = (1, 10, 20, 40)
 N_BUDGETS = 30  # budgets of the accuracy-vs-budget grid
 VERIFY_TREES = 10  # the budget check: a budget between the costs of 10 and 11 trees
 # the full run's sizes (see the module docstring and benchmarks/README.md)
-FULL = {"seeds": (0, 1, 2), "n_rows": 100_000,
+FULL = {"seeds": {"letters": (0, 1, 2, 3, 4), "mnist_multires": (0, 1),
+                  "synthetic_costly": (0, 1, 2)}, "n_rows": 100_000,
         "train_rows": {"letters": None, "mnist_multires": 10_000, "synthetic_costly": None},
         "alphas": {d: ALPHAS for d in COST_DATASETS}}
 QUICK = {"seeds": (0,), "n_rows": 10_000, "train_rows": 1500, "valid_rows": 500,
@@ -128,9 +133,10 @@ def budget_rf_params(n_classes, alpha, path_free, seed, n_trees, n_threads, budg
     return p
 
 
-def rf_params(criterion, seed, n_trees, n_threads):
-    """scikit-learn RandomForestClassifier arguments (Matlab TreeBagger's defaults)."""
-    return {"n_estimators": int(n_trees), "criterion": criterion, "max_features": "sqrt",
+def rf_params(criterion, seed, n_trees, n_threads, max_features="sqrt"):
+    """scikit-learn RandomForestClassifier arguments (Matlab TreeBagger's defaults;
+    ``max_features=None``: every feature at every split, BudgetRF's amount of work)."""
+    return {"n_estimators": int(n_trees), "criterion": criterion, "max_features": max_features,
             "bootstrap": True, "min_samples_leaf": 1, "n_jobs": n_threads,
             "random_state": int(seed)}
 
@@ -170,10 +176,21 @@ def staged_costs(leaf_paths, leaves, costs):
 
 
 def _cbudget_curves(forest, X, y, costs):
+    """Staged majority vote (each tree votes for its leaf's majority class, the tree's
+    ``value`` at leaves; ties to the lower class), checked against ``forest.predict``
+    after the trees of ``TABLE_TREES``, and costs."""
     n_trees = forest.num_trees()
-    err = [float(np.mean(forest.predict(X, iteration_range=(0, k)) != y))
-           for k in range(1, n_trees + 1)]
     leaves = np.asarray(forest.predict(X, pred_leaf=True), dtype=np.int64)
+    votes = np.zeros((X.shape[0], forest.num_class))
+    rows = np.arange(X.shape[0])
+    err = []
+    for t in range(n_trees):
+        votes[rows, forest.trees[t]["value"][leaves[:, t]].astype(np.int64)] += 1
+        pred = np.argmax(votes, axis=1)
+        err.append(float(np.mean(pred != y)))
+        if (t + 1 in TABLE_TREES or t + 1 == n_trees) and not np.array_equal(
+                pred, forest.predict(X, iteration_range=(0, t + 1))):
+            raise AssertionError(f"staged vote after {t + 1} trees differs from predict")
     paths = [cbudget_leaf_paths(tree) for tree in forest.trees]
     mean_cost, mean_feat, kept, tables = staged_costs(paths, leaves, costs)
     return err, mean_cost, mean_feat, kept, tables
@@ -277,7 +294,8 @@ def run_child(args):
         curves = _cbudget_curves
         n_nodes = [int(len(tree)) for tree in model.trees]
     else:
-        params = rf_params(method.split("_")[1], seed, n_trees, args.threads)
+        params = rf_params(method.split("_")[1], seed, n_trees, args.threads,
+                           None if method.endswith("_all") else "sqrt")
         (model, _, _, _), timing = timed_training(_train_sklearn, data, params, 1)
         curves = _sklearn_curves
         n_nodes = [int(est.tree_.node_count) for est in model.estimators_]
@@ -350,13 +368,15 @@ def build_jobs(names, alphas_by_dataset, seeds, trees, args):
         train_rows = args.train_rows or FULL["train_rows"].get(d)
         common = {"dataset": d, "trees": trees, "n_rows": n_rows, "train_rows": train_rows}
         todo = []
-        for seed in seeds:
+        for seed in seeds[d]:
             todo += [("rf_gini", None, None, seed), ("rf_entropy", None, None, seed),
                      ("budget_rf", 0.0, False, seed), ("budget_rf", 0.0, True, seed)]
+            if seed == seeds[d][0]:   # the like-for-like training time (one seed)
+                todo.append(("rf_gini_all", None, None, seed))
         for alpha in alphas_by_dataset[d]:
             if alpha != 0.0:
-                todo += [("budget_rf", alpha, False, seeds[0]),
-                         ("budget_rf", alpha, True, seeds[0])]
+                todo += [("budget_rf", alpha, False, seeds[d][0]),
+                         ("budget_rf", alpha, True, seeds[d][0])]
         first = True
         for method, alpha, pf, seed in todo:
             job = dict(common, method=method, alpha=alpha, path_free=pf, seed=seed)
@@ -383,6 +403,7 @@ def _ms(values, spec, scale=1.0):
 
 
 TABLE1_ROWS = (("rf_gini", None, "RF(Gini)"), ("rf_entropy", None, "RF(entropy)"),
+               ("rf_gini_all", None, "RF(Gini, all features per split)"),
                ("budget_rf", False, "BudgetRF (alpha 0, path_free False: the paper's)"),
                ("budget_rf", True, "BudgetRF (alpha 0, path_free True)"))
 
@@ -481,7 +502,7 @@ def curve_data(ok):
         if runs:
             out["alphas"][pf] = [r["alpha"] for r in runs]
             out["selected"][pf] = selected_curve(runs, budgets)
-    for m in ("rf_gini", "rf_entropy"):
+    for m in ("rf_gini", "rf_entropy", "rf_gini_all"):
         r = next((r for r in ok if r["method"] == m and r["seed"] == seed), None)
         if r:
             out["rf"][m] = rf_points(r)
@@ -555,23 +576,25 @@ def path_free_table(cd, cost_name):
     best_t = min(st, key=lambda p: (p["error"], p["mean_cost"]))
     summary = {"best_false": best_f, "best_true": best_t,
                "n_compared": len(diffs),
-               "true_better": sum(d < 0 for d in diffs),
+               "true_better": sum(d < -1e-12 for d in diffs),
                "mean_diff": float(np.mean(diffs)) if diffs else None}
     return lines, summary
 
 
 def timing_table(results_by_dataset):
     lines = ["| data set | train rows | BudgetRF path_free False s | BudgetRF path_free "
-             "True s | RF(Gini) s | RF(entropy) s | BudgetRF / RF(Gini) | BudgetRF / "
-             "RF(entropy) | BudgetRF s per tree (2 threads) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "True s | RF(Gini) s | RF(entropy) s | RF(Gini, all features) s | BudgetRF / "
+             "RF(Gini) | BudgetRF / RF(entropy) | BudgetRF / RF(Gini, all features) | "
+             "BudgetRF s per tree (2 threads) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, results in results_by_dataset.items():
         ok = _ok(results)
         if not ok:
             continue
         t = {}
         for key, method, pf in (("bf", "budget_rf", False), ("bt", "budget_rf", True),
-                                ("g", "rf_gini", None), ("e", "rf_entropy", None)):
+                                ("g", "rf_gini", None), ("e", "rf_entropy", None),
+                                ("a", "rf_gini_all", None)):
             runs = _table1_runs(ok, method, pf)
             t[key] = [r["train_s"] for r in runs]
 
@@ -579,12 +602,13 @@ def timing_table(results_by_dataset):
             return _ms(t[key], ".2f") if t[key] else "n/a"
 
         def rat(key):
-            return (f"{np.mean(t['bf']) / np.mean(t[key]):.1f}" if t["bf"] and t[key]
+            return (f"{np.mean(t['bf']) / np.mean(t[key]):.2f}" if t["bf"] and t[key]
                     else "n/a")
         per_tree = (f"{np.mean(t['bf']) / ok[0]['n_trees']:.3f}" if t["bf"] else "n/a")
         lines.append(f"| {DATASET_TITLES.get(name, name).split(' (')[0]} | "
                      f"{ok[0]['n_train']:,} | {cell('bf')} | {cell('bt')} | {cell('g')} | "
-                     f"{cell('e')} | {rat('g')} | {rat('e')} | {per_tree} |")
+                     f"{cell('e')} | {cell('a')} | {rat('g')} | {rat('e')} | {rat('a')} | "
+                     f"{per_tree} |")
     return lines
 
 
@@ -616,9 +640,9 @@ def dataset_section(name, results, curves):
         lines += [f"Accuracy vs budget (seed {cd['seed']}; alphas "
                   + ", ".join(f"{a:g}" for a in cd["alphas"].get(False, [])) + "): for "
                   "each RF point (k trees), the alpha-selected BudgetRF curves at equal or "
-                  f"lower test {cost_name} per input (ARCHITECTURE section 2: "
-                  f"{'features cost 1, so mean cost = mean features acquired' if not heterogeneous else 'mean cost per input'}).",
-                  ""]
+                  f"lower test {cost_name} per input (ARCHITECTURE section 2"
+                  + ("" if heterogeneous else "; features cost 1, so the mean cost is the "
+                     "mean number of features acquired") + ").", ""]
         eq, verdicts = equal_cost_table(cd, cost_name)
         lines += eq + [""]
         for m, pf, n_ok, n in verdicts:
@@ -654,7 +678,8 @@ def _notes(ok):
         sets = [r["checks"]["per_input_sets"] for r in checks]
         notes.append(
             f"Checks on all {len(checks)} BudgetRF runs: per-input test costs after "
-            f"1/10/20/40 trees equal `predict_cost` (max |difference| "
+            + "/".join(map(str, checks[0]["checks"]["trees_checked"]))
+            + " trees equal `predict_cost` (max |difference| "
             f"{max(r['checks']['max_abs_cost_diff'] for r in checks):.3g}), per-feature "
             "acquisition rates equal `cost_report` (max |difference| "
             f"{max(r['checks']['max_abs_rate_diff'] for r in checks):.3g}); per-input "
@@ -699,17 +724,26 @@ Methods ({threads} thread(s), {trees} trees; one child process per run):
   n_estimators={trees}, criterion=..., max_features="sqrt", bootstrap=True,
   min_samples_leaf=1, n_jobs={threads}, random_state=seed)` (Matlab TreeBagger's
   defaults, as in the paper); its prediction averages the trees' class probabilities.
+* **RF(Gini, all features)**: the same with `max_features=None` (every feature at every
+  split, BudgetRF's amount of split search), first seed only: the like-for-like
+  training time.
 
 Every run trains {trees} trees once; the forests of fewer trees are its prefixes (for
 BudgetRF a run with budget B is the longest prefix whose mean validation cost is <= B,
 checked once per data set below). *% of the features used per test input*: 100 x mean
 over the test inputs of the number of distinct features on the input's paths through
 the first k trees / number of features (one routine for both libraries, checked
-against cbudget's `predict_cost`). Table 1 uses BudgetRF with alpha 0 and seeds
+against cbudget's `predict_cost`). Table 1 uses BudgetRF with alpha 0 and the seeds
 {seeds}; the accuracy-vs-budget curves use the first seed. *train s*: wall time of the
 {trees}-tree training (cbudget: Dataset construction and binning included, to the
 return of `train()`; scikit-learn: `fit`).
 """
+
+
+def _describe_seeds(seeds):
+    """``{data set: [seed, ...]}`` -> "Letters 0, 1, 2; ..."."""
+    return "; ".join(f"{DATASET_TITLES.get(d, d).split(' (')[0]} "
+                     + ", ".join(map(str, ss)) for d, ss in seeds.items())
 
 
 def render(results_by_dataset, info, command, wall_s, quick, threads, trees, seeds):
@@ -720,7 +754,7 @@ def render(results_by_dataset, info, command, wall_s, quick, threads, trees, see
                          "scikit-learn random forests)", command, info, wall_s, busy,
                          banners)
     out.append(SETTINGS_TEXT.format(threads=threads, trees=trees,
-                                    seeds=", ".join(map(str, seeds)),
+                                    seeds=_describe_seeds(seeds),
                                     sklearn=info.get("sklearn", "")))
     curves = {n: curve_data(_ok(rs)) for n, rs in results_by_dataset.items() if _ok(rs)}
     out += ["## Training time", "",
@@ -734,7 +768,8 @@ def render(results_by_dataset, info, command, wall_s, quick, threads, trees, see
 PLOT_STYLE = {("budget_rf", False): ("o-", "tab:red", "BudgetRF path_free=False (alpha on valid)"),
               ("budget_rf", True): ("s-", "tab:orange", "BudgetRF path_free=True (alpha on valid)"),
               "rf_gini": ("^-", "tab:blue", "RF(Gini), 1..40 trees"),
-              "rf_entropy": ("v-", "tab:green", "RF(entropy), 1..40 trees")}
+              "rf_entropy": ("v-", "tab:green", "RF(entropy), 1..40 trees"),
+              "rf_gini_all": ("x:", "tab:gray", "RF(Gini, all features), 1..40 trees")}
 
 
 def plot(results_by_dataset, curves, path, suffix=""):
@@ -791,9 +826,11 @@ def main(argv=None):
                         help="BudgetRF alpha grid for every data set (default the paper's "
                              + ",".join(f"{a:g}" for a in ALPHAS) + ")")
     parser.add_argument("--seeds", default=None,
-                        help="seeds of Table 1 and the timing (default "
-                             + ",".join(map(str, FULL["seeds"])) + "); the curves use the "
-                             "first")
+                        help="seeds of Table 1 and the timing for every data set "
+                             "(default per data set: " + "; ".join(
+                                 f"{d} " + ",".join(map(str, v))
+                                 for d, v in FULL["seeds"].items())
+                             + "); the curves use the first")
     parser.add_argument("--trees", type=int, default=None,
                         help=f"trees per run (default {N_TREES})")
     add_data_arguments(parser, FULL["n_rows"], valid=True)
@@ -828,8 +865,13 @@ def main(argv=None):
     trees = args.trees or (QUICK["trees"] if args.quick else N_TREES)
     if trees < 1:
         parser.error("--trees must be >= 1")
-    seeds = ([int(s) for s in args.seeds.split(",") if s.strip()] if args.seeds
-             else list(QUICK["seeds"] if args.quick else FULL["seeds"]))
+    if args.seeds:
+        given = [int(v) for v in args.seeds.split(",") if v.strip()]
+        seeds = {d: given for d in names}
+    else:
+        seeds = {d: list(QUICK["seeds"] if args.quick else FULL["seeds"][d]) for d in names}
+    if not all(seeds.values()):
+        parser.error("--seeds needs at least one seed")
     if args.alphas:
         grid = parse_lambdas(args.alphas)
         alphas = {d: grid for d in names}

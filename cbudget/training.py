@@ -481,7 +481,7 @@ def _train_forest(p, dtrain, num_boost_round, objective, metrics, evals, n_threa
         if pool is not None:
             pool.shutdown()
     forest = container.after_training(forest)
-    if forest.num_trees() == 0 and n_trees > 0:
+    if forest.num_trees() == 0 and n_trees > 0 and p["budget"] is not None:
         warnings.warn(f"budget_rf: a single tree costs more than the budget {p['budget']} "
                       "per input; the forest has no trees and predicts the training class "
                       "prior", RuntimeWarning, stacklevel=3)

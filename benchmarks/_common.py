@@ -317,6 +317,22 @@ def subplot_grid(results_by_dataset, n_rows=1, panel=(5.2, 4.2)):
 
 
 # --------------------------------------------------------------- running children
+def benchmark_parser(doc, datasets, *child_options):
+    """The argument parser of a benchmark script: the docstring's first paragraph as its
+    description, ``--datasets`` (comma-separated subset of ``datasets``), and the hidden
+    options of a child run: ``--child`` and ``child_options`` (e.g. ``"--method"``,
+    ``"--dataset"``; values are strings)."""
+    import argparse
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", default=",".join(datasets),
+                        help="comma-separated subset of " + ",".join(datasets))
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    for option in child_options:
+        parser.add_argument(option, help=argparse.SUPPRESS)
+    return parser
+
+
 def add_run_arguments(parser, default_threads=N_THREADS):
     """The options every benchmark shares: threads, waiting for idle CPUs, retries,
     child timeout, re-rendering."""
@@ -585,12 +601,9 @@ def finish_run(output, png, wall, log, results):
 # the root-to-leaf path, number of split nodes on it); per input, the masks of the leaves
 # it reaches are OR-ed over the trees and the costs of the set bits summed.
 
-def cbudget_leaf_paths(tree):
-    """``{leaf node id: (path feature mask, depth)}`` of one cbudget tree (a NODE_DTYPE
-    struct array: node 0 the root, ``left``/``right`` child ids, -1 at leaves,
-    ``feature`` the split feature). Masks are Python ints (bit m = feature m); the
-    leaf ids are those of ``Booster.predict(X, pred_leaf=True)``."""
-    left, right, feature = (tree[f].tolist() for f in ("left", "right", "feature"))
+def _leaf_paths(left, right, feature):
+    """``{leaf node id: (path feature mask, depth)}`` of a tree given by its child and
+    split-feature lists (-1 children at leaves)."""
     out = {}
     stack = [(0, 0, 0)]
     while stack:
@@ -602,6 +615,14 @@ def cbudget_leaf_paths(tree):
             stack.append((left[node], mask, depth + 1))
             stack.append((right[node], mask, depth + 1))
     return out
+
+
+def cbudget_leaf_paths(tree):
+    """``{leaf node id: (path feature mask, depth)}`` of one cbudget tree (a NODE_DTYPE
+    struct array: node 0 the root, ``left``/``right`` child ids, -1 at leaves,
+    ``feature`` the split feature). Masks are Python ints (bit m = feature m); the
+    leaf ids are those of ``Booster.predict(X, pred_leaf=True)``."""
+    return _leaf_paths(*(tree[f].tolist() for f in ("left", "right", "feature")))
 
 
 def sklearn_leaf_paths(tree):
@@ -610,19 +631,8 @@ def sklearn_leaf_paths(tree):
     ``RandomForestClassifier``: node 0 the root, ``children_left`` / ``children_right``
     -1 at leaves, ``feature`` the split feature). The leaf ids are those of
     ``estimator.apply(X)``."""
-    left, right, feature = (np.asarray(a).tolist() for a in (
-        tree.children_left, tree.children_right, tree.feature))
-    out = {}
-    stack = [(0, 0, 0)]
-    while stack:
-        node, mask, depth = stack.pop()
-        if left[node] == -1:
-            out[node] = (mask, depth)
-        else:
-            mask |= 1 << feature[node]
-            stack.append((left[node], mask, depth + 1))
-            stack.append((right[node], mask, depth + 1))
-    return out
+    return _leaf_paths(*(np.asarray(a).tolist() for a in (
+        tree.children_left, tree.children_right, tree.feature)))
 
 
 def lightgbm_leaf_paths(tree_structure, values=None):

@@ -95,6 +95,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from _common import (  # noqa: E402  (benchmarks/_common.py)
+    benchmark_parser,
     COST_DATASETS, DATASET_TITLES, SMOKE_BANNER, CostTrace, PathTables, add_data_arguments,
     add_run_arguments, attempts_text, bits_matrix, cbudget_leaf_paths, command_line,
     dominance, finish_run, interpolated_accuracy, library_version, load_for_child,
@@ -818,10 +819,7 @@ def _finish(results, output, info, command, wall, quick, threads, trees, seeds):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datasets", default=",".join(COST_DATASETS),
-                        help="comma-separated subset of " + ",".join(COST_DATASETS))
+    parser = benchmark_parser(__doc__, COST_DATASETS, "--method", "--dataset")
     parser.add_argument("--alphas", default=None,
                         help="BudgetRF alpha grid for every data set (default the paper's "
                              + ",".join(f"{a:g}" for a in ALPHAS) + ")")
@@ -844,9 +842,6 @@ def main(argv=None):
                              f"rows, {QUICK['trees']} trees, alphas "
                              + ",".join(f"{a:g}" for a in QUICK["alphas"]) + ", seed 0")
     add_run_arguments(parser)
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--method", help=argparse.SUPPRESS)
-    parser.add_argument("--dataset", help=argparse.SUPPRESS)
     parser.add_argument("--alpha", default="0", help=argparse.SUPPRESS)
     parser.add_argument("--path-free", default="0", help=argparse.SUPPRESS)
     parser.add_argument("--seed", default="0", help=argparse.SUPPRESS)

@@ -8,7 +8,7 @@
 * running one measurement in a child process, waiting for idle CPUs and retrying runs
   that other processes disturbed (:func:`run_jobs`);
 * per-input prediction cost (ARCHITECTURE section 2) from leaf indices and tree
-  structures, the same routine for every library (:func:`prediction_costs`, and
+  structures (cbudget, LightGBM, scikit-learn trees), the same routine for every library (:func:`prediction_costs`, and
   round by round :class:`CostTrace`);
 * accuracy at equal cost between two sweeps of trade-off values (:func:`dominance`,
   :func:`interpolated_accuracy`); the header of a results file, matplotlib.
@@ -233,13 +233,14 @@ def machine_info(libraries=("lightgbm", "xgboost")):
     return info
 
 
-LIBRARY_LABELS = {"cbudget": "cbudget", "lightgbm": "LightGBM", "xgboost": "XGBoost"}
+LIBRARY_LABELS = {"cbudget": "cbudget", "lightgbm": "LightGBM", "xgboost": "XGBoost",
+                  "sklearn": "scikit-learn"}
 
 
 def machine_text(info):
     """The "Machine: ..." sentence of a results file."""
-    libs = "".join(f"{LIBRARY_LABELS[lib]} {info[lib]}, " for lib in ("lightgbm", "xgboost")
-                   if lib in info)
+    libs = "".join(f"{LIBRARY_LABELS[lib]} {info[lib]}, "
+                   for lib in ("lightgbm", "xgboost", "sklearn") if lib in info)
     return (f"Machine: nproc {info['nproc']} (affinity {info['affinity']}), {info['cpu']}, "
             f"{info['mem_gb']} GB; Python {info['python']}, numpy {info['numpy']}, "
             f"{libs}{info['cbudget']}; {info['platform']}.")
@@ -316,6 +317,22 @@ def subplot_grid(results_by_dataset, n_rows=1, panel=(5.2, 4.2)):
 
 
 # --------------------------------------------------------------- running children
+def benchmark_parser(doc, datasets, *child_options):
+    """The argument parser of a benchmark script: the docstring's first paragraph as its
+    description, ``--datasets`` (comma-separated subset of ``datasets``), and the hidden
+    options of a child run: ``--child`` and ``child_options`` (e.g. ``"--method"``,
+    ``"--dataset"``; values are strings)."""
+    import argparse
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", default=",".join(datasets),
+                        help="comma-separated subset of " + ",".join(datasets))
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    for option in child_options:
+        parser.add_argument(option, help=argparse.SUPPRESS)
+    return parser
+
+
 def add_run_arguments(parser, default_threads=N_THREADS):
     """The options every benchmark shares: threads, waiting for idle CPUs, retries,
     child timeout, re-rendering."""
@@ -584,12 +601,9 @@ def finish_run(output, png, wall, log, results):
 # the root-to-leaf path, number of split nodes on it); per input, the masks of the leaves
 # it reaches are OR-ed over the trees and the costs of the set bits summed.
 
-def cbudget_leaf_paths(tree):
-    """``{leaf node id: (path feature mask, depth)}`` of one cbudget tree (a NODE_DTYPE
-    struct array: node 0 the root, ``left``/``right`` child ids, -1 at leaves,
-    ``feature`` the split feature). Masks are Python ints (bit m = feature m); the
-    leaf ids are those of ``Booster.predict(X, pred_leaf=True)``."""
-    left, right, feature = (tree[f].tolist() for f in ("left", "right", "feature"))
+def _leaf_paths(left, right, feature):
+    """``{leaf node id: (path feature mask, depth)}`` of a tree given by its child and
+    split-feature lists (-1 children at leaves)."""
     out = {}
     stack = [(0, 0, 0)]
     while stack:
@@ -601,6 +615,24 @@ def cbudget_leaf_paths(tree):
             stack.append((left[node], mask, depth + 1))
             stack.append((right[node], mask, depth + 1))
     return out
+
+
+def cbudget_leaf_paths(tree):
+    """``{leaf node id: (path feature mask, depth)}`` of one cbudget tree (a NODE_DTYPE
+    struct array: node 0 the root, ``left``/``right`` child ids, -1 at leaves,
+    ``feature`` the split feature). Masks are Python ints (bit m = feature m); the
+    leaf ids are those of ``Booster.predict(X, pred_leaf=True)``."""
+    return _leaf_paths(*(tree[f].tolist() for f in ("left", "right", "feature")))
+
+
+def sklearn_leaf_paths(tree):
+    """``{leaf node id: (path feature mask, depth)}`` of one scikit-learn tree (the
+    ``tree_`` attribute of a fitted ``DecisionTreeClassifier``, e.g. an estimator of a
+    ``RandomForestClassifier``: node 0 the root, ``children_left`` / ``children_right``
+    -1 at leaves, ``feature`` the split feature). The leaf ids are those of
+    ``estimator.apply(X)``."""
+    return _leaf_paths(*(np.asarray(a).tolist() for a in (
+        tree.children_left, tree.children_right, tree.feature)))
 
 
 def lightgbm_leaf_paths(tree_structure, values=None):

@@ -79,7 +79,6 @@ Usage::
     PYTHONPATH=. python benchmarks/bench_cegb.py --quick             # smoke run, < 1 min
     PYTHONPATH=. python benchmarks/bench_cegb.py --datasets letters --lambdas 0,0.01,0.1
 """
-import argparse
 import json
 import sys
 import time
@@ -93,6 +92,7 @@ sys.path.insert(0, str(HERE))
 
 import datasets  # noqa: E402  (benchmarks/datasets.py)
 from _common import (  # noqa: E402  (benchmarks/_common.py)
+    benchmark_parser,
     COST_DATASETS, DATASET_TITLES, LIBRARY_LABELS, SMOKE_BANNER, SYNTHETIC_ROWS,
     PathTables, add_data_arguments, add_run_arguments, attempts_text, cbudget_leaf_paths,
     cost_fields, dominance, finish_run, fmt, interpolated_accuracy, library_params,
@@ -440,10 +440,7 @@ def plot(results_by_dataset, path, title_suffix=""):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datasets", default=",".join(DATASETS),
-                        help="comma-separated subset of " + ",".join(DATASETS))
+    parser = benchmark_parser(__doc__, DATASETS, "--library", "--dataset", "--lam")
     parser.add_argument("--libraries", default=",".join(LIBRARIES),
                         help="comma-separated subset of cbudget,lightgbm")
     parser.add_argument("--lambdas", default=None,
@@ -468,10 +465,6 @@ def main(argv=None):
                              f"{QUICK['test_rows']:,} test rows, {QUICK['n_rows']:,} "
                              "synthetic rows, 3-10 rounds, 2-3 lambdas")
     add_run_arguments(parser)
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--library", help=argparse.SUPPRESS)
-    parser.add_argument("--dataset", help=argparse.SUPPRESS)
-    parser.add_argument("--lam", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     mode = special_mode(args, run_child, render_from)
     if mode is not None:

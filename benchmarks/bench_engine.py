@@ -28,7 +28,6 @@ Usage::
     PYTHONPATH=. python benchmarks/bench_engine.py --quick              # smoke run, < 1 min
     PYTHONPATH=. python benchmarks/bench_engine.py --datasets letters --rounds 50,200
 """
-import argparse
 import gc
 import json
 import os
@@ -44,6 +43,7 @@ sys.path.insert(0, str(HERE))
 
 import datasets  # noqa: E402  (benchmarks/datasets.py)
 from _common import (  # noqa: E402  (benchmarks/_common.py)
+    benchmark_parser,
     LIBRARY_LABELS, N_THREADS, Clock, add_run_arguments, attempts_text, command_line,
     cpu_jiffies, cpu_seconds, fmt, library_params, loadavg, machine_info, machine_text,
     maxrss_bytes, other_cores, ratio, rss_bytes, run_child_command, run_with_retries,
@@ -352,10 +352,7 @@ def render(results_by_dataset, rounds, info, command, wall_s, quick, threads):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datasets", default=",".join(DATASETS),
-                        help="comma-separated subset of letters,mnist,synthetic")
+    parser = benchmark_parser(__doc__, DATASETS, "--library", "--dataset")
     parser.add_argument("--libraries", default=",".join(LIBRARIES),
                         help="comma-separated subset of cbudget,lightgbm,xgboost")
     parser.add_argument("--rounds", default=None,
@@ -373,9 +370,6 @@ def main(argv=None):
                         help=f"smoke run: rounds {QUICK['rounds']}, {QUICK['n_rows']:,} "
                              f"synthetic rows, {QUICK['train_rows']:,} training rows")
     add_run_arguments(parser)
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--library", help=argparse.SUPPRESS)
-    parser.add_argument("--dataset", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.quick:

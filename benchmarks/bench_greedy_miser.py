@@ -71,7 +71,6 @@ Usage::
     PYTHONPATH=. python benchmarks/bench_greedy_miser.py --datasets letters \\
         --methods greedy_miser,cegb --gm-lambdas 0,10,100 --gm-rounds 300
 """
-import argparse
 import json
 import sys
 import time
@@ -85,6 +84,7 @@ sys.path.insert(0, str(HERE))
 
 import datasets  # noqa: E402  (benchmarks/datasets.py)
 from _common import (  # noqa: E402  (benchmarks/_common.py)
+    benchmark_parser,
     COST_DATASETS, DATASET_TITLES, SMOKE_BANNER, SYNTHETIC_ROWS, CostTrace, PathTables,
     add_data_arguments, add_run_arguments, attempts_text, cbudget_leaf_paths, cost_fields,
     dominance, finish_run, fmt, interpolated_accuracy, library_params, library_version,
@@ -794,10 +794,7 @@ def build_plan(args, names, methods):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datasets", default=",".join(COST_DATASETS),
-                        help="comma-separated subset of " + ",".join(COST_DATASETS))
+    parser = benchmark_parser(__doc__, COST_DATASETS, "--method", "--dataset", "--lam", "--rounds")
     parser.add_argument("--methods", default=",".join(METHODS),
                         help="comma-separated subset of " + ",".join(METHODS))
     parser.add_argument("--gm-lambdas", default=None,
@@ -829,11 +826,6 @@ def main(argv=None):
                              f"test rows, {QUICK['n_rows']:,} synthetic rows, few rounds, "
                              "2 lambdas per method")
     add_run_arguments(parser)
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--method", help=argparse.SUPPRESS)
-    parser.add_argument("--dataset", help=argparse.SUPPRESS)
-    parser.add_argument("--lam", help=argparse.SUPPRESS)
-    parser.add_argument("--rounds", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     mode = special_mode(args, run_child, render_from)
     if mode is not None:

@@ -22,6 +22,7 @@ from .booster import Booster, BudgetChoice
 from .callback import BudgetStopping, EarlyStopping, EvaluationMonitor, TrainingCallback
 from .costs import CostModel, CostReport
 from .dataset import Dataset
+from .forest import Forest
 from .model_io import load_model
 from .training import train
 
@@ -35,6 +36,7 @@ __all__ = [
     "Dataset",
     "EarlyStopping",
     "EvaluationMonitor",
+    "Forest",
     "TrainingCallback",
     "load_model",
     "train",

@@ -7,9 +7,9 @@ import numpy as np
 
 
 def demo(rounds):
-    """Train plain boosting, CEGB and Greedy Miser on the shipped UCI Letters data
-    (12,000 / 4,000 / 4,000 split, every feature costs 1) and report accuracy and
-    prediction cost per input."""
+    """Train plain boosting, CEGB, Greedy Miser and BudgetRF on the shipped UCI Letters
+    data (12,000 / 4,000 / 4,000 split, every feature costs 1) and report accuracy and
+    prediction cost per input (a forest's "rounds" are its trees)."""
     import cbudget
     from cbudget.datasets import load_letters, train_valid_test_split
 
@@ -40,6 +40,17 @@ def demo(rounds):
         report = best.cost_report(X[test_idx])
         rows.append((algorithm, best.num_boosted_rounds(), accuracy, report.mean_cost,
                      len(report.features_used), seconds))
+    # BudgetRF: trees are added until the mean validation cost would exceed the budget
+    budget = 14.0
+    print(f"\nbudget_rf (budget {budget:g} per input)")
+    start = time.perf_counter()
+    forest = cbudget.train({"algorithm": "budget_rf", "num_class": 26, "budget": budget},
+                           dtrain, 40, evals=[(dvalid, "valid")], verbose_eval=5)
+    seconds = time.perf_counter() - start
+    report = forest.cost_report(X[test_idx])
+    rows.append(("budget_rf", forest.num_trees(),
+                 float(np.mean(forest.predict(X[test_idx]) == y[test_idx])),
+                 report.mean_cost, len(report.features_used), seconds))
     print()
     print(f"{'algorithm':<13} {'rounds':>6} {'test accuracy':>14} {'cost/input':>11} "
           f"{'features used':>14} {'train s':>8}")

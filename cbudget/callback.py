@@ -158,7 +158,7 @@ class BudgetStopping(TrainingCallback):
         return model
 
     def _add_rounds(self, model):
-        n_rounds = model.num_boosted_rounds()
+        n_rounds = model.num_iterations()
         if n_rounds > self._rounds_seen:
             t0, t1 = model.iteration_indptr[self._rounds_seen], model.iteration_indptr[n_rounds]
             _, offsets, _, nodes = model._flat(t0, t1)

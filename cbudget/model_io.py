@@ -8,7 +8,12 @@ or ``greedy_miser`` (format 1.2), holding the trade-off ``cost_tradeoff`` (lambd
 growth policy and limits, ``gain_scale`` (0.5: the factor 1/2 of CEGB's eq. 12 and of
 Greedy Miser's impurity; LightGBM's gain has none), the ``gradient_order`` (2: Newton
 leaves on gradient and hessian sums; 1: Greedy Miser's CART on residuals) and the
-``learning_rate`` (Greedy Miser's step size). Each tree stores column arrays indexed by
+``learning_rate`` (Greedy Miser's step size). A forest (``model_type`` "forest",
+format 1.3) has a ``budget_rf`` section (``alpha``, ``impurity``, ``path_free``,
+``n_stumps``, ``stump_node_sizes``, ``max_depth``, ``budget``, ``vote``), its
+``base_score`` holds the training class frequencies, and each tree adds
+``class_counts`` (n_nodes x num_class, row by row; ``gain`` is a split's worst-child
+impurity decrease, ``cost_penalty`` its c(t)). Each tree stores column arrays indexed by
 node id, XGBoost-style, with the
 cost metadata per node (``gain`` and ``cost_penalty`` apart, ``n_samples``,
 ``sum_hessian``, ``new_acquisitions``, ``path_cost``). Floats are written with
@@ -22,13 +27,12 @@ import numpy as np
 from ._core._types import NODE_DTYPE
 from ._version import __version__
 from .costs import CostModel
-from .params import ALGORITHMS, COST_AWARE_ALGORITHMS
+from .params import ALGORITHMS, BOOSTING_ALGORITHMS, COST_AWARE_ALGORITHMS, IMPURITIES
 
-__all__ = ["save_model", "load_model", "booster_to_dict", "booster_from_dict",
-           "FORMAT_VERSION"]
+__all__ = ["save_model", "load_model", "model_to_dict", "model_from_dict", "FORMAT_VERSION"]
 
 FORMAT_NAME = "cbudget"
-FORMAT_VERSION = (1, 2)
+FORMAT_VERSION = (1, 3)
 
 # JSON key -> NODE_DTYPE field, and the Python type of its values
 _TREE_FIELDS = {
@@ -70,39 +74,69 @@ def _cost_aware_section(params):
     }
 
 
-def booster_to_dict(booster):
-    """JSON-ready dict of a :class:`cbudget.Booster`."""
+def _header(model):
+    """The top-level fields every model type has."""
     attributes = {}
-    if booster.best_iteration is not None:
-        attributes["best_iteration"] = int(booster.best_iteration)
-        attributes["best_score"] = float(booster.best_score)
-    doc = {
+    if model.best_iteration is not None:
+        attributes["best_iteration"] = int(model.best_iteration)
+        attributes["best_score"] = float(model.best_score)
+    return {
         "format": FORMAT_NAME,
         "format_version": list(FORMAT_VERSION),
         "library_version": __version__,
-        "model_type": "booster",
-        "algorithm": booster.algorithm,
-        "objective": booster.objective,
-        "base_score": booster.base_score.tolist(),
-        "num_class": booster.num_class,
-        "feature_names": list(booster.feature_names),
-        "cost_model": booster.cost_model.to_dict(),
-        "training_params": {k: v for k, v in booster.params.items()},
+        "model_type": model.model_type,
+        "algorithm": model.algorithm,
+        "objective": model.objective,
+        "num_class": model.num_class,
+        "feature_names": list(model.feature_names),
+        "cost_model": model.cost_model.to_dict(),
+        "training_params": {k: v for k, v in model.params.items()},
         "attributes": attributes,
-        "summary": booster.summary,
-        "iteration_indptr": list(booster.iteration_indptr),
-        "trees": [_tree_to_dict(t, k) for t, k in zip(booster.trees, booster.tree_outputs)],
+        "summary": model.summary,
+        "iteration_indptr": list(model.iteration_indptr),
     }
+
+
+def _booster_to_dict(booster):
+    doc = _header(booster)
+    doc["base_score"] = booster.base_score.tolist()
+    doc["trees"] = [_tree_to_dict(t, k) for t, k in zip(booster.trees, booster.tree_outputs)]
     if booster.algorithm in COST_AWARE_ALGORITHMS:
         doc[booster.algorithm] = _cost_aware_section(booster.params)
     return doc
 
 
-def save_model(booster, path):
-    """Write ``booster`` to ``path`` as JSON (written to a temporary file first, so an
+def _forest_to_dict(forest):
+    """A forest: ``base_score`` holds the training class frequencies (the prediction
+    without trees); each tree adds ``class_counts``, its nodes' class counts row by row
+    (n_nodes x num_class); ``leaf_values`` are the leaves' majority classes."""
+    doc = _header(forest)
+    doc["base_score"] = forest.class_prior.tolist()
+    doc["trees"] = []
+    for tree, counts in zip(forest.trees, forest.class_counts):
+        d = _tree_to_dict(tree, 0)
+        d["class_counts"] = counts.ravel().tolist()
+        doc["trees"].append(d)
+    p = forest.params
+    doc["budget_rf"] = {
+        "alpha": float(p["alpha"]), "impurity": p["impurity"], "path_free": p["path_free"],
+        "n_stumps": p["n_stumps"] if p["n_stumps"] == "all" else list(p["n_stumps"]),
+        "stump_node_sizes": list(p["stump_node_sizes"]), "max_depth": p["max_depth"],
+        "budget": p["budget"], "vote": "majority",
+    }
+    return doc
+
+
+def model_to_dict(model):
+    """JSON-ready dict of a :class:`cbudget.Booster` or :class:`cbudget.Forest`."""
+    return {"booster": _booster_to_dict, "forest": _forest_to_dict}[model.model_type](model)
+
+
+def save_model(model, path):
+    """Write ``model`` to ``path`` as JSON (written to a temporary file first, so an
     interrupted save never leaves a truncated model behind)."""
     import os
-    doc = booster_to_dict(booster)
+    doc = model_to_dict(model)
     text = json.dumps(doc, allow_nan=False, separators=(",", ":"))
     tmp = f"{os.fspath(path)}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -167,9 +201,51 @@ def _tree_from_dict(d, index, n_features, n_outputs):
     return tree, output
 
 
-def booster_from_dict(doc):
-    """Rebuild a :class:`cbudget.Booster` from its JSON dict, validating everything."""
+def _finite_number(d, key, where, *, allow_none=False):
+    """A finite number >= 0 (or None when allowed) from ``d[key]``."""
+    if allow_none and d.get(key, 0) is None:
+        return None
+    value = _require(d, key, (int, float), where)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"invalid cbudget model: {where}{key} must be finite and >= 0")
+    return float(value)
+
+
+def _booster_params(doc, params, num_class, objective):
+    if num_class < 1 or (num_class > 1) != (objective == "multi:softprob"):
+        raise ValueError(f"invalid cbudget model: num_class {num_class} does not fit "
+                         f"objective {objective!r}")
+    algorithm = params["algorithm"]
+    if algorithm not in BOOSTING_ALGORITHMS:
+        raise ValueError(f"invalid cbudget model: a booster cannot be a {algorithm!r} model")
+    if algorithm in COST_AWARE_ALGORITHMS:
+        params["cost_tradeoff"] = _finite_number(_require(doc, algorithm, dict, ""),
+                                                 "cost_tradeoff", f"{algorithm}.")
+
+
+def _forest_params(doc, params, num_class, objective):
+    if num_class < 2 or (objective == "binary:logistic") != (num_class == 2) \
+            or objective not in ("binary:logistic", "multi:softprob"):
+        raise ValueError(f"invalid cbudget model: num_class {num_class} does not fit a "
+                         f"forest with objective {objective!r}")
+    if params["algorithm"] != "budget_rf":
+        raise ValueError("invalid cbudget model: a forest must be a 'budget_rf' model")
+    section = _require(doc, "budget_rf", dict, "")
+    params["alpha"] = _finite_number(section, "alpha", "budget_rf.")
+    params["budget"] = _finite_number(section, "budget", "budget_rf.", allow_none=True)
+    params["impurity"] = _require(section, "impurity", str, "budget_rf.")
+    if params["impurity"] not in IMPURITIES:
+        raise ValueError(f"invalid cbudget model: unknown impurity {params['impurity']!r}")
+    params["path_free"] = section.get("path_free")
+    if not isinstance(params["path_free"], bool):
+        raise ValueError("invalid cbudget model: budget_rf.path_free must be true or false")
+
+
+def model_from_dict(doc):
+    """Rebuild a :class:`cbudget.Booster` or :class:`cbudget.Forest` from its JSON dict,
+    validating everything."""
     from .booster import Booster
+    from .forest import Forest
 
     if not isinstance(doc, dict):
         raise ValueError("invalid cbudget model: the document is not a JSON object")
@@ -182,64 +258,77 @@ def booster_from_dict(doc):
                          f"cbudget {__version__}, which reads {FORMAT_VERSION[0]}.0 to "
                          f"{FORMAT_VERSION[0]}.{FORMAT_VERSION[1]}")
     model_type = _require(doc, "model_type", str, "")
-    if model_type != "booster":
+    if model_type not in ("booster", "forest"):
         raise ValueError(f"model_type {model_type!r} is not supported by this version")
+    is_forest = model_type == "forest"
     feature_names = _require(doc, "feature_names", list, "")
     if not feature_names or not all(isinstance(n, str) for n in feature_names):
         raise ValueError("invalid cbudget model: feature_names must be a non-empty list of str")
     n_features = len(feature_names)
     objective = _require(doc, "objective", str, "")
     num_class = _require(doc, "num_class", int, "")
-    if num_class < 1 or (num_class > 1) != (objective == "multi:softprob"):
-        raise ValueError(f"invalid cbudget model: num_class {num_class} does not fit "
-                         f"objective {objective!r}")
     params = _require(doc, "training_params", dict, "")
     params["algorithm"] = _require(doc, "algorithm", str, "")
     if params["algorithm"] not in ALGORITHMS:
         raise ValueError(f"invalid cbudget model: unknown algorithm {params['algorithm']!r}")
-    algorithm = params["algorithm"]
-    if algorithm in COST_AWARE_ALGORITHMS:
-        tradeoff = _require(_require(doc, algorithm, dict, ""), "cost_tradeoff", (int, float),
-                            f"{algorithm}.")
-        if not (math.isfinite(tradeoff) and tradeoff >= 0):
-            raise ValueError(f"invalid cbudget model: {algorithm}.cost_tradeoff must be "
-                             "finite and >= 0")
-        params["cost_tradeoff"] = float(tradeoff)
+    (_forest_params if is_forest else _booster_params)(doc, params, num_class, objective)
     base_score = _require(doc, "base_score", list, "")
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in base_score):
         raise ValueError("invalid cbudget model: base_score must hold numbers")
+    base_score = np.asarray(base_score, dtype=np.float64)
+    n_scores = num_class if (is_forest or objective == "multi:softprob") else 1
+    if base_score.shape != (n_scores,) or not np.all(np.isfinite(base_score)) \
+            or (is_forest and (np.any(base_score < 0) or not base_score.sum() > 0)):
+        raise ValueError(f"invalid cbudget model: base_score must hold {n_scores} finite "
+                         f"numbers{' >= 0 (class frequencies)' if is_forest else ''}")
     try:
-        booster = Booster(objective=objective, num_class=num_class,
-                          base_score=np.asarray(base_score, dtype=np.float64),
-                          feature_names=feature_names,
-                          cost_model=CostModel.from_dict(_require(doc, "cost_model", dict, ""),
-                                                         n_features),
-                          params=params)
+        common = dict(objective=objective, num_class=num_class, feature_names=feature_names,
+                      cost_model=CostModel.from_dict(_require(doc, "cost_model", dict, ""),
+                                                     n_features),
+                      params=params)
+        model = (Forest(class_prior=base_score, **common) if is_forest
+                 else Booster(base_score=base_score, **common))
     except (TypeError, KeyError, ValueError) as exc:
         raise ValueError(f"invalid cbudget model: {exc}") from None
-    n_outputs = booster._objective.n_outputs
-    if booster.base_score.shape != (n_outputs,) or not np.all(np.isfinite(booster.base_score)):
-        raise ValueError(f"invalid cbudget model: base_score must hold {n_outputs} finite numbers")
+    n_outputs = 1 if is_forest else model._objective.n_outputs
     trees = _require(doc, "trees", list, "")
     indptr = _require(doc, "iteration_indptr", list, "")
     if (not indptr or indptr[0] != 0 or indptr[-1] != len(trees)
             or not all(isinstance(i, int) for i in indptr)
-            or any(b < a for a, b in zip(indptr, indptr[1:]))):
+            or any(b < a for a, b in zip(indptr, indptr[1:]))
+            or (is_forest and indptr != list(range(len(trees) + 1)))):
         raise ValueError("invalid cbudget model: iteration_indptr does not match the trees")
     for i, d in enumerate(trees):
         tree, output = _tree_from_dict(d, i, n_features, n_outputs)
-        booster.trees.append(tree)
-        booster.tree_outputs.append(output)
-    booster.iteration_indptr = list(indptr)
+        if is_forest:
+            model._append_tree(tree, _class_counts(d, i, tree.shape[0], num_class))
+        else:
+            model.trees.append(tree)
+            model.tree_outputs.append(output)
+    model.iteration_indptr = list(indptr)
     attributes = _require(doc, "attributes", dict, "")
     if "best_iteration" in attributes:
         best_iteration = _require(attributes, "best_iteration", int, "attributes.")
         best_score = _require(attributes, "best_score", (int, float), "attributes.")
-        if not 0 <= best_iteration < max(booster.num_boosted_rounds(), 1):
+        if not 0 <= best_iteration < max(model.num_iterations(), 1):
             raise ValueError("invalid cbudget model: attributes.best_iteration out of range")
-        booster.best_iteration, booster.best_score = best_iteration, float(best_score)
-    booster.summary = _require(doc, "summary", dict, "")
-    return booster
+        model.best_iteration, model.best_score = best_iteration, float(best_score)
+    model.summary = _require(doc, "summary", dict, "")
+    return model
+
+
+def _class_counts(d, index, n_nodes, num_class):
+    """A forest tree's ``class_counts``: n_nodes x num_class finite numbers >= 0."""
+    values = _require(d, "class_counts", list, f"trees[{index}].")
+    if len(values) != n_nodes * num_class or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise ValueError(f"invalid cbudget model: trees[{index}].class_counts must hold "
+                         f"{n_nodes} x {num_class} numbers")
+    counts = np.asarray(values, dtype=np.float64).reshape(n_nodes, num_class)
+    if not np.all(np.isfinite(counts)) or np.any(counts < 0):
+        raise ValueError(f"invalid cbudget model: trees[{index}].class_counts must be "
+                         "finite and >= 0")
+    return counts
 
 
 def load_model(path):
@@ -254,4 +343,4 @@ def load_model(path):
         doc = json.loads(text, parse_constant=lambda c: math.nan)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not a valid JSON model file ({exc})") from None
-    return booster_from_dict(doc)
+    return model_from_dict(doc)

@@ -4,15 +4,19 @@ import numbers
 
 __all__ = ["DEFAULT_PARAMS", "ALIASES", "resolve_params"]
 
-ALGORITHMS = ("gbdt", "cegb", "greedy_miser")
+ALGORITHMS = ("gbdt", "cegb", "greedy_miser", "budget_rf")
+BOOSTING_ALGORITHMS = ("gbdt", "cegb", "greedy_miser")
 # algorithms whose splits pay a feature-cost penalty (``cost_tradeoff``)
 COST_AWARE_ALGORITHMS = ("cegb", "greedy_miser")
 
 DEFAULT_PARAMS = {
     "algorithm": "gbdt",           # "cegb": cost-efficient gradient boosting;
-                                   # "greedy_miser": stage-wise regression, Xu et al. 2012
+                                   # "greedy_miser": stage-wise regression, Xu et al. 2012;
+                                   # "budget_rf": feature-budgeted random forest, Nan et
+                                   # al. 2015 (returns a Forest)
     "cost_tradeoff": None,         # lambda of cegb / greedy_miser (default 1.0)
-    "objective": "reg:squarederror",
+    "objective": None,             # default reg:squarederror; budget_rf: binary:logistic,
+                                   # multi:softprob when num_class is given
     "num_class": None,
     "eval_metric": None,           # default: the objective's
     "base_score": None,            # default: fitted to the labels
@@ -31,7 +35,31 @@ DEFAULT_PARAMS = {
     "seed": 0,
     "n_jobs": None,                # None / -1: all cores
     "verbosity": 1,
+    # budget_rf only (see BUDGET_RF_DEFAULTS)
+    "alpha": None,
+    "impurity": None,
+    "path_free": None,
+    "n_stumps": None,
+    "stump_node_sizes": None,
+    "budget": None,
+    "n_estimators": None,
 }
+
+BUDGET_RF_DEFAULTS = {
+    "alpha": 0.0,                  # threshold-Pairs alpha: larger -> shallower trees
+    "impurity": "threshold_pairs",  # or "gini", "entropy" (not admissible; comparison)
+    "path_free": False,            # True: a feature already tested on the path costs 0
+    "n_stumps": (80, 40, 20),      # random stumps per feature for nodes of more than
+    "stump_node_sizes": (2000, 500),  # 2000, more than 500, or fewer examples; "all":
+                                   # every threshold
+    "budget": None,                # mean validation cost per input (last eval set)
+    "n_estimators": None,          # cap on the trees; default num_boost_round
+}
+IMPURITIES = ("threshold_pairs", "gini", "entropy")
+# what only the boosting algorithms use; given with budget_rf it is an error
+BOOSTING_ONLY = ("cost_tradeoff", "base_score", "learning_rate", "grow_policy", "num_leaves",
+                 "min_child_weight", "min_data_in_leaf", "reg_lambda", "gamma",
+                 "colsample_bytree")
 
 ALIASES = {
     "eta": "learning_rate",
@@ -87,6 +115,16 @@ def resolve_params(params):
     p = resolved
     if p["algorithm"] not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {p['algorithm']!r}; valid: {list(ALGORITHMS)}")
+    if p["algorithm"] == "budget_rf":
+        return _resolve_budget_rf(p, seen)
+    given = [seen[name] for name in BUDGET_RF_DEFAULTS if name in seen]
+    if given:
+        raise ValueError(f"parameter(s) {', '.join(map(repr, given))} apply to algorithm "
+                         f"'budget_rf', not {p['algorithm']!r}")
+    for name in BUDGET_RF_DEFAULTS:
+        p.pop(name)
+    if p["objective"] is None:
+        p["objective"] = "reg:squarederror"
     greedy_miser = p["algorithm"] == "greedy_miser"
     if p["algorithm"] in COST_AWARE_ALGORITHMS:
         if p["cost_tradeoff"] is None:
@@ -120,11 +158,17 @@ def resolve_params(params):
     _number(p, "gamma", low=0)
     _number(p, "subsample", low=0, low_open=True, high=1)
     _number(p, "colsample_bytree", low=0, low_open=True, high=1)
+    _number(p, "base_score", allow_none=True)
+    _check_common(p)
+    return p
+
+
+def _check_common(p):
+    """The parameters every algorithm shares."""
     _number(p, "seed", integer=True, low=0)
     _number(p, "n_jobs", integer=True, allow_none=True)
     _number(p, "verbosity", integer=True, low=0)
     _number(p, "num_class", integer=True, low=1, allow_none=True)
-    _number(p, "base_score", allow_none=True)
     metric = p["eval_metric"]
     if isinstance(metric, str):
         p["eval_metric"] = [metric]
@@ -132,4 +176,51 @@ def resolve_params(params):
         if not isinstance(metric, (list, tuple)) or not all(isinstance(m, str) for m in metric):
             raise TypeError("eval_metric must be a str or a list of str")
         p["eval_metric"] = list(metric)
+    return p
+
+
+def _int_tuple(p, name, length):
+    value = p[name]
+    if (not isinstance(value, (list, tuple)) or len(value) != length
+            or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1
+                       for v in value)):
+        raise ValueError(f"parameter {name} must be {length} integers >= 1, got {value!r}")
+    p[name] = tuple(int(v) for v in value)
+
+
+def _resolve_budget_rf(p, seen):
+    """budget_rf: its own defaults; the boosting-only parameters are refused."""
+    wrong = [seen[name] for name in BOOSTING_ONLY if name in seen]
+    if wrong:
+        raise ValueError(f"parameter(s) {', '.join(map(repr, wrong))} do not apply to "
+                         "algorithm 'budget_rf'")
+    for name, default in BUDGET_RF_DEFAULTS.items():
+        if p[name] is None:
+            p[name] = default
+    for name in BOOSTING_ONLY:
+        p.pop(name)
+    if p["objective"] is None:
+        p["objective"] = ("multi:softprob" if p["num_class"] not in (None, 1)
+                          else "binary:logistic")
+    if p["objective"] not in ("binary:logistic", "multi:softprob"):
+        raise ValueError("budget_rf is a classifier: objective must be 'binary:logistic' or "
+                         f"'multi:softprob', got {p['objective']!r}")
+    _number(p, "alpha", low=0)
+    if p["alpha"] == float("inf"):
+        raise ValueError("parameter alpha must be finite")
+    if p["impurity"] not in IMPURITIES:
+        raise ValueError(f"parameter impurity must be one of {list(IMPURITIES)}, "
+                         f"got {p['impurity']!r}")
+    if not isinstance(p["path_free"], bool):
+        raise TypeError(f"parameter path_free must be True or False, got {p['path_free']!r}")
+    if p["n_stumps"] != "all":
+        _int_tuple(p, "n_stumps", 3)
+    _int_tuple(p, "stump_node_sizes", 2)
+    _number(p, "budget", low=0, allow_none=True)
+    _number(p, "n_estimators", integer=True, low=0, allow_none=True)
+    _number(p, "max_depth", integer=True, low=0, allow_none=True)
+    if p["max_depth"] == 0:
+        p["max_depth"] = None
+    _number(p, "subsample", low=0, low_open=True, high=1)
+    _check_common(p)
     return p

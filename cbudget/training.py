@@ -1,5 +1,6 @@
-"""``train()``: the boosting loop, in the style of ``xgboost.train``."""
+"""``train()``: the boosting loop in the style of ``xgboost.train``, and the BudgetRF loop."""
 import os
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -8,9 +9,11 @@ from ._core._acquisition import AcquisitionState
 from ._core._openmp_helpers import resolve_n_threads
 from ._core._grower import TreeGrower
 from ._core._predict import predict_binned_add
+from ._core._stumps import grow_greedy_tree
 from .booster import Booster
-from .callback import CallbackContainer, EarlyStopping, EvaluationMonitor
+from .callback import BudgetStopping, CallbackContainer, EarlyStopping, EvaluationMonitor
 from .dataset import Dataset
+from .forest import Forest
 from .metrics import check_metric, evaluate_metric
 from .model_io import load_model
 from .objectives import get_objective
@@ -62,20 +65,22 @@ def _initial_base_score(params, objective, y, weight):
     return np.full(objective.n_outputs, value, dtype=np.float64)
 
 
-def _init_model(xgb_model, dtrain, objective):
-    """The model to continue from (a Booster or a saved model's path), checked against
-    the training data."""
+def _init_model(xgb_model, dtrain, objective, model_class=None):
+    """The model to continue from (a Booster / Forest or a saved model's path), checked
+    against the training data."""
     if xgb_model is None:
         return None
+    model_class = model_class or Booster
     if isinstance(xgb_model, (str, os.PathLike)):
         xgb_model = load_model(xgb_model)
-    if not isinstance(xgb_model, Booster):
-        raise TypeError("xgb_model must be a cbudget.Booster or the path of a saved model, "
-                        f"got {type(xgb_model).__name__}")
-    if (xgb_model.objective, xgb_model.num_class) != (objective.name, objective.num_class):
+    if not isinstance(xgb_model, model_class):
+        raise TypeError(f"xgb_model must be a cbudget.{model_class.__name__} or the path of "
+                        f"a saved one, got {type(xgb_model).__name__}")
+    num_class = (objective.num_class if model_class is Booster
+                 else max(2, objective.num_class))
+    if (xgb_model.objective, xgb_model.num_class) != (objective.name, num_class):
         raise ValueError(f"xgb_model was trained for {xgb_model.objective} with num_class="
-                         f"{xgb_model.num_class}, not {objective.name} with num_class="
-                         f"{objective.num_class}")
+                         f"{xgb_model.num_class}, not {objective.name} with num_class={num_class}")
     if xgb_model.feature_names != dtrain.feature_names:
         raise ValueError("xgb_model's features differ from dtrain's")
     if xgb_model.cost_model.to_dict() != dtrain.cost_model.to_dict():
@@ -118,9 +123,18 @@ def _penalty_costs(algorithm, costs):
             costs.feature_costs + costs.coupled_costs, costs.group_costs, 0.0)
 
 
+def _callbacks(callbacks, verbose_eval, early_stopping_rounds, extra=()):
+    cb_list = list(callbacks or [])
+    if verbose_eval:
+        cb_list.append(EvaluationMonitor(period=1 if verbose_eval is True else int(verbose_eval)))
+    if early_stopping_rounds is not None:
+        cb_list.append(EarlyStopping(early_stopping_rounds))
+    return CallbackContainer(cb_list + list(extra))
+
+
 def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_rounds=None,
           evals_result=None, verbose_eval=True, callbacks=None, xgb_model=None):
-    """Train a boosted tree model.
+    """Train a boosted tree model (or a budgeted forest).
 
     Parameters
     ----------
@@ -155,6 +169,22 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
           number of rounds is the tree budget: with the Dataset's ``tree_cost`` (e),
           :meth:`Booster.best_iteration_within_budget` picks the best validation round
           within a total budget.
+        * ``"budget_rf"``: the feature-budgeted random forest (Nan et al., ICML 2015);
+          returns a :class:`Forest` of classification trees (``binary:logistic``, or
+          ``multi:softprob`` with ``num_class``). Each tree is grown on a bootstrap
+          sample (``subsample`` x n rows, with replacement) by GREEDYTREE: a node splits
+          on the feature of least risk ``c(t) / (worst-child impurity decrease)`` of
+          its best random stump (``n_stumps``, ``stump_node_sizes``; ``"all"``: every
+          threshold), until the impurity (``impurity``: ``"threshold_pairs"`` with
+          ``alpha``, ``"gini"``, ``"entropy"``) is 0 or ``max_depth`` is reached. c(t)
+          is ``feature_costs[t]`` (0 for a feature already on the path with
+          ``path_free=True``) + its group's cost if the path has not touched the group
+          + ``split_cost``. Trees are added until the mean prediction cost on the last
+          data set of ``evals`` exceeds ``budget`` (that tree is dropped), or
+          ``n_estimators`` (default ``num_boost_round``) trees; ``n_jobs`` trees grow
+          at once, and tree ``t`` depends only on ``seed`` and ``t``. The boosting
+          parameters (``learning_rate``, ``num_leaves``, ...) are refused. Default
+          metric: the vote's ``error`` / ``merror``.
 
         An unknown name raises ValueError listing the valid ones.
     dtrain : Dataset
@@ -184,7 +214,7 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
 
     Returns
     -------
-    Booster
+    Booster, or Forest for ``algorithm="budget_rf"``
     """
     p = resolve_params(params)
     if not isinstance(dtrain, Dataset):
@@ -196,14 +226,24 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         raise ValueError(f"num_boost_round must be an integer >= 0, got {num_boost_round!r}")
     objective = get_objective(p["objective"], p["num_class"])
     y, weight = dtrain.label, dtrain.weight
+    if p["algorithm"] == "budget_rf" and objective.num_class == 1 and np.max(y) > 1:
+        raise ValueError(f"budget_rf: the labels go up to {np.max(y):g}; give num_class "
+                         "(the number of classes) for a multi-class forest")
     objective.check_label(y)
-    metrics = p["eval_metric"] or [objective.default_metric]
+    metrics = p["eval_metric"] or [FOREST_METRICS[objective.name]
+                                   if p["algorithm"] == "budget_rf"
+                                   else objective.default_metric]
     for metric in metrics:
         check_metric(metric, objective.name)
     evals = _check_evals(evals, dtrain)
     for data, name in evals:
         objective.check_label(data.label)
     n_threads = resolve_n_threads(p["n_jobs"])
+    if p["algorithm"] == "budget_rf":
+        return _train_forest(p, dtrain, num_boost_round, objective, metrics, evals,
+                             n_threads, early_stopping_rounds=early_stopping_rounds,
+                             evals_result=evals_result, verbose_eval=verbose_eval,
+                             callbacks=callbacks, xgb_model=xgb_model)
 
     init = _init_model(xgb_model, dtrain, objective)
     if init is None:
@@ -218,12 +258,7 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         base_score = booster.base_score
         start_round = booster.num_boosted_rounds()
 
-    cb_list = list(callbacks or [])
-    if verbose_eval:
-        cb_list.append(EvaluationMonitor(period=1 if verbose_eval is True else int(verbose_eval)))
-    if early_stopping_rounds is not None:
-        cb_list.append(EarlyStopping(early_stopping_rounds))
-    container = CallbackContainer(cb_list)
+    container = _callbacks(callbacks, verbose_eval, early_stopping_rounds)
 
     n_samples, n_features = dtrain.data.shape
     n_outputs = objective.n_outputs
@@ -354,3 +389,104 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         evals_result.clear()
         evals_result.update(evals_log)
     return booster
+
+
+# a forest votes: its default metric is the error of the vote
+FOREST_METRICS = {"binary:logistic": "error", "multi:softprob": "merror"}
+
+
+def _train_forest(p, dtrain, num_boost_round, objective, metrics, evals, n_threads, *,
+                  early_stopping_rounds, evals_result, verbose_eval, callbacks, xgb_model):
+    """BudgetRF (Nan, Wang, Saligrama, ICML 2015, Algorithm 1): add GREEDYTREEs grown on
+    bootstrap samples until the mean prediction cost on the validation set (the last
+    of ``evals``) exceeds ``budget``; the tree that crossed it is dropped. Tree ``t``
+    depends only on ``seed`` and ``t``: the same forest whatever ``n_jobs``, and
+    continuing a forest of ``a`` trees by ``b`` gives the forest of ``a + b``."""
+    y = dtrain.label
+    if np.any(y != np.floor(y)):
+        raise ValueError("budget_rf needs integer class labels")
+    n_classes = max(2, objective.num_class)
+    labels = y.astype(np.int32)
+    n_trees = num_boost_round if p["n_estimators"] is None else p["n_estimators"]
+    init = _init_model(xgb_model, dtrain, objective, Forest)
+    if init is None:
+        prior = np.bincount(labels, weights=dtrain.weight, minlength=n_classes)
+        forest = Forest(objective=objective.name, num_class=n_classes,
+                        class_prior=prior / prior.sum(), feature_names=dtrain.feature_names,
+                        cost_model=dtrain.cost_model, params=p)
+    else:
+        forest = init[:]
+        forest.params, forest.algorithm = dict(p), p["algorithm"]
+    budget = []
+    if p["budget"] is not None:
+        if not evals:
+            raise ValueError("budget needs validation data to measure the cost on: pass "
+                             "evals=[(dvalid, 'valid')] (the last data set is used)")
+        budget = [BudgetStopping(p["budget"], evals[-1][0], verbose=bool(verbose_eval))]
+    container = _callbacks(callbacks, verbose_eval, early_stopping_rounds, budget)
+
+    costs = dtrain.cost_model
+    edges, edges_indptr = dtrain.flat_bin_edges()
+    splittable = (dtrain.n_value_bins >= 2).astype(np.uint8)
+    n_samples = dtrain.num_data()
+    n_bootstrap = max(1, int(round(p["subsample"] * n_samples)))
+    exhaustive = p["n_stumps"] == "all"
+    tree_options = dict(
+        sample_weight=dtrain.weight, split_cost=costs.split_cost, alpha=p["alpha"],
+        impurity=p["impurity"], path_free=p["path_free"], exhaustive=exhaustive,
+        n_stumps=(1, 1, 1) if exhaustive else p["n_stumps"],
+        stump_node_sizes=p["stump_node_sizes"],
+        max_depth=-1 if p["max_depth"] is None else p["max_depth"])
+
+    def grow(t):
+        rng = np.random.default_rng([p["seed"], t])
+        rows = rng.integers(0, n_samples, n_bootstrap).astype(np.int32)
+        return grow_greedy_tree(dtrain.binned, labels, rows, n_classes, costs.feature_costs,
+                                costs.feature_group, costs.group_costs, edges, edges_indptr,
+                                splittable, seed=int(rng.integers(2 ** 63)), **tree_options)
+
+    # running per-class leaf counts and votes of every evaluation set
+    eval_state = [(name, data, *(forest._accumulate(forest._prepare(data), None, votes)
+                                 for votes in (False, True)))
+                  for data, name in evals]
+    evals_log = {}
+    pool = ThreadPoolExecutor(max_workers=n_threads) if n_threads > 1 else None
+    forest = container.before_training(forest)
+    first, end = forest.num_trees(), forest.num_trees() + n_trees
+    stop = False
+    try:
+        while first < end and not stop:
+            # a batch of trees grown in parallel, then added one by one
+            batch = range(first, min(first + n_threads, end))
+            grown = list(pool.map(grow, batch)) if pool else [grow(t) for t in batch]
+            for t, (tree, class_counts) in zip(batch, grown):
+                if container.before_iteration(forest, t, evals_log):
+                    stop = True
+                    break
+                forest._append_tree(tree, class_counts)
+                n = forest.num_trees()
+                for name, data, counts, votes in eval_state:
+                    counts += forest._accumulate(data.data, (n - 1, n), False)
+                    votes += forest._accumulate(data.data, (n - 1, n), True)
+                    log = evals_log.setdefault(name, {})
+                    for metric in metrics:
+                        log.setdefault(metric, []).append(evaluate_metric(
+                            metric, data.label,
+                            forest._metric_predictions(metric, counts, votes), data.weight))
+                if container.after_iteration(forest, t, evals_log):
+                    stop = True
+                    break
+            first = batch.stop
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    forest = container.after_training(forest)
+    if forest.num_trees() == 0 and n_trees > 0 and p["budget"] is not None:
+        warnings.warn(f"budget_rf: a single tree costs more than the budget {p['budget']} "
+                      "per input; the forest has no trees and predicts the training class "
+                      "prior", RuntimeWarning, stacklevel=3)
+    forest._record_training_costs(dtrain, [(name, data) for data, name in evals])
+    if evals_result is not None:
+        evals_result.clear()
+        evals_result.update(evals_log)
+    return forest

@@ -6,6 +6,7 @@ import pytest
 
 import cbudget
 from cbudget import Dataset, TrainingCallback, train
+from reference_predict import brute_cost, brute_raw, tree_walk
 
 # Most tests run single-threaded: small data, and OpenMP regions on a busy 2-core
 # machine cost more than they save. test_n_jobs_* compares 1 and 2 threads.
@@ -39,58 +40,6 @@ def multiclass_data(n=600, m=6, k=3, seed=0):
 
 def split_rows(X, y, n_train):
     return X[:n_train], y[:n_train], X[n_train:], y[n_train:]
-
-
-# --------------------------------------------------------------------------------------
-# brute-force references (walk the JSON trees in pure Python)
-# --------------------------------------------------------------------------------------
-def tree_walk(tree, x):
-    """Node ids visited by input x (root first, the leaf last)."""
-    node, path = 0, [0]
-    left, right = tree["left_children"], tree["right_children"]
-    while left[node] != -1:
-        v = x[tree["split_features"][node]]
-        if math.isnan(v):
-            go_left = bool(tree["default_left"][node])
-        else:
-            go_left = v <= tree["thresholds"][node]
-        node = left[node] if go_left else right[node]
-        path.append(node)
-    return path
-
-
-def brute_raw(doc, X, t0=0, t1=None):
-    trees = doc["trees"][t0:t1]
-    raw = np.tile(np.asarray(doc["base_score"]), (X.shape[0], 1))
-    for i, x in enumerate(X):
-        for tree in trees:
-            leaf = tree_walk(tree, x)[-1]
-            raw[i, tree["output"]] += tree["leaf_values"][leaf]
-    return raw
-
-
-def brute_cost(doc, X, t0=0, t1=None):
-    """ARCHITECTURE section 2, literally: each feature paid once per input across all
-    trees, its group once, split_cost per split node visited, tree_cost per tree."""
-    cm = doc["cost_model"]
-    fc, fg, gc = cm["feature_costs"], cm["feature_group"], cm["group_costs"]
-    trees = doc["trees"][t0:t1]
-    out = np.zeros(X.shape[0])
-    for i, x in enumerate(X):
-        acquired, touched, cost = set(), set(), 0.0
-        for tree in trees:
-            cost += cm["tree_cost"]
-            for node in tree_walk(tree, x)[:-1]:
-                cost += cm["split_cost"]
-                f = tree["split_features"][node]
-                if f not in acquired:
-                    acquired.add(f)
-                    cost += fc[f]
-                    if fg[f] >= 0 and fg[f] not in touched:
-                        touched.add(fg[f])
-                        cost += gc[fg[f]]
-        out[i] = cost
-    return out
 
 
 def leaves(tree):

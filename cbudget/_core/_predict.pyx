@@ -61,6 +61,37 @@ def predict_raw(
                 out[i, tree_outputs[t]] += tree[_leaf_of_row(tree, &X[i, 0])].threshold
 
 
+def predict_node_rows(
+    const floating_t[:, ::1] X,
+    const predict_node_struct[::1] nodes,
+    const int64_t[::1] tree_offsets,
+    const double[:, ::1] node_rows,
+    double[:, ::1] out,
+    int n_threads,
+):
+    """Add ``node_rows[n]`` to ``out[i]`` for the leaf ``n`` that input ``i`` reaches in
+    each tree (a forest's class counts or votes per leaf; ``n`` is the global node index,
+    ``tree_offsets[t]`` + the tree-local id)."""
+    cdef Py_ssize_t n_samples = X.shape[0]
+    cdef Py_ssize_t n_trees = tree_offsets.shape[0] - 1
+    cdef Py_ssize_t n_columns = node_rows.shape[1]
+    cdef Py_ssize_t n_blocks = (n_samples + ROW_BLOCK - 1) // ROW_BLOCK
+    cdef Py_ssize_t block, i, t, k, stop
+    cdef int64_t leaf
+    if node_rows.shape[0] != nodes.shape[0] or out.shape[1] != n_columns \
+            or out.shape[0] != n_samples:
+        raise ValueError("node_rows / out do not match the nodes / inputs")
+    if nodes.shape[0] == 0 or n_samples == 0:
+        return
+    for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
+        stop = min((block + 1) * ROW_BLOCK, n_samples)
+        for t in range(n_trees):
+            for i in range(block * ROW_BLOCK, stop):
+                leaf = tree_offsets[t] + _leaf_of_row(&nodes[tree_offsets[t]], &X[i, 0])
+                for k in range(n_columns):
+                    out[i, k] += node_rows[leaf, k]
+
+
 def predict_leaf(
     const floating_t[:, ::1] X,
     const predict_node_struct[::1] nodes,

@@ -72,26 +72,30 @@ class Forest(TreeEnsemble):
         return self.num_iterations()
 
     # -- prediction -------------------------------------------------------------------
-    def _node_table(self, t0, t1, votes):
-        """(n_nodes of trees [t0, t1), num_class): each node's class counts, or its
-        one-hot majority class (``votes``)."""
-        key = ("votes" if votes else "counts", t0, t1)
+    def _node_table(self, t0, t1, what):
+        """Per node of trees [t0, t1): its class counts (``what="counts"``), the one-hot
+        majority class stored as the leaf's ``value`` (``"votes"``; internal nodes are
+        never reached as leaves), or both side by side (``"both"``, 2 x num_class
+        columns: one traversal gives both)."""
+        key = (what, t0, t1)
         if key not in self._flat_cache:
             counts = (np.concatenate(self.class_counts[t0:t1]) if t1 > t0
                       else np.zeros((0, self.num_class)))
-            if votes:
-                table = np.zeros_like(counts)
-                table[np.arange(counts.shape[0]), np.argmax(counts, axis=1)] = 1.0
-                counts = table
-            self._flat_cache[key] = counts
+            votes = np.zeros_like(counts)
+            votes[np.arange(counts.shape[0]),
+                  self._flat(t0, t1)[0]["value"].astype(np.intp)] = 1.0
+            self._flat_cache[key] = {"counts": counts, "votes": votes,
+                                     "both": np.hstack([counts, votes])}[what]
         return self._flat_cache[key]
 
-    def _accumulate(self, X, iteration_range, votes):
+    def _accumulate(self, X, iteration_range, what):
+        """The node table rows (see :meth:`_node_table`) of the leaves each input
+        reaches, summed over the trees."""
         t0, t1 = self._tree_range(iteration_range)
         _, offsets, _, nodes = self._flat(t0, t1)
-        out = np.zeros((X.shape[0], self.num_class))
-        predict_node_rows(X, nodes, offsets, self._node_table(t0, t1, votes), out,
-                          self._n_threads())
+        table = self._node_table(t0, t1, what)
+        out = np.zeros((X.shape[0], table.shape[1]))
+        predict_node_rows(X, nodes, offsets, table, out, self._n_threads())
         return out
 
     def predict(self, X, *, iteration_range=None, pred_leaf=False):
@@ -115,7 +119,7 @@ class Forest(TreeEnsemble):
         X = self._prepare(X)
         if pred_leaf:
             return self._leaf_indices(X, iteration_range)
-        votes = self._accumulate(X, iteration_range, votes=True)
+        votes = self._accumulate(X, iteration_range, "votes")
         return np.argmax(self._normalise(votes), axis=1).astype(np.int64)
 
     def predict_proba(self, X, *, iteration_range=None):
@@ -128,7 +132,7 @@ class Forest(TreeEnsemble):
             A forest without trees gives the training class frequencies.
         """
         return self._normalise(self._accumulate(self._prepare(X), iteration_range,
-                                                votes=False))
+                                                "counts"))
 
     def _normalise(self, table):
         """Rows of summed class counts or votes -> probabilities; the class prior where

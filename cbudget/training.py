@@ -445,9 +445,8 @@ def _train_forest(p, dtrain, num_boost_round, objective, metrics, evals, n_threa
                                 costs.feature_group, costs.group_costs, edges, edges_indptr,
                                 splittable, seed=int(rng.integers(2 ** 63)), **tree_options)
 
-    # running per-class leaf counts and votes of every evaluation set
-    eval_state = [(name, data, *(forest._accumulate(forest._prepare(data), None, votes)
-                                 for votes in (False, True)))
+    # running per-class leaf counts and votes (side by side) of every evaluation set
+    eval_state = [(name, data, forest._accumulate(forest._prepare(data), None, "both"))
                   for data, name in evals]
     evals_log = {}
     pool = ThreadPoolExecutor(max_workers=n_threads) if n_threads > 1 else None
@@ -465,9 +464,9 @@ def _train_forest(p, dtrain, num_boost_round, objective, metrics, evals, n_threa
                     break
                 forest._append_tree(tree, class_counts)
                 n = forest.num_trees()
-                for name, data, counts, votes in eval_state:
-                    counts += forest._accumulate(data.data, (n - 1, n), False)
-                    votes += forest._accumulate(data.data, (n - 1, n), True)
+                for name, data, sums in eval_state:
+                    sums += forest._accumulate(data.data, (n - 1, n), "both")
+                    counts, votes = np.hsplit(sums, 2)
                     log = evals_log.setdefault(name, {})
                     for metric in metrics:
                         log.setdefault(metric, []).append(evaluate_metric(

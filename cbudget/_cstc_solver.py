@@ -350,14 +350,16 @@ class TreeProblem:
 
         return function
 
-    def solve_leaf(self, t, active, gamma):
+    def solve_leaf(self, t, active, gamma, gram):
         """Closed-form weights and bias of a leaf under squared loss (eq. 16): the
         weighted ridge ``(Z' Omega Z + W Gamma) beta = Z' Omega y`` with an unpenalised
-        bias, ``Gamma = rho / gamma + lambda * (cost diagonal)``."""
+        bias, ``Gamma = rho / gamma + lambda * (cost diagonal)``. ``gram``: the
+        :class:`WeightedGram` of the node's loss weights (fixed while the node is
+        optimised)."""
         d = self.Z.shape[1]
         _, diag, _, _ = self._cost_pieces(t, np.zeros(d), None)
         penalty = self.rho * _safe_inverse(gamma) + self.lam * diag[active]
-        return weighted_ridge(self.Z[:, active], self.y, self.sw * t["own_weight"], self.W * penalty)
+        return gram.solve(active, self.W * penalty)
 
     def optimize_node(self, k, *, fresh=False):
         """Algorithm 1's inner loop for node ``k``: alternate Lemma 1's auxiliary
@@ -368,6 +370,7 @@ class TreeProblem:
             self.active[k] = self.usable
             self.B[k] = 0.0
         previous = None
+        gram = None
         for iteration in range(_MAX_NODE_ITERATIONS):
             active = self.active[k].copy()
             t = self.node_terms(k)
@@ -388,7 +391,9 @@ class TreeProblem:
                 if t["splits"]:
                     self.theta[k] = x[active.sum() + 1]
             else:
-                beta_a, bias = self.solve_leaf(t, active, gamma)
+                if gram is None:   # the loss weights do not change while k is optimised
+                    gram = WeightedGram(self.Z, self.y, self.sw * t["own_weight"], active)
+                beta_a, bias = self.solve_leaf(t, active, gamma, gram)
             self.B[k] = 0.0
             self.B[k, active] = beta_a
             self.bias[k] = bias
@@ -534,25 +539,48 @@ class TreeProblem:
             self.active[child] = False
 
 
+class WeightedGram:
+    """The weighted normal equations of a leaf, for ridge solves on subsets of its
+    columns: ``argmin_{beta, b} 1/2 sum_i w_i (z_i beta + b - y_i)^2 + 1/2 sum_t
+    penalty_t beta_t^2`` (eq. 16 with an unpenalised bias, solved after weighted
+    centring). Built once per node visit on the columns ``columns`` (bool mask); each
+    IRLS step then only solves a sub-block."""
+
+    def __init__(self, Z, y, weights, columns):
+        self.columns = np.flatnonzero(columns)
+        self.total = float(weights.sum())
+        Zs = Z[:, self.columns]
+        if self.total <= 0:
+            self.z_mean, self.y_mean = np.zeros(self.columns.size), 0.0
+            self.lhs = np.zeros((self.columns.size, self.columns.size))
+            self.rhs = np.zeros(self.columns.size)
+            return
+        self.z_mean = (weights @ Zs) / self.total
+        self.y_mean = float(weights @ y) / self.total
+        Zc = Zs - self.z_mean
+        Zw = Zc * weights[:, None]
+        self.lhs = Zw.T @ Zc
+        self.rhs = Zw.T @ (y - self.y_mean)
+
+    def solve(self, columns, penalty):
+        """(beta on ``columns`` (a bool mask, within the built ones), bias)."""
+        where = np.flatnonzero(columns[self.columns])
+        if self.total <= 0:
+            return np.zeros(where.size), 0.0
+        lhs = self.lhs[np.ix_(where, where)]
+        lhs[np.diag_indices_from(lhs)] += penalty
+        rhs = self.rhs[where]
+        try:
+            beta = scipy.linalg.solve(lhs, rhs, assume_a="pos")
+        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+            beta = np.linalg.lstsq(lhs, rhs, rcond=None)[0]
+        return beta, self.y_mean - float(self.z_mean[where] @ beta)
+
+
 def weighted_ridge(Z, y, weights, penalty):
-    """``argmin_{beta, b} 1/2 sum_i weights_i (z_i beta + b - y_i)^2 + 1/2 sum_t
-    penalty_t beta_t^2``: eq. (16) with an unpenalised bias (solved after weighted
-    centring). Returns (beta, b)."""
-    total = weights.sum()
-    if total <= 0:
-        return np.zeros(Z.shape[1]), 0.0
-    z_mean = (weights @ Z) / total
-    y_mean = float(weights @ y) / total
-    Zc = Z - z_mean
-    Zw = Zc * weights[:, None]
-    lhs = Zw.T @ Zc
-    lhs[np.diag_indices_from(lhs)] += penalty
-    rhs = Zw.T @ (y - y_mean)
-    try:
-        beta = scipy.linalg.solve(lhs, rhs, assume_a="pos")
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
-        beta = np.linalg.lstsq(lhs, rhs, rcond=None)[0]
-    return beta, y_mean - float(z_mean @ beta)
+    """:class:`WeightedGram`'s solve on all columns of ``Z``: (beta, b)."""
+    columns = np.ones(Z.shape[1], dtype=bool)
+    return WeightedGram(Z, y, weights, columns).solve(columns, penalty)
 
 
 def _sigmoid(z):

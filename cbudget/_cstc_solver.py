@@ -59,13 +59,20 @@ def skeleton(kind, depth):
     return upper.astype(np.int32), lower.astype(np.int32)
 
 
-def weighted_median(values, weights):
-    """The weighted median of ``values`` (the lower one at a tie)."""
-    if weights.sum() <= 0:
-        return float(np.median(values))
-    order = np.argsort(values, kind="stable")
-    cumulative = np.cumsum(weights[order])
-    return float(values[order][np.searchsorted(cumulative, 0.5 * cumulative[-1])])
+def balanced_threshold(values, weights):
+    """A threshold that sends about half of the weight up: the midpoint of the gap
+    between consecutive distinct values whose weight below is closest to half. Never
+    one of the values themselves: scores that take few distinct values (cheap binary
+    features) would otherwise put a whole group of inputs at sigmoid(0) = 1/2."""
+    distinct, inverse = np.unique(values, return_inverse=True)
+    if distinct.size == 1:
+        return float(distinct[0])
+    mass = np.bincount(inverse, weights=weights, minlength=distinct.size)
+    if not mass.sum() > 0:
+        mass = np.bincount(inverse, minlength=distinct.size).astype(np.float64)
+    below = np.cumsum(mass)[:-1]
+    gap = int(np.argmin(np.abs(below - 0.5 * mass.sum())))
+    return float(0.5 * (distinct[gap] + distinct[gap + 1]))
 
 
 class TreeProblem:
@@ -416,10 +423,10 @@ class TreeProblem:
 
     # -- the whole tree ----------------------------------------------------------------
     def set_split_threshold(self, k):
-        """Threshold of a node that just got children: the reach-weighted median of its
-        training scores (half of its inputs go up)."""
+        """Threshold of a node that just got children: half of its (reach-weighted)
+        training inputs go up (:func:`balanced_threshold`)."""
         reach, _ = self.route()
-        self.theta[k] = weighted_median(self.F[:, k], self.sw * reach[:, k])
+        self.theta[k] = balanced_threshold(self.F[:, k], self.sw * reach[:, k])
 
     def add_node(self, k):
         """Make ``k`` alive and initialise it as a leaf (3.4.2); its parent, which now
@@ -510,7 +517,7 @@ class TreeProblem:
             _, node = self.predict_hard(Z_valid)
             values = (Z_valid @ self.B[k] + self.bias[k])[node == k]
             if values.size:
-                self.theta[k] = float(np.median(values))
+                self.theta[k] = balanced_threshold(values, np.ones(values.size))
             for child in (self.upper_full[k], self.lower_full[k]):
                 if child >= 0:
                     self.alive[child] = True

@@ -31,7 +31,8 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from ._core._linear import LOSS_LOGISTIC, LOSS_SQUARED, node_objective, pointwise_loss, soft_route
+from ._core._linear import (LOSS_LOGISTIC, LOSS_SQUARED, dense_gradient, dense_scores,
+                            node_objective, pointwise_loss, soft_route)
 from .metrics import evaluate_metric, metric_maximize
 
 __all__ = ["TreeProblem", "CLAMP"]
@@ -39,6 +40,9 @@ __all__ = ["TreeProblem", "CLAMP"]
 CLAMP = 1e-4            # |weight| below this is set to zero for good (section 3.4)
 _MAX_NODE_ITERATIONS = 100
 _MAX_LBFGS_ITERATIONS = 200
+# Kernel calls with less work than this run on one thread: waking OpenMP threads costs
+# more than such a call, and their spinning competes with BLAS's threads in between.
+_PARALLEL_WORK = 1_000_000
 
 
 def skeleton(kind, depth):
@@ -123,6 +127,9 @@ class TreeProblem:
         self.F = np.zeros((n, n_nodes))
         self.objective_history = []
 
+    def _threads(self, work):
+        return self.n_threads if work >= _PARALLEL_WORK else 1
+
     # -- structure ----------------------------------------------------------------------
     @property
     def n_nodes(self):
@@ -167,7 +174,7 @@ class TreeProblem:
         theta = self.theta if theta is None else theta
         reach = np.empty_like(F)
         exit_ = np.empty_like(F)
-        soft_route(F, theta, upper, lower, reach, exit_, self.n_threads)
+        soft_route(F, theta, upper, lower, reach, exit_, self._threads(F.size))
         return reach, exit_
 
     def loss_weights(self, reach, exit_):
@@ -186,10 +193,10 @@ class TreeProblem:
         q = self.group_norms()
         alive = self.alive_nodes()
         if self.cost_form == "cronus":
-            mean_reach = (self.sw @ reach) / self.W
+            mean_reach = _weighted_sum(self.sw, reach) / self.W
             per_group = (mean_reach[alive, None] ** 2 * q[alive]).sum(axis=0)
             return float(self.group_costs @ np.sqrt(per_group))
-        mean_exit = (self.sw @ exit_) / self.W
+        mean_exit = _weighted_sum(self.sw, exit_) / self.W
         upper, lower = self.children()
         total = 0.0
         for k in alive:
@@ -202,15 +209,19 @@ class TreeProblem:
         """The relaxed objective (12) / (19) / Cronus at the current parameters."""
         reach, exit_ = self.route()
         losses = np.empty_like(self.F)
-        pointwise_loss(self.F, self.y, self.loss, losses, self.n_threads)
+        pointwise_loss(self.F, self.y, self.loss, losses, self._threads(self.F.size))
         alive = self.alive_nodes()
         weights = self.loss_weights(reach, exit_)
-        value = float(self.sw @ (weights[:, alive] * losses[:, alive]).sum(axis=1)) / self.W
+        value = float(_weighted_sum(self.sw, weights[:, alive] * losses[:, alive]).sum()) / self.W
         value += self.rho * float(np.abs(self.B[alive]).sum())
         return float(value + self.lam * self.cost_term(reach, exit_))
 
     def set_scores(self, k):
-        self.F[:, k] = self.Z @ self.B[k] + self.bias[k]
+        columns = np.flatnonzero(self.B[k]).astype(np.int64)
+        scores = np.empty(self.Z.shape[0])
+        dense_scores(self.Z, columns, np.ascontiguousarray(self.B[k, columns]), self.bias[k],
+                     scores, self._threads(scores.size * max(columns.size, 1)))
+        self.F[:, k] = scores
 
     # -- one node ---------------------------------------------------------------------
     def node_terms(self, k):
@@ -242,7 +253,7 @@ class TreeProblem:
             forced[:, k] = -np.inf
             t["reach_lo"], t["exit_lo"] = self.route(forced, upper, lower)
             losses = np.empty_like(self.F)
-            pointwise_loss(self.F, self.y, self.loss, losses, self.n_threads)
+            pointwise_loss(self.F, self.y, self.loss, losses, self._threads(self.F.size))
             for side, child in (("up", upper[k]), ("lo", lower[k])):
                 if child == -1:
                     continue
@@ -254,7 +265,7 @@ class TreeProblem:
         # cost: the other nodes' group norms on each path, and Lemma 1's eta
         q = self.group_norms()
         if self.cost_form == "cronus":
-            mean_reach = (self.sw @ reach) / self.W
+            mean_reach = _weighted_sum(self.sw, reach) / self.W
             t["mean_reach"] = mean_reach
             others = [j for j in self.alive_nodes() if j != k]
             t["q_others"] = (mean_reach[others, None] ** 2 * q[others]).sum(axis=0)
@@ -293,11 +304,11 @@ class TreeProblem:
                 if nodes:
                     side_s = s if side == "up" else 1.0 - s
                     reach_side = t[f"reach_{side}"][:, nodes]
-                    mean_reach[nodes] = (self.sw * side_s) @ reach_side / self.W
+                    mean_reach[nodes] = _weighted_sum(self.sw * side_s, reach_side) / self.W
                     value_q = value_q + ((mean_reach[nodes, None] ** 2 - t["mean_reach"][nodes, None] ** 2)
                                          * q[nodes]).sum(axis=0)
                     slope = (q[nodes] * t["inv_eta"]) @ c * mean_reach[nodes]
-                    (cu if side == "up" else cv)[:] += self.lam * reach_side @ slope
+                    (cu if side == "up" else cv)[:] += self.lam * np.einsum("ij,j->i", reach_side, slope)
             value_q = value_q + pk ** 2 * qk
             value = 0.5 * float(c @ (value_q * t["inv_eta"] + _safe_sqrt_inverse(t["inv_eta"])))
             diag = pk ** 2 * (self.groups_T @ (c * t["inv_eta"]))
@@ -311,13 +322,13 @@ class TreeProblem:
             k_value = 0.5 * float(c @ (path_q * inv_eta + eta))
             if side == "own":
                 weight_s = t["tu"] * s + t["tl"] * (1.0 - s) if t["splits"] else 1.0
-                mean_exit = float(sw @ (t["reach_k"] * weight_s)) / self.W
+                mean_exit = float(np.einsum("i,i->", sw, t["reach_k"] * weight_s)) / self.W
                 cu += self.lam * t["reach_k"] * t["tu"] * k_value
                 cv += self.lam * t["reach_k"] * t["tl"] * k_value
             else:
                 exit_j = t[f"exit_{side}"][:, j]
                 side_s = s if side == "up" else 1.0 - s
-                mean_exit = float(sw @ (side_s * exit_j)) / self.W
+                mean_exit = float(np.einsum("i,i->", sw, side_s * exit_j)) / self.W
                 (cu if side == "up" else cv)[:] += self.lam * exit_j * k_value
             value += mean_exit * k_value
             diag += mean_exit * (self.groups_T @ (c * inv_eta))
@@ -328,28 +339,33 @@ class TreeProblem:
         norm and the eta in ``t``; constants dropped) as a function of
         ``x = [weights on the active coordinates, bias, threshold (if it splits)]``,
         returning (value, gradient)."""
-        Za = self.Z[:, active]
-        n_active = Za.shape[1]
+        columns = np.flatnonzero(active).astype(np.int64)
+        n_active = columns.size
         d = self.Z.shape[1]
+        f = np.empty(self.Z.shape[0])
         grad_f = np.empty(self.Z.shape[0])
+        grad_beta = np.empty(n_active)
         inv_gamma = _safe_inverse(gamma)
+        threads = self._threads(f.size * max(n_active, 1))
+        threads_f = self._threads(10 * f.size)
 
         def function(x):
-            beta_a, bias = x[:n_active], x[n_active]
+            beta_a, bias = np.ascontiguousarray(x[:n_active]), float(x[n_active])
             theta = x[n_active + 1] if t["splits"] else 0.0
-            f = Za @ beta_a + bias
+            dense_scores(self.Z, columns, beta_a, bias, f, threads)
             s = _sigmoid(f - theta) if t["splits"] else None
             beta = np.zeros(d)
             beta[active] = beta_a
             cost_value, diag, cu, cv = self._cost_pieces(t, beta, s)
             loss_value, d_theta = node_objective(
                 f, self.y, self.sw, t["own_weight"], t["own_slope"], t["loss_upper"],
-                t["loss_lower"], cu, cv, theta, t["splits"], self.loss, grad_f, self.n_threads)
+                t["loss_lower"], cu, cv, theta, t["splits"], self.loss, grad_f, threads_f)
             value = (loss_value / self.W + 0.5 * self.rho * float(beta_a ** 2 @ inv_gamma)
                      + self.lam * cost_value)
             grad = np.empty_like(x)
-            grad[:n_active] = (Za.T @ grad_f) / self.W + (self.rho * inv_gamma
-                                                           + self.lam * diag[active]) * beta_a
+            dense_gradient(self.Z, columns, grad_f, grad_beta, threads)
+            grad[:n_active] = grad_beta / self.W + (self.rho * inv_gamma
+                                                    + self.lam * diag[active]) * beta_a
             grad[n_active] = grad_f.sum() / self.W
             if t["splits"]:
                 grad[n_active + 1] = d_theta / self.W
@@ -588,6 +604,12 @@ def weighted_ridge(Z, y, weights, penalty):
     """:class:`WeightedGram`'s solve on all columns of ``Z``: (beta, b)."""
     columns = np.ones(Z.shape[1], dtype=bool)
     return WeightedGram(Z, y, weights, columns).solve(columns, penalty)
+
+
+def _weighted_sum(weights, matrix):
+    """``weights @ matrix`` without BLAS (whose threads cost more than these small
+    products on a busy machine)."""
+    return np.einsum("i,ij->j", weights, matrix)
 
 
 def _sigmoid(z):

@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse
 
 import cbudget
+import cbudget._cstc_solver
 from cbudget._core._linear import (LOSS_LOGISTIC, LOSS_SQUARED, node_objective, predict_hard,
                                    soft_route)
 from cbudget._cstc_solver import CLAMP, TreeProblem, WeightedGram, skeleton, weighted_ridge
@@ -369,7 +370,8 @@ def test_class_weight_balanced_equals_explicit_weights():
     assert not np.allclose(a.weights, c.weights)
 
 
-def test_thread_count_does_not_change_the_model():
+def test_thread_count_does_not_change_the_model(monkeypatch):
+    monkeypatch.setattr(cbudget._cstc_solver, "_PARALLEL_WORK", 0)   # threads even for small data
     X, y, costs = _binary_data()
     d = cbudget.Dataset(X, y, feature_costs=costs)
     a, b = (cbudget.train({"algorithm": "cstc", "objective": "binary:logistic", "n_jobs": n},

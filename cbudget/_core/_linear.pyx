@@ -190,3 +190,39 @@ def predict_hard(const double[:, ::1] X, const int64_t[::1] weight_indptr,
             k = child
         out_value[i] = f
         out_exit[i] = k
+
+
+def dense_scores(const double[:, ::1] Z, const int64_t[::1] columns, const double[::1] beta,
+                 double bias, double[::1] out, int n_threads):
+    """``out[i] = sum_j Z[i, columns[j]] beta[j] + bias``: a node's scores on the
+    columns it uses, without copying them out of ``Z``."""
+    cdef Py_ssize_t n = Z.shape[0], n_columns = columns.shape[0], i, j
+    cdef double f
+    for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
+        f = bias
+        for j in range(n_columns):
+            f = f + Z[i, columns[j]] * beta[j]
+        out[i] = f
+
+
+def dense_gradient(const double[:, ::1] Z, const int64_t[::1] columns, const double[::1] g,
+                   double[::1] out, int n_threads):
+    """``out[j] = sum_i Z[i, columns[j]] g[i]`` by blocks of rows added in block order
+    (the same sums whatever the thread count)."""
+    import numpy as np
+    cdef Py_ssize_t n = Z.shape[0], n_columns = columns.shape[0]
+    cdef Py_ssize_t n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    cdef double[:, ::1] parts = np.zeros((max(n_blocks, 1), max(n_columns, 1)))
+    cdef Py_ssize_t block, i, j, stop
+    cdef double gi
+    for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
+        stop = min((block + 1) * ROW_BLOCK, n)
+        for i in range(block * ROW_BLOCK, stop):
+            gi = g[i]
+            for j in range(n_columns):
+                parts[block, j] += Z[i, columns[j]] * gi
+    for j in range(n_columns):
+        out[j] = 0.0
+    for block in range(n_blocks):
+        for j in range(n_columns):
+            out[j] += parts[block, j]

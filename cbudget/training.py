@@ -191,6 +191,24 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
           parameters (``learning_rate``, ``num_leaves``, ...) are refused. Default
           metric: the vote's ``error`` / ``merror``.
 
+        * ``"cstc"``, ``"cscc"``, ``"cronus"``: trees and cascades of linear classifiers
+          (Xu et al., JMLR 2014; ``reg:squarederror`` or ``binary:logistic``); return a
+          :class:`ClassifierTree` (cstc) or :class:`Cascade`. Each node scores and
+          routes with ``x . w + b > theta``; training minimises every node's loss
+          weighted by its reach probability (cscc, cronus: exit probability times
+          ``class_weight``) + ``reg_alpha`` x l1 + ``cost_tradeoff`` (default 0.01) x
+          the relaxed expected cost (per path ``sum_a c_a sqrt(sum_nodes w_a^2)``;
+          cronus: reach-weighted weights in one norm), by block coordinate descent:
+          ``num_boost_round`` is the number of sweeps (fewer when the objective changes
+          less than ``tol``; evaluation and early stopping per sweep; the best sweep is
+          kept). ``max_depth`` levels (default 3; cascades: stages, default 4),
+          ``tree_structure`` "full", "prune" or "greedy" (the last two on the last
+          ``evals`` set), ``loss`` "squared" (the paper's, +-1 targets) or "logistic",
+          ``fine_tune`` (re-fit the leaves without the cost term), ``basis_trees`` > 0
+          for the boosting trick (``basis_max_depth``, ``basis_learning_rate``). The
+          boosting and budget_rf parameters are refused; ``xgb_model`` is not
+          supported.
+
         An unknown name raises ValueError listing the valid ones.
     dtrain : Dataset
         Training data with labels.
@@ -219,7 +237,8 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
 
     Returns
     -------
-    Booster, or Forest for ``algorithm="budget_rf"``
+    Booster; Forest for ``algorithm="budget_rf"``; ClassifierTree for "cstc"; Cascade
+    for "cscc" and "cronus"
     """
     p = resolve_params(params)
     if not isinstance(dtrain, Dataset):

@@ -128,6 +128,13 @@ def _penalty_costs(algorithm, costs):
             costs.feature_costs + costs.coupled_costs, costs.group_costs, 0.0)
 
 
+def _log_metrics(evals_log, name, metrics, data, pred):
+    """Append each metric of predictions ``pred`` on evaluation set ``name``."""
+    log = evals_log.setdefault(name, {})
+    for metric in metrics:
+        log.setdefault(metric, []).append(evaluate_metric(metric, data.label, pred, data.weight))
+
+
 def _callbacks(callbacks, verbose_eval, early_stopping_rounds, extra=()):
     cb_list = list(callbacks or [])
     if verbose_eval:
@@ -401,11 +408,7 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
                      + costs.split_cost * split_visits[0]) / n_samples
                     + costs.tree_cost * len(booster.trees))
             for name, data, _, raw in eval_state:
-                pred = objective.transform(raw)
-                log = evals_log.setdefault(name, {})
-                for metric in metrics:
-                    log.setdefault(metric, []).append(
-                        evaluate_metric(metric, data.label, pred, data.weight))
+                _log_metrics(evals_log, name, metrics, data, objective.transform(raw))
             if container.after_iteration(booster, epoch, evals_log):
                 break
     finally:
@@ -689,11 +692,8 @@ def _train_classifier_tree(p, dtrain, num_boost_round, objective, metrics, evals
                        problem.active.copy()))
         model = _export(problem, p, objective, dtrain, mean, std, basis)
         for name, data, Z_eval in eval_coords:
-            pred = transform(problem.predict_hard(Z_eval)[0])
-            log = evals_log.setdefault(name, {})
-            for metric in metrics:
-                log.setdefault(metric, []).append(
-                    evaluate_metric(metric, data.label, pred, data.weight))
+            _log_metrics(evals_log, name, metrics, data,
+                         transform(problem.predict_hard(Z_eval)[0]))
         if container.after_iteration(model, sweep, evals_log):
             break
         if abs(previous - value) <= p["tol"] * max(1.0, abs(value)):

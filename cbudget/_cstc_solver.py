@@ -8,7 +8,7 @@ skeleton of nodes (a full binary tree of ``max_depth`` levels for CSTC, a chain 
 weights ``B[k]``, bias and threshold. It implements
 
 * the relaxed objective, eq. (12) / (19) / Cronus (4.1): the loss of every node weighted by
-  its reach probability (CSTC) or by the class weight times its exit probability (CSCC,
+  its reach probability (CSTC) or by its exit probability (CSCC,
   Cronus), ``reg_alpha`` (rho) times the l1 norms, and ``cost_tradeoff`` (lambda) times
   the mixed-norm cost. The cost is written over *cost groups* of coordinates: group
   ``g`` with cost ``c_g`` and coordinates ``S_g``. A path's relaxed cost is
@@ -87,7 +87,8 @@ class TreeProblem:
     Z : float64 (n_samples, n_coords), C order; standardised coordinates
     y : float64 (n_samples,); targets (+-1 for classification)
     sample_weight : float64 (n_samples,)
-    class_factor : float64 (n_samples,); CSCC's class weight of each input (ones for CSTC)
+    class_factor : float64 (n_samples,); the class weight of each input (CSCC's w_y; ones
+        without class weights)
     groups : scipy.sparse CSR (n_groups, n_coords) of 0/1; the cost groups
     group_costs : float64 (n_groups,)
     kind : "tree" or "cascade"; depth : int >= 1
@@ -178,11 +179,9 @@ class TreeProblem:
         return reach, exit_
 
     def loss_weights(self, reach, exit_):
-        """Each input's loss weight at each node: its reach probability (CSTC) or its
-        class weight times its exit probability (CSCC, Cronus)."""
-        if self.weighting == "reach":
-            return reach
-        return exit_ * self.class_factor[:, None]
+        """Each input's loss weight at each node: its class weight times its reach
+        probability (CSTC) or its exit probability (CSCC, Cronus)."""
+        return (reach if self.weighting == "reach" else exit_) * self.class_factor[:, None]
 
     def group_norms(self):
         """(n_nodes, n_groups): ``sum_{t in S_g} B[k, t]^2``."""
@@ -235,9 +234,9 @@ class TreeProblem:
         tu = float(upper[k] == -1)
         tl = float(lower[k] == -1)
         t = dict(k=k, splits=splits, reach_k=reach_k, tu=tu, tl=tl)
-        factor = self.class_factor if self.weighting == "exit" else None
+        factor = self.class_factor
         if self.weighting == "reach":
-            t["own_weight"], t["own_slope"] = reach_k, np.zeros_like(reach_k)
+            t["own_weight"], t["own_slope"] = factor * reach_k, np.zeros_like(reach_k)
         else:
             t["own_weight"] = factor * reach_k * (tl if splits else 1.0)
             t["own_slope"] = factor * reach_k * (tu - tl) if splits else np.zeros_like(reach_k)

@@ -368,6 +368,11 @@ def test_class_weight_balanced_equals_explicit_weights():
     c = cbudget.train({"algorithm": "cscc", "objective": "binary:logistic"}, d, 3,
                       verbose_eval=False)
     assert not np.allclose(a.weights, c.weights)
+    # CSTC weighs its reach-weighted losses by class too (not in the paper, never ignored)
+    e, f = (cbudget.train({"algorithm": "cstc", "objective": "binary:logistic",
+                           "class_weight": w}, d, 3, verbose_eval=False)
+            for w in (None, [1.0, 4.0]))
+    assert not np.allclose(e.weights, f.weights)
 
 
 def test_thread_count_does_not_change_the_model(monkeypatch):

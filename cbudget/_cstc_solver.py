@@ -7,10 +7,10 @@ skeleton of nodes (a full binary tree of ``max_depth`` levels for CSTC, a chain 
 ``max_depth`` stages for a cascade) of which a subset is ``alive``, and every node's
 weights ``B[k]``, bias and threshold. It implements
 
-* the relaxed objective, eq. (12) / (19) / Cronus (4.1): the loss of every node weighted by
-  its reach probability (CSTC) or by its exit probability (CSCC,
-  Cronus), ``reg_alpha`` (rho) times the l1 norms, and ``cost_tradeoff`` (lambda) times
-  the mixed-norm cost. The cost is written over *cost groups* of coordinates: group
+* the relaxed objective, eq. (12) / (19) / Cronus (4.1): the loss of every node weighted
+  by its reach probability (CSTC) or its exit probability (CSCC, Cronus) times the
+  input's class weight, ``reg_alpha`` (rho) times the l1 norms, and ``cost_tradeoff``
+  (lambda) times the mixed-norm cost. The cost is written over *cost groups* of coordinates: group
   ``g`` with cost ``c_g`` and coordinates ``S_g``. A path's relaxed cost is
   ``sum_g c_g sqrt(sum_{j on the path} sum_{t in S_g} B[j, t]^2)``: with plain features
   the groups are the features (and the Dataset's cost groups), with the boosting trick

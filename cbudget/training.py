@@ -1,6 +1,7 @@
 """``train()``: the boosting loop in the style of ``xgboost.train``, and the BudgetRF loop."""
 import copy
 import os
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -664,6 +665,7 @@ def _train_classifier_tree(p, dtrain, num_boost_round, objective, metrics, evals
     def transform(score):
         return score_transform(objective.name, p["loss"], score)
 
+    start = time.perf_counter()
     if p["tree_structure"] == "full":
         problem.initialize()
     else:
@@ -678,6 +680,10 @@ def _train_classifier_tree(p, dtrain, num_boost_round, objective, metrics, evals
         else:
             problem.grow_greedy(Z_valid, score)
 
+    if verbose_eval:
+        print(f"{p['algorithm']}: {p['tree_structure']} structure of "
+              f"{problem.alive.sum()} nodes initialised in {time.perf_counter() - start:.1f} s",
+              flush=True)
     container = _callbacks(callbacks, verbose_eval, early_stopping_rounds)
     model = _export(problem, p, objective, dtrain, mean, std, basis)
     model = container.before_training(model)

@@ -262,9 +262,7 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         raise ValueError(f"budget_rf: the labels go up to {np.max(y):g}; give num_class "
                          "(the number of classes) for a multi-class forest")
     objective.check_label(y)
-    metrics = p["eval_metric"] or [FOREST_METRICS[objective.name]
-                                   if p["algorithm"] == "budget_rf"
-                                   else objective.default_metric]
+    metrics = p["eval_metric"] or [_default_metric(p, objective)]
     for metric in metrics:
         check_metric(metric, objective.name)
     evals = _check_evals(evals, dtrain)
@@ -426,6 +424,18 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
 
 # a forest votes: its default metric is the error of the vote
 FOREST_METRICS = {"binary:logistic": "error", "multi:softprob": "merror"}
+
+
+def _default_metric(p, objective):
+    """The objective's metric, but the vote's error for a forest, and the error for a
+    classifier tree fitted by least squares (its probabilities are clipped scores: the
+    log-loss would be decided by the few inputs clipped to the wrong end)."""
+    if p["algorithm"] == "budget_rf":
+        return FOREST_METRICS[objective.name]
+    if (p["algorithm"] in CLASSIFIER_TREE_ALGORITHMS and objective.name == "binary:logistic"
+            and p["loss"] == "squared"):
+        return "error"
+    return objective.default_metric
 
 
 def _train_forest(p, dtrain, num_boost_round, objective, metrics, evals, n_threads, *,

@@ -307,7 +307,7 @@ def test_train_returns_the_model_type_and_predicts(algorithm, model_class):
         assert model.num_nodes() == 3
         np.testing.assert_array_equal(model.upper, [1, 2, -1])
         np.testing.assert_array_equal(model.lower, [-1, -1, -1])
-    assert len(log["valid"]["logloss"]) >= 1
+    assert len(log["valid"]["error"]) >= 1          # the default metric of least squares
     assert model.summary["features_used"] == [model.feature_names[m]
                                               for m in model.used_features()]
 
@@ -406,8 +406,9 @@ def test_early_stopping_keeps_the_best_sweep():
     dv = cbudget.Dataset(X[800:], y[800:], reference=d)
     log = {}
     model = cbudget.train({"algorithm": "cstc", "objective": "binary:logistic",
-                           "fine_tune": False, "tol": 1e-12}, d, 8, evals=[(dv, "valid")],
-                          early_stopping_rounds=1, evals_result=log, verbose_eval=False)
+                           "fine_tune": False, "tol": 1e-12, "eval_metric": "logloss"}, d, 8,
+                          evals=[(dv, "valid")], early_stopping_rounds=1, evals_result=log,
+                          verbose_eval=False)
     scores = log["valid"]["logloss"]
     assert model.best_iteration == int(np.argmin(scores[:model.best_iteration + 2]))
     assert model.best_score == scores[model.best_iteration]

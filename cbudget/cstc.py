@@ -25,6 +25,18 @@ from .dataset import prediction_input
 __all__ = ["ClassifierTree", "Cascade"]
 
 
+def node_inputs(X, basis):
+    """The inputs as the nodes see them: the features (float64), or with the boosting
+    trick the outputs of the ``basis`` booster's trees, (n_samples, n_trees)."""
+    if basis is None:
+        return np.ascontiguousarray(X, dtype=np.float64)
+    leaves = basis._leaf_indices(X, None)
+    out = np.empty(leaves.shape, dtype=np.float64)
+    for t, tree in enumerate(basis.trees):
+        out[:, t] = tree["value"][leaves[:, t]]
+    return out
+
+
 def score_transform(objective, loss, score):
     """Scores to predictions: the score itself (regression); P(y = 1) for
     binary:logistic: ``(f + 1) / 2`` clipped to [0, 1] for the squared loss on +-1
@@ -181,14 +193,7 @@ class ClassifierTree:
         return prediction_input(X, self.feature_names)
 
     def _coordinates(self, X):
-        """The inputs as the nodes see them: the features, or the basis trees' outputs."""
-        if self.basis is None:
-            return np.ascontiguousarray(X, dtype=np.float64)
-        leaves = self.basis._leaf_indices(X, None)
-        out = np.empty(leaves.shape, dtype=np.float64)
-        for t, tree in enumerate(self.basis.trees):
-            out[:, t] = tree["value"][leaves[:, t]]
-        return out
+        return node_inputs(X, self.basis)
 
     def _route(self, X):
         """(exit-node scores, exit nodes) of the rows of ``X`` (prepared)."""

@@ -16,7 +16,7 @@ from ._core._stumps import grow_greedy_tree
 from .booster import Booster
 from ._core._linear import LOSS_LOGISTIC, LOSS_SQUARED
 from ._cstc_solver import TreeProblem, validation_score
-from .cstc import Cascade, ClassifierTree, score_transform
+from .cstc import Cascade, ClassifierTree, node_inputs, score_transform
 from .callback import BudgetStopping, CallbackContainer, EarlyStopping, EvaluationMonitor
 from .dataset import Dataset
 from .forest import Forest
@@ -650,13 +650,7 @@ def _train_classifier_tree(p, dtrain, num_boost_round, objective, metrics, evals
     sample_weight = np.ones(y.shape[0]) if weight is None else weight
     basis = _basis(p, dtrain, targets) if p["basis_trees"] else None
 
-    def coordinates(X):
-        if basis is None:
-            return np.asarray(X, dtype=np.float64)
-        leaves = basis._leaf_indices(X, None)
-        return np.column_stack([tree["value"][leaves[:, t]] for t, tree in enumerate(basis.trees)])
-
-    coords = coordinates(dtrain.data)
+    coords = node_inputs(dtrain.data, basis)
     mean, std = _standardize(coords)
     Z = _standardized(coords, mean, std)
     groups, group_costs = _cost_groups(dtrain.cost_model, basis, Z.shape[1])
@@ -669,7 +663,7 @@ def _train_classifier_tree(p, dtrain, num_boost_round, objective, metrics, evals
         loss=LOSS_LOGISTIC if p["loss"] == "logistic" else LOSS_SQUARED,
         rho=p["reg_alpha"], lam=p["cost_tradeoff"], tol=p["tol"], usable=std > 0,
         n_threads=n_threads)
-    eval_coords = [(name, data, _standardized(coordinates(data.data), mean, std))
+    eval_coords = [(name, data, _standardized(node_inputs(data.data, basis), mean, std))
                    for data, name in evals]
 
     def transform(score):

@@ -535,16 +535,15 @@ def _train_forest(p, dtrain, num_boost_round, objective, metrics, evals, n_threa
 
 
 def _basis(p, dtrain, targets):
-    """The boosting trick (section 5): T depth-limited regression trees by gradient
-    boosting on the targets (squared loss); returns the booster and the trees' outputs
-    on the training and evaluation data (the coordinates the nodes see)."""
+    """The boosting trick (section 5): the booster of T depth-limited regression trees
+    by gradient boosting on the targets (squared loss), whose trees' outputs are the
+    coordinates the nodes see."""
     data = copy.copy(dtrain)
     data.label = targets
     booster = train({"objective": "reg:squarederror", "grow_policy": "depthwise",
                      "max_depth": p["basis_max_depth"], "learning_rate": p["basis_learning_rate"],
                      "seed": p["seed"], "n_jobs": p["n_jobs"]}, data, p["basis_trees"],
                     verbose_eval=False)
-    booster.params["verbosity"] = 0
     return booster
 
 

@@ -21,6 +21,7 @@ except ImportError as exc:  # pragma: no cover - depends on how cbudget was run
 from .booster import Booster, BudgetChoice
 from .callback import BudgetStopping, EarlyStopping, EvaluationMonitor, TrainingCallback
 from .costs import CostModel, CostReport
+from .cstc import Cascade, ClassifierTree
 from .dataset import Dataset
 from .forest import Forest
 from .model_io import load_model
@@ -31,6 +32,8 @@ __all__ = [
     "Booster",
     "BudgetChoice",
     "BudgetStopping",
+    "Cascade",
+    "ClassifierTree",
     "CostModel",
     "CostReport",
     "Dataset",

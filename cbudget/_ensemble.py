@@ -8,8 +8,7 @@ import numpy as np
 from ._core._openmp_helpers import resolve_n_threads
 from ._core._predict import predict_leaf
 from ._core._types import NODE_DTYPE, compact_nodes
-from .costs import CostReport
-from .dataset import Dataset, as_float_matrix
+from .dataset import prediction_input
 
 __all__ = ["TreeEnsemble"]
 
@@ -155,17 +154,7 @@ class TreeEnsemble:
         return resolve_n_threads(self.params.get("n_jobs"))
 
     def _prepare(self, X):
-        if isinstance(X, Dataset):
-            X, names = X.data, X.feature_names
-        else:
-            X, names = as_float_matrix(X, "X")
-        if X.shape[1] != len(self.feature_names):
-            raise ValueError(f"X has {X.shape[1]} features but the model was trained on "
-                             f"{len(self.feature_names)}")
-        if names is not None and names != self.feature_names:
-            raise ValueError("X's feature names differ from the model's "
-                             f"(first differences: {[(a, b) for a, b in zip(names, self.feature_names) if a != b][:3]})")
-        return X
+        return prediction_input(X, self.feature_names)
 
     def _leaf_indices(self, X, iteration_range):
         """int32 (n_samples, n_trees): the tree-local leaf each input reaches."""
@@ -204,13 +193,8 @@ class TreeEnsemble:
         """
         X = self._prepare(X)
         cost, bitsets = self._costs(X, iteration_range)
-        used = self.used_features(iteration_range)
-        return CostReport(
-            mean_cost=float(cost.mean()), per_input_cost=cost,
-            acquisition_rate=self.cost_model.acquired_matrix(bitsets).mean(axis=0),
-            features_used=[self.feature_names[m] for m in used],
-            coupled_cost=self.cost_model.coupled_cost(used),
-            feature_names=list(self.feature_names))
+        return self.cost_model.report(cost, self.cost_model.acquired_matrix(bitsets),
+                                      self.used_features(iteration_range), self.feature_names)
 
     def cost_curve(self, X):
         """Mean prediction cost of ``X`` using iterations ``0..r``, for each ``r``.

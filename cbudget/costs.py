@@ -299,6 +299,17 @@ class CostModel:
         groups = groups[groups >= 0]
         return float(self.feature_costs[features].sum() + self.group_costs[groups].sum())
 
+    def report(self, cost, acquired, used_features, feature_names):
+        """The :class:`CostReport` of per-input costs ``cost``, the (n_samples,
+        n_features) 0/1 matrix ``acquired`` and the features the model uses."""
+        return CostReport(
+            mean_cost=float(cost.mean()) if cost.size else 0.0, per_input_cost=cost,
+            acquisition_rate=(acquired.mean(axis=0) if acquired.shape[0]
+                              else np.zeros(self.n_features)),
+            features_used=[feature_names[m] for m in used_features],
+            coupled_cost=self.coupled_cost(used_features),
+            feature_names=list(feature_names))
+
     def coupled_cost(self, used_features):
         """Fixed once-per-model cost of the features in ``used_features``."""
         return float(self.coupled_costs[np.asarray(used_features, dtype=np.int64)].sum())

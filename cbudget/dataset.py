@@ -60,6 +60,24 @@ def as_float_matrix(data, what="data"):
     return np.ascontiguousarray(data, dtype=dtype), names
 
 
+def prediction_input(X, feature_names):
+    """``X`` (a Dataset, numpy, pandas or scipy.sparse) as the float matrix a model
+    trained on ``feature_names`` predicts on; ValueError for a wrong number of features
+    or different feature names."""
+    if isinstance(X, Dataset):
+        X, names = X.data, X.feature_names
+    else:
+        X, names = as_float_matrix(X, "X")
+    if X.shape[1] != len(feature_names):
+        raise ValueError(f"X has {X.shape[1]} features but the model was trained on "
+                         f"{len(feature_names)}")
+    if names is not None and list(names) != list(feature_names):
+        differences = [(a, b) for a, b in zip(names, feature_names) if a != b][:3]
+        raise ValueError(f"X's feature names differ from the model's (first differences: "
+                         f"{differences})")
+    return X
+
+
 def _vector(values, n, name, *, allow_none=True):
     if values is None:
         if allow_none:

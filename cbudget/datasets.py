@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-__all__ = ["load_letters", "train_valid_test_split"]
+__all__ = ["load_letters", "make_quadrants", "train_valid_test_split"]
 
 _DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
 
@@ -41,3 +41,37 @@ def train_valid_test_split(n_samples, sizes, seed=0):
     order = np.random.default_rng(seed).permutation(n_samples)
     bounds = np.cumsum([0] + list(sizes))
     return [np.sort(order[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+QUADRANT_MEANS = (-5.0, -15.0, 15.0, 5.0)
+
+
+def make_quadrants(n_samples, seed=0, means=QUADRANT_MEANS):
+    """The synthetic regression data of the CSTC paper (Xu et al., JMLR 2014, section
+    6.1), whose optimal feature cost is 12 per input.
+
+    ``x`` and ``z`` are uniform in [-1, 1]; the quadrant of an input is
+    ``q = (x < 0) + 2 (z < 0)`` (order ++, -+, +-, --) and its label is drawn from
+    ``N(means[q], 1)``. The default means, ``-10 sign(z) + 5 sign(x)``, put the
+    quadrants with negative ``z`` higher, as in the paper. Features (columns): four
+    expensive ones -- column ``q`` equals the label for inputs of quadrant ``q`` and is
+    an independent ``N(means[q], 1)`` draw for the others, so that all four have the
+    same spread -- then ``sign(x)`` and ``sign(z)``, the cheap ones. With costs
+    ``[10, 10, 10, 10, 1, 1]`` a perfect predictor reads the two signs, then the
+    quadrant's expensive feature: cost 12.
+
+    Returns
+    -------
+    X : ndarray of float64, shape (n_samples, 6)
+    y : ndarray of float64, shape (n_samples,)
+    """
+    rng = np.random.default_rng(seed)
+    x, z = rng.uniform(-1, 1, n_samples), rng.uniform(-1, 1, n_samples)
+    quadrant = (x < 0).astype(np.int64) + 2 * (z < 0)
+    means = np.asarray(means, dtype=np.float64)
+    y = means[quadrant] + rng.normal(size=n_samples)
+    X = np.empty((n_samples, 6))
+    X[:, :4] = means + rng.normal(size=(n_samples, 4))
+    X[np.arange(n_samples), quadrant] = y
+    X[:, 4], X[:, 5] = np.where(x < 0, -1.0, 1.0), np.where(z < 0, -1.0, 1.0)
+    return X, y

@@ -13,8 +13,18 @@ format 1.3) has a ``budget_rf`` section (``alpha``, ``impurity``, ``path_free``,
 ``n_stumps``, ``stump_node_sizes``, ``max_depth``, ``budget``, ``vote``), its
 ``base_score`` holds the training class frequencies, and each tree adds
 ``class_counts`` (n_nodes x num_class, row by row; ``gain`` is a split's worst-child
-impurity decrease, ``cost_penalty`` its c(t)). Each tree stores column arrays indexed by
-node id, XGBoost-style, with the
+impurity decrease, ``cost_penalty`` its c(t)). A tree or cascade of linear classifiers
+(``model_type`` "tree_of_classifiers" or "cascade", format 1.4) has no ``trees``: its
+``nodes`` section holds per node (level order) ``upper_children`` / ``lower_children``
+(-1: terminal element), ``thresholds``, ``biases``, ``weights`` (n_nodes lists of
+n_coordinates numbers), and the cost metadata ``path_cost`` (acquisition cost of the
+features needed from the root to the node), ``new_features`` (features first needed
+there), ``reach`` (mean training reach probability, soft traversal), ``n_samples`` and
+``n_exits`` (training inputs reaching / leaving there, hard thresholds); ``impute``
+holds the values of missing coordinates, ``basis`` the booster of the boosting trick
+(a booster document) or null, and a ``classifier_tree`` section the loss,
+``reg_alpha``, ``cost_tradeoff``, structure and basis settings. Each tree stores column
+arrays indexed by node id, XGBoost-style, with the
 cost metadata per node (``gain`` and ``cost_penalty`` apart, ``n_samples``,
 ``sum_hessian``, ``new_acquisitions``, ``path_cost``). Floats are written with
 ``repr`` precision, so save -> load -> predict is bit-identical.
@@ -32,7 +42,7 @@ from .params import ALGORITHMS, BOOSTING_ALGORITHMS, COST_AWARE_ALGORITHMS, IMPU
 __all__ = ["save_model", "load_model", "model_to_dict", "model_from_dict", "FORMAT_VERSION"]
 
 FORMAT_NAME = "cbudget"
-FORMAT_VERSION = (1, 3)
+FORMAT_VERSION = (1, 4)
 
 # JSON key -> NODE_DTYPE field, and the Python type of its values
 _TREE_FIELDS = {
@@ -93,12 +103,12 @@ def _header(model):
         "training_params": {k: v for k, v in model.params.items()},
         "attributes": attributes,
         "summary": model.summary,
-        "iteration_indptr": list(model.iteration_indptr),
     }
 
 
 def _booster_to_dict(booster):
     doc = _header(booster)
+    doc["iteration_indptr"] = list(booster.iteration_indptr)
     doc["base_score"] = booster.base_score.tolist()
     doc["trees"] = [_tree_to_dict(t, k) for t, k in zip(booster.trees, booster.tree_outputs)]
     if booster.algorithm in COST_AWARE_ALGORITHMS:
@@ -111,6 +121,7 @@ def _forest_to_dict(forest):
     without trees); each tree adds ``class_counts``, its nodes' class counts row by row
     (n_nodes x num_class); ``leaf_values`` are the leaves' majority classes."""
     doc = _header(forest)
+    doc["iteration_indptr"] = list(forest.iteration_indptr)
     doc["base_score"] = forest.class_prior.tolist()
     doc["trees"] = []
     for tree, counts in zip(forest.trees, forest.class_counts):
@@ -127,9 +138,44 @@ def _forest_to_dict(forest):
     return doc
 
 
+CLASSIFIER_TREE_SETTINGS = ("loss", "reg_alpha", "cost_tradeoff", "tree_structure",
+                            "max_depth", "fine_tune", "class_weight", "basis_trees",
+                            "basis_max_depth", "basis_learning_rate", "tol")
+
+
+def _classifier_tree_to_dict(model):
+    """A tree / cascade of linear classifiers: the ``nodes`` section, ``impute``,
+    ``basis`` and the ``classifier_tree`` settings."""
+    doc = _header(model)
+    paths = model._path_table()
+    seen_on_path = [set(paths[k][1].tolist()) for k in range(model.num_nodes())]
+    parent = model.parents()
+    doc["nodes"] = {
+        "num_nodes": model.num_nodes(),
+        "upper_children": model.upper.tolist(),
+        "lower_children": model.lower.tolist(),
+        "thresholds": model.thresholds.tolist(),
+        "biases": model.bias.tolist(),
+        "weights": model.weights.tolist(),
+        "path_cost": model.path_costs().tolist(),
+        "new_features": [sorted(seen_on_path[k] - (seen_on_path[parent[k]] if parent[k] >= 0
+                                                  else set())) for k in range(model.num_nodes())],
+        "reach": model.reach.tolist(),
+        "n_samples": model.n_samples.tolist(),
+        "n_exits": model.n_exits.tolist(),
+    }
+    doc["impute"] = model.impute.tolist()
+    doc["basis"] = None if model.basis is None else _booster_to_dict(model.basis)
+    doc["classifier_tree"] = {name: model.params[name] for name in CLASSIFIER_TREE_SETTINGS}
+    return doc
+
+
 def model_to_dict(model):
-    """JSON-ready dict of a :class:`cbudget.Booster` or :class:`cbudget.Forest`."""
-    return {"booster": _booster_to_dict, "forest": _forest_to_dict}[model.model_type](model)
+    """JSON-ready dict of a :class:`cbudget.Booster`, :class:`cbudget.Forest`,
+    :class:`cbudget.ClassifierTree` or :class:`cbudget.Cascade`."""
+    return {"booster": _booster_to_dict, "forest": _forest_to_dict,
+            "tree_of_classifiers": _classifier_tree_to_dict,
+            "cascade": _classifier_tree_to_dict}[model.model_type](model)
 
 
 def save_model(model, path):
@@ -258,8 +304,10 @@ def model_from_dict(doc):
                          f"cbudget {__version__}, which reads {FORMAT_VERSION[0]}.0 to "
                          f"{FORMAT_VERSION[0]}.{FORMAT_VERSION[1]}")
     model_type = _require(doc, "model_type", str, "")
-    if model_type not in ("booster", "forest"):
+    if model_type not in ("booster", "forest", "tree_of_classifiers", "cascade"):
         raise ValueError(f"model_type {model_type!r} is not supported by this version")
+    if model_type in ("tree_of_classifiers", "cascade"):
+        return _classifier_tree_from_dict(doc, model_type)
     is_forest = model_type == "forest"
     feature_names = _require(doc, "feature_names", list, "")
     if not feature_names or not all(isinstance(n, str) for n in feature_names):
@@ -344,3 +392,87 @@ def load_model(path):
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not a valid JSON model file ({exc})") from None
     return model_from_dict(doc)
+
+
+def _number_list(values, where, length=None):
+    if not isinstance(values, list) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise ValueError(f"invalid cbudget model: {where} must be a list of numbers")
+    if length is not None and len(values) != length:
+        raise ValueError(f"invalid cbudget model: {where} has {len(values)} entries, "
+                         f"expected {length}")
+    return values
+
+
+def _classifier_tree_from_dict(doc, model_type):
+    """A :class:`cbudget.ClassifierTree` / :class:`cbudget.Cascade` from its document."""
+    from .cstc import Cascade, ClassifierTree
+    from .params import CLASSIFIER_TREE_ALGORITHMS, LOSSES
+
+    feature_names = _require(doc, "feature_names", list, "")
+    if not feature_names or not all(isinstance(n, str) for n in feature_names):
+        raise ValueError("invalid cbudget model: feature_names must be a non-empty list of str")
+    objective = _require(doc, "objective", str, "")
+    if objective not in ("reg:squarederror", "binary:logistic"):
+        raise ValueError(f"invalid cbudget model: objective {objective!r} of a tree of "
+                         "classifiers")
+    params = _require(doc, "training_params", dict, "")
+    params["algorithm"] = _require(doc, "algorithm", str, "")
+    if params["algorithm"] not in CLASSIFIER_TREE_ALGORITHMS or \
+            (model_type == "cascade") != (params["algorithm"] != "cstc"):
+        raise ValueError(f"invalid cbudget model: a {model_type} cannot be a "
+                         f"{params['algorithm']!r} model")
+    section = _require(doc, "classifier_tree", dict, "")
+    missing = [name for name in CLASSIFIER_TREE_SETTINGS if name not in section]
+    if missing:
+        raise ValueError(f"invalid cbudget model: classifier_tree lacks {missing}")
+    params.update(section)
+    if params["loss"] not in LOSSES:
+        raise ValueError(f"invalid cbudget model: unknown loss {params['loss']!r}")
+    nodes = _require(doc, "nodes", dict, "")
+    n_nodes = _require(nodes, "num_nodes", int, "nodes.")
+    if n_nodes < 1:
+        raise ValueError("invalid cbudget model: nodes.num_nodes must be >= 1")
+    basis = doc.get("basis")
+    if basis is not None:
+        if not isinstance(basis, dict) or basis.get("model_type") != "booster":
+            raise ValueError("invalid cbudget model: basis must be a booster document or null")
+        basis = model_from_dict(basis)
+        if basis.feature_names != feature_names:
+            raise ValueError("invalid cbudget model: the basis booster's features differ")
+    n_coords = len(feature_names) if basis is None else len(basis.trees)
+    columns = {}
+    for key in ("upper_children", "lower_children", "thresholds", "biases", "path_cost",
+                "reach", "n_samples", "n_exits"):
+        columns[key] = _number_list(_require(nodes, key, list, "nodes."), f"nodes.{key}",
+                                    n_nodes)
+    weights = _require(nodes, "weights", list, "nodes.")
+    if len(weights) != n_nodes:
+        raise ValueError(f"invalid cbudget model: nodes.weights has {len(weights)} rows, "
+                         f"expected {n_nodes}")
+    for k, row in enumerate(weights):
+        _number_list(row, f"nodes.weights[{k}]", n_coords)
+    impute = _number_list(_require(doc, "impute", list, ""), "impute", n_coords)
+    for key in ("upper_children", "lower_children", "n_samples", "n_exits"):
+        if not all(isinstance(v, int) for v in columns[key]):
+            raise ValueError(f"invalid cbudget model: nodes.{key} must hold integers")
+    try:
+        cost_model = CostModel.from_dict(_require(doc, "cost_model", dict, ""),
+                                         len(feature_names))
+        model = (Cascade if model_type == "cascade" else ClassifierTree)(
+            objective=objective, loss=params["loss"], feature_names=feature_names,
+            cost_model=cost_model, params=params, weights=np.asarray(weights, dtype=np.float64),
+            bias=columns["biases"], thresholds=columns["thresholds"],
+            upper=columns["upper_children"], lower=columns["lower_children"], impute=impute,
+            basis=basis)
+    except (TypeError, KeyError, OverflowError, ValueError) as exc:
+        raise ValueError(f"invalid cbudget model: {exc}") from None
+    model.reach = np.asarray(columns["reach"], dtype=np.float64)
+    model.n_samples = np.asarray(columns["n_samples"], dtype=np.int64)
+    model.n_exits = np.asarray(columns["n_exits"], dtype=np.int64)
+    attributes = _require(doc, "attributes", dict, "")
+    if "best_iteration" in attributes:
+        model.best_iteration = _require(attributes, "best_iteration", int, "attributes.")
+        model.best_score = float(_require(attributes, "best_score", (int, float), "attributes."))
+    model.summary = _require(doc, "summary", dict, "")
+    return model

@@ -4,17 +4,22 @@ import numbers
 
 __all__ = ["DEFAULT_PARAMS", "ALIASES", "resolve_params"]
 
-ALGORITHMS = ("gbdt", "cegb", "greedy_miser", "budget_rf")
+ALGORITHMS = ("gbdt", "cegb", "greedy_miser", "budget_rf", "cstc", "cscc", "cronus")
 BOOSTING_ALGORITHMS = ("gbdt", "cegb", "greedy_miser")
 # algorithms whose splits pay a feature-cost penalty (``cost_tradeoff``)
 COST_AWARE_ALGORITHMS = ("cegb", "greedy_miser")
+# trees / cascades of linear classifiers (Xu et al., JMLR 2014); return a ClassifierTree
+CLASSIFIER_TREE_ALGORITHMS = ("cstc", "cscc", "cronus")
 
 DEFAULT_PARAMS = {
     "algorithm": "gbdt",           # "cegb": cost-efficient gradient boosting;
                                    # "greedy_miser": stage-wise regression, Xu et al. 2012;
                                    # "budget_rf": feature-budgeted random forest, Nan et
-                                   # al. 2015 (returns a Forest)
-    "cost_tradeoff": None,         # lambda of cegb / greedy_miser (default 1.0)
+                                   # al. 2015 (returns a Forest); "cstc", "cscc",
+                                   # "cronus": trees / cascades of linear classifiers, Xu
+                                   # et al. 2014 (return a ClassifierTree / Cascade)
+    "cost_tradeoff": None,         # lambda of cegb / greedy_miser (default 1.0) and of
+                                   # cstc / cscc / cronus (default 0.01)
     "objective": None,             # default reg:squarederror; budget_rf: binary:logistic,
                                    # multi:softprob when num_class is given
     "num_class": None,
@@ -43,6 +48,16 @@ DEFAULT_PARAMS = {
     "stump_node_sizes": None,
     "budget": None,
     "n_estimators": None,
+    # cstc / cscc / cronus only (see CLASSIFIER_TREE_DEFAULTS)
+    "reg_alpha": None,
+    "tree_structure": None,
+    "loss": None,
+    "fine_tune": None,
+    "class_weight": None,
+    "basis_trees": None,
+    "basis_max_depth": None,
+    "basis_learning_rate": None,
+    "tol": None,
 }
 
 BUDGET_RF_DEFAULTS = {
@@ -56,6 +71,28 @@ BUDGET_RF_DEFAULTS = {
     "n_estimators": None,          # cap on the trees; default num_boost_round
 }
 IMPURITIES = ("threshold_pairs", "gini", "entropy")
+
+CLASSIFIER_TREE_DEFAULTS = {
+    "cost_tradeoff": 0.01,         # lambda: weight of the relaxed expected feature cost
+    "reg_alpha": 0.01,             # rho: l1 weight of every node's coefficients
+    "tree_structure": "full",      # "full" tree / cascade of max_depth levels, "prune"
+                                   # (bottom-up on validation, 3.6.1) or "greedy"
+                                   # (top-down on validation, 3.6.2)
+    "loss": "squared",             # the paper's (targets +-1 for binary), or "logistic"
+    "fine_tune": True,             # re-fit the leaves without the cost term (3.5)
+    "class_weight": None,          # None, "balanced" or [w0, w1] (CSCC's w_y)
+    "basis_trees": 0,              # T > 0: the boosting trick (section 5), T CART trees
+    "basis_max_depth": 4,          # of this depth by gradient boosting on the labels,
+    "basis_learning_rate": 0.1,    # with this learning rate
+    "tol": 1e-4,                   # relative objective change that ends a node's /
+                                   # the sweeps' iterations
+}
+TREE_STRUCTURES = ("full", "prune", "greedy")
+LOSSES = ("squared", "logistic")
+# what budget_rf uses that others do not, and the same for the classifier trees
+BUDGET_RF_ONLY = tuple(BUDGET_RF_DEFAULTS)
+CLASSIFIER_TREE_ONLY = tuple(name for name in CLASSIFIER_TREE_DEFAULTS
+                             if name != "cost_tradeoff")
 # what only the boosting algorithms use; given with budget_rf it is an error
 BOOSTING_ONLY = ("cost_tradeoff", "base_score", "learning_rate", "grow_policy", "num_leaves",
                  "min_child_weight", "min_data_in_leaf", "reg_lambda", "gamma",
@@ -117,12 +154,10 @@ def resolve_params(params):
         raise ValueError(f"unknown algorithm {p['algorithm']!r}; valid: {list(ALGORITHMS)}")
     if p["algorithm"] == "budget_rf":
         return _resolve_budget_rf(p, seen)
-    given = [seen[name] for name in BUDGET_RF_DEFAULTS if name in seen]
-    if given:
-        raise ValueError(f"parameter(s) {', '.join(map(repr, given))} apply to algorithm "
-                         f"'budget_rf', not {p['algorithm']!r}")
-    for name in BUDGET_RF_DEFAULTS:
-        p.pop(name)
+    if p["algorithm"] in CLASSIFIER_TREE_ALGORITHMS:
+        return _resolve_classifier_tree(p, seen)
+    _refuse(p, seen, BUDGET_RF_ONLY, "apply to algorithm 'budget_rf'")
+    _refuse(p, seen, CLASSIFIER_TREE_ONLY, "apply to algorithms 'cstc', 'cscc', 'cronus'")
     if p["objective"] is None:
         p["objective"] = "reg:squarederror"
     greedy_miser = p["algorithm"] == "greedy_miser"
@@ -188,17 +223,23 @@ def _int_tuple(p, name, length):
     p[name] = tuple(int(v) for v in value)
 
 
+def _refuse(p, seen, names, why):
+    """ValueError if any of ``names`` was given; otherwise drop them from ``p``."""
+    wrong = [seen[name] for name in names if name in seen]
+    if wrong:
+        raise ValueError(f"parameter(s) {', '.join(map(repr, wrong))} {why}, not to "
+                         f"algorithm {p['algorithm']!r}")
+    for name in names:
+        p.pop(name)
+
+
 def _resolve_budget_rf(p, seen):
     """budget_rf: its own defaults; the boosting-only parameters are refused."""
-    wrong = [seen[name] for name in BOOSTING_ONLY if name in seen]
-    if wrong:
-        raise ValueError(f"parameter(s) {', '.join(map(repr, wrong))} do not apply to "
-                         "algorithm 'budget_rf'")
+    _refuse(p, seen, BOOSTING_ONLY, "apply to the boosting algorithms")
+    _refuse(p, seen, CLASSIFIER_TREE_ONLY, "apply to algorithms 'cstc', 'cscc', 'cronus'")
     for name, default in BUDGET_RF_DEFAULTS.items():
         if p[name] is None:
             p[name] = default
-    for name in BOOSTING_ONLY:
-        p.pop(name)
     if p["objective"] is None:
         p["objective"] = ("multi:softprob" if p["num_class"] not in (None, 1)
                           else "binary:logistic")
@@ -224,3 +265,55 @@ def _resolve_budget_rf(p, seen):
     _number(p, "subsample", low=0, low_open=True, high=1)
     _check_common(p)
     return p
+
+
+def _resolve_classifier_tree(p, seen):
+    """cstc / cscc / cronus: their own defaults; boosting and budget_rf parameters are
+    refused. ``max_depth`` is the number of levels (a cascade's stages): default 3 for
+    a tree, 4 for a cascade."""
+    _refuse(p, seen, [n for n in BOOSTING_ONLY if n != "cost_tradeoff"] + ["subsample"],
+            "apply to the boosting algorithms")
+    _refuse(p, seen, BUDGET_RF_ONLY, "apply to algorithm 'budget_rf'")
+    for name, default in CLASSIFIER_TREE_DEFAULTS.items():
+        if p[name] is None:
+            p[name] = default
+    if p["objective"] is None:
+        p["objective"] = "reg:squarederror"
+    if p["objective"] not in ("reg:squarederror", "binary:logistic"):
+        raise ValueError(f"{p['algorithm']} fits regression (reg:squarederror) or binary "
+                         f"classification (binary:logistic), not {p['objective']!r}")
+    if p["num_class"] not in (None, 1):
+        raise ValueError(f"{p['algorithm']} is not multi-class: num_class must be None")
+    if p["max_depth"] is None:
+        p["max_depth"] = 3 if p["algorithm"] == "cstc" else 4
+    _number(p, "max_depth", integer=True, low=1, high=12)
+    _number(p, "cost_tradeoff", low=0)
+    _number(p, "reg_alpha", low=0)
+    for name in ("cost_tradeoff", "reg_alpha"):
+        if p[name] == float("inf"):
+            raise ValueError(f"parameter {name} must be finite")
+    _number(p, "basis_trees", integer=True, low=0)
+    _number(p, "basis_max_depth", integer=True, low=1)
+    _number(p, "basis_learning_rate", low=0, low_open=True)
+    _number(p, "tol", low=0, low_open=True)
+    if p["tree_structure"] not in TREE_STRUCTURES:
+        raise ValueError(f"parameter tree_structure must be one of {list(TREE_STRUCTURES)}, "
+                         f"got {p['tree_structure']!r}")
+    if p["loss"] not in LOSSES:
+        raise ValueError(f"parameter loss must be one of {list(LOSSES)}, got {p['loss']!r}")
+    if p["loss"] == "logistic" and p["objective"] != "binary:logistic":
+        raise ValueError("loss 'logistic' needs objective 'binary:logistic'")
+    if not isinstance(p["fine_tune"], bool):
+        raise TypeError(f"parameter fine_tune must be True or False, got {p['fine_tune']!r}")
+    weight = p["class_weight"]
+    if weight is not None:
+        if p["objective"] != "binary:logistic":
+            raise ValueError("class_weight needs objective 'binary:logistic'")
+        if weight != "balanced":
+            if (not isinstance(weight, (list, tuple)) or len(weight) != 2
+                    or not all(isinstance(w, numbers.Real) and not isinstance(w, bool)
+                               and w > 0 and w < float("inf") for w in weight)):
+                raise ValueError("parameter class_weight must be None, 'balanced' or two "
+                                 f"finite numbers > 0 [w0, w1], got {weight!r}")
+            p["class_weight"] = [float(w) for w in weight]
+    return _check_common(p)

@@ -1,9 +1,12 @@
 """``train()``: the boosting loop in the style of ``xgboost.train``, and the BudgetRF loop."""
+import copy
 import os
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import scipy.sparse
 
 from ._core._acquisition import AcquisitionState
 from ._core._openmp_helpers import resolve_n_threads
@@ -11,13 +14,16 @@ from ._core._grower import TreeGrower
 from ._core._predict import predict_binned_add
 from ._core._stumps import grow_greedy_tree
 from .booster import Booster
+from ._core._linear import LOSS_LOGISTIC, LOSS_SQUARED
+from ._cstc_solver import TreeProblem, validation_score
+from .cstc import Cascade, ClassifierTree, node_inputs, score_transform
 from .callback import BudgetStopping, CallbackContainer, EarlyStopping, EvaluationMonitor
 from .dataset import Dataset
 from .forest import Forest
 from .metrics import check_metric, evaluate_metric
 from .model_io import load_model
 from .objectives import get_objective
-from .params import COST_AWARE_ALGORITHMS, resolve_params
+from .params import CLASSIFIER_TREE_ALGORITHMS, COST_AWARE_ALGORITHMS, resolve_params
 
 __all__ = ["train"]
 
@@ -123,6 +129,13 @@ def _penalty_costs(algorithm, costs):
             costs.feature_costs + costs.coupled_costs, costs.group_costs, 0.0)
 
 
+def _log_metrics(evals_log, name, metrics, data, pred):
+    """Append each metric of predictions ``pred`` on evaluation set ``name``."""
+    log = evals_log.setdefault(name, {})
+    for metric in metrics:
+        log.setdefault(metric, []).append(evaluate_metric(metric, data.label, pred, data.weight))
+
+
 def _callbacks(callbacks, verbose_eval, early_stopping_rounds, extra=()):
     cb_list = list(callbacks or [])
     if verbose_eval:
@@ -186,6 +199,24 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
           parameters (``learning_rate``, ``num_leaves``, ...) are refused. Default
           metric: the vote's ``error`` / ``merror``.
 
+        * ``"cstc"``, ``"cscc"``, ``"cronus"``: trees and cascades of linear classifiers
+          (Xu et al., JMLR 2014; ``reg:squarederror`` or ``binary:logistic``); return a
+          :class:`ClassifierTree` (cstc) or :class:`Cascade`. Each node scores and
+          routes with ``x . w + b > theta``; training minimises every node's loss
+          weighted by its reach probability (cscc, cronus: exit probability times
+          ``class_weight``) + ``reg_alpha`` x l1 + ``cost_tradeoff`` (default 0.01) x
+          the relaxed expected cost (per path ``sum_a c_a sqrt(sum_nodes w_a^2)``;
+          cronus: reach-weighted weights in one norm), by block coordinate descent:
+          ``num_boost_round`` is the number of sweeps (fewer when the objective changes
+          less than ``tol``; evaluation and early stopping per sweep; the best sweep is
+          kept). ``max_depth`` levels (default 3; cascades: stages, default 4),
+          ``tree_structure`` "full", "prune" or "greedy" (the last two on the last
+          ``evals`` set), ``loss`` "squared" (the paper's, +-1 targets) or "logistic",
+          ``fine_tune`` (re-fit the leaves without the cost term), ``basis_trees`` > 0
+          for the boosting trick (``basis_max_depth``, ``basis_learning_rate``). The
+          boosting and budget_rf parameters are refused; ``xgb_model`` is not
+          supported.
+
         An unknown name raises ValueError listing the valid ones.
     dtrain : Dataset
         Training data with labels.
@@ -214,7 +245,8 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
 
     Returns
     -------
-    Booster, or Forest for ``algorithm="budget_rf"``
+    Booster; Forest for ``algorithm="budget_rf"``; ClassifierTree for "cstc"; Cascade
+    for "cscc" and "cronus"
     """
     p = resolve_params(params)
     if not isinstance(dtrain, Dataset):
@@ -230,15 +262,18 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         raise ValueError(f"budget_rf: the labels go up to {np.max(y):g}; give num_class "
                          "(the number of classes) for a multi-class forest")
     objective.check_label(y)
-    metrics = p["eval_metric"] or [FOREST_METRICS[objective.name]
-                                   if p["algorithm"] == "budget_rf"
-                                   else objective.default_metric]
+    metrics = p["eval_metric"] or [_default_metric(p, objective)]
     for metric in metrics:
         check_metric(metric, objective.name)
     evals = _check_evals(evals, dtrain)
     for data, name in evals:
         objective.check_label(data.label)
     n_threads = resolve_n_threads(p["n_jobs"])
+    if p["algorithm"] in CLASSIFIER_TREE_ALGORITHMS:
+        return _train_classifier_tree(p, dtrain, num_boost_round, objective, metrics, evals,
+                                      n_threads, early_stopping_rounds=early_stopping_rounds,
+                                      evals_result=evals_result, verbose_eval=verbose_eval,
+                                      callbacks=callbacks, xgb_model=xgb_model)
     if p["algorithm"] == "budget_rf":
         return _train_forest(p, dtrain, num_boost_round, objective, metrics, evals,
                              n_threads, early_stopping_rounds=early_stopping_rounds,
@@ -372,11 +407,7 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
                      + costs.split_cost * split_visits[0]) / n_samples
                     + costs.tree_cost * len(booster.trees))
             for name, data, _, raw in eval_state:
-                pred = objective.transform(raw)
-                log = evals_log.setdefault(name, {})
-                for metric in metrics:
-                    log.setdefault(metric, []).append(
-                        evaluate_metric(metric, data.label, pred, data.weight))
+                _log_metrics(evals_log, name, metrics, data, objective.transform(raw))
             if container.after_iteration(booster, epoch, evals_log):
                 break
     finally:
@@ -393,6 +424,18 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
 
 # a forest votes: its default metric is the error of the vote
 FOREST_METRICS = {"binary:logistic": "error", "multi:softprob": "merror"}
+
+
+def _default_metric(p, objective):
+    """The objective's metric, but the vote's error for a forest, and the error for a
+    classifier tree fitted by least squares (its probabilities are clipped scores: the
+    log-loss would be decided by the few inputs clipped to the wrong end)."""
+    if p["algorithm"] == "budget_rf":
+        return FOREST_METRICS[objective.name]
+    if (p["algorithm"] in CLASSIFIER_TREE_ALGORITHMS and objective.name == "binary:logistic"
+            and p["loss"] == "squared"):
+        return "error"
+    return objective.default_metric
 
 
 def _train_forest(p, dtrain, num_boost_round, objective, metrics, evals, n_threads, *,
@@ -489,3 +532,197 @@ def _train_forest(p, dtrain, num_boost_round, objective, metrics, evals, n_threa
         evals_result.clear()
         evals_result.update(evals_log)
     return forest
+
+
+def _basis(p, dtrain, targets):
+    """The boosting trick (section 5): the booster of T depth-limited regression trees
+    by gradient boosting on the targets (squared loss), whose trees' outputs are the
+    coordinates the nodes see."""
+    data = copy.copy(dtrain)
+    data.label = targets
+    booster = train({"objective": "reg:squarederror", "grow_policy": "depthwise",
+                     "max_depth": p["basis_max_depth"], "learning_rate": p["basis_learning_rate"],
+                     "seed": p["seed"], "n_jobs": p["n_jobs"]}, data, p["basis_trees"],
+                    verbose_eval=False)
+    return booster
+
+
+def _standardize(coords):
+    """Mean / standard deviation per column over the non-missing values; constant
+    columns get deviation 0 (never used)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(coords, axis=0)
+        std = np.nanstd(coords, axis=0)
+    mean = np.where(np.isfinite(mean), mean, 0.0)
+    std = np.where(np.isfinite(std) & (std > 1e-12 * np.maximum(1.0, np.abs(mean))), std, 0.0)
+    return mean, std
+
+
+def _standardized(coords, mean, std):
+    """(coords - mean) / std with missing values at 0 (the mean) and constant columns 0."""
+    scale = np.where(std > 0, 1.0 / np.where(std > 0, std, 1.0), 0.0)
+    Z = (coords - mean) * scale
+    Z[~np.isfinite(Z)] = 0.0
+    return np.ascontiguousarray(Z)
+
+
+def _cost_groups(costs, basis, n_coords):
+    """The relaxed cost's groups of coordinates (see ``_cstc_solver``): per feature (its
+    coordinate, or the basis trees that split on it) with ``feature_costs``, per cost
+    group with ``group_costs``, and with the boosting trick one per tree with
+    ``tree_cost`` (eq. 20, 21)."""
+    if basis is None:
+        users = [[m] for m in range(costs.n_features)]
+    else:
+        users = [[] for _ in range(costs.n_features)]
+        for t, tree in enumerate(basis.trees):
+            for m in np.unique(tree["feature"][tree["left"] != -1]):
+                users[m].append(t)
+    rows, group_costs = [], []
+    for m in range(costs.n_features):
+        if costs.feature_costs[m] > 0 and users[m]:
+            rows.append(users[m])
+            group_costs.append(costs.feature_costs[m])
+    for g in range(costs.n_groups):
+        members = sorted({t for m in np.flatnonzero(costs.feature_group == g) for t in users[m]})
+        if costs.group_costs[g] > 0 and members:
+            rows.append(members)
+            group_costs.append(costs.group_costs[g])
+    if basis is not None and costs.tree_cost > 0:
+        rows.extend([t] for t in range(n_coords))
+        group_costs.extend([costs.tree_cost] * n_coords)
+    indptr = np.cumsum([0] + [len(r) for r in rows])
+    indices = np.asarray([t for r in rows for t in r], dtype=np.int64)
+    groups = scipy.sparse.csr_matrix((np.ones(indices.size), indices, indptr),
+                                     shape=(len(rows), n_coords))
+    return groups, np.asarray(group_costs, dtype=np.float64)
+
+
+def _class_factor(p, labels, weight):
+    """CSCC's class weight w_y of each input (ones without ``class_weight``)."""
+    choice = p["class_weight"]
+    if choice is None:
+        return np.ones(labels.shape[0])
+    if choice == "balanced":
+        w = np.ones(labels.shape[0]) if weight is None else weight
+        totals = np.array([w[labels == c].sum() for c in (0, 1)])
+        per_class = np.where(totals > 0, w.sum() / (2.0 * np.maximum(totals, 1e-300)), 1.0)
+    else:
+        per_class = np.asarray(choice)
+    return per_class[labels.astype(np.int64)]
+
+
+def _export(problem, p, objective, dtrain, mean, std, basis):
+    """The problem's alive nodes as a ClassifierTree / Cascade: renumbered in level
+    order, weights back on the original scale of the coordinates."""
+    alive = problem.alive_nodes()
+    new_id = {int(k): i for i, k in enumerate(alive)}
+    upper, lower = problem.children()
+    scale = np.where(std > 0, 1.0 / np.where(std > 0, std, 1.0), 0.0)
+    weights = problem.B[alive] * scale
+    bias = problem.bias[alive] - weights @ mean
+    model_class = ClassifierTree if p["algorithm"] == "cstc" else Cascade
+    return model_class(
+        objective=objective.name, loss=p["loss"], feature_names=dtrain.feature_names,
+        cost_model=dtrain.cost_model, params=p, weights=weights, bias=bias,
+        thresholds=np.where([upper[k] == -1 and lower[k] == -1 for k in alive], 0.0,
+                            problem.theta[alive]),
+        upper=[new_id[int(upper[k])] if upper[k] != -1 else -1 for k in alive],
+        lower=[new_id[int(lower[k])] if lower[k] != -1 else -1 for k in alive],
+        impute=mean if basis is None else np.zeros_like(mean), basis=basis)
+
+
+def _train_classifier_tree(p, dtrain, num_boost_round, objective, metrics, evals, n_threads, *,
+                           early_stopping_rounds, evals_result, verbose_eval, callbacks,
+                           xgb_model):
+    """CSTC / CSCC / Cronus (Xu et al., JMLR 2014): structure (full, pruned or greedy on
+    the last ``evals`` set), then ``num_boost_round`` sweeps of block coordinate descent
+    (fewer when the objective changes less than ``tol``; evaluation, early stopping and
+    callbacks per sweep), then fine-tuning of the leaves."""
+    if xgb_model is not None:
+        raise ValueError(f"{p['algorithm']} cannot continue a model (xgb_model): each "
+                         "training optimises the whole tree")
+    y, weight = dtrain.label, dtrain.weight
+    binary = objective.name == "binary:logistic"
+    targets = 2.0 * y - 1.0 if binary else y.astype(np.float64)
+    sample_weight = np.ones(y.shape[0]) if weight is None else weight
+    basis = _basis(p, dtrain, targets) if p["basis_trees"] else None
+
+    coords = node_inputs(dtrain.data, basis)
+    mean, std = _standardize(coords)
+    Z = _standardized(coords, mean, std)
+    groups, group_costs = _cost_groups(dtrain.cost_model, basis, Z.shape[1])
+    cascade = p["algorithm"] != "cstc"
+    problem = TreeProblem(
+        Z, targets, sample_weight, _class_factor(p, y, weight) if binary else np.ones(y.shape[0]),
+        groups, group_costs, kind="cascade" if cascade else "tree", depth=p["max_depth"],
+        weighting="exit" if cascade else "reach",
+        cost_form="cronus" if p["algorithm"] == "cronus" else "paths",
+        loss=LOSS_LOGISTIC if p["loss"] == "logistic" else LOSS_SQUARED,
+        rho=p["reg_alpha"], lam=p["cost_tradeoff"], tol=p["tol"], usable=std > 0,
+        n_threads=n_threads)
+    eval_coords = [(name, data, _standardized(node_inputs(data.data, basis), mean, std))
+                   for data, name in evals]
+
+    def transform(score):
+        return score_transform(objective.name, p["loss"], score)
+
+    start = time.perf_counter()
+    if p["tree_structure"] == "full":
+        problem.initialize()
+    else:
+        if not evals:
+            raise ValueError(f"tree_structure {p['tree_structure']!r} needs validation data: "
+                             "pass evals=[(dvalid, 'valid')] (the last data set is used)")
+        _, valid, Z_valid = eval_coords[-1]
+        score = validation_score(metrics[-1], valid.label, valid.weight, transform)
+        if p["tree_structure"] == "prune":
+            problem.initialize()
+            problem.prune(Z_valid, score)
+        else:
+            problem.grow_greedy(Z_valid, score)
+
+    if verbose_eval:
+        print(f"{p['algorithm']}: {p['tree_structure']} structure of "
+              f"{problem.alive.sum()} nodes initialised in {time.perf_counter() - start:.1f} s",
+              flush=True)
+    container = _callbacks(callbacks, verbose_eval, early_stopping_rounds)
+    model = _export(problem, p, objective, dtrain, mean, std, basis)
+    model = container.before_training(model)
+    evals_log = {}
+    states = []
+    previous = problem.objective()
+    for sweep in range(num_boost_round):
+        if container.before_iteration(model, sweep, evals_log):
+            break
+        value = problem.sweep()
+        states.append((problem.B.copy(), problem.bias.copy(), problem.theta.copy(),
+                       problem.active.copy()))
+        model = _export(problem, p, objective, dtrain, mean, std, basis)
+        for name, data, Z_eval in eval_coords:
+            _log_metrics(evals_log, name, metrics, data,
+                         transform(problem.predict_hard(Z_eval)[0]))
+        if container.after_iteration(model, sweep, evals_log):
+            break
+        if abs(previous - value) <= p["tol"] * max(1.0, abs(value)):
+            break
+        previous = value
+    best_iteration, best_score = model.best_iteration, model.best_score
+    if best_iteration is not None and best_iteration < len(states) - 1:
+        problem.B, problem.bias, problem.theta, problem.active = (
+            a.copy() for a in states[best_iteration])
+        problem.F = problem.Z @ problem.B.T + problem.bias
+    if p["fine_tune"]:
+        problem.fine_tune()
+    model = _export(problem, p, objective, dtrain, mean, std, basis)
+    model.best_iteration, model.best_score = best_iteration, best_score
+    model = container.after_training(model)
+    reach, _ = problem.route()
+    model._record_training_costs(dtrain, [(name, data) for data, name in evals],
+                                 (sample_weight @ reach)[problem.alive_nodes()] / problem.W)
+    model.summary["objective_per_sweep"] = list(problem.objective_history)
+    if evals_result is not None:
+        evals_result.clear()
+        evals_result.update(evals_log)
+    return model

@@ -391,7 +391,7 @@ def test_json_records_cegb_parameters_and_penalties(tmp_path):
     b.save_model(path)
     doc = json.loads(path.read_text())
     assert doc["algorithm"] == "cegb"
-    assert doc["format_version"] == [1, 3]
+    assert doc["format_version"] == list(cbudget.model_io.FORMAT_VERSION)
     assert doc["cegb"] == {"cost_tradeoff": 0.004, "grow_policy": "lossguide",
                            "num_leaves": 31, "max_depth": None, "gain_scale": 0.5,
                            "gradient_order": 2, "learning_rate": 0.1}

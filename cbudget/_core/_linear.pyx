@@ -1,0 +1,228 @@
+"""Kernels of the trees and cascades of linear classifiers (CSTC / CSCC / Cronus, Xu et al.,
+JMLR 2014): soft traversal, the per-input part of a node's objective and its analytic
+gradient, and hard-threshold prediction.
+
+A tree of classifiers is given by arrays over its nodes in level order (a parent before
+its children): ``upper[k]`` / ``lower[k]`` is the child an input goes to when its score
+``f_k(x) = x . w_k + b_k`` is above / not above ``thresholds[k]``, or -1 for a terminal
+element (the input exits with ``f_k(x)``). A node with two terminals is a leaf.
+
+Sums over inputs are taken over fixed blocks of rows, then added in block order, so the
+results do not depend on the number of threads.
+"""
+from cython.parallel cimport prange
+from libc.math cimport exp, log, log1p, fabs, isnan
+from libc.stdint cimport int32_t, int64_t
+
+cdef Py_ssize_t ROW_BLOCK = 256
+
+# loss codes: squared 1/2 (f - y)^2 (the paper's); logistic log(1 + exp(-y f)), y = +-1
+LOSS_SQUARED = 0
+LOSS_LOGISTIC = 1
+
+
+cdef inline double _sigmoid(double z) noexcept nogil:
+    if z >= 0:
+        return 1.0 / (1.0 + exp(-z))
+    cdef double e = exp(z)
+    return e / (1.0 + e)
+
+
+cdef inline double _loss(double f, double y, int loss) noexcept nogil:
+    cdef double m
+    if loss == 0:
+        return 0.5 * (f - y) * (f - y)
+    m = -y * f
+    if m > 0:
+        return m + log1p(exp(-m))
+    return log1p(exp(m))
+
+
+cdef inline double _loss_derivative(double f, double y, int loss) noexcept nogil:
+    if loss == 0:
+        return f - y
+    return -y * _sigmoid(-y * f)
+
+
+def pointwise_loss(const double[:, ::1] F, const double[::1] y, int loss, double[:, ::1] out,
+                   int n_threads):
+    """``out[i, k] = loss(F[i, k], y[i])`` for every input and node."""
+    cdef Py_ssize_t n = F.shape[0], n_nodes = F.shape[1], i, k
+    for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
+        for k in range(n_nodes):
+            out[i, k] = _loss(F[i, k], y[i], loss)
+
+
+def soft_route(const double[:, ::1] F, const double[::1] thresholds, const int32_t[::1] upper,
+               const int32_t[::1] lower, double[:, ::1] reach, double[:, ::1] exit,
+               int n_threads):
+    """Soft traversal (eq. 4): ``reach[i, k]`` is the probability that input ``i`` reaches
+    node ``k``, ``exit[i, k]`` that it leaves the tree through a terminal of ``k``.
+
+    The root is reached with probability 1; node ``k`` sends ``s = sigmoid(F[i, k] -
+    thresholds[k])`` of its probability up and ``1 - s`` down; a leaf passes all of it
+    to its terminal. An infinite ``F[i, k] - thresholds[k]`` routes hard.
+
+    Parameters
+    ----------
+    F : float64 (n_samples, n_nodes), node scores
+    thresholds : float64 (n_nodes,)
+    upper, lower : int32 (n_nodes,), child ids (-1: terminal), parents before children
+    reach, exit : float64 (n_samples, n_nodes), overwritten
+    """
+    cdef Py_ssize_t n = F.shape[0], n_nodes = F.shape[1], i, k
+    cdef double r, s
+    for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
+        for k in range(n_nodes):
+            reach[i, k] = 0.0
+            exit[i, k] = 0.0
+        reach[i, 0] = 1.0
+        for k in range(n_nodes):
+            r = reach[i, k]
+            if upper[k] == -1 and lower[k] == -1:
+                exit[i, k] = r
+                continue
+            s = _sigmoid(F[i, k] - thresholds[k])
+            if upper[k] == -1:
+                exit[i, k] = exit[i, k] + r * s
+            else:
+                reach[i, upper[k]] = r * s
+            if lower[k] == -1:
+                exit[i, k] = exit[i, k] + r * (1.0 - s)
+            else:
+                reach[i, lower[k]] = r * (1.0 - s)
+
+
+def node_objective(const double[::1] f, const double[::1] y, const double[::1] sample_weight,
+                   const double[::1] own_weight, const double[::1] own_slope,
+                   const double[::1] loss_upper, const double[::1] loss_lower,
+                   const double[::1] cost_upper, const double[::1] cost_lower,
+                   double threshold, bint splits, int loss, double[::1] grad_f,
+                   int n_threads):
+    """The per-input part of one node's objective with the other nodes fixed, and its
+    gradient with respect to the node's scores and threshold.
+
+    With ``s_i = sigmoid(f_i - threshold)`` (``splits``; else ``s_i`` plays no part),
+    the value is::
+
+        sum_i sw_i [(a_i + b_i s_i) loss(f_i, y_i) + s_i LU_i + (1 - s_i) LV_i]
+
+    where ``a + b s`` is the node's own loss weight (CSTC: its reach probability, b = 0;
+    CSCC: the class weight times its exit probability), and ``LU_i`` / ``LV_i`` are the
+    weighted losses of the descendants above / below it divided by ``s_i`` / ``1 - s_i``
+    (constants while this node is optimised). ``CU_i`` / ``CV_i`` are the matching
+    derivatives of the cost term with respect to ``s_i``; they enter the gradient only
+    (the cost's value is computed by the caller from the mean probabilities).
+
+    Returns
+    -------
+    (value, d value / d threshold); ``grad_f[i]`` receives d value / d f_i.
+    """
+    cdef Py_ssize_t n = f.shape[0]
+    cdef Py_ssize_t n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    cdef Py_ssize_t block, i, stop
+    cdef double[::1] value_parts = _zeros(n_blocks)
+    cdef double[::1] theta_parts = _zeros(n_blocks)
+    cdef double s, ds, l, w, dl, slope_term, v, t
+    for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
+        stop = min((block + 1) * ROW_BLOCK, n)
+        v = 0.0
+        t = 0.0
+        for i in range(block * ROW_BLOCK, stop):
+            l = _loss(f[i], y[i], loss)
+            dl = _loss_derivative(f[i], y[i], loss)
+            w = sample_weight[i]
+            if splits:
+                s = _sigmoid(f[i] - threshold)
+                ds = s * (1.0 - s)
+                slope_term = (own_slope[i] * l + loss_upper[i] - loss_lower[i]
+                              + cost_upper[i] - cost_lower[i])
+                v = v + w * ((own_weight[i] + own_slope[i] * s) * l
+                             + s * loss_upper[i] + (1.0 - s) * loss_lower[i])
+                grad_f[i] = w * ((own_weight[i] + own_slope[i] * s) * dl + ds * slope_term)
+                t = t - w * ds * slope_term
+            else:
+                v = v + w * own_weight[i] * l
+                grad_f[i] = w * own_weight[i] * dl
+        value_parts[block] = v
+        theta_parts[block] = t
+    cdef double value = 0.0, d_threshold = 0.0
+    for block in range(n_blocks):
+        value += value_parts[block]
+        d_threshold += theta_parts[block]
+    return value, d_threshold
+
+
+cdef double[::1] _zeros(Py_ssize_t n):
+    import numpy as np
+    return np.zeros(max(n, 1), dtype=np.float64)
+
+
+def predict_hard(const double[:, ::1] X, const int64_t[::1] weight_indptr,
+                 const int32_t[::1] weight_index, const double[::1] weight_value,
+                 const double[::1] impute, const double[::1] bias,
+                 const double[::1] thresholds, const int32_t[::1] upper,
+                 const int32_t[::1] lower, double[::1] out_value, int32_t[::1] out_exit,
+                 int n_threads):
+    """Hard traversal for prediction: from the root, go to ``upper[k]`` when
+    ``f_k(x) > thresholds[k]``, else ``lower[k]``, until a terminal; the prediction is
+    the score of the last node. Only the visited nodes' scores are computed, from
+    their non-zero weights (node ``k``'s are ``weight_index/weight_value[
+    weight_indptr[k]:weight_indptr[k + 1]]``); a missing value (NaN) counts as
+    ``impute[m]``.
+    """
+    cdef Py_ssize_t n = X.shape[0], i
+    cdef int64_t j
+    cdef int32_t k, child
+    cdef double f, x
+    for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
+        k = 0
+        while True:
+            f = bias[k]
+            for j in range(weight_indptr[k], weight_indptr[k + 1]):
+                x = X[i, weight_index[j]]
+                if isnan(x):
+                    x = impute[weight_index[j]]
+                f = f + weight_value[j] * x
+            child = upper[k] if f > thresholds[k] else lower[k]
+            if child == -1:
+                break
+            k = child
+        out_value[i] = f
+        out_exit[i] = k
+
+
+def dense_scores(const double[:, ::1] Z, const int64_t[::1] columns, const double[::1] beta,
+                 double bias, double[::1] out, int n_threads):
+    """``out[i] = sum_j Z[i, columns[j]] beta[j] + bias``: a node's scores on the
+    columns it uses, without copying them out of ``Z``."""
+    cdef Py_ssize_t n = Z.shape[0], n_columns = columns.shape[0], i, j
+    cdef double f
+    for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
+        f = bias
+        for j in range(n_columns):
+            f = f + Z[i, columns[j]] * beta[j]
+        out[i] = f
+
+
+def dense_gradient(const double[:, ::1] Z, const int64_t[::1] columns, const double[::1] g,
+                   double[::1] out, int n_threads):
+    """``out[j] = sum_i Z[i, columns[j]] g[i]`` by blocks of rows added in block order
+    (the same sums whatever the thread count)."""
+    import numpy as np
+    cdef Py_ssize_t n = Z.shape[0], n_columns = columns.shape[0]
+    cdef Py_ssize_t n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    cdef double[:, ::1] parts = np.zeros((max(n_blocks, 1), max(n_columns, 1)))
+    cdef Py_ssize_t block, i, j, stop
+    cdef double gi
+    for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
+        stop = min((block + 1) * ROW_BLOCK, n)
+        for i in range(block * ROW_BLOCK, stop):
+            gi = g[i]
+            for j in range(n_columns):
+                parts[block, j] += Z[i, columns[j]] * gi
+    for j in range(n_columns):
+        out[j] = 0.0
+    for block in range(n_blocks):
+        for j in range(n_columns):
+            out[j] += parts[block, j]

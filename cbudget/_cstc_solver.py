@@ -1,0 +1,637 @@
+"""The optimisation behind CSTC, CSCC and Cronus (Xu, Kusner, Weinberger, Chen, Chapelle,
+"Classifier cascades and trees for minimizing feature evaluation cost", JMLR 2014).
+
+:class:`TreeProblem` holds the training data in the coordinates the classifiers see
+(standardised features, or standardised CART-tree outputs with the boosting trick), a
+skeleton of nodes (a full binary tree of ``max_depth`` levels for CSTC, a chain of
+``max_depth`` stages for a cascade) of which a subset is ``alive``, and every node's
+weights ``B[k]``, bias and threshold. It implements
+
+* the relaxed objective, eq. (12) / (19) / Cronus (4.1): the loss of every node weighted
+  by its reach probability (CSTC) or its exit probability (CSCC, Cronus) times the
+  input's class weight, ``reg_alpha`` (rho) times the l1 norms, and ``cost_tradeoff``
+  (lambda) times the mixed-norm cost. The cost is written over *cost groups* of coordinates: group
+  ``g`` with cost ``c_g`` and coordinates ``S_g``. A path's relaxed cost is
+  ``sum_g c_g sqrt(sum_{j on the path} sum_{t in S_g} B[j, t]^2)``: with plain features
+  the groups are the features (and the Dataset's cost groups), with the boosting trick
+  they are the trees (cost ``e_t``, eq. 21) and, per feature, the trees that use it
+  (eq. 20);
+* per-node block coordinate descent (Algorithm 1): the auxiliary variables of Lemma 1 in
+  closed form, then leaves by the weighted ridge solution of eq. (16) and branching
+  nodes (weights, bias and threshold) by L-BFGS on the analytic gradient, whose
+  per-input part is ``_core._linear.node_objective``; weights below 1e-4 are clamped to
+  zero for good;
+* top-down initialisation (3.4.2), bottom-up pruning (3.6.1), greedy top-down growth
+  (3.6.2) and fine-tuning of the leaves without the cost term (3.5).
+
+Each classifier also has a bias, not penalised and not a feature. The cost is measured
+on the standardised weights, so rescaling a feature does not change what it costs.
+"""
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+
+from ._core._linear import (LOSS_LOGISTIC, LOSS_SQUARED, dense_gradient, dense_scores,
+                            node_objective, pointwise_loss, soft_route)
+from .metrics import evaluate_metric, metric_maximize
+
+__all__ = ["TreeProblem", "CLAMP"]
+
+CLAMP = 1e-4            # |weight| below this is set to zero for good (section 3.4)
+_MAX_NODE_ITERATIONS = 100
+_MAX_LBFGS_ITERATIONS = 200
+# Kernel calls with less work than this run on one thread: waking OpenMP threads costs
+# more than such a call, and their spinning competes with BLAS's threads in between.
+_PARALLEL_WORK = 1_000_000
+
+
+def skeleton(kind, depth):
+    """(upper, lower) child arrays of the full structure: a binary tree of ``depth``
+    levels in level order (node k's children 2k+1 (upper), 2k+2 (lower)), or a cascade of
+    ``depth`` stages (stage k passes its upper side on to k + 1; its lower side exits)."""
+    if kind == "tree":
+        n = 2 ** depth - 1
+        ids = np.arange(n)
+        upper, lower = 2 * ids + 1, 2 * ids + 2
+        upper[upper >= n] = -1
+        lower[lower >= n] = -1
+    else:
+        n = depth
+        upper = np.arange(1, n + 1)
+        upper[-1] = -1
+        lower = np.full(n, -1)
+    return upper.astype(np.int32), lower.astype(np.int32)
+
+
+def balanced_threshold(values, weights):
+    """A threshold that sends about half of the weight up: the midpoint of the gap
+    between consecutive distinct values whose weight below is closest to half. Never
+    one of the values themselves: scores that take few distinct values (cheap binary
+    features) would otherwise put a whole group of inputs at sigmoid(0) = 1/2."""
+    distinct, inverse = np.unique(values, return_inverse=True)
+    if distinct.size == 1:
+        return float(distinct[0])
+    mass = np.bincount(inverse, weights=weights, minlength=distinct.size)
+    if not mass.sum() > 0:
+        mass = np.bincount(inverse, minlength=distinct.size).astype(np.float64)
+    below = np.cumsum(mass)[:-1]
+    gap = int(np.argmin(np.abs(below - 0.5 * mass.sum())))
+    return float(0.5 * (distinct[gap] + distinct[gap + 1]))
+
+
+class TreeProblem:
+    """One CSTC / CSCC / Cronus training problem (see the module docstring).
+
+    Parameters
+    ----------
+    Z : float64 (n_samples, n_coords), C order; standardised coordinates
+    y : float64 (n_samples,); targets (+-1 for classification)
+    sample_weight : float64 (n_samples,)
+    class_factor : float64 (n_samples,); the class weight of each input (CSCC's w_y; ones
+        without class weights)
+    groups : scipy.sparse CSR (n_groups, n_coords) of 0/1; the cost groups
+    group_costs : float64 (n_groups,)
+    kind : "tree" or "cascade"; depth : int >= 1
+    weighting : "reach" (CSTC) or "exit" (CSCC, Cronus)
+    cost_form : "paths" (CSTC, CSCC: eq. 12 / 19) or "cronus"
+    loss : LOSS_SQUARED or LOSS_LOGISTIC
+    rho, lam : float; reg_alpha and cost_tradeoff
+    usable : bool (n_coords,); coordinates that may get a weight (not constant)
+    """
+
+    def __init__(self, Z, y, sample_weight, class_factor, groups, group_costs, *, kind, depth,
+                 weighting, cost_form, loss, rho, lam, tol, usable, n_threads):
+        self.Z, self.y = Z, y
+        self.sw = sample_weight
+        self.W = float(sample_weight.sum())
+        self.class_factor = class_factor
+        self.groups = groups.tocsr()
+        self.groups_T = self.groups.T.tocsr()
+        self.group_costs = np.asarray(group_costs, dtype=np.float64)
+        self.kind, self.weighting, self.cost_form = kind, weighting, cost_form
+        self.loss, self.rho, self.lam, self.tol = loss, float(rho), float(lam), float(tol)
+        self.n_threads = n_threads
+        self.usable = usable
+        self.upper_full, self.lower_full = skeleton(kind, depth)
+        n_nodes = self.upper_full.shape[0]
+        self.parent = np.full(n_nodes, -1, dtype=np.int64)
+        for k in range(n_nodes):
+            for child in (self.upper_full[k], self.lower_full[k]):
+                if child >= 0:
+                    self.parent[child] = k
+        n, d = Z.shape
+        self.B = np.zeros((n_nodes, d))
+        self.bias = np.zeros(n_nodes)
+        self.theta = np.zeros(n_nodes)
+        self.active = np.zeros((n_nodes, d), dtype=bool)
+        self.alive = np.zeros(n_nodes, dtype=bool)
+        self.F = np.zeros((n, n_nodes))
+        self.objective_history = []
+
+    def _threads(self, work):
+        return self.n_threads if work >= _PARALLEL_WORK else 1
+
+    # -- structure ----------------------------------------------------------------------
+    @property
+    def n_nodes(self):
+        return self.upper_full.shape[0]
+
+    def children(self):
+        """(upper, lower) of the current structure: a child that is not alive is a
+        terminal (-1)."""
+        upper = np.where((self.upper_full >= 0) & self.alive[np.maximum(self.upper_full, 0)],
+                         self.upper_full, -1).astype(np.int32)
+        lower = np.where((self.lower_full >= 0) & self.alive[np.maximum(self.lower_full, 0)],
+                         self.lower_full, -1).astype(np.int32)
+        return upper, lower
+
+    def path(self, k):
+        """Nodes from the root to ``k``, ``k`` included."""
+        nodes = []
+        while k >= 0:
+            nodes.append(int(k))
+            k = self.parent[k]
+        return nodes[::-1]
+
+    def subtree(self, k):
+        """Alive nodes below ``k`` (``k`` excluded)."""
+        upper, lower = self.children()
+        out, stack = [], [c for c in (upper[k], lower[k]) if c >= 0]
+        while stack:
+            j = stack.pop()
+            out.append(j)
+            stack.extend(c for c in (upper[j], lower[j]) if c >= 0)
+        return sorted(out)
+
+    def alive_nodes(self):
+        return np.flatnonzero(self.alive)
+
+    # -- soft traversal and the global objective -------------------------------------
+    def route(self, F=None, upper=None, lower=None, theta=None):
+        """(reach, exit) probabilities of every input at every node (eq. 4, 5)."""
+        F = self.F if F is None else F
+        if upper is None:
+            upper, lower = self.children()
+        theta = self.theta if theta is None else theta
+        reach = np.empty_like(F)
+        exit_ = np.empty_like(F)
+        soft_route(F, theta, upper, lower, reach, exit_, self._threads(F.size))
+        return reach, exit_
+
+    def loss_weights(self, reach, exit_):
+        """Each input's loss weight at each node: its class weight times its reach
+        probability (CSTC) or its exit probability (CSCC, Cronus)."""
+        return (reach if self.weighting == "reach" else exit_) * self.class_factor[:, None]
+
+    def group_norms(self):
+        """(n_nodes, n_groups): ``sum_{t in S_g} B[k, t]^2``."""
+        return (self.groups @ (self.B ** 2).T).T
+
+    def cost_term(self, reach, exit_):
+        """The relaxed expected cost (without lambda)."""
+        q = self.group_norms()
+        alive = self.alive_nodes()
+        if self.cost_form == "cronus":
+            mean_reach = _weighted_sum(self.sw, reach) / self.W
+            per_group = (mean_reach[alive, None] ** 2 * q[alive]).sum(axis=0)
+            return float(self.group_costs @ np.sqrt(per_group))
+        mean_exit = _weighted_sum(self.sw, exit_) / self.W
+        upper, lower = self.children()
+        total = 0.0
+        for k in alive:
+            if upper[k] == -1 or lower[k] == -1:
+                path_q = q[self.path(k)].sum(axis=0)
+                total += mean_exit[k] * float(self.group_costs @ np.sqrt(path_q))
+        return total
+
+    def objective(self):
+        """The relaxed objective (12) / (19) / Cronus at the current parameters."""
+        reach, exit_ = self.route()
+        losses = np.empty_like(self.F)
+        pointwise_loss(self.F, self.y, self.loss, losses, self._threads(self.F.size))
+        alive = self.alive_nodes()
+        weights = self.loss_weights(reach, exit_)
+        value = float(_weighted_sum(self.sw, weights[:, alive] * losses[:, alive]).sum()) / self.W
+        value += self.rho * float(np.abs(self.B[alive]).sum())
+        return float(value + self.lam * self.cost_term(reach, exit_))
+
+    def set_scores(self, k):
+        columns = np.flatnonzero(self.B[k]).astype(np.int64)
+        scores = np.empty(self.Z.shape[0])
+        dense_scores(self.Z, columns, np.ascontiguousarray(self.B[k, columns]), self.bias[k],
+                     scores, self._threads(scores.size * max(columns.size, 1)))
+        self.F[:, k] = scores
+
+    # -- one node ---------------------------------------------------------------------
+    def node_terms(self, k):
+        """Everything node ``k``'s objective needs that the other nodes fix: the
+        per-input loss weights and descendant losses of ``node_objective``, and the cost
+        pieces (see :meth:`node_function`)."""
+        upper, lower = self.children()
+        splits = upper[k] != -1 or lower[k] != -1
+        reach, exit_ = self.route(upper=upper, lower=lower)
+        reach_k = np.ascontiguousarray(reach[:, k])
+        tu = float(upper[k] == -1)
+        tl = float(lower[k] == -1)
+        t = dict(k=k, splits=splits, reach_k=reach_k, tu=tu, tl=tl)
+        factor = self.class_factor
+        if self.weighting == "reach":
+            t["own_weight"], t["own_slope"] = factor * reach_k, np.zeros_like(reach_k)
+        else:
+            t["own_weight"] = factor * reach_k * (tl if splits else 1.0)
+            t["own_slope"] = factor * reach_k * (tu - tl) if splits else np.zeros_like(reach_k)
+        zeros = np.zeros_like(reach_k)
+        t["loss_upper"] = t["loss_lower"] = zeros
+        t["up"], t["lo"] = [], []
+        if splits:
+            # probabilities below k as if k sent everything up (resp. down): those of
+            # the real tree are these times s (resp. 1 - s)
+            forced = self.F.copy()
+            forced[:, k] = np.inf
+            t["reach_up"], t["exit_up"] = self.route(forced, upper, lower)
+            forced[:, k] = -np.inf
+            t["reach_lo"], t["exit_lo"] = self.route(forced, upper, lower)
+            losses = np.empty_like(self.F)
+            pointwise_loss(self.F, self.y, self.loss, losses, self._threads(self.F.size))
+            for side, child in (("up", upper[k]), ("lo", lower[k])):
+                if child == -1:
+                    continue
+                nodes = [child] + self.subtree(child)
+                t[side] = nodes
+                weights = self.loss_weights(t[f"reach_{side}"], t[f"exit_{side}"])
+                t["loss_upper" if side == "up" else "loss_lower"] = np.ascontiguousarray(
+                    (weights[:, nodes] * losses[:, nodes]).sum(axis=1))
+        # cost: the other nodes' group norms on each path, and Lemma 1's eta
+        q = self.group_norms()
+        if self.cost_form == "cronus":
+            mean_reach = _weighted_sum(self.sw, reach) / self.W
+            t["mean_reach"] = mean_reach
+            others = [j for j in self.alive_nodes() if j != k]
+            t["q_others"] = (mean_reach[others, None] ** 2 * q[others]).sum(axis=0)
+            eta = np.sqrt(t["q_others"] + mean_reach[k] ** 2 * q[k])
+            t["inv_eta"] = _safe_inverse(eta)
+            t["q_sub"] = q
+        else:
+            owners = []   # (node, side, other nodes' path norms, 1 / eta)
+            for j in [k] + t["up"] + t["lo"]:
+                if upper[j] != -1 and lower[j] != -1:
+                    continue
+                side = "own" if j == k else ("up" if j in t["up"] else "lo")
+                path = self.path(j)
+                q_others = q[[m for m in path if m != k]].sum(axis=0)
+                eta = np.sqrt(q_others + q[k])
+                owners.append((j, side, q_others, _safe_inverse(eta)))
+            t["owners"] = owners
+        return t
+
+    def _cost_pieces(self, t, beta, s):
+        """Node ``k``'s cost term (Lemma 1 form, eta fixed) at weights ``beta`` and
+        routing ``s``: (value, d/d beta diagonal, CU, CV) -- CU/CV the derivatives of
+        the cost with respect to ``s_i``, per input and with lambda."""
+        qk = self.groups @ (beta ** 2)
+        c = self.group_costs
+        n = t["reach_k"].shape[0]
+        cu, cv = np.zeros(n), np.zeros(n)
+        if self.cost_form == "cronus":
+            mean_reach = t["mean_reach"].copy()
+            pk = mean_reach[t["k"]]
+            q = t["q_sub"]
+            value_q = t["q_others"].copy()
+            # the subtree's mean reach moves with s
+            for side in ("up", "lo"):
+                nodes = t[side]
+                if nodes:
+                    side_s = s if side == "up" else 1.0 - s
+                    reach_side = t[f"reach_{side}"][:, nodes]
+                    mean_reach[nodes] = _weighted_sum(self.sw * side_s, reach_side) / self.W
+                    value_q = value_q + ((mean_reach[nodes, None] ** 2 - t["mean_reach"][nodes, None] ** 2)
+                                         * q[nodes]).sum(axis=0)
+                    slope = (q[nodes] * t["inv_eta"]) @ c * mean_reach[nodes]
+                    (cu if side == "up" else cv)[:] += self.lam * np.einsum("ij,j->i", reach_side, slope)
+            value_q = value_q + pk ** 2 * qk
+            value = 0.5 * float(c @ (value_q * t["inv_eta"] + _safe_sqrt_inverse(t["inv_eta"])))
+            diag = pk ** 2 * (self.groups_T @ (c * t["inv_eta"]))
+            return value, diag, cu, cv
+        value = 0.0
+        diag = np.zeros(beta.shape[0])
+        sw = self.sw
+        for j, side, q_others, inv_eta in t["owners"]:
+            path_q = q_others + qk
+            eta = _safe_sqrt_inverse(inv_eta)
+            k_value = 0.5 * float(c @ (path_q * inv_eta + eta))
+            if side == "own":
+                weight_s = t["tu"] * s + t["tl"] * (1.0 - s) if t["splits"] else 1.0
+                mean_exit = float(np.einsum("i,i->", sw, t["reach_k"] * weight_s)) / self.W
+                cu += self.lam * t["reach_k"] * t["tu"] * k_value
+                cv += self.lam * t["reach_k"] * t["tl"] * k_value
+            else:
+                exit_j = t[f"exit_{side}"][:, j]
+                side_s = s if side == "up" else 1.0 - s
+                mean_exit = float(np.einsum("i,i->", sw, side_s * exit_j)) / self.W
+                (cu if side == "up" else cv)[:] += self.lam * exit_j * k_value
+            value += mean_exit * k_value
+            diag += mean_exit * (self.groups_T @ (c * inv_eta))
+        return value, diag, cu, cv
+
+    def node_function(self, t, active, gamma):
+        """The smoothed objective of node ``t['k']`` (Lemma 1 with ``gamma`` for the l1
+        norm and the eta in ``t``; constants dropped) as a function of
+        ``x = [weights on the active coordinates, bias, threshold (if it splits)]``,
+        returning (value, gradient)."""
+        columns = np.flatnonzero(active).astype(np.int64)
+        n_active = columns.size
+        d = self.Z.shape[1]
+        f = np.empty(self.Z.shape[0])
+        grad_f = np.empty(self.Z.shape[0])
+        grad_beta = np.empty(n_active)
+        inv_gamma = _safe_inverse(gamma)
+        threads = self._threads(f.size * max(n_active, 1))
+        threads_f = self._threads(10 * f.size)
+
+        def function(x):
+            beta_a, bias = np.ascontiguousarray(x[:n_active]), float(x[n_active])
+            theta = x[n_active + 1] if t["splits"] else 0.0
+            dense_scores(self.Z, columns, beta_a, bias, f, threads)
+            s = _sigmoid(f - theta) if t["splits"] else None
+            beta = np.zeros(d)
+            beta[active] = beta_a
+            cost_value, diag, cu, cv = self._cost_pieces(t, beta, s)
+            loss_value, d_theta = node_objective(
+                f, self.y, self.sw, t["own_weight"], t["own_slope"], t["loss_upper"],
+                t["loss_lower"], cu, cv, theta, t["splits"], self.loss, grad_f, threads_f)
+            value = (loss_value / self.W + 0.5 * self.rho * float(beta_a ** 2 @ inv_gamma)
+                     + self.lam * cost_value)
+            grad = np.empty_like(x)
+            dense_gradient(self.Z, columns, grad_f, grad_beta, threads)
+            grad[:n_active] = grad_beta / self.W + (self.rho * inv_gamma
+                                                    + self.lam * diag[active]) * beta_a
+            grad[n_active] = grad_f.sum() / self.W
+            if t["splits"]:
+                grad[n_active + 1] = d_theta / self.W
+            return value, grad
+
+        return function
+
+    def solve_leaf(self, t, active, gamma, gram):
+        """Closed-form weights and bias of a leaf under squared loss (eq. 16): the
+        weighted ridge ``(Z' Omega Z + W Gamma) beta = Z' Omega y`` with an unpenalised
+        bias, ``Gamma = rho / gamma + lambda * (cost diagonal)``. ``gram``: the
+        :class:`WeightedGram` of the node's loss weights (fixed while the node is
+        optimised)."""
+        d = self.Z.shape[1]
+        _, diag, _, _ = self._cost_pieces(t, np.zeros(d), None)
+        penalty = self.rho * _safe_inverse(gamma) + self.lam * diag[active]
+        return gram.solve(active, self.W * penalty)
+
+    def optimize_node(self, k, *, fresh=False):
+        """Algorithm 1's inner loop for node ``k``: alternate Lemma 1's auxiliary
+        variables (closed form) and the node's parameters until the objective changes
+        less than ``tol``; clamp weights below ``CLAMP``. ``fresh``: the node has no
+        weights yet; start from the ridge solution with unit auxiliaries."""
+        if fresh:
+            self.active[k] = self.usable
+            self.B[k] = 0.0
+        previous = None
+        gram = None
+        for iteration in range(_MAX_NODE_ITERATIONS):
+            active = self.active[k].copy()
+            t = self.node_terms(k)
+            if fresh and iteration == 0:
+                gamma = np.ones(active.sum())
+                self._unit_eta(t)
+            else:
+                gamma = np.abs(self.B[k, active])
+            if t["splits"] or self.loss != LOSS_SQUARED:
+                function = self.node_function(t, active, gamma)
+                x0 = np.concatenate([self.B[k, active], [self.bias[k]],
+                                     [self.theta[k]] if t["splits"] else []])
+                result = scipy.optimize.minimize(
+                    function, x0, jac=True, method="L-BFGS-B",
+                    options={"maxiter": _MAX_LBFGS_ITERATIONS})
+                x = result.x
+                beta_a, bias = x[:active.sum()], x[active.sum()]
+                if t["splits"]:
+                    self.theta[k] = x[active.sum() + 1]
+            else:
+                if gram is None:   # the loss weights do not change while k is optimised
+                    gram = WeightedGram(self.Z, self.y, self.sw * t["own_weight"], active)
+                beta_a, bias = self.solve_leaf(t, active, gamma, gram)
+            self.B[k] = 0.0
+            self.B[k, active] = beta_a
+            self.bias[k] = bias
+            small = np.abs(self.B[k]) < CLAMP
+            self.B[k, small] = 0.0
+            self.active[k] &= ~small
+            self.set_scores(k)
+            value = self.objective()
+            if previous is not None and abs(previous - value) <= self.tol * max(1.0, abs(value)):
+                break
+            previous = value
+        return value
+
+    def _unit_eta(self, t):
+        """Lemma 1's auxiliaries all 1 (the start of a fresh node)."""
+        if self.cost_form == "cronus":
+            t["inv_eta"] = np.ones_like(t["inv_eta"])
+        else:
+            t["owners"] = [(j, side, q, np.ones_like(inv)) for j, side, q, inv in t["owners"]]
+
+    # -- the whole tree ----------------------------------------------------------------
+    def set_split_threshold(self, k):
+        """Threshold of a node that just got children: half of its (reach-weighted)
+        training inputs go up (:func:`balanced_threshold`)."""
+        reach, _ = self.route()
+        self.theta[k] = balanced_threshold(self.F[:, k], self.sw * reach[:, k])
+
+    def add_node(self, k):
+        """Make ``k`` alive and initialise it as a leaf (3.4.2); its parent, which now
+        branches, gets the median threshold first if it had no child yet."""
+        parent = self.parent[k]
+        if parent >= 0:
+            upper, lower = self.children()
+            if upper[parent] == -1 and lower[parent] == -1:
+                self.set_split_threshold(parent)
+        self.alive[k] = True
+        self.optimize_node(k, fresh=True)
+
+    def initialize(self, nodes=None):
+        """Top-down initialisation (3.4.2): each node in level order, as a leaf."""
+        for k in range(self.n_nodes) if nodes is None else nodes:
+            self.add_node(k)
+
+    def sweep(self):
+        """One pass of block coordinate descent over the alive nodes in level order;
+        returns the objective."""
+        value = None
+        for k in self.alive_nodes():
+            value = self.optimize_node(k)
+        self.objective_history.append(float(value))
+        return value
+
+    def fine_tune(self):
+        """Section 3.5: re-fit every leaf on its non-zero coordinates without the cost
+        term (the features are decided; the mixed norm only shrank the weights)."""
+        lam, self.lam = self.lam, 0.0
+        try:
+            upper, lower = self.children()
+            for k in self.alive_nodes():
+                if upper[k] == -1 and lower[k] == -1:
+                    self.optimize_node(k)
+        finally:
+            self.lam = lam
+
+    # -- hard prediction on other data (validation) ----------------------------------
+    def predict_hard(self, Z, alive=None):
+        """(scores of the exit nodes, exit nodes) of the rows of ``Z`` with hard
+        thresholds, using the structure ``alive`` (default: the current one)."""
+        alive = self.alive if alive is None else alive
+        F = Z @ self.B.T + self.bias
+        n = Z.shape[0]
+        node = np.zeros(n, dtype=np.int64)
+        done = np.zeros(n, dtype=bool)
+        up_full, lo_full = self.upper_full, self.lower_full
+        while not done.all():
+            rows = np.flatnonzero(~done)
+            k = node[rows]
+            go_up = F[rows, k] > self.theta[k]
+            child = np.where(go_up, up_full[k], lo_full[k])
+            child_alive = (child >= 0) & alive[np.maximum(child, 0)]
+            done[rows[~child_alive]] = True
+            node[rows[child_alive]] = child[child_alive]
+        return F[np.arange(n), node], node
+
+    def prune(self, Z_valid, score):
+        """Bottom-up pruning (3.6.1): remove a leaf whenever the validation ``score``
+        (a function of the hard predictions, lower is better) does not get worse;
+        repeat until no leaf can go."""
+        current = score(self.predict_hard(Z_valid)[0])
+        changed = True
+        while changed:
+            changed = False
+            upper, lower = self.children()
+            leaves = [k for k in self.alive_nodes()[::-1]
+                      if k != 0 and upper[k] == -1 and lower[k] == -1]
+            for k in leaves:
+                trial = self.alive.copy()
+                trial[k] = False
+                value = score(self.predict_hard(Z_valid, trial)[0])
+                if value <= current:
+                    self.alive[k] = False
+                    current = value
+                    changed = True
+
+    def grow_greedy(self, Z_valid, score):
+        """Greedy top-down growth (3.6.2): add the potential node that improves the
+        validation ``score`` the most until none does. A node that gets children has its
+        threshold set so that half of its validation inputs go up."""
+        self.add_node(0)
+        current = score(self.predict_hard(Z_valid)[0])
+        potential = {}
+
+        def open_children(k):
+            _, node = self.predict_hard(Z_valid)
+            values = (Z_valid @ self.B[k] + self.bias[k])[node == k]
+            if values.size:
+                self.theta[k] = balanced_threshold(values, np.ones(values.size))
+            for child in (self.upper_full[k], self.lower_full[k]):
+                if child >= 0:
+                    self.alive[child] = True
+                    self.optimize_node(child, fresh=True)
+                    potential[child] = (self.B[child].copy(), self.bias[child], self.active[child].copy())
+                    self.alive[child] = False
+
+        open_children(0)
+        while potential:
+            best, best_value = None, current
+            for child in potential:
+                trial = self.alive.copy()
+                trial[child] = True
+                value = score(self.predict_hard(Z_valid, trial)[0])
+                if value < best_value:
+                    best, best_value = child, value
+            if best is None:
+                break
+            self.B[best], self.bias[best], self.active[best] = potential.pop(best)
+            self.set_scores(best)
+            self.alive[best] = True
+            current = best_value
+            open_children(best)
+        for child in potential:   # never added
+            self.B[child] = 0.0
+            self.active[child] = False
+
+
+class WeightedGram:
+    """The weighted normal equations of a leaf, for ridge solves on subsets of its
+    columns: ``argmin_{beta, b} 1/2 sum_i w_i (z_i beta + b - y_i)^2 + 1/2 sum_t
+    penalty_t beta_t^2`` (eq. 16 with an unpenalised bias, solved after weighted
+    centring). Built once per node visit on the columns ``columns`` (bool mask); each
+    IRLS step then only solves a sub-block."""
+
+    def __init__(self, Z, y, weights, columns):
+        self.columns = np.flatnonzero(columns)
+        self.total = float(weights.sum())
+        Zs = Z[:, self.columns]
+        if self.total <= 0:
+            self.z_mean, self.y_mean = np.zeros(self.columns.size), 0.0
+            self.lhs = np.zeros((self.columns.size, self.columns.size))
+            self.rhs = np.zeros(self.columns.size)
+            return
+        self.z_mean = (weights @ Zs) / self.total
+        self.y_mean = float(weights @ y) / self.total
+        Zc = Zs - self.z_mean
+        Zw = Zc * weights[:, None]
+        self.lhs = Zw.T @ Zc
+        self.rhs = Zw.T @ (y - self.y_mean)
+
+    def solve(self, columns, penalty):
+        """(beta on ``columns`` (a bool mask, within the built ones), bias)."""
+        where = np.flatnonzero(columns[self.columns])
+        if self.total <= 0:
+            return np.zeros(where.size), 0.0
+        lhs = self.lhs[np.ix_(where, where)]
+        lhs[np.diag_indices_from(lhs)] += penalty
+        rhs = self.rhs[where]
+        try:
+            beta = scipy.linalg.solve(lhs, rhs, assume_a="pos")
+        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+            beta = np.linalg.lstsq(lhs, rhs, rcond=None)[0]
+        return beta, self.y_mean - float(self.z_mean[where] @ beta)
+
+
+def weighted_ridge(Z, y, weights, penalty):
+    """:class:`WeightedGram`'s solve on all columns of ``Z``: (beta, b)."""
+    columns = np.ones(Z.shape[1], dtype=bool)
+    return WeightedGram(Z, y, weights, columns).solve(columns, penalty)
+
+
+def _weighted_sum(weights, matrix):
+    """``weights @ matrix`` without BLAS (whose threads cost more than these small
+    products on a busy machine)."""
+    return np.einsum("i,ij->j", weights, matrix)
+
+
+def _sigmoid(z):
+    return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+
+def _safe_inverse(values):
+    out = np.zeros_like(values, dtype=np.float64)
+    positive = values > 0
+    out[positive] = 1.0 / values[positive]
+    return out
+
+
+def _safe_sqrt_inverse(inv_eta):
+    """eta from 1 / eta (0 stays 0)."""
+    return _safe_inverse(inv_eta)
+
+
+def validation_score(metric, y_valid, weight, transform):
+    """Lower-is-better validation score of hard predictions (for pruning / growth)."""
+    sign = -1.0 if metric_maximize(metric) else 1.0
+
+    def score(raw):
+        return sign * evaluate_metric(metric, y_valid, transform(raw), weight)
+
+    return score

@@ -1,0 +1,337 @@
+"""Trees and cascades of linear classifiers: CSTC, CSCC and Cronus (Xu, Kusner,
+Weinberger, Chen, Chapelle, JMLR 2014). Trained by :func:`cbudget.train` with
+``algorithm`` "cstc" (a :class:`ClassifierTree`), "cscc" or "cronus" (a
+:class:`Cascade`); the optimisation is in ``cbudget._cstc_solver``.
+
+Every node ``k`` scores an input with ``f_k(x) = x . weights[k] + bias[k]`` (with the
+boosting trick, ``x`` is the vector of the basis trees' outputs) and sends it to
+``upper[k]`` when ``f_k(x) > thresholds[k]``, else to ``lower[k]``; a child -1 is a
+terminal element: the input exits with the prediction ``f_k(x)``.
+
+Prediction cost (ARCHITECTURE section 2): an input pays for the features with a non-zero
+weight in the nodes it visits, each once (their cost groups once); with the boosting
+trick it evaluates the basis trees that those nodes weigh (``tree_cost`` each) and pays
+for the features on its own paths through them. ``split_cost`` is paid per visited node
+that routes the input on (a node with a child classifier) and per split node of the
+basis trees it walks.
+"""
+import numpy as np
+
+from ._core._linear import predict_hard
+from ._core._openmp_helpers import resolve_n_threads
+from ._core._types import compact_nodes
+from .dataset import prediction_input
+
+__all__ = ["ClassifierTree", "Cascade"]
+
+
+def node_inputs(X, basis):
+    """The inputs as the nodes see them: the features (float64), or with the boosting
+    trick the outputs of the ``basis`` booster's trees, (n_samples, n_trees)."""
+    if basis is None:
+        return np.ascontiguousarray(X, dtype=np.float64)
+    leaves = basis._leaf_indices(X, None)
+    out = np.empty(leaves.shape, dtype=np.float64)
+    for t, tree in enumerate(basis.trees):
+        out[:, t] = tree["value"][leaves[:, t]]
+    return out
+
+
+def score_transform(objective, loss, score):
+    """Scores to predictions: the score itself (regression); P(y = 1) for
+    binary:logistic: ``(f + 1) / 2`` clipped to [0, 1] for the squared loss on +-1
+    targets (its least-squares estimate of ``2 P(y = 1) - 1``), ``sigmoid(f)`` for the
+    logistic loss."""
+    if objective == "reg:squarederror":
+        return score
+    if loss == "logistic":
+        return 0.5 * (1.0 + np.tanh(0.5 * score))
+    return np.clip(0.5 * (score + 1.0), 0.0, 1.0)
+
+
+class ClassifierTree:
+    """A tree of linear classifiers (CSTC). Made by :func:`cbudget.train` with
+    ``algorithm="cstc"`` or by :func:`cbudget.load_model`.
+
+    Attributes
+    ----------
+    objective : str
+        "reg:squarederror" or "binary:logistic".
+    loss : str
+        "squared" (classification: least squares on +-1 targets) or "logistic".
+    weights : ndarray of float64, shape (n_nodes, n_coordinates)
+        Node ``k``'s weights on the features (or on the basis trees' outputs).
+    bias, thresholds : ndarray of float64, shape (n_nodes,)
+    upper, lower : ndarray of int32, shape (n_nodes,)
+        Children (-1: terminal element); nodes are in level order.
+    impute : ndarray of float64, shape (n_coordinates,)
+        The value a missing (NaN) feature counts as: its training mean.
+    basis : cbudget.Booster or None
+        With the boosting trick, the booster whose trees' outputs are the coordinates.
+    reach : ndarray of float64, shape (n_nodes,)
+        Mean probability that a training input reaches the node under the soft traversal
+        of training; ``n_samples`` / ``n_exits``: training inputs that reach / leave at
+        the node with hard thresholds.
+    feature_names, cost_model, params, best_iteration, best_score, summary
+        As for :class:`cbudget.Booster`; ``best_iteration`` counts sweeps of block
+        coordinate descent.
+    """
+
+    model_type = "tree_of_classifiers"
+
+    def __init__(self, *, objective, loss, feature_names, cost_model, params, weights, bias,
+                 thresholds, upper, lower, impute, basis=None):
+        self.objective = objective
+        self.loss = loss
+        self.num_class = 1
+        self.feature_names = list(feature_names)
+        self.cost_model = cost_model
+        self.params = dict(params)
+        self.algorithm = self.params.get("algorithm", "cstc")
+        self.weights = np.ascontiguousarray(weights, dtype=np.float64)
+        self.bias = np.ascontiguousarray(bias, dtype=np.float64)
+        self.thresholds = np.ascontiguousarray(thresholds, dtype=np.float64)
+        self.upper = np.ascontiguousarray(upper, dtype=np.int32)
+        self.lower = np.ascontiguousarray(lower, dtype=np.int32)
+        self.impute = np.ascontiguousarray(impute, dtype=np.float64)
+        self.basis = basis
+        n_nodes = self.weights.shape[0]
+        self.reach = np.zeros(n_nodes)
+        self.n_samples = np.zeros(n_nodes, dtype=np.int64)
+        self.n_exits = np.zeros(n_nodes, dtype=np.int64)
+        self.best_iteration = None
+        self.best_score = None
+        self.summary = {}
+        self._check_structure()
+        self._path_cache = None
+
+    def _check_structure(self):
+        n_nodes = self.weights.shape[0]
+        if n_nodes < 1:
+            raise ValueError("a tree of classifiers needs at least one node")
+        for name in ("bias", "thresholds", "upper", "lower"):
+            if getattr(self, name).shape != (n_nodes,):
+                raise ValueError(f"{name} must have one entry per node ({n_nodes})")
+        if self.impute.shape != (self.weights.shape[1],):
+            raise ValueError("impute must have one entry per coordinate")
+        ids = np.arange(n_nodes)
+        children = np.concatenate([self.upper, self.lower])
+        parents = np.concatenate([ids, ids])
+        real = children != -1
+        # level order: children after their parents, each node but the root a child once
+        if np.any(real & ((children <= parents) | (children >= n_nodes))):
+            raise ValueError("child index out of range or not after its parent")
+        if np.unique(children[real]).size != real.sum() or real.sum() != n_nodes - 1:
+            raise ValueError("the nodes do not form one tree")
+        for name in ("weights", "bias", "thresholds", "impute"):
+            if not np.all(np.isfinite(getattr(self, name))):
+                raise ValueError(f"non-finite {name}")
+
+    # -- structure --------------------------------------------------------------------
+    def num_nodes(self):
+        return self.weights.shape[0]
+
+    def num_features(self):
+        return len(self.feature_names)
+
+    def is_leaf(self, k):
+        return self.upper[k] == -1 and self.lower[k] == -1
+
+    def parents(self):
+        parent = np.full(self.num_nodes(), -1, dtype=np.int64)
+        for k in range(self.num_nodes()):
+            for child in (self.upper[k], self.lower[k]):
+                if child != -1:
+                    parent[child] = k
+        return parent
+
+    def path(self, k):
+        """Node ids from the root to ``k`` (included)."""
+        parent = self.parents()
+        nodes = [int(k)]
+        while parent[nodes[-1]] != -1:
+            nodes.append(int(parent[nodes[-1]]))
+        return nodes[::-1]
+
+    def node_coordinates(self, k):
+        """Coordinates (features, or basis trees) with a non-zero weight in node ``k``."""
+        return np.flatnonzero(self.weights[k])
+
+    def _path_table(self):
+        """Per node: (distinct coordinates on the path, distinct features they need,
+        number of routing nodes visited by an input that exits there)."""
+        if self._path_cache is None:
+            table = []
+            for k in range(self.num_nodes()):
+                nodes = self.path(k)
+                coords = np.unique(np.concatenate([self.node_coordinates(j) for j in nodes]))
+                routing = len(nodes) - 1 + int(not self.is_leaf(k))
+                table.append((coords, self._coordinate_features(coords), routing))
+            self._path_cache = table
+        return self._path_cache
+
+    def _coordinate_features(self, coords):
+        """Features needed to compute the coordinates ``coords`` (all of a basis tree's
+        split features: the relaxation's feature-usage matrix F)."""
+        if self.basis is None:
+            return np.asarray(coords, dtype=np.int64)
+        features = [t["feature"][t["left"] != -1] for t in (self.basis.trees[c] for c in coords)]
+        return np.unique(np.concatenate(features)).astype(np.int64) if features else \
+            np.zeros(0, dtype=np.int64)
+
+    def used_features(self):
+        """Sorted indices of the features some node needs."""
+        coords = np.unique(np.concatenate([self.node_coordinates(k)
+                                           for k in range(self.num_nodes())]))
+        return self._coordinate_features(coords)
+
+    # -- prediction -------------------------------------------------------------------
+    def _n_threads(self):
+        return resolve_n_threads(self.params.get("n_jobs"))
+
+    def _prepare(self, X):
+        return prediction_input(X, self.feature_names)
+
+    def _coordinates(self, X):
+        return node_inputs(X, self.basis)
+
+    def _route(self, X):
+        """(exit-node scores, exit nodes) of the rows of ``X`` (prepared)."""
+        coords = self._coordinates(X)
+        nonzero = self.weights != 0
+        indptr = np.zeros(self.num_nodes() + 1, dtype=np.int64)
+        indptr[1:] = np.cumsum(nonzero.sum(axis=1))
+        index = np.nonzero(nonzero)[1].astype(np.int32)
+        value = np.ascontiguousarray(self.weights[nonzero])
+        score = np.empty(X.shape[0])
+        exit_node = np.empty(X.shape[0], dtype=np.int32)
+        predict_hard(coords, indptr, index, value, self.impute, self.bias, self.thresholds,
+                     self.upper, self.lower, score, exit_node, self._n_threads())
+        return score, exit_node
+
+    def transform(self, score):
+        """Scores to predictions (see :func:`score_transform`)."""
+        return score_transform(self.objective, self.loss, score)
+
+    def predict(self, X, *, output_margin=False, pred_exit=False):
+        """Predict with hard thresholds.
+
+        Parameters
+        ----------
+        X : array-like or Dataset of shape (n_samples, n_features)
+        output_margin : bool
+            Return the exit node's score ``f(x)`` (no transformation).
+        pred_exit : bool
+            Return the node each input exits at, int32 (n_samples,).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,): values (regression) or P(y = 1)
+        """
+        score, exit_node = self._route(self._prepare(X))
+        if pred_exit:
+            return exit_node
+        return score if output_margin else self.transform(score)
+
+    # -- prediction cost --------------------------------------------------------------
+    def predict_cost(self, X):
+        """Per-input prediction cost (see the module docstring).
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,)
+        """
+        return self._costs(self._prepare(X))[0]
+
+    def _costs(self, X, exit_node=None):
+        """(per-input cost, (n_samples, n_features) 0/1 matrix of acquired features)."""
+        if exit_node is None:
+            exit_node = self._route(X)[1]
+        costs = self.cost_model
+        cost = np.zeros(X.shape[0])
+        acquired = np.zeros((X.shape[0], self.num_features()), dtype=np.uint8)
+        for k, (coords, features, routing) in enumerate(self._path_table()):
+            rows = np.flatnonzero(exit_node == k)
+            if rows.size == 0:
+                continue
+            cost[rows] = costs.split_cost * routing
+            if self.basis is None:
+                cost[rows] += costs.acquisition_cost(features)
+                acquired[np.ix_(rows, features)] = 1
+                continue
+            trees = [self.basis.trees[t] for t in coords]
+            if not trees:
+                continue
+            nodes = compact_nodes(np.concatenate(trees))
+            offsets = np.zeros(len(trees) + 1, dtype=np.int64)
+            offsets[1:] = np.cumsum([t.shape[0] for t in trees])
+            bitsets = costs.new_bitsets(rows.size)
+            part = np.zeros(rows.size)
+            costs.accumulate(np.ascontiguousarray(X[rows]), nodes, offsets, bitsets, part,
+                             n_threads=self._n_threads())
+            cost[rows] += part
+            acquired[rows] = costs.acquired_matrix(bitsets)
+        return cost, acquired
+
+    def cost_report(self, X):
+        """Mean cost, per-input cost, per-feature acquisition rates, features used and the
+        fixed coupled cost of predicting ``X``.
+
+        Returns
+        -------
+        CostReport
+        """
+        X = self._prepare(X)
+        cost, acquired = self._costs(X)
+        return self.cost_model.report(cost, acquired, self.used_features(), self.feature_names)
+
+    def _record_training_costs(self, dtrain, evals, reach):
+        """Per node reach probability and hard counts on the training data, and the cost
+        ``summary``; run once after training."""
+        X = dtrain.data
+        exit_node = self._route(X)[1]
+        self.reach = np.asarray(reach, dtype=np.float64)
+        self.n_exits = np.bincount(exit_node, minlength=self.num_nodes()).astype(np.int64)
+        counts = np.zeros(self.num_nodes(), dtype=np.int64)
+        for k in range(self.num_nodes()):
+            counts[self.path(k)] += self.n_exits[k]
+        self.n_samples = counts
+        train_cost = self._costs(X, exit_node)[0]
+        used = self.used_features()
+        self.summary = {
+            "train_cost": float(train_cost.mean()),
+            "valid_cost": {name: float(self.predict_cost(data).mean()) for name, data in evals},
+            "features_used": [self.feature_names[m] for m in used],
+            "coupled_cost": self.cost_model.coupled_cost(used),
+        }
+
+    def path_costs(self):
+        """Per node: the acquisition cost of the features needed on the way from the root
+        to it (its own included), groups included -- what an input exiting there pays
+        for features (with the boosting trick: at most that)."""
+        return np.array([self.cost_model.acquisition_cost(features)
+                         for _, features, _ in self._path_table()])
+
+    # -- I/O --------------------------------------------------------------------------
+    def save_model(self, path):
+        """Write the model as JSON (see ``cbudget.model_io``)."""
+        from .model_io import save_model
+        save_model(self, path)
+
+    def to_dict(self):
+        """The JSON document of the model as a dict."""
+        from .model_io import model_to_dict
+        return model_to_dict(self)
+
+    def __repr__(self):
+        kind = "cascade" if self.model_type == "cascade" else "tree"
+        return (f"<cbudget.{type(self).__name__} {self.algorithm} {kind} of "
+                f"{self.num_nodes()} nodes, {len(self.used_features())} features used>")
+
+
+class Cascade(ClassifierTree):
+    """A cascade of linear classifiers (CSCC, Cronus): a chain of stages, each sending
+    the inputs whose score is not above its threshold to an early exit and the others to
+    the next stage (see :class:`ClassifierTree`)."""
+
+    model_type = "cascade"

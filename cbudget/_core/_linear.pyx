@@ -10,8 +10,10 @@ element (the input exits with ``f_k(x)``). A node with two terminals is a leaf.
 Sums over inputs are taken over fixed blocks of rows, then added in block order, so the
 results do not depend on the number of threads.
 """
+import numpy as np
+
 from cython.parallel cimport prange
-from libc.math cimport exp, log, log1p, fabs, isnan
+from libc.math cimport exp, log1p, isnan
 from libc.stdint cimport int32_t, int64_t
 
 cdef Py_ssize_t ROW_BLOCK = 256
@@ -121,8 +123,8 @@ def node_objective(const double[::1] f, const double[::1] y, const double[::1] s
     cdef Py_ssize_t n = f.shape[0]
     cdef Py_ssize_t n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
     cdef Py_ssize_t block, i, stop
-    cdef double[::1] value_parts = _zeros(n_blocks)
-    cdef double[::1] theta_parts = _zeros(n_blocks)
+    cdef double[::1] value_parts = np.zeros(max(n_blocks, 1))
+    cdef double[::1] theta_parts = np.zeros(max(n_blocks, 1))
     cdef double s, ds, l, w, dl, slope_term, v, t
     for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
         stop = min((block + 1) * ROW_BLOCK, n)
@@ -151,11 +153,6 @@ def node_objective(const double[::1] f, const double[::1] y, const double[::1] s
         value += value_parts[block]
         d_threshold += theta_parts[block]
     return value, d_threshold
-
-
-cdef double[::1] _zeros(Py_ssize_t n):
-    import numpy as np
-    return np.zeros(max(n, 1), dtype=np.float64)
 
 
 def predict_hard(const double[:, ::1] X, const int64_t[::1] weight_indptr,
@@ -209,7 +206,6 @@ def dense_gradient(const double[:, ::1] Z, const int64_t[::1] columns, const dou
                    double[::1] out, int n_threads):
     """``out[j] = sum_i Z[i, columns[j]] g[i]`` by blocks of rows added in block order
     (the same sums whatever the thread count)."""
-    import numpy as np
     cdef Py_ssize_t n = Z.shape[0], n_columns = columns.shape[0]
     cdef Py_ssize_t n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
     cdef double[:, ::1] parts = np.zeros((max(n_blocks, 1), max(n_columns, 1)))

@@ -290,6 +290,17 @@ def rendered_from_note(text, path):
                         "\n\nMachine:", 1)
 
 
+def write_rerendered(text, path, output, png, caption):
+    """Write (and print) a results file re-rendered from its JSON ``path``: the note saying
+    so, and the plot's caption when ``png`` was drawn. Returns 0 (an exit status)."""
+    text = rendered_from_note(text, path)
+    if png:
+        text += f"\nPlot: `{png.name}` ({caption}).\n"
+    print(text)
+    output.write_text(text)
+    return 0
+
+
 def pyplot():
     """matplotlib.pyplot with the Agg backend, or None when matplotlib is missing."""
     try:

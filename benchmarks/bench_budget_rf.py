@@ -99,7 +99,7 @@ from _common import (  # noqa: E402  (benchmarks/_common.py)
     COST_DATASETS, DATASET_TITLES, SMOKE_BANNER, CostTrace, PathTables, add_data_arguments,
     add_run_arguments, attempts_text, bits_matrix, cbudget_leaf_paths, command_line,
     dominance, finish_run, interpolated_accuracy, library_version, load_for_child,
-    machine_info, maxrss_bytes, parse_choices, parse_lambdas, rendered_from_note,
+    machine_info, maxrss_bytes, parse_choices, parse_lambdas, write_rerendered,
     results_header, run_child_command, run_jobs, sklearn_leaf_paths, special_mode,
     subplot_grid, timed_training, train_cbudget_timed, write_json)
 
@@ -908,15 +908,11 @@ def render_from(path, output=None):
     text, curves = render(doc["results"], doc["machine"], doc["command"], doc["wall_s"],
                           doc.get("quick"), doc.get("threads", 2), doc["trees"],
                           doc["seeds"])
-    text = rendered_from_note(text, path)
     png = plot(doc["results"], curves, output.with_suffix(".png"),
                " - smoke run (--quick)" if doc.get("quick") else "")
-    if png:
-        text += (f"\nPlot: `{png.name}` (test error vs mean test cost, log axis; BudgetRF "
-                 "alpha-selected curves, RF by number of trees).\n")
-    print(text)
-    output.write_text(text)
-    return 0
+    return write_rerendered(text, path, output, png,
+                            "test error vs mean test cost, log axis; BudgetRF alpha-selected "
+                            "curves, RF by number of trees")
 
 
 if __name__ == "__main__":

@@ -97,7 +97,7 @@ from _common import (  # noqa: E402  (benchmarks/_common.py)
     PathTables, add_data_arguments, add_run_arguments, attempts_text, cbudget_leaf_paths,
     cost_fields, dominance, finish_run, fmt, interpolated_accuracy, library_params,
     library_version, lightgbm_leaf_paths, load_for_child, loadavg, maxrss_bytes,
-    parse_lambdas, prediction_costs, ratio, reference_notes, rendered_from_note,
+    parse_lambdas, prediction_costs, ratio, reference_notes, write_rerendered,
     results_header, run_child_command, run_jobs, special_mode, start_run, subplot_grid,
     timed_training, train_cbudget_timed, train_lightgbm_timed, write_json, parse_choices)
 
@@ -524,15 +524,11 @@ def render_from(path, output=None):
     text = render(results, doc["machine"], doc["command"], doc["wall_s"], doc.get("quick"),
                   doc.get("threads", 2), doc.get("split_cost", 0.0),
                   doc.get("cbudget_algorithm", "cegb"))
-    text = rendered_from_note(text, path)
     output = Path(output) if output else path.with_suffix(".md")
     png = plot(results, output.with_suffix(".png"),
                _plot_suffix(doc.get("quick"), doc.get("cbudget_algorithm", "cegb")))
-    if png:
-        text += f"\nPlot: `{png.name}` (accuracy vs mean test cost, symlog cost axis).\n"
-    print(text)
-    output.write_text(text)
-    return 0
+    return write_rerendered(text, path, output, png,
+                            "accuracy vs mean test cost, symlog cost axis")
 
 
 if __name__ == "__main__":

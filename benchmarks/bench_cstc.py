@@ -113,7 +113,7 @@ from _common import (  # noqa: E402  (benchmarks/_common.py)
     cbudget_leaf_paths, command_line, cost_fields, cpu_jiffies, cpu_seconds, dominance,
     finish_run, fmt, interpolated_accuracy, library_version, loadavg, machine_info,
     maxrss_bytes, other_cores, parse_choices, parse_lambdas, prediction_costs, pyplot,
-    rendered_from_note, results_header, rss_bytes, run_child_command, run_jobs,
+    write_rerendered, results_header, rss_bytes, run_child_command, run_jobs,
     special_mode, write_json)
 from bench_cegb import cegb_params  # noqa: E402  (CEGB's settings)
 
@@ -1329,15 +1329,11 @@ def render_from(path, output=None):
     output = Path(output) if output else path.with_suffix(".md")
     text, _ = render(doc["results"], doc["machine"], doc["command"], doc["wall_s"],
                      doc.get("quick"), doc.get("threads", 2), doc["settings"])
-    text = rendered_from_note(text, path)
     png = plot(doc["results"], output.with_suffix(".png"),
                " - smoke run (--quick)" if doc.get("quick") else "")
-    if png:
-        text += (f"\nPlot: `{png.name}` (left: MNIST test error vs mean test cost; middle / "
-                 "right: Letters mean P@5 and AUC vs mean test cost; labels are lambdas).\n")
-    print(text)
-    output.write_text(text)
-    return 0
+    return write_rerendered(text, path, output, png,
+                            "left: MNIST test error vs mean test cost; middle / right: Letters "
+                            "mean P@5 and AUC vs mean test cost; labels are lambdas")
 
 
 if __name__ == "__main__":

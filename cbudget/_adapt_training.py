@@ -11,13 +11,17 @@ Both algorithms minimise, for fixed q (per-input probability of going to f0),
 logistic loss. The q-step takes ``A_i = l(y_i, f1) + log(1 + e^g)`` and
 ``B_i = -log p0(y_i | x_i) + log(1 + e^-g)`` (p0: the expensive model's probability).
 """
+import contextlib
+
 import numpy as np
 import scipy.optimize
 from scipy.special import expit
 
 from ._core._acquisition import AcquisitionState
 from ._core._grower import TreeGrower
+from ._core._linear import dense_gradient, dense_scores
 from ._core._predict import predict_binned_add
+from ._cstc_solver import threads_for
 from .adapt import (PROBABILITY_EPS, ExternalModel, GatedModel, LinearClassifier,
                     calibrated_threshold, positive_log_loss, q_step)
 from .booster import Booster
@@ -228,8 +232,9 @@ def _train_adapt_gbrt(p, dtrain, num_boost_round, objective, metrics, evals, n_t
         # needs no split), with Newton leaf values (Friedman's TreeBoost for the logistic
         # loss): first-order steps barely move a gate whose sigmoid is near 0 or 1
         gate_probability = expit(raw_gate[:, 0])
-        gate_gradient = (gate_probability - q) * unit
-        tree = grow(gate_gradient, no_split if np.ptp(gate_gradient) == 0 else splittable)
+        residual = gate_probability - q
+        gate_gradient = residual * unit
+        tree = grow(gate_gradient, no_split if np.ptp(residual) == 0 else splittable)
         leaf = _leaf_of_rows(dtrain.binned, dtrain.missing_bin, tree, n_threads)
         _newton_leaves(tree, leaf, gate_gradient,
                        np.maximum(gate_probability * (1 - gate_probability), 1e-16) * unit,
@@ -265,8 +270,13 @@ class LinearPairProblem:
     decreasing to 1e-8 for L-BFGS (scipy), then the pairs that the optimality
     conditions of the exact objective allow at zero are set to exactly zero."""
 
-    def __init__(self, Z, y, weight, loss0, groups, group_costs, *, gamma, reg_lambda):
-        self.Z = Z
+    def __init__(self, Z, y, weight, loss0, groups, group_costs, *, gamma, reg_lambda,
+                 n_threads=1):
+        self.Z = np.ascontiguousarray(Z, dtype=np.float64)
+        self.columns = np.arange(Z.shape[1], dtype=np.int64)
+        # products by cbudget's kernels (no BLAS: its idle threads spin and compete with
+        # OpenMP's; fixed summation order)
+        self.n_threads = threads_for(Z.shape[0] * Z.shape[1], n_threads)
         self.y = y
         self.w = weight / weight.sum()
         self.loss0 = loss0
@@ -280,9 +290,22 @@ class LinearPairProblem:
         d = self.d
         return v[:d], v[d], v[d + 1:2 * d + 1], v[2 * d + 1]
 
+    def _scores(self, beta, bias):
+        used = np.flatnonzero(beta)
+        out = np.empty(self.Z.shape[0])
+        dense_scores(self.Z, self.columns[used], np.ascontiguousarray(beta[used]), float(bias),
+                     out, self.n_threads)
+        return out
+
+    def _transposed(self, residual):
+        out = np.empty(self.d)
+        dense_gradient(self.Z, self.columns, np.ascontiguousarray(residual), out,
+                       self.n_threads)
+        return out
+
     def margins(self, v):
         g, g_bias, f, f_bias = self.split(v)
-        return self.Z @ g + g_bias, self.Z @ f + f_bias
+        return self._scores(g, g_bias), self._scores(f, f_bias)
 
     def excess_loss(self, v):
         """A_i - B_i of the q-step."""
@@ -308,7 +331,8 @@ class LinearPairProblem:
     def _loss_gradient(self, v, q):
         """The loss (without penalties) and its gradient with respect to ``v``."""
         loss, dg, df = self.loss_and_margin_gradients(v, q)
-        return loss, np.concatenate([self.Z.T @ dg, [dg.sum()], self.Z.T @ df, [df.sum()]])
+        return loss, np.concatenate([self._transposed(dg), [dg.sum()], self._transposed(df),
+                                     [df.sum()]])
 
     def _smoothed(self, v, q, eps, free):
         loss, grad = self._loss_gradient(v, q)
@@ -369,32 +393,32 @@ class LinearPairProblem:
         return float(loss + self.w @ (q * self.loss0 - entropy) + self.penalty(v))
 
 
-def _train_adapt_lin(p, dtrain, num_boost_round, objective, metrics, evals, n_threads, *,
-                     f0, weight, loss0, eval_p0, container, log_metrics, verbose):
-    """Algorithm 1 from ``n_restarts`` starts (zeros; then random gates sending the
-    ``p_full`` share of the inputs furthest along a random direction to f0): alternate the
-    q-step and (OPT2) until the objective changes by less than ``tol`` or for
-    ``num_boost_round`` alternations; keep the start of lowest objective. Its alternations
-    are then evaluated in turn (metrics, callbacks, early stopping)."""
-    from .training import _cost_groups, _standardize, _standardized
+def _single_threaded_blas():
+    """BLAS on one thread while L-BFGS works on vectors of 2 d + 2 numbers: its idle
+    threads only spin (on a busy machine they made the solver 18x slower). Needs
+    threadpoolctl (used when installed, as it is with scikit-learn)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
 
-    y = dtrain.label
-    mean, std = _standardize(dtrain.data)
-    Z = _standardized(dtrain.data, mean, np.where(std > 0, 1.0, 0.0))   # centred only
-    groups, group_costs = _cost_groups(dtrain.cost_model, None, Z.shape[1])
-    problem = LinearPairProblem(Z, y, weight, loss0, groups, group_costs,
-                                gamma=p["cost_tradeoff"], reg_lambda=p["reg_lambda"])
-    d = Z.shape[1]
+
+def _restarts(p, problem, y, std, weight, objective, sample_weight, num_boost_round,
+              verbose):
+    """Algorithm 1 from each start; the (states, objective values) of the start of lowest
+    final objective, None if there was no alternation."""
+    d = problem.d
     n_starts = p["n_restarts"] if 0 < p["p_full"] < 1 else 1
     best = None
     for start in range(n_starts):
         v = np.zeros(2 * d + 2)
-        v[2 * d + 1] = objective.base_score(y, dtrain.weight)[0]
+        v[2 * d + 1] = objective.base_score(y, sample_weight)[0]
         if start > 0:
             rng = np.random.default_rng([p["seed"], start])
             direction = rng.standard_normal(d) * np.where(std > 0, 1.0 / np.where(
                 std > 0, std, 1.0), 0.0)
-            along = Z @ direction
+            along = problem._scores(direction, 0.0)
             q0 = (along > np.quantile(along, 1.0 - p["p_full"])).astype(np.float64)
             v = problem.solve(q0, v)
         states, values, previous = [], [], None
@@ -413,6 +437,29 @@ def _train_adapt_lin(p, dtrain, num_boost_round, objective, metrics, evals, n_th
                   f"{len(values)} alternations, {used} features", flush=True)
         if states and (best is None or values[-1] < best[1][-1]):
             best = (states, values)
+    return best
+
+
+def _train_adapt_lin(p, dtrain, num_boost_round, objective, metrics, evals, n_threads, *,
+                     f0, weight, loss0, eval_p0, container, log_metrics, verbose):
+    """Algorithm 1 from ``n_restarts`` starts (zeros; then random gates sending the
+    ``p_full`` share of the inputs furthest along a random direction to f0): alternate the
+    q-step and (OPT2) until the objective changes by less than ``tol`` or for
+    ``num_boost_round`` alternations; keep the start of lowest objective. Its alternations
+    are then evaluated in turn (metrics, callbacks, early stopping)."""
+    from .training import _cost_groups, _standardize, _standardized
+
+    y = dtrain.label
+    mean, std = _standardize(dtrain.data)
+    Z = _standardized(dtrain.data, mean, np.where(std > 0, 1.0, 0.0))   # centred only
+    groups, group_costs = _cost_groups(dtrain.cost_model, None, Z.shape[1])
+    problem = LinearPairProblem(Z, y, weight, loss0, groups, group_costs,
+                                gamma=p["cost_tradeoff"], reg_lambda=p["reg_lambda"],
+                                n_threads=n_threads)
+    d = Z.shape[1]
+    with _single_threaded_blas():
+        best = _restarts(p, problem, y, std, weight, objective, dtrain.weight, num_boost_round,
+                         verbose)
 
     def gated(v):
         g, g_bias, f, f_bias = problem.split(v)
@@ -420,7 +467,8 @@ def _train_adapt_lin(p, dtrain, num_boost_round, objective, metrics, evals, n_th
                                   cost_model=dtrain.cost_model) for w, b in ((g, g_bias), (f, f_bias))]
         return GatedModel(gate=parts[0], predictor=parts[1], expensive=f0,
                           feature_names=dtrain.feature_names, cost_model=dtrain.cost_model,
-                          params=p, gate_threshold=_gate_threshold(p, Z @ g + g_bias, weight))
+                          params=p, gate_threshold=_gate_threshold(
+                              p, problem._scores(g, g_bias), weight))
 
     states = best[0] if best else [np.zeros(2 * d + 2)]
     model = gated(states[-1])

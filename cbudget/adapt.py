@@ -70,14 +70,19 @@ def q_step(excess_loss, p_full, weight=None):
 def calibrated_threshold(margin, weight, p_full):
     """The gate threshold that sends to the expensive model the largest share, at most
     ``p_full`` (weighted), of the inputs with the highest ``margin`` (those strictly
-    above it; ties stay below)."""
+    above it; ties stay below). It is the midpoint of the gap between the last margin
+    sent and the first kept, so that new inputs near either side go the same way."""
     order = np.argsort(-margin, kind="stable")
     ranked = margin[order]
     share = np.cumsum(weight[order]) / weight.sum()
     k = int(np.searchsorted(share, p_full * (1 + 1e-12), side="right"))
+    while 0 < k < ranked.shape[0] and ranked[k - 1] == ranked[k]:
+        k -= 1            # a tie at the boundary stays below
     if k >= ranked.shape[0]:
         return float(ranked[-1] - 1.0)
-    return float(ranked[k])
+    if k == 0:
+        return float(ranked[0])
+    return float(0.5 * (ranked[k - 1] + ranked[k]))
 
 
 def positive_log_loss(margin, y01):
@@ -171,6 +176,8 @@ class LinearClassifier:
     A missing or infinite value counts as ``impute`` (the feature's training mean). The
     features with a non-zero weight are acquired for every input it scores.
     """
+
+    model_type = "linear"
 
     def __init__(self, weights, bias, impute, *, feature_names, cost_model):
         self.weights = np.ascontiguousarray(weights, dtype=np.float64)
@@ -300,14 +307,16 @@ class GatedModel:
         X = self._prepare(X)
         route = self._route(X)
         low, high = np.flatnonzero(route == 1), np.flatnonzero(route == 0)
-        margin = np.zeros(X.shape[0])
+        out = np.zeros(X.shape[0])
         if low.size:
-            margin[low] = self._margin(self.predictor, np.ascontiguousarray(X[low]))
+            out[low] = self.predictor.predict(np.ascontiguousarray(X[low]),
+                                              output_margin=output_margin)
         if high.size:
-            p0 = np.clip(self._expensive_proba(np.ascontiguousarray(X[high])),
-                         PROBABILITY_EPS, 1 - PROBABILITY_EPS)
-            margin[high] = np.log(p0) - np.log1p(-p0)
-        out = margin if output_margin else expit(margin)
+            p0 = self._expensive_proba(np.ascontiguousarray(X[high]))
+            if output_margin:
+                p0 = np.clip(p0, PROBABILITY_EPS, 1 - PROBABILITY_EPS)
+                p0 = np.log(p0) - np.log1p(-p0)
+            out[high] = p0
         return (out, route) if return_route else out
 
     # -- prediction cost --------------------------------------------------------------

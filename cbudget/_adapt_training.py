@@ -26,6 +26,7 @@ from .adapt import (PROBABILITY_EPS, ExternalModel, GatedModel, LinearClassifier
                     calibrated_threshold, positive_log_loss, q_step)
 from .booster import Booster
 from .cstc import ClassifierTree
+from .dataset import check_model_matches
 from .forest import Forest
 from .params import ADAPT_ONLY
 
@@ -61,11 +62,8 @@ def check_expensive_model(expensive_model, dtrain):
         if not binary:
             raise ValueError(f"the expensive model must be a binary classifier "
                              f"(binary:logistic), not {expensive_model.objective!r}")
-        if expensive_model.feature_names != dtrain.feature_names:
-            raise ValueError("the expensive model's features differ from dtrain's")
-        if expensive_model.cost_model.to_dict() != dtrain.cost_model.to_dict():
-            raise ValueError("the expensive model's costs differ from dtrain's: one cost "
-                             "model is used for the whole gated model")
+        check_model_matches(expensive_model, dtrain, "the expensive model",
+                            "one cost model is used for the whole gated model")
         return expensive_model
     if callable(getattr(expensive_model, "predict_proba", None)):
         raise TypeError(f"declare what the expensive {type(expensive_model).__name__} costs: "

@@ -411,6 +411,17 @@ def model_from_dict(doc, *, expensive_model=None):
     return model
 
 
+def _with_attributes(model, doc):
+    """``model`` with the document's ``best_iteration`` / ``best_score`` and ``summary``
+    (the linear-node models: no iteration range to check)."""
+    attributes = _require(doc, "attributes", dict, "")
+    if "best_iteration" in attributes:
+        model.best_iteration = _require(attributes, "best_iteration", int, "attributes.")
+        model.best_score = float(_require(attributes, "best_score", (int, float), "attributes."))
+    model.summary = _require(doc, "summary", dict, "")
+    return model
+
+
 def _class_counts(d, index, n_nodes, num_class):
     """A forest tree's ``class_counts``: n_nodes x num_class finite numbers >= 0."""
     values = _require(d, "class_counts", list, f"trees[{index}].")
@@ -525,12 +536,7 @@ def _classifier_tree_from_dict(doc, model_type):
     model.reach = np.asarray(columns["reach"], dtype=np.float64)
     model.n_samples = np.asarray(columns["n_samples"], dtype=np.int64)
     model.n_exits = np.asarray(columns["n_exits"], dtype=np.int64)
-    attributes = _require(doc, "attributes", dict, "")
-    if "best_iteration" in attributes:
-        model.best_iteration = _require(attributes, "best_iteration", int, "attributes.")
-        model.best_score = float(_require(attributes, "best_score", (int, float), "attributes."))
-    model.summary = _require(doc, "summary", dict, "")
-    return model
+    return _with_attributes(model, doc)
 
 
 def _gated_part_from_dict(d, name, feature_names, cost_model):
@@ -637,9 +643,4 @@ def _gated_from_dict(doc, expensive_model):
     model = GatedModel(gate=gate, predictor=predictor, expensive=expensive,
                        feature_names=feature_names, cost_model=cost_model, params=params,
                        gate_threshold=threshold)
-    attributes = _require(doc, "attributes", dict, "")
-    if "best_iteration" in attributes:
-        model.best_iteration = _require(attributes, "best_iteration", int, "attributes.")
-        model.best_score = float(_require(attributes, "best_score", (int, float), "attributes."))
-    model.summary = _require(doc, "summary", dict, "")
-    return model
+    return _with_attributes(model, doc)

@@ -19,7 +19,7 @@ from ._adapt_training import train_gated
 from ._cstc_solver import TreeProblem, validation_score
 from .cstc import Cascade, ClassifierTree, node_inputs, score_transform
 from .callback import BudgetStopping, CallbackContainer, EarlyStopping, EvaluationMonitor
-from .dataset import Dataset
+from .dataset import Dataset, check_model_matches
 from .forest import Forest
 from .metrics import check_metric, evaluate_metric
 from .model_io import load_model
@@ -89,11 +89,8 @@ def _init_model(xgb_model, dtrain, objective, model_class=None):
     if (xgb_model.objective, xgb_model.num_class) != (objective.name, num_class):
         raise ValueError(f"xgb_model was trained for {xgb_model.objective} with num_class="
                          f"{xgb_model.num_class}, not {objective.name} with num_class={num_class}")
-    if xgb_model.feature_names != dtrain.feature_names:
-        raise ValueError("xgb_model's features differ from dtrain's")
-    if xgb_model.cost_model.to_dict() != dtrain.cost_model.to_dict():
-        raise ValueError("xgb_model's costs differ from dtrain's: a model has one cost "
-                         "model; give dtrain the model's costs")
+    check_model_matches(xgb_model, dtrain, "xgb_model",
+                        "a model has one cost model; give dtrain the model's costs")
     return xgb_model
 
 

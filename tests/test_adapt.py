@@ -503,3 +503,35 @@ def test_fixed_gate_threshold_is_the_papers_rule():
                           verbose_eval=False)
     assert model.gate_threshold == 0.0
     np.testing.assert_array_equal(model.route(X) == 0, model.gate.predict(X) > 0.5)
+
+
+@pytest.mark.parametrize("kind", ["forest", "cstc", "gated"])
+def test_any_cbudget_model_can_be_the_expensive_one(tmp_path, kind):
+    """A forest, a tree of classifiers or a gated model itself (the paper's Remark 2:
+    approximate the composite again) as f0: routed inputs get its predictions, pay its
+    features once with the gate's, and the document round-trips."""
+    X, y, costs = binary_problem(n=800)
+    dtrain = cbudget.Dataset(X, y, **costs)
+    if kind == "forest":
+        f0 = cbudget.train({"algorithm": "budget_rf", "n_stumps": (8, 4, 2)}, dtrain, 8,
+                           verbose_eval=False)
+    elif kind == "cstc":
+        f0 = cbudget.train({"algorithm": "cstc", "objective": "binary:logistic",
+                            "max_depth": 2}, dtrain, 3, verbose_eval=False)
+    else:
+        f0 = cbudget.train({"algorithm": "adapt_gbrt", "p_full": 0.5}, dtrain, 10,
+                           expensive_model=expensive_booster(dtrain, 10), verbose_eval=False)
+    model = cbudget.train({"algorithm": "adapt_gbrt", "p_full": 0.4, "cost_tradeoff": 0.1},
+                          dtrain, 10, expensive_model=f0, verbose_eval=False)
+    proba, route = model.predict(X, return_route=True)
+    sent = route == 0
+    assert sent.any() and (~sent).any()
+    np.testing.assert_array_equal(proba[sent], f0.predict(X[sent]))
+    cost = model.predict_cost(X)
+    gate_cost, f0_cost = model.gate.predict_cost(X), f0.predict_cost(X)
+    assert np.all(cost[sent] >= np.maximum(gate_cost, f0_cost)[sent] - 1e-12)
+    assert np.all(cost[sent] <= (gate_cost + f0_cost)[sent] + 1e-12)
+    model.save_model(tmp_path / "m.json")
+    loaded = cbudget.load_model(tmp_path / "m.json")
+    np.testing.assert_array_equal(loaded.predict(X), proba)
+    np.testing.assert_array_equal(loaded.predict_cost(X), cost)

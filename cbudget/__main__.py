@@ -85,7 +85,7 @@ def demo(rounds):
                        rounds, evals=[(dvalid_b, "valid")], early_stopping_rounds=20,
                        verbose_eval=rounds // 4 or 1)
     f0 = f0[: f0.best_iteration + 1]
-    rows.append(_binary_row("gbdt (f0)", f0, f0.num_boosted_rounds(), X[test_idx],
+    rows.append(_binary_row("f0=gbdt", f0, f0.num_boosted_rounds(), X[test_idx],
                             binary[test_idx], time.perf_counter() - start))
     print("\nadapt_gbrt (p_full 0.3: at most 30% of the inputs go to f0)")
     start = time.perf_counter()

@@ -96,7 +96,8 @@ def train_gated(p, dtrain, num_boost_round, objective, metrics, evals, n_threads
                 expensive_model, container, log_metrics, verbose):
     """ADAPT-GBRT or ADAPT-LIN on ``dtrain`` (0/1 labels) for ``expensive_model``.
 
-    Returns the :class:`GatedModel` and the evaluation log."""
+    Returns the :class:`GatedModel`, the evaluation log and the last q-step's q on the
+    training data."""
     f0 = check_expensive_model(expensive_model, dtrain)
     y = dtrain.label
     weight = np.ones(y.shape[0]) if dtrain.weight is None else dtrain.weight

@@ -464,10 +464,11 @@ def _train_adapt_lin(p, dtrain, num_boost_round, objective, metrics, evals, n_th
         g, g_bias, f, f_bias = problem.split(v)
         parts = [LinearClassifier(w, b - w @ mean, mean, feature_names=dtrain.feature_names,
                                   cost_model=dtrain.cost_model) for w, b in ((g, g_bias), (f, f_bias))]
+        # calibrated on the margins routing computes (raw features), not the centred ones
         return GatedModel(gate=parts[0], predictor=parts[1], expensive=f0,
                           feature_names=dtrain.feature_names, cost_model=dtrain.cost_model,
                           params=p, gate_threshold=_gate_threshold(
-                              p, problem._scores(g, g_bias), weight))
+                              p, parts[0].decision_function(dtrain.data), weight))
 
     states = best[0] if best else [np.zeros(2 * d + 2)]
     model = gated(states[-1])

@@ -535,3 +535,18 @@ def test_any_cbudget_model_can_be_the_expensive_one(tmp_path, kind):
     loaded = cbudget.load_model(tmp_path / "m.json")
     np.testing.assert_array_equal(loaded.predict(X), proba)
     np.testing.assert_array_equal(loaded.predict_cost(X), cost)
+
+
+def test_ties_at_the_gate_threshold_never_exceed_p_full():
+    """Integer features give many tied gate margins: the calibrated threshold keeps ties
+    below, so at most p_full of the training inputs go to f0 (ADAPT-LIN and -GBRT)."""
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 4, size=(1000, 4)).astype(np.float64)
+    y = ((X[:, 0] + X[:, 1] + rng.integers(0, 3, 1000)) > 4).astype(np.float64)
+    dtrain = cbudget.Dataset(X, y, feature_costs=np.ones(4))
+    f0 = expensive_booster(dtrain, 10)
+    for algorithm in ("adapt_lin", "adapt_gbrt"):
+        for p_full in (0.1, 0.2, 0.35):
+            model = cbudget.train({"algorithm": algorithm, "p_full": p_full}, dtrain, 10,
+                                  expensive_model=f0, verbose_eval=False)
+            assert np.mean(model.route(X) == 0) <= p_full

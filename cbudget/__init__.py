@@ -18,6 +18,7 @@ except ImportError as exc:  # pragma: no cover - depends on how cbudget was run
         "(or use the `cbudget` command), or build in place with "
         "`python setup.py build_ext --inplace`.") from exc
 
+from .adapt import ExternalModel, GatedModel, LinearClassifier
 from .booster import Booster, BudgetChoice
 from .callback import BudgetStopping, EarlyStopping, EvaluationMonitor, TrainingCallback
 from .costs import CostModel, CostReport
@@ -39,7 +40,10 @@ __all__ = [
     "Dataset",
     "EarlyStopping",
     "EvaluationMonitor",
+    "ExternalModel",
     "Forest",
+    "GatedModel",
+    "LinearClassifier",
     "TrainingCallback",
     "load_model",
     "train",

@@ -10,8 +10,9 @@ def demo(rounds):
     """Train plain boosting, CEGB, Greedy Miser and BudgetRF on the shipped UCI Letters
     data (12,000 / 4,000 / 4,000 split, every feature costs 1) and report accuracy and
     prediction cost per input (a forest's "rounds" are its trees); then CSTC trees
-    (linear nodes, and nodes on 100 boosted trees) and a CSCC cascade on the binary task
-    A-M against N-Z."""
+    (linear nodes, and nodes on 100 boosted trees), a CSCC cascade and ADAPT-GBRT (a gate
+    and a cheap predictor in front of plain boosting) on the binary task A-M against
+    N-Z."""
     import cbudget
     from cbudget.datasets import load_letters, train_valid_test_split
 
@@ -72,12 +73,37 @@ def demo(rounds):
                                "basis_trees": basis_trees, "basis_max_depth": 3},
                               dtrain_b, 20, evals=[(dvalid_b, "valid")],
                               early_stopping_rounds=3, verbose_eval=5)
-        seconds = time.perf_counter() - start
-        accuracy = float(np.mean((model.predict(X[test_idx]) > 0.5) == binary[test_idx]))
-        report = model.cost_report(X[test_idx])
-        rows.append((name, model.num_nodes(), accuracy, report.mean_cost,
-                     len(report.features_used), seconds))
+        rows.append(_binary_row(name, model, model.num_nodes(), X[test_idx],
+                                binary[test_idx], time.perf_counter() - start))
     _print_table(rows, "nodes", X.shape[1])
+
+    # ADAPT-GBRT: a gate and a cheap predictor in front of plain boosting (f0)
+    rows = []
+    print("\ngbdt (the expensive model f0)")
+    start = time.perf_counter()
+    f0 = cbudget.train({"objective": "binary:logistic", "eval_metric": "error"}, dtrain_b,
+                       rounds, evals=[(dvalid_b, "valid")], early_stopping_rounds=20,
+                       verbose_eval=rounds // 4 or 1)
+    f0 = f0[: f0.best_iteration + 1]
+    rows.append(_binary_row("f0=gbdt", f0, f0.num_boosted_rounds(), X[test_idx],
+                            binary[test_idx], time.perf_counter() - start))
+    print("\nadapt_gbrt (p_full 0.3: at most 30% of the inputs go to f0)")
+    start = time.perf_counter()
+    gated = cbudget.train({"algorithm": "adapt_gbrt", "p_full": 0.3, "cost_tradeoff": 3.0,
+                           "learning_rate": 0.5, "eval_metric": "error"}, dtrain_b,
+                          rounds, evals=[(dvalid_b, "valid")], early_stopping_rounds=20,
+                          verbose_eval=rounds // 4 or 1, expensive_model=f0)
+    rows.append(_binary_row("adapt_gbrt", gated, gated.predictor.num_boosted_rounds(),
+                            X[test_idx], binary[test_idx], time.perf_counter() - start))
+    _print_table(rows, "rounds", X.shape[1])
+    route = gated.route(X[test_idx])
+    print(f"adapt_gbrt sends {100 * np.mean(route == 0):.1f}% of the test inputs to f0")
+
+
+def _binary_row(name, model, count, X, y, seconds):
+    accuracy = float(np.mean((model.predict(X) > 0.5) == y))
+    report = model.cost_report(X)
+    return name, count, accuracy, report.mean_cost, len(report.features_used), seconds
 
 
 def _print_table(rows, count_name, n_features):

@@ -45,6 +45,12 @@ _MAX_LBFGS_ITERATIONS = 200
 _PARALLEL_WORK = 1_000_000
 
 
+def threads_for(work, n_threads):
+    """``n_threads`` for a kernel call of ``work`` multiply-adds, 1 below
+    ``_PARALLEL_WORK`` (small calls lose more to waking threads than they gain)."""
+    return n_threads if work >= _PARALLEL_WORK else 1
+
+
 def skeleton(kind, depth):
     """(upper, lower) child arrays of the full structure: a binary tree of ``depth``
     levels in level order (node k's children 2k+1 (upper), 2k+2 (lower)), or a cascade of
@@ -129,7 +135,7 @@ class TreeProblem:
         self.objective_history = []
 
     def _threads(self, work):
-        return self.n_threads if work >= _PARALLEL_WORK else 1
+        return threads_for(work, self.n_threads)
 
     # -- structure ----------------------------------------------------------------------
     @property

@@ -183,6 +183,13 @@ class TreeEnsemble:
                                    n_threads=self._n_threads())
         return cost, bitsets
 
+    def _cost_parts(self, X):
+        """(n_samples, n_features) 0/1 matrix of the features each input acquires, and
+        its split and tree costs: what a gated model combines with its other parts'."""
+        cost, bitsets = self._costs(X)
+        acquired = self.cost_model.acquired_matrix(bitsets)
+        return acquired, self.cost_model.structural_costs(cost, acquired)
+
     def cost_report(self, X, *, iteration_range=None):
         """Mean cost, per-input cost, per-feature acquisition rates, features used and the
         fixed coupled cost of predicting ``X``.

@@ -292,6 +292,24 @@ class CostModel:
         bitset_to_bool(bitsets[0], self.n_features, acquired)
         return acquired
 
+    def acquisition_costs(self, acquired):
+        """Per input: the cost of its acquired features, and of the groups they touch,
+        from the (n_samples, n_features) 0/1 matrix ``acquired``."""
+        cost = acquired @ self.feature_costs
+        if self.n_groups:
+            members = np.zeros((self.n_features, self.n_groups))
+            grouped = np.flatnonzero(self.feature_group >= 0)
+            members[grouped, self.feature_group[grouped]] = 1.0
+            cost += ((acquired @ members) > 0) @ self.group_costs
+        return cost
+
+    def structural_costs(self, cost, acquired):
+        """What a model's per-input ``cost`` holds besides its acquisitions (the split
+        and tree costs), given its ``acquired`` matrix; exactly 0 without those costs."""
+        if not (self.split_cost or self.tree_cost):
+            return np.zeros(cost.shape[0])
+        return cost - self.acquisition_costs(acquired)
+
     def acquisition_cost(self, features):
         """Cost of acquiring the distinct ``features`` once, groups included."""
         features = np.unique(np.asarray(features, dtype=np.int64))

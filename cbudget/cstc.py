@@ -273,6 +273,12 @@ class ClassifierTree:
             acquired[rows] = costs.acquired_matrix(bitsets)
         return cost, acquired
 
+    def _cost_parts(self, X):
+        """(acquired features, split and tree costs) per input, as for the tree
+        ensembles."""
+        cost, acquired = self._costs(X)
+        return acquired, self.cost_model.structural_costs(cost, acquired)
+
     def cost_report(self, X):
         """Mean cost, per-input cost, per-feature acquisition rates, features used and the
         fixed coupled cost of predicting ``X``.

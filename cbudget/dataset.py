@@ -78,6 +78,15 @@ def prediction_input(X, feature_names):
     return X
 
 
+def check_model_matches(model, data, what, hint):
+    """ValueError unless ``model`` was trained on ``data``'s features with its costs
+    (``what`` names the model in the message, ``hint`` ends the cost message)."""
+    if model.feature_names != data.feature_names:
+        raise ValueError(f"{what}'s features differ from dtrain's")
+    if model.cost_model.to_dict() != data.cost_model.to_dict():
+        raise ValueError(f"{what}'s costs differ from dtrain's: {hint}")
+
+
 def _vector(values, n, name, *, allow_none=True):
     if values is None:
         if allow_none:

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-__all__ = ["load_letters", "make_quadrants", "train_valid_test_split"]
+__all__ = ["load_letters", "make_four_clusters", "make_quadrants", "train_valid_test_split"]
 
 _DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
 
@@ -75,3 +75,33 @@ def make_quadrants(n_samples, seed=0, means=QUADRANT_MEANS):
     X[np.arange(n_samples), quadrant] = y
     X[:, 4], X[:, 5] = np.where(x < 0, -1.0, 1.0), np.where(z < 0, -1.0, 1.0)
     return X, y
+
+
+FOUR_CLUSTER_CENTERS = ((-2.5, 6.0), (0.0, 6.0), (0.0, 0.0), (0.0, -2.0))
+FOUR_CLUSTER_LABELS = (1, 0, 1, 0)
+
+
+def make_four_clusters(n_samples, seed=0, noise=0.2):
+    """Two features, four equally large clusters: the adaptive-acquisition example of
+    the ADAPT paper (Nan and Saligrama, NIPS 2017, Synthetic-2, Figure 3).
+
+    Clusters 1 and 2 (the top, ``x2 = 6``) have labels 1 and 0 and differ in ``x1``;
+    clusters 3 and 4 (``x1 = 0``, ``x2 = 0`` and ``-2``) have labels 1 and 0. No linear
+    classifier separates the classes, so an expensive model f0 reading both features is
+    needed somewhere. An L1-regularised logistic regression picks ``x1`` first (it
+    isolates cluster 1); with ``x1`` alone a gate can send only cluster 1 to a low-cost
+    predictor, so full accuracy costs 1.75 per input with unit costs. The adaptive
+    system reads ``x2`` only: the gate sends the top clusters to f0 and a predictor on
+    ``x2`` separates clusters 3 and 4 -- full accuracy at cost 1.5.
+
+    Returns
+    -------
+    X : ndarray of float64, shape (n_samples, 2)
+    y : ndarray of int64, shape (n_samples,)
+    cluster : ndarray of int64, shape (n_samples,)
+        0..3 for clusters 1..4 (``n_samples // 4`` each, the first ones one more).
+    """
+    rng = np.random.default_rng(seed)
+    cluster = np.arange(n_samples) % 4
+    X = np.asarray(FOUR_CLUSTER_CENTERS)[cluster] + noise * rng.normal(size=(n_samples, 2))
+    return X, np.asarray(FOUR_CLUSTER_LABELS, dtype=np.int64)[cluster], cluster.astype(np.int64)

@@ -26,8 +26,16 @@ holds the values of missing coordinates, ``basis`` the booster of the boosting t
 ``reg_alpha``, ``cost_tradeoff``, structure and basis settings. Each tree stores column
 arrays indexed by node id, XGBoost-style, with the
 cost metadata per node (``gain`` and ``cost_penalty`` apart, ``n_samples``,
-``sum_hessian``, ``new_acquisitions``, ``path_cost``). Floats are written with
-``repr`` precision, so save -> load -> predict is bit-identical.
+``sum_hessian``, ``new_acquisitions``, ``path_cost``).
+A gated model (``model_type`` "gated", format 1.5: ADAPT-GBRT / ADAPT-LIN) has no
+``trees``: ``gate`` and ``predictor`` are booster documents (their trees carry the
+per-node cost metadata) or ``{"model_type": "linear", "weights", "bias", "impute"}``;
+``expensive`` is the expensive model's own document, or ``{"model_type": "external",
+"class", "cost", "features"}`` for a model that is not cbudget's (not stored:
+``load_model(path, expensive_model=...)`` takes it back); an ``adapt`` section holds
+``gate_threshold`` (an input goes to the expensive model when the gate's margin is above
+it), ``p_full`` and ``cost_tradeoff``. Floats are written with ``repr`` precision, so
+save -> load -> predict is bit-identical.
 """
 import json
 import math
@@ -42,7 +50,7 @@ from .params import ALGORITHMS, BOOSTING_ALGORITHMS, COST_AWARE_ALGORITHMS, IMPU
 __all__ = ["save_model", "load_model", "model_to_dict", "model_from_dict", "FORMAT_VERSION"]
 
 FORMAT_NAME = "cbudget"
-FORMAT_VERSION = (1, 4)
+FORMAT_VERSION = (1, 5)
 
 # JSON key -> NODE_DTYPE field, and the Python type of its values
 _TREE_FIELDS = {
@@ -170,12 +178,46 @@ def _classifier_tree_to_dict(model):
     return doc
 
 
+ADAPT_SETTINGS = ("p_full", "cost_tradeoff", "q_update_period", "acquisition", "n_restarts")
+
+
+def _gated_part_to_dict(part):
+    if part.model_type == "linear":
+        return {"model_type": "linear", "weights": part.weights.tolist(),
+                "bias": part.bias, "impute": part.impute.tolist()}
+    return _booster_to_dict(part)
+
+
+def _gated_to_dict(model):
+    """A gated model: ``gate``, ``predictor``, ``expensive`` and the ``adapt`` section."""
+    from .adapt import ExternalModel
+
+    doc = _header(model)
+    doc["gate"] = _gated_part_to_dict(model.gate)
+    doc["predictor"] = _gated_part_to_dict(model.predictor)
+    f0 = model._expensive()
+    if isinstance(f0, ExternalModel):
+        kind = type(f0.model)
+        features = f0.feature_indices(model.feature_names)
+        doc["expensive"] = {
+            "model_type": "external", "class": f"{kind.__module__}.{kind.__qualname__}",
+            "cost": f0.cost if isinstance(f0.cost, float) else None,
+            "cost_callable": callable(f0.cost),
+            "features": None if features is None else features.tolist()}
+    else:
+        doc["expensive"] = model_to_dict(f0)
+    doc["adapt"] = {name: model.params[name] for name in ADAPT_SETTINGS if name in model.params}
+    doc["adapt"]["gate_threshold"] = model.gate_threshold
+    return doc
+
+
 def model_to_dict(model):
     """JSON-ready dict of a :class:`cbudget.Booster`, :class:`cbudget.Forest`,
-    :class:`cbudget.ClassifierTree` or :class:`cbudget.Cascade`."""
+    :class:`cbudget.ClassifierTree`, :class:`cbudget.Cascade` or
+    :class:`cbudget.GatedModel`."""
     return {"booster": _booster_to_dict, "forest": _forest_to_dict,
             "tree_of_classifiers": _classifier_tree_to_dict,
-            "cascade": _classifier_tree_to_dict}[model.model_type](model)
+            "cascade": _classifier_tree_to_dict, "gated": _gated_to_dict}[model.model_type](model)
 
 
 def save_model(model, path):
@@ -287,9 +329,9 @@ def _forest_params(doc, params, num_class, objective):
         raise ValueError("invalid cbudget model: budget_rf.path_free must be true or false")
 
 
-def model_from_dict(doc):
-    """Rebuild a :class:`cbudget.Booster` or :class:`cbudget.Forest` from its JSON dict,
-    validating everything."""
+def model_from_dict(doc, *, expensive_model=None):
+    """Rebuild a model from its JSON dict, validating everything (``expensive_model``:
+    see :func:`load_model`)."""
     from .booster import Booster
     from .forest import Forest
 
@@ -304,8 +346,12 @@ def model_from_dict(doc):
                          f"cbudget {__version__}, which reads {FORMAT_VERSION[0]}.0 to "
                          f"{FORMAT_VERSION[0]}.{FORMAT_VERSION[1]}")
     model_type = _require(doc, "model_type", str, "")
-    if model_type not in ("booster", "forest", "tree_of_classifiers", "cascade"):
+    if model_type not in ("booster", "forest", "tree_of_classifiers", "cascade", "gated"):
         raise ValueError(f"model_type {model_type!r} is not supported by this version")
+    if model_type == "gated":
+        return _gated_from_dict(doc, expensive_model)
+    if expensive_model is not None:
+        raise ValueError(f"expensive_model is for gated models; this is a {model_type}")
     if model_type in ("tree_of_classifiers", "cascade"):
         return _classifier_tree_from_dict(doc, model_type)
     is_forest = model_type == "forest"
@@ -365,6 +411,17 @@ def model_from_dict(doc):
     return model
 
 
+def _with_attributes(model, doc):
+    """``model`` with the document's ``best_iteration`` / ``best_score`` and ``summary``
+    (the linear-node models: no iteration range to check)."""
+    attributes = _require(doc, "attributes", dict, "")
+    if "best_iteration" in attributes:
+        model.best_iteration = _require(attributes, "best_iteration", int, "attributes.")
+        model.best_score = float(_require(attributes, "best_score", (int, float), "attributes."))
+    model.summary = _require(doc, "summary", dict, "")
+    return model
+
+
 def _class_counts(d, index, n_nodes, num_class):
     """A forest tree's ``class_counts``: n_nodes x num_class finite numbers >= 0."""
     values = _require(d, "class_counts", list, f"trees[{index}].")
@@ -379,11 +436,20 @@ def _class_counts(d, index, n_nodes, num_class):
     return counts
 
 
-def load_model(path):
+def load_model(path, *, expensive_model=None):
     """Load a model saved by ``save_model``; returns the right model class.
 
+    Parameters
+    ----------
+    path : str or path-like
+    expensive_model : object, optional
+        A gated model whose expensive model is not a cbudget model does not store it:
+        give it here (a :class:`cbudget.ExternalModel`, or the estimator itself when its
+        cost was declared as a number or as features).
+
     Raises ValueError for a file that is not a valid cbudget model (truncated, edited
-    inconsistently, unknown format version).
+    inconsistently, unknown format version), or for a gated model saved with an external
+    expensive model when ``expensive_model`` is not given.
     """
     with open(path, "r", encoding="utf-8") as f:
         text = f.read()
@@ -391,7 +457,7 @@ def load_model(path):
         doc = json.loads(text, parse_constant=lambda c: math.nan)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not a valid JSON model file ({exc})") from None
-    return model_from_dict(doc)
+    return model_from_dict(doc, expensive_model=expensive_model)
 
 
 def _number_list(values, where, length=None):
@@ -470,9 +536,111 @@ def _classifier_tree_from_dict(doc, model_type):
     model.reach = np.asarray(columns["reach"], dtype=np.float64)
     model.n_samples = np.asarray(columns["n_samples"], dtype=np.int64)
     model.n_exits = np.asarray(columns["n_exits"], dtype=np.int64)
-    attributes = _require(doc, "attributes", dict, "")
-    if "best_iteration" in attributes:
-        model.best_iteration = _require(attributes, "best_iteration", int, "attributes.")
-        model.best_score = float(_require(attributes, "best_score", (int, float), "attributes."))
-    model.summary = _require(doc, "summary", dict, "")
-    return model
+    return _with_attributes(model, doc)
+
+
+def _gated_part_from_dict(d, name, feature_names, cost_model):
+    """The gate or the predictor: a binary booster with the model's features and costs,
+    or a linear classifier."""
+    from .adapt import LinearClassifier
+    from .booster import Booster
+
+    if not isinstance(d, dict):
+        raise ValueError(f"invalid cbudget model: {name} must be an object")
+    if d.get("model_type") == "linear":
+        weights = _number_list(_require(d, "weights", list, f"{name}."), f"{name}.weights",
+                               len(feature_names))
+        impute = _number_list(_require(d, "impute", list, f"{name}."), f"{name}.impute",
+                              len(feature_names))
+        bias = _require(d, "bias", (int, float), f"{name}.")
+        try:
+            return LinearClassifier(weights, bias, impute, feature_names=feature_names,
+                                    cost_model=cost_model)
+        except ValueError as exc:
+            raise ValueError(f"invalid cbudget model: {name}: {exc}") from None
+    if d.get("model_type") != "booster":
+        raise ValueError(f"invalid cbudget model: {name} must be a booster document or a "
+                         "linear classifier")
+    part = model_from_dict(d)
+    if not isinstance(part, Booster) or part.objective != "binary:logistic":
+        raise ValueError(f"invalid cbudget model: {name} must be a binary:logistic booster")
+    if part.feature_names != feature_names or \
+            part.cost_model.to_dict() != cost_model.to_dict():
+        raise ValueError(f"invalid cbudget model: {name}'s features or costs differ from the "
+                         "gated model's")
+    return part
+
+
+def _external_from_dict(d, expensive_model):
+    """The expensive model of a document that did not store it: ``expensive_model``, with
+    the declared cost stored in the document unless it is already an ExternalModel."""
+    from .adapt import ExternalModel
+
+    if expensive_model is None:
+        raise ValueError(
+            f"this gated model's expensive model ({d.get('class')}) is not a cbudget model "
+            "and was not saved: load it with cbudget.load_model(path, expensive_model=...)")
+    if isinstance(expensive_model, ExternalModel):
+        return expensive_model
+    if d.get("cost_callable"):
+        raise ValueError("this gated model's expensive model has a cost function, which "
+                         "was not saved: pass expensive_model=cbudget.ExternalModel(model, "
+                         "cost=...)")
+    cost, features = d.get("cost"), d.get("features")
+    if cost is not None:
+        _finite_number(d, "cost", "expensive.")
+    if features is not None and not (isinstance(features, list)
+                                     and all(isinstance(m, int) for m in features)):
+        raise ValueError("invalid cbudget model: expensive.features must be a list of "
+                         "feature indices")
+    try:
+        return ExternalModel(expensive_model, cost=cost, features=features)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"invalid cbudget model: expensive: {exc}") from None
+
+
+def _gated_from_dict(doc, expensive_model):
+    """A :class:`cbudget.GatedModel` from its document."""
+    from .adapt import GatedModel
+    from .params import ADAPT_ALGORITHMS
+
+    feature_names = _require(doc, "feature_names", list, "")
+    if not feature_names or not all(isinstance(n, str) for n in feature_names):
+        raise ValueError("invalid cbudget model: feature_names must be a non-empty list of str")
+    if _require(doc, "objective", str, "") != "binary:logistic":
+        raise ValueError("invalid cbudget model: a gated model is binary:logistic")
+    params = _require(doc, "training_params", dict, "")
+    params["algorithm"] = _require(doc, "algorithm", str, "")
+    if params["algorithm"] not in ADAPT_ALGORITHMS:
+        raise ValueError(f"invalid cbudget model: a gated model cannot be a "
+                         f"{params['algorithm']!r} model")
+    section = _require(doc, "adapt", dict, "")
+    threshold = _require(section, "gate_threshold", (int, float), "adapt.")
+    if not math.isfinite(threshold):
+        raise ValueError("invalid cbudget model: adapt.gate_threshold must be finite")
+    params.update({k: v for k, v in section.items() if k != "gate_threshold"})
+    try:
+        cost_model = CostModel.from_dict(_require(doc, "cost_model", dict, ""),
+                                         len(feature_names))
+    except (TypeError, KeyError, ValueError) as exc:
+        raise ValueError(f"invalid cbudget model: {exc}") from None
+    gate = _gated_part_from_dict(_require(doc, "gate", dict, ""), "gate", feature_names,
+                                 cost_model)
+    predictor = _gated_part_from_dict(_require(doc, "predictor", dict, ""), "predictor",
+                                      feature_names, cost_model)
+    stored = _require(doc, "expensive", dict, "")
+    if stored.get("model_type") == "external":
+        expensive = _external_from_dict(stored, expensive_model)
+    else:
+        if expensive_model is not None:
+            raise ValueError("this gated model stores its expensive model: do not pass "
+                             "expensive_model")
+        expensive = model_from_dict(stored)
+        if expensive.feature_names != feature_names or \
+                expensive.cost_model.to_dict() != cost_model.to_dict():
+            raise ValueError("invalid cbudget model: the expensive model's features or costs "
+                             "differ from the gated model's")
+    model = GatedModel(gate=gate, predictor=predictor, expensive=expensive,
+                       feature_names=feature_names, cost_model=cost_model, params=params,
+                       gate_threshold=threshold)
+    return _with_attributes(model, doc)

@@ -2,14 +2,19 @@
 max_bin, min_data_in_leaf), defaults, aliases and validation."""
 import numbers
 
+import numpy as np
+
 __all__ = ["DEFAULT_PARAMS", "ALIASES", "resolve_params"]
 
-ALGORITHMS = ("gbdt", "cegb", "greedy_miser", "budget_rf", "cstc", "cscc", "cronus")
+ALGORITHMS = ("gbdt", "cegb", "greedy_miser", "budget_rf", "cstc", "cscc", "cronus",
+              "adapt_gbrt", "adapt_lin")
 BOOSTING_ALGORITHMS = ("gbdt", "cegb", "greedy_miser")
 # algorithms whose splits pay a feature-cost penalty (``cost_tradeoff``)
 COST_AWARE_ALGORITHMS = ("cegb", "greedy_miser")
 # trees / cascades of linear classifiers (Xu et al., JMLR 2014); return a ClassifierTree
 CLASSIFIER_TREE_ALGORITHMS = ("cstc", "cscc", "cronus")
+# gated models (Nan & Saligrama, NIPS 2017); return a GatedModel
+ADAPT_ALGORITHMS = ("adapt_gbrt", "adapt_lin")
 
 DEFAULT_PARAMS = {
     "algorithm": "gbdt",           # "cegb": cost-efficient gradient boosting;
@@ -17,9 +22,13 @@ DEFAULT_PARAMS = {
                                    # "budget_rf": feature-budgeted random forest, Nan et
                                    # al. 2015 (returns a Forest); "cstc", "cscc",
                                    # "cronus": trees / cascades of linear classifiers, Xu
-                                   # et al. 2014 (return a ClassifierTree / Cascade)
-    "cost_tradeoff": None,         # lambda of cegb / greedy_miser (default 1.0) and of
-                                   # cstc / cscc / cronus (default 0.01)
+                                   # et al. 2014 (return a ClassifierTree / Cascade);
+                                   # "adapt_gbrt", "adapt_lin": a gate and a low-cost
+                                   # model in front of an expensive one, Nan and
+                                   # Saligrama 2017 (return a GatedModel)
+    "cost_tradeoff": None,         # lambda of cegb / greedy_miser / adapt_gbrt (default
+                                   # 1.0) and of cstc / cscc / cronus / adapt_lin
+                                   # (default 0.01); gamma in the ADAPT paper
     "objective": None,             # default reg:squarederror; budget_rf: binary:logistic,
                                    # multi:softprob when num_class is given
     "num_class": None,
@@ -58,6 +67,12 @@ DEFAULT_PARAMS = {
     "basis_max_depth": None,
     "basis_learning_rate": None,
     "tol": None,
+    # adapt_gbrt / adapt_lin only (see ADAPT_DEFAULTS)
+    "p_full": None,
+    "q_update_period": None,
+    "acquisition": None,
+    "gate_threshold": None,
+    "n_restarts": None,
 }
 
 BUDGET_RF_DEFAULTS = {
@@ -87,12 +102,33 @@ CLASSIFIER_TREE_DEFAULTS = {
     "tol": 1e-4,                   # relative objective change that ends a node's /
                                    # the sweeps' iterations
 }
+ADAPT_DEFAULTS = {
+    "p_full": 0.2,                 # at most this fraction of the training inputs goes to
+                                   # the expensive model (the q-step's constraint)
+    "q_update_period": 10,         # adapt_gbrt: rounds between q-steps (T of Algorithm 2)
+    "acquisition": "model",        # adapt_gbrt: "model" -- the paper's u_alpha, a feature
+                                   # is free once any tree of g or f1 uses it; "input" --
+                                   # CEGB's per-input state, free for the inputs that
+                                   # already acquired it (in g or f1)
+    "gate_threshold": None,        # an input goes to the expensive model when the gate's
+                                   # margin is above it; None: calibrated so that the
+                                   # p_full share of the training inputs with the highest
+                                   # margins go (0: the paper's sigmoid(g) > 1/2)
+    "n_restarts": 4,               # adapt_lin: starts of the alternating minimisation
+                                   # (the first from zero, the others from random
+                                   # gates); the lowest objective is kept
+}
+ACQUISITIONS = ("model", "input")
+# parameters of one adapt algorithm only
+ADAPT_GBRT_ONLY = ("q_update_period", "acquisition")
+ADAPT_LIN_ONLY = ("n_restarts",)
 TREE_STRUCTURES = ("full", "prune", "greedy")
 LOSSES = ("squared", "logistic")
 # what budget_rf uses that others do not, and the same for the classifier trees
 BUDGET_RF_ONLY = tuple(BUDGET_RF_DEFAULTS)
 CLASSIFIER_TREE_ONLY = tuple(name for name in CLASSIFIER_TREE_DEFAULTS
                              if name != "cost_tradeoff")
+ADAPT_ONLY = tuple(ADAPT_DEFAULTS)
 # what only the boosting algorithms use; given with budget_rf it is an error
 BOOSTING_ONLY = ("cost_tradeoff", "base_score", "learning_rate", "grow_policy", "num_leaves",
                  "min_child_weight", "min_data_in_leaf", "reg_lambda", "gamma",
@@ -156,12 +192,19 @@ def resolve_params(params):
         return _resolve_budget_rf(p, seen)
     if p["algorithm"] in CLASSIFIER_TREE_ALGORITHMS:
         return _resolve_classifier_tree(p, seen)
+    if p["algorithm"] == "adapt_lin":
+        return _resolve_adapt_lin(p, seen)
     _refuse(p, seen, BUDGET_RF_ONLY, "apply to algorithm 'budget_rf'")
     _refuse(p, seen, CLASSIFIER_TREE_ONLY, "apply to algorithms 'cstc', 'cscc', 'cronus'")
+    if p["algorithm"] == "adapt_gbrt":
+        _resolve_adapt(p, seen)
+    else:
+        _refuse(p, seen, ADAPT_ONLY, "apply to algorithms 'adapt_gbrt', 'adapt_lin'")
     if p["objective"] is None:
         p["objective"] = "reg:squarederror"
-    greedy_miser = p["algorithm"] == "greedy_miser"
-    if p["algorithm"] in COST_AWARE_ALGORITHMS:
+    # ADAPT-GBRT's trees are Greedy Miser's (the same cost impurity, first order)
+    greedy_miser = p["algorithm"] in ("greedy_miser", "adapt_gbrt")
+    if p["algorithm"] in COST_AWARE_ALGORITHMS or p["algorithm"] == "adapt_gbrt":
         if p["cost_tradeoff"] is None:
             p["cost_tradeoff"] = 1.0
         _number(p, "cost_tradeoff", low=0)
@@ -233,10 +276,64 @@ def _refuse(p, seen, names, why):
         p.pop(name)
 
 
+def _resolve_adapt(p, seen):
+    """What adapt_gbrt and adapt_lin share: their defaults, a binary logistic
+    objective, ``p_full``; the other one's own parameters and row / column sampling are
+    refused."""
+    _refuse(p, seen, ADAPT_LIN_ONLY if p["algorithm"] == "adapt_gbrt" else ADAPT_GBRT_ONLY,
+            f"apply to algorithm {'adapt_lin' if p['algorithm'] == 'adapt_gbrt' else 'adapt_gbrt'!r}")
+    sampled = [seen[name] for name in ("subsample", "colsample_bytree", "base_score")
+               if name in seen]
+    if sampled:
+        raise ValueError(f"parameter(s) {', '.join(map(repr, sampled))} apply to the "
+                         f"boosting algorithms, not to algorithm {p['algorithm']!r}")
+    for name in ADAPT_ONLY:
+        if name in p and p[name] is None and name != "gate_threshold":
+            p[name] = ADAPT_DEFAULTS[name]
+    if p["objective"] is None:
+        p["objective"] = "binary:logistic"
+    if p["objective"] != "binary:logistic" or p["num_class"] not in (None, 1):
+        raise ValueError(f"{p['algorithm']} is a binary classifier (binary:logistic, labels "
+                         f"0/1 or -1/+1), not {p['objective']!r}"
+                         + (f" with num_class={p['num_class']}" if p["num_class"] else ""))
+    _number(p, "p_full", low=0, high=1)
+    _number(p, "gate_threshold", allow_none=True)
+    if p["gate_threshold"] is not None and not np.isfinite(p["gate_threshold"]):
+        raise ValueError("parameter gate_threshold must be finite")
+    if p["algorithm"] == "adapt_gbrt":
+        _number(p, "q_update_period", integer=True, low=1)
+        if p["acquisition"] not in ACQUISITIONS:
+            raise ValueError(f"parameter acquisition must be one of {list(ACQUISITIONS)}, "
+                             f"got {p['acquisition']!r}")
+    else:
+        _number(p, "n_restarts", integer=True, low=1)
+
+
+def _resolve_adapt_lin(p, seen):
+    """adapt_lin: linear gate and predictor; ``cost_tradeoff`` (gamma, default 0.01),
+    ``reg_lambda`` (ridge, default 1e-4) and ``tol``; the tree and budget_rf parameters
+    are refused."""
+    _refuse(p, seen, [n for n in BOOSTING_ONLY if n not in ("cost_tradeoff", "reg_lambda")]
+            + ["max_depth", "subsample"], "apply to the tree learners")
+    _refuse(p, seen, BUDGET_RF_ONLY, "apply to algorithm 'budget_rf'")
+    _refuse(p, seen, [n for n in CLASSIFIER_TREE_ONLY if n != "tol"],
+            "apply to algorithms 'cstc', 'cscc', 'cronus'")
+    _resolve_adapt(p, seen)
+    for name, default in (("cost_tradeoff", 0.01), ("reg_lambda", 1e-4), ("tol", 1e-5)):
+        if p[name] is None:
+            p[name] = default
+        _number(p, name, low=0)
+        if p[name] == float("inf"):
+            raise ValueError(f"parameter {name} must be finite")
+    _number(p, "tol", low=0, low_open=True)
+    return _check_common(p)
+
+
 def _resolve_budget_rf(p, seen):
     """budget_rf: its own defaults; the boosting-only parameters are refused."""
     _refuse(p, seen, BOOSTING_ONLY, "apply to the boosting algorithms")
     _refuse(p, seen, CLASSIFIER_TREE_ONLY, "apply to algorithms 'cstc', 'cscc', 'cronus'")
+    _refuse(p, seen, ADAPT_ONLY, "apply to algorithms 'adapt_gbrt', 'adapt_lin'")
     for name, default in BUDGET_RF_DEFAULTS.items():
         if p[name] is None:
             p[name] = default
@@ -274,6 +371,7 @@ def _resolve_classifier_tree(p, seen):
     _refuse(p, seen, [n for n in BOOSTING_ONLY if n != "cost_tradeoff"] + ["subsample"],
             "apply to the boosting algorithms")
     _refuse(p, seen, BUDGET_RF_ONLY, "apply to algorithm 'budget_rf'")
+    _refuse(p, seen, ADAPT_ONLY, "apply to algorithms 'adapt_gbrt', 'adapt_lin'")
     for name, default in CLASSIFIER_TREE_DEFAULTS.items():
         if p[name] is None:
             p[name] = default

@@ -15,15 +15,17 @@ from ._core._predict import predict_binned_add
 from ._core._stumps import grow_greedy_tree
 from .booster import Booster
 from ._core._linear import LOSS_LOGISTIC, LOSS_SQUARED
+from ._adapt_training import train_gated
 from ._cstc_solver import TreeProblem, validation_score
 from .cstc import Cascade, ClassifierTree, node_inputs, score_transform
 from .callback import BudgetStopping, CallbackContainer, EarlyStopping, EvaluationMonitor
-from .dataset import Dataset
+from .dataset import Dataset, check_model_matches
 from .forest import Forest
 from .metrics import check_metric, evaluate_metric
 from .model_io import load_model
 from .objectives import get_objective
-from .params import CLASSIFIER_TREE_ALGORITHMS, COST_AWARE_ALGORITHMS, resolve_params
+from .params import (ADAPT_ALGORITHMS, CLASSIFIER_TREE_ALGORITHMS, COST_AWARE_ALGORITHMS,
+                     resolve_params)
 
 __all__ = ["train"]
 
@@ -87,11 +89,8 @@ def _init_model(xgb_model, dtrain, objective, model_class=None):
     if (xgb_model.objective, xgb_model.num_class) != (objective.name, num_class):
         raise ValueError(f"xgb_model was trained for {xgb_model.objective} with num_class="
                          f"{xgb_model.num_class}, not {objective.name} with num_class={num_class}")
-    if xgb_model.feature_names != dtrain.feature_names:
-        raise ValueError("xgb_model's features differ from dtrain's")
-    if xgb_model.cost_model.to_dict() != dtrain.cost_model.to_dict():
-        raise ValueError("xgb_model's costs differ from dtrain's: a model has one cost "
-                         "model; give dtrain the model's costs")
+    check_model_matches(xgb_model, dtrain, "xgb_model",
+                        "a model has one cost model; give dtrain the model's costs")
     return xgb_model
 
 
@@ -146,7 +145,8 @@ def _callbacks(callbacks, verbose_eval, early_stopping_rounds, extra=()):
 
 
 def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_rounds=None,
-          evals_result=None, verbose_eval=True, callbacks=None, xgb_model=None):
+          evals_result=None, verbose_eval=True, callbacks=None, xgb_model=None,
+          expensive_model=None):
     """Train a boosted tree model (or a budgeted forest).
 
     Parameters
@@ -216,6 +216,23 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
           for the boosting trick (``basis_max_depth``, ``basis_learning_rate``). The
           boosting and budget_rf parameters are refused; ``xgb_model`` is not
           supported.
+        * ``"adapt_gbrt"``, ``"adapt_lin"``: a gate and a low-cost predictor in front of
+          ``expensive_model`` (Nan and Saligrama, NIPS 2017; binary, labels 0/1 or
+          -1/+1); return a :class:`GatedModel`. Alternating minimisation: a q-step
+          (the soft routing ``q_i = 1 / (1 + exp(B_i - A_i + beta))``, at most
+          ``p_full`` (default 0.2) of the inputs to the expensive model), then the gate
+          and predictor. adapt_gbrt: ``num_boost_round`` rounds, each adding one Greedy
+          Miser tree to the predictor and one to the gate, with a q-step every
+          ``q_update_period`` (10) rounds; a split on a feature no tree of either uses
+          yet pays ``cost_tradeoff`` (gamma, default 1) times its cost
+          (``acquisition="input"``: per input that has not acquired it, as CEGB). The
+          tree parameters are Greedy Miser's. adapt_lin: linear gate and predictor with
+          the penalty ``cost_tradeoff`` (0.01) x ``sum_a c_a sqrt(g_a^2 + f1_a^2)`` and
+          a ridge ``reg_lambda`` (1e-4) on the raw (centred) features, solved by L-BFGS;
+          ``num_boost_round`` alternations at most (until the objective changes less
+          than ``tol``), from ``n_restarts`` (4) starts, the lowest objective kept.
+          Evaluation and early stopping use the gated predictions; the model is cut to
+          the best iteration.
 
         An unknown name raises ValueError listing the valid ones.
     dtrain : Dataset
@@ -234,6 +251,10 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
     verbose_eval : bool or int, default True
         Print the metrics every round (or every ``verbose_eval`` rounds).
     callbacks : list of TrainingCallback, optional
+    expensive_model : cbudget model or ExternalModel
+        adapt_gbrt / adapt_lin only: the expensive model f0 (a binary cbudget model with
+        the same features and costs, or ``cbudget.ExternalModel(estimator, cost=... or
+        features=...)`` for anything with ``predict_proba``).
     xgb_model : Booster or path, optional
         Continue training this model (same objective, features and costs): its trees
         are kept, new rounds are added to them. For CEGB and Greedy Miser the
@@ -246,13 +267,21 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
     Returns
     -------
     Booster; Forest for ``algorithm="budget_rf"``; ClassifierTree for "cstc"; Cascade
-    for "cscc" and "cronus"
+    for "cscc" and "cronus"; GatedModel for "adapt_gbrt" and "adapt_lin"
     """
     p = resolve_params(params)
     if not isinstance(dtrain, Dataset):
         raise TypeError(f"dtrain must be a cbudget.Dataset, got {type(dtrain).__name__}")
     if dtrain.label is None:
         raise ValueError("dtrain has no label")
+    adapt = p["algorithm"] in ADAPT_ALGORITHMS
+    if expensive_model is not None and not adapt:
+        raise ValueError(f"expensive_model applies to algorithms {list(ADAPT_ALGORITHMS)}, "
+                         f"not to {p['algorithm']!r}")
+    if adapt:
+        dtrain = _zero_one_labels(dtrain)
+        if evals:
+            evals = [(_zero_one_labels(data), name) for data, name in _check_evals(evals, dtrain)]
     if isinstance(num_boost_round, bool) or not isinstance(num_boost_round, (int, np.integer)) \
             or num_boost_round < 0:
         raise ValueError(f"num_boost_round must be an integer >= 0, got {num_boost_round!r}")
@@ -274,6 +303,12 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
                                       n_threads, early_stopping_rounds=early_stopping_rounds,
                                       evals_result=evals_result, verbose_eval=verbose_eval,
                                       callbacks=callbacks, xgb_model=xgb_model)
+    if adapt:
+        return _train_gated(p, dtrain, num_boost_round, objective, metrics, evals, n_threads,
+                            expensive_model=expensive_model,
+                            early_stopping_rounds=early_stopping_rounds,
+                            evals_result=evals_result, verbose_eval=verbose_eval,
+                            callbacks=callbacks, xgb_model=xgb_model)
     if p["algorithm"] == "budget_rf":
         return _train_forest(p, dtrain, num_boost_round, objective, metrics, evals,
                              n_threads, early_stopping_rounds=early_stopping_rounds,
@@ -420,6 +455,36 @@ def train(params, dtrain, num_boost_round=100, *, evals=(), early_stopping_round
         evals_result.clear()
         evals_result.update(evals_log)
     return booster
+
+
+def _zero_one_labels(data):
+    """``data`` with labels -1/+1 as 0/1 (a shallow copy; 0/1 labels unchanged)."""
+    y = data.label
+    if y is None or not np.any(y == -1) or not np.all((y == -1) | (y == 1)):
+        return data
+    data = copy.copy(data)
+    data.label = (y > 0).astype(np.float64)
+    return data
+
+
+def _train_gated(p, dtrain, num_boost_round, objective, metrics, evals, n_threads, *,
+                 expensive_model, early_stopping_rounds, evals_result, verbose_eval,
+                 callbacks, xgb_model):
+    """ADAPT-GBRT / ADAPT-LIN (see ``cbudget._adapt_training``)."""
+    if xgb_model is not None:
+        raise ValueError(f"{p['algorithm']} cannot continue a model (xgb_model): the gate "
+                         "and the predictor are trained together from the start")
+    container = _callbacks(callbacks, verbose_eval, early_stopping_rounds)
+    model, evals_log, q = train_gated(
+        p, dtrain, num_boost_round, objective, metrics, evals, n_threads,
+        expensive_model=expensive_model, container=container, log_metrics=_log_metrics,
+        verbose=bool(verbose_eval))
+    model = container.after_training(model)
+    model._record_training_costs(dtrain, [(name, data) for data, name in evals], q)
+    if evals_result is not None:
+        evals_result.clear()
+        evals_result.update(evals_log)
+    return model
 
 
 # a forest votes: its default metric is the error of the vote

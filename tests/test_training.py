@@ -1145,6 +1145,10 @@ def test_cli_demo(capsys):
         assert 0 < int(rounds) <= max_rounds
         assert min_accuracy < float(accuracy) <= 1.0
         assert 0 < float(cost) <= 16.0
+    gated = [line.split() for line in out.splitlines()
+             if line.startswith("adapt_gbrt ") and line.split()[1].isdigit()]
+    assert len(gated) == 1 and 0 < float(gated[0][3]) <= 16.0
+    assert "of the test inputs to f0" in out
 
 
 def test_letters_small():

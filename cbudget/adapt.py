@@ -1,0 +1,436 @@
+"""Gated models: ADAPT-GBRT and ADAPT-LIN (Nan and Saligrama, "Adaptive Classification
+for Prediction Under a Budget", NIPS 2017).
+
+A low-cost gate ``g`` reads each input and sends it either to a low-cost predictor
+``f1`` or to a given expensive model ``f0``: to ``f0`` when ``g(x) > gate_threshold``
+(0: the gate's probability ``sigmoid(g(x))`` of sending to ``f0`` is above one half).
+Prediction cost (ARCHITECTURE section 2): the features the gate reads for the input,
+plus those ``f1`` or ``f0`` reads for it, each feature (and cost group) paid once;
+plus the split and tree costs of the parts the input goes through. When ``f0`` is not a
+cbudget model, its cost is declared (:class:`ExternalModel`).
+"""
+import numbers
+
+import numpy as np
+from scipy.special import expit
+
+from ._core._openmp_helpers import resolve_n_threads
+from .costs import _resolve_feature
+from .dataset import prediction_input
+
+__all__ = ["ExternalModel", "GatedModel", "LinearClassifier", "calibrated_threshold", "q_step"]
+
+# probabilities of the expensive model are clipped to [EPS, 1 - EPS] before logs
+PROBABILITY_EPS = 1e-12
+
+
+def q_step(excess_loss, p_full, weight=None):
+    """The closed-form q-step of (OPT1): ``q_i = 1 / (1 + exp(B_i - A_i + beta))``, the
+    probability of sending input ``i`` to the expensive model, with the smallest
+    ``beta >= 0`` that keeps the (weighted) mean of ``q`` at most ``p_full``.
+
+    Parameters
+    ----------
+    excess_loss : ndarray of shape (n_samples,)
+        ``A_i - B_i``: the loss of ``f1`` (and of the gate for keeping it) minus the
+        loss of ``f0`` (and of the gate for sending it).
+    p_full : float in [0, 1]
+    weight : ndarray of shape (n_samples,), optional
+
+    Returns
+    -------
+    q : ndarray of shape (n_samples,)
+    beta : float
+    """
+    excess_loss = np.asarray(excess_loss, dtype=np.float64)
+    weight = (np.full(excess_loss.shape[0], 1.0 / excess_loss.shape[0]) if weight is None
+              else weight / weight.sum())
+    if p_full <= 0:
+        return np.zeros_like(excess_loss), np.inf
+
+    def mean_q(beta):
+        return weight @ expit(excess_loss - beta)
+
+    if mean_q(0.0) <= p_full:
+        return expit(excess_loss), 0.0
+    low, high = 0.0, 1.0
+    while mean_q(high) > p_full:
+        low, high = high, 2.0 * high
+    for _ in range(200):     # bisection to the resolution of the doubles
+        mid = 0.5 * (low + high)
+        if mid in (low, high):
+            break
+        if mean_q(mid) > p_full:
+            low = mid
+        else:
+            high = mid
+    return expit(excess_loss - high), high
+
+
+def calibrated_threshold(margin, weight, p_full):
+    """The gate threshold that sends to the expensive model the largest share, at most
+    ``p_full`` (weighted), of the inputs with the highest ``margin`` (those strictly
+    above it; ties stay below). It is the midpoint of the gap between the last margin
+    sent and the first kept, so that new inputs near either side go the same way."""
+    order = np.argsort(-margin, kind="stable")
+    ranked = margin[order]
+    share = np.cumsum(weight[order]) / weight.sum()
+    k = int(np.searchsorted(share, p_full * (1 + 1e-12), side="right"))
+    while 0 < k < ranked.shape[0] and ranked[k - 1] == ranked[k]:
+        k -= 1            # a tie at the boundary stays below
+    if k >= ranked.shape[0]:
+        return float(ranked[-1] - 1.0)
+    if k == 0:
+        return float(ranked[0])
+    return float(0.5 * (ranked[k - 1] + ranked[k]))
+
+
+def positive_log_loss(margin, y01):
+    """Per-input logistic loss ``log(1 + exp(-y f))`` of margins ``f`` for 0/1 labels."""
+    return np.logaddexp(0.0, margin) - y01 * margin
+
+
+class ExternalModel:
+    """An expensive model ``f0`` that is not a cbudget model, with its prediction cost.
+
+    Parameters
+    ----------
+    model : object with ``predict_proba(X)``
+        A fitted binary classifier (scikit-learn, LightGBM or XGBoost estimators...). It
+        is given numpy arrays with the training data's columns. The probability of the
+        positive class is the column of the largest of ``model.classes_`` (column 1
+        without ``classes_``).
+    cost : float >= 0 or callable, optional
+        Its cost per input (a callable maps the inputs ``X`` to per-input costs). It is
+        added to the gate's cost: nothing is shared with the gate.
+    features : "all" or list of feature names / indices, optional
+        The features it reads instead: an input sent to it pays for those it has not
+        acquired in the gate (each once, cost groups included).
+
+    Give exactly one of ``cost`` and ``features``. A per-input cost array of a given
+    data set can also be passed to :meth:`GatedModel.predict_cost`.
+    """
+
+    def __init__(self, model, *, cost=None, features=None):
+        if not callable(getattr(model, "predict_proba", None)):
+            raise TypeError(f"the expensive model must have a predict_proba method; "
+                            f"{type(model).__name__} has none")
+        if (cost is None) == (features is None):
+            raise ValueError("declare the expensive model's prediction cost: give exactly one "
+                             "of cost= (a number or a callable X -> per-input costs) and "
+                             "features= (the features it reads, or 'all')")
+        if cost is not None and not callable(cost):
+            if isinstance(cost, bool) or not isinstance(cost, numbers.Real) \
+                    or not np.isfinite(cost) or cost < 0:
+                raise ValueError(f"cost must be a finite number >= 0 or a callable, got {cost!r}")
+            cost = float(cost)
+        if features is not None and not (isinstance(features, str) and features == "all"):
+            if isinstance(features, str) or not hasattr(features, "__iter__"):
+                raise TypeError("features must be 'all' or a list of feature names / indices")
+            features = list(features)
+        self.model = model
+        self.cost = cost
+        self.features = features
+
+    def positive_proba(self, X):
+        """P(y = 1) for the rows of ``X``, as float64 of shape (n_samples,)."""
+        if X.shape[0] == 0:
+            return np.zeros(0)
+        proba = np.asarray(self.model.predict_proba(X), dtype=np.float64)
+        if proba.ndim != 2 or proba.shape != (X.shape[0], 2):
+            raise ValueError(f"the expensive model's predict_proba returned shape "
+                             f"{proba.shape}; a binary classifier gives ({X.shape[0]}, 2)")
+        classes = getattr(self.model, "classes_", None)
+        column = 1 if classes is None else int(np.argmax(np.asarray(classes)))
+        return proba[:, column]
+
+    def feature_indices(self, feature_names):
+        """The declared features as sorted indices (None when a cost is declared)."""
+        if self.features is None:
+            return None
+        if isinstance(self.features, str):
+            return np.arange(len(feature_names), dtype=np.int64)
+        return np.unique(np.array([_resolve_feature(key, list(feature_names), "features")
+                                   for key in self.features], dtype=np.int64))
+
+    def declared_cost(self, X):
+        """The declared per-input cost of ``X`` (zeros when features are declared)."""
+        if self.cost is None:
+            return np.zeros(X.shape[0])
+        if callable(self.cost):
+            cost = np.asarray(self.cost(X), dtype=np.float64)
+            if cost.shape != (X.shape[0],) or not np.all(np.isfinite(cost)) or np.any(cost < 0):
+                raise ValueError(f"the expensive model's cost callable must return "
+                                 f"{X.shape[0]} finite costs >= 0")
+            return cost
+        return np.full(X.shape[0], self.cost)
+
+    def __repr__(self):
+        declared = f"cost={self.cost!r}" if self.features is None else f"features={self.features!r}"
+        return f"ExternalModel({type(self.model).__name__}, {declared})"
+
+
+class LinearClassifier:
+    """A linear score ``x . weights + bias`` (ADAPT-LIN's gate or low-cost predictor).
+
+    A missing or infinite value counts as ``impute`` (the feature's training mean). The
+    features with a non-zero weight are acquired for every input it scores.
+    """
+
+    model_type = "linear"
+
+    def __init__(self, weights, bias, impute, *, feature_names, cost_model):
+        self.weights = np.ascontiguousarray(weights, dtype=np.float64)
+        self.bias = float(bias)
+        self.impute = np.ascontiguousarray(impute, dtype=np.float64)
+        self.feature_names = list(feature_names)
+        self.cost_model = cost_model
+        n = len(self.feature_names)
+        if self.weights.shape != (n,) or self.impute.shape != (n,):
+            raise ValueError(f"weights and impute must have one entry per feature ({n})")
+        if not (np.all(np.isfinite(self.weights)) and np.all(np.isfinite(self.impute))
+                and np.isfinite(self.bias)):
+            raise ValueError("weights, bias and impute must be finite")
+
+    def used_features(self):
+        """Sorted indices of the features with a non-zero weight."""
+        return np.flatnonzero(self.weights).astype(np.int64)
+
+    def decision_function(self, X):
+        """Scores of the rows of ``X`` (prepared float matrix)."""
+        used = self.used_features()
+        values = np.array(X[:, used], dtype=np.float64)
+        bad = ~np.isfinite(values)
+        values[bad] = np.broadcast_to(self.impute[used], values.shape)[bad]
+        return values @ self.weights[used] + self.bias
+
+    def predict(self, X, *, output_margin=False):
+        """Scores (``output_margin``) or ``sigmoid`` of the scores, of shape (n_samples,)."""
+        score = self.decision_function(prediction_input(X, self.feature_names))
+        return score if output_margin else expit(score)
+
+    def _cost_parts(self, X):
+        acquired = np.zeros((X.shape[0], len(self.feature_names)), dtype=np.uint8)
+        acquired[:, self.used_features()] = 1
+        return acquired, np.zeros(X.shape[0])
+
+    def __repr__(self):
+        return f"<cbudget.LinearClassifier {self.used_features().size} features>"
+
+
+class GatedModel:
+    """A gate, a low-cost predictor and an expensive model (ADAPT-GBRT / ADAPT-LIN).
+    Made by :func:`cbudget.train` with ``algorithm`` "adapt_gbrt" or "adapt_lin", or by
+    :func:`cbudget.load_model`.
+
+    Attributes
+    ----------
+    gate : Booster or LinearClassifier
+        ``g``: an input goes to the expensive model when its margin is above
+        ``gate_threshold``.
+    predictor : Booster or LinearClassifier
+        ``f1``, the low-cost predictor (margins; probabilities by the sigmoid).
+    expensive : cbudget model, ExternalModel or None
+        ``f0`` (None after loading a model whose external ``f0`` was not given).
+    gate_threshold : float, default 0
+    objective : "binary:logistic"
+    feature_names, cost_model, params, best_iteration, best_score, summary
+    """
+
+    model_type = "gated"
+    objective = "binary:logistic"
+    num_class = 1
+
+    def __init__(self, *, gate, predictor, expensive, feature_names, cost_model, params,
+                 gate_threshold=0.0):
+        self.gate = gate
+        self.predictor = predictor
+        self.expensive = expensive
+        self.feature_names = list(feature_names)
+        self.cost_model = cost_model
+        self.params = dict(params)
+        self.algorithm = self.params.get("algorithm")
+        self.gate_threshold = float(gate_threshold)
+        self.best_iteration = None
+        self.best_score = None
+        self.summary = {}
+
+    def num_features(self):
+        return len(self.feature_names)
+
+    def _prepare(self, X):
+        return prediction_input(X, self.feature_names)
+
+    def _n_threads(self):
+        return resolve_n_threads(self.params.get("n_jobs"))
+
+    def _expensive(self):
+        if self.expensive is None:
+            raise ValueError("this gated model has no expensive model: it was saved with an "
+                             "external one; load it with cbudget.load_model(path, "
+                             "expensive_model=...)")
+        return self.expensive
+
+    def _expensive_proba(self, X):
+        f0 = self._expensive()
+        if isinstance(f0, ExternalModel):
+            return f0.positive_proba(X)
+        return f0.predict(X)
+
+    def _margin(self, part, X):
+        return part.predict(X, output_margin=True)
+
+    def route(self, X):
+        """0 where the expensive model serves the input, 1 where the low-cost predictor
+        does (the paper's z), int8 of shape (n_samples,)."""
+        return self._route(self._prepare(X))
+
+    def _route(self, X):
+        return np.where(self._margin(self.gate, X) > self.gate_threshold, 0, 1).astype(np.int8)
+
+    def predict(self, X, *, output_margin=False, return_route=False):
+        """P(y = 1) of each input, from the model its gate chooses.
+
+        Parameters
+        ----------
+        X : array-like or Dataset of shape (n_samples, n_features)
+        output_margin : bool
+            Log-odds instead of probabilities.
+        return_route : bool
+            Also return the route: int8 array, 0 where the expensive model ``f0`` served
+            the input, 1 where the low-cost predictor ``f1`` did.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), or (predictions, route)
+        """
+        X = self._prepare(X)
+        route = self._route(X)
+        low, high = np.flatnonzero(route == 1), np.flatnonzero(route == 0)
+        out = np.zeros(X.shape[0])
+        if low.size:
+            out[low] = self.predictor.predict(np.ascontiguousarray(X[low]),
+                                              output_margin=output_margin)
+        if high.size:
+            p0 = self._expensive_proba(np.ascontiguousarray(X[high]))
+            if output_margin:
+                p0 = np.clip(p0, PROBABILITY_EPS, 1 - PROBABILITY_EPS)
+                p0 = np.log(p0) - np.log1p(-p0)
+            out[high] = p0
+        return (out, route) if return_route else out
+
+    # -- prediction cost --------------------------------------------------------------
+    def _cost_parts(self, X, expensive_cost=None):
+        """(acquired features, split / tree / declared costs) per input: the gate's,
+        then the chosen model's, each feature once."""
+        route = self._route(X)
+        acquired, other = self.gate._cost_parts(X)
+        for z, part in ((1, self.predictor), (0, None)):
+            rows = np.flatnonzero(route == z)
+            if rows.size == 0:
+                continue
+            Xz = np.ascontiguousarray(X[rows])
+            if part is None:
+                part_acquired, part_other = self._expensive_cost_parts(Xz)
+                if expensive_cost is not None:
+                    part_other = part_other + expensive_cost[rows]
+            else:
+                part_acquired, part_other = part._cost_parts(Xz)
+            acquired[rows] |= part_acquired
+            other[rows] += part_other
+        return acquired, other
+
+    def _expensive_cost_parts(self, X):
+        f0 = self._expensive()
+        if not isinstance(f0, ExternalModel):
+            return f0._cost_parts(X)
+        acquired = np.zeros((X.shape[0], self.num_features()), dtype=np.uint8)
+        features = f0.feature_indices(self.feature_names)
+        if features is not None:
+            acquired[:, features] = 1
+        return acquired, f0.declared_cost(X)
+
+    def _check_expensive_cost(self, expensive_cost, n_samples):
+        if expensive_cost is None:
+            return None
+        if not isinstance(self.expensive, ExternalModel):
+            raise ValueError("expensive_cost is for an external expensive model: cbudget "
+                             "measures its own models' costs")
+        cost = np.asarray(expensive_cost, dtype=np.float64)
+        if cost.shape != (n_samples,) or not np.all(np.isfinite(cost)) or np.any(cost < 0):
+            raise ValueError(f"expensive_cost must hold {n_samples} finite costs >= 0 (one "
+                             "per input)")
+        return cost
+
+    def _costs(self, X, expensive_cost=None):
+        acquired, other = self._cost_parts(X, self._check_expensive_cost(expensive_cost,
+                                                                         X.shape[0]))
+        return self.cost_model.acquisition_costs(acquired) + other, acquired
+
+    def predict_cost(self, X, *, expensive_cost=None):
+        """Prediction cost of each input: the gate's features, plus those of the model it
+        is sent to, each once (groups included), plus split, tree and declared costs.
+
+        Parameters
+        ----------
+        X : array-like or Dataset
+        expensive_cost : array of shape (n_samples,), optional
+            Per-input cost of an external expensive model on these inputs, added for
+            those sent to it (on top of its declared cost or features).
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,)
+        """
+        return self._costs(self._prepare(X), expensive_cost)[0]
+
+    def used_features(self):
+        """Sorted indices of the features the gate or the low-cost predictor reads."""
+        return np.union1d(self.gate.used_features(), self.predictor.used_features())
+
+    def cost_report(self, X, *, expensive_cost=None):
+        """Mean cost, per-input cost, acquisition rates, features used (by the gate and
+        the low-cost predictor) and the coupled cost of predicting ``X``.
+
+        Returns
+        -------
+        CostReport
+        """
+        cost, acquired = self._costs(self._prepare(X), expensive_cost)
+        return self.cost_model.report(cost, acquired, self.used_features(), self.feature_names)
+
+    def _record_training_costs(self, dtrain, evals, q):
+        """The cost ``summary`` after training: mean cost and fraction sent to the
+        expensive model on the training and evaluation data, features used, and the mean
+        of the last q-step's q on the training data."""
+        used = self.used_features()
+        fractions, costs = {}, {}
+        for name, data in [("train", dtrain)] + list(evals):
+            X = self._prepare(data)
+            fractions[name] = float(np.mean(self._route(X) == 0)) if X.shape[0] else 0.0
+            costs[name] = float(self._costs(X)[0].mean()) if X.shape[0] else 0.0
+        self.summary = {
+            "train_cost": costs.pop("train"),
+            "valid_cost": costs,
+            "train_expensive_fraction": fractions.pop("train"),
+            "valid_expensive_fraction": fractions,
+            "train_mean_q": float(np.mean(q)),
+            "features_used": [self.feature_names[m] for m in used],
+            "coupled_cost": self.cost_model.coupled_cost(used),
+        }
+
+    # -- I/O --------------------------------------------------------------------------
+    def save_model(self, path):
+        """Write the model as JSON (see ``cbudget.model_io``). An external expensive
+        model is not stored (only its declared cost): give it again to ``load_model``."""
+        from .model_io import save_model
+        save_model(self, path)
+
+    def to_dict(self):
+        """The JSON document of the model as a dict."""
+        from .model_io import model_to_dict
+        return model_to_dict(self)
+
+    def __repr__(self):
+        return (f"<cbudget.GatedModel {self.algorithm}: gate {self.gate!r}, predictor "
+                f"{self.predictor!r}, expensive {self.expensive!r}>")

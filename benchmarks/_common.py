@@ -862,3 +862,21 @@ def timed_training(trainer, data, params, n_rounds, *args):
         "round_end_s": clock.round_ends, "train_cpu_s": cpu_train,
         "other_cores_during_train": other_cores(busy0, busy1, cpu_train, t_total),
         "loadavg_before": load_before, "loadavg_after": loadavg()}
+
+
+def spread(values):
+    """``values`` in an order that covers their range early: the ends, then repeatedly
+    the middle of the largest gap (so a run cut by the time budget still has a curve)."""
+    values = list(values)
+    if len(values) <= 2:
+        return values
+    order, gaps = [0, len(values) - 1], [(0, len(values) - 1)]
+    while gaps:
+        gaps.sort(key=lambda g: g[1] - g[0], reverse=True)
+        a, b = gaps.pop(0)
+        if b - a < 2:
+            continue
+        m = (a + b) // 2
+        order.append(m)
+        gaps += [(a, m), (m, b)]
+    return [values[i] for i in order]

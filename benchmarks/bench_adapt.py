@@ -94,7 +94,7 @@ from _common import (  # noqa: E402  (benchmarks/_common.py)
     bits_matrix, cbudget_leaf_paths, command_line, cpu_jiffies, cpu_seconds, dominance,
     finish_run, fmt, interpolated_accuracy, library_params, library_version, loadavg,
     machine_info, maxrss_bytes, other_cores, parse_choices, prediction_costs, pyplot,
-    results_header, run_child_command, run_jobs, special_mode, write_json,
+    results_header, run_child_command, run_jobs, special_mode, spread, write_json,
     write_rerendered)
 from bench_budget_rf import budget_rf_params  # noqa: E402  (BudgetRF's settings)
 from bench_cegb import cegb_params  # noqa: E402  (CEGB's settings)
@@ -620,23 +620,6 @@ def run_child(args):
 
 
 # ---------------------------------------------------------------------- parent: jobs
-def spread(values):
-    """``values`` in an order that covers their range early (ends, then middles)."""
-    values = list(values)
-    if len(values) <= 2:
-        return values
-    order, gaps = [0, len(values) - 1], [(0, len(values) - 1)]
-    while gaps:
-        gaps.sort(key=lambda g: g[1] - g[0], reverse=True)
-        a, b = gaps.pop(0)
-        if b - a < 2:
-            continue
-        m = (a + b) // 2
-        order.append(m)
-        gaps += [(a, m), (m, b)]
-    return [values[i] for i in order]
-
-
 def build_plan(args, tasks, methods):
     """``{task: {method: {"values": [...], "rounds": N, ...}}}`` for the run."""
     q = QUICK if args.quick else None

@@ -114,7 +114,7 @@ from _common import (  # noqa: E402  (benchmarks/_common.py)
     finish_run, fmt, interpolated_accuracy, library_version, loadavg, machine_info,
     maxrss_bytes, other_cores, parse_choices, parse_lambdas, prediction_costs, pyplot,
     write_rerendered, results_header, rss_bytes, run_child_command, run_jobs,
-    special_mode, write_json)
+    special_mode, spread, write_json)
 from bench_cegb import cegb_params  # noqa: E402  (CEGB's settings)
 
 TASKS = ("mnist38", "letters_skewed")
@@ -570,25 +570,6 @@ def launch_child(job, args, log, deadline):
         if value:
             cmd += [option, str(value)]
     return run_child_command(cmd, min(args.child_timeout, left), log, job["label"], ident)
-
-
-def spread(values):
-    """``values`` in an order that covers their range early: the ends, then repeatedly
-    the middle of the largest gap (so a run cut by the time budget still has a curve)."""
-    values = list(values)
-    if len(values) <= 2:
-        return values
-    order = [0, len(values) - 1]
-    gaps = [(0, len(values) - 1)]
-    while gaps:
-        gaps.sort(key=lambda g: g[1] - g[0], reverse=True)
-        a, b = gaps.pop(0)
-        if b - a < 2:
-            continue
-        m = (a + b) // 2
-        order.append(m)
-        gaps += [(a, m), (m, b)]
-    return [values[i] for i in order]
 
 
 def build_jobs(tasks, methods, lambdas, rounds, ablations):

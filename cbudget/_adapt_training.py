@@ -463,7 +463,8 @@ def _train_adapt_lin(p, dtrain, num_boost_round, objective, metrics, evals, n_th
     def gated(v):
         g, g_bias, f, f_bias = problem.split(v)
         parts = [LinearClassifier(w, b - w @ mean, mean, feature_names=dtrain.feature_names,
-                                  cost_model=dtrain.cost_model) for w, b in ((g, g_bias), (f, f_bias))]
+                                  cost_model=dtrain.cost_model)
+                 for w, b in ((g, g_bias), (f, f_bias))]
         # calibrated on the margins routing computes (raw features), not the centred ones
         return GatedModel(gate=parts[0], predictor=parts[1], expensive=f0,
                           feature_names=dtrain.feature_names, cost_model=dtrain.cost_model,
@@ -474,9 +475,6 @@ def _train_adapt_lin(p, dtrain, num_boost_round, objective, metrics, evals, n_th
     model = gated(states[-1])
     model = container.before_training(model)
     evals_log = {}
-    eval_data = [(name, data, problem_Z, p0_eval) for (data, name), p0_eval, problem_Z in zip(
-        evals, eval_p0, [_standardized(data.data, mean, np.where(std > 0, 1.0, 0.0))
-                         for data, _ in evals])]
     chosen = len(states) - 1
     for alternation, v in enumerate(states if best else []):
         if container.before_iteration(model, alternation, evals_log):
@@ -485,10 +483,10 @@ def _train_adapt_lin(p, dtrain, num_boost_round, objective, metrics, evals, n_th
         model.gate, model.predictor = current.gate, current.predictor
         model.gate_threshold = current.gate_threshold
         chosen = alternation
-        g, g_bias, f, f_bias = problem.split(v)
-        for name, data, Z_eval, p0_eval in eval_data:
+        for (data, name), p0_eval in zip(evals, eval_p0):
             log_metrics(evals_log, name, metrics, data,
-                        _composite(Z_eval @ g + g_bias, Z_eval @ f + f_bias, p0_eval,
+                        _composite(current.gate.decision_function(data.data),
+                                   current.predictor.decision_function(data.data), p0_eval,
                                    model.gate_threshold))
         if container.after_iteration(model, alternation, evals_log):
             break
@@ -497,7 +495,5 @@ def _train_adapt_lin(p, dtrain, num_boost_round, objective, metrics, evals, n_th
     final = gated(states[chosen])
     model.gate, model.predictor = final.gate, final.predictor
     model.gate_threshold = final.gate_threshold
-    model.summary = {}
-    model.objective_per_alternation = best[1] if best else []
     q, _ = q_step(problem.excess_loss(states[chosen]), p["p_full"], weight)
     return model, evals_log, q

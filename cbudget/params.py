@@ -280,8 +280,9 @@ def _resolve_adapt(p, seen):
     """What adapt_gbrt and adapt_lin share: their defaults, a binary logistic
     objective, ``p_full``; the other one's own parameters and row / column sampling are
     refused."""
-    _refuse(p, seen, ADAPT_LIN_ONLY if p["algorithm"] == "adapt_gbrt" else ADAPT_GBRT_ONLY,
-            f"apply to algorithm {'adapt_lin' if p['algorithm'] == 'adapt_gbrt' else 'adapt_gbrt'!r}")
+    gbrt = p["algorithm"] == "adapt_gbrt"
+    _refuse(p, seen, ADAPT_LIN_ONLY if gbrt else ADAPT_GBRT_ONLY,
+            f"apply to algorithm {'adapt_lin' if gbrt else 'adapt_gbrt'!r}")
     sampled = [seen[name] for name in ("subsample", "colsample_bytree", "base_score")
                if name in seen]
     if sampled:

@@ -315,7 +315,8 @@ def test_cost_equals_a_walk_over_the_json(algorithm, extras):
     dtrain = cbudget.Dataset(X, y, **costs)
     X_test = binary_problem(seed=5, **extras)[0][:300]
     for f0, features, declared in ((expensive_booster(dtrain, 15), None, 0.0),
-                                   (cbudget.ExternalModel(Threshold(), features=[0, 1]), [0, 1], 0.0),
+                                   (cbudget.ExternalModel(Threshold(), features=[0, 1]),
+                                    [0, 1], 0.0),
                                    (cbudget.ExternalModel(Threshold(), cost=7.5), [], 7.5)):
         model = cbudget.train({"algorithm": algorithm, "p_full": 0.3}, dtrain, 10,
                               expensive_model=f0, verbose_eval=False)

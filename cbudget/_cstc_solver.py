@@ -31,7 +31,7 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from ._core._linear import (LOSS_LOGISTIC, LOSS_SQUARED, dense_gradient, dense_scores,
+from ._core._linear import (LOSS_SQUARED, dense_gradient, dense_scores,
                             node_objective, pointwise_loss, soft_route)
 from .metrics import evaluate_metric, metric_maximize
 

@@ -404,6 +404,20 @@ def special_mode(args, run_child, render_from):
     return None
 
 
+def parse_run_args(parser, argv, run_child, render_from, quick=None, quick_keys=()):
+    """The tail every benchmark's ``main`` shares: the common options, parsing, the
+    ``--child`` / ``--render-from`` modes, and with ``--quick`` the row limits of
+    ``quick_keys`` not given on the command line taken from ``quick``. Returns ``(args,
+    exit code of a special mode or None)``."""
+    add_run_arguments(parser)
+    args = parser.parse_args(argv)
+    mode = special_mode(args, run_child, render_from)
+    if mode is None and args.quick:
+        for key in quick_keys:
+            setattr(args, key, getattr(args, key) or quick[key])
+    return args, mode
+
+
 def busy_cores(seconds=3.0):
     """Cores kept busy by all processes over the next ``seconds`` (this one sleeps)."""
     b0, t0 = cpu_jiffies()

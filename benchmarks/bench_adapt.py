@@ -90,11 +90,11 @@ sys.path.insert(0, str(HERE))
 
 import datasets  # noqa: E402  (benchmarks/datasets.py)
 from _common import (  # noqa: E402  (benchmarks/_common.py)
-    SMOKE_BANNER, PathTables, add_run_arguments, benchmark_parser,
+    SMOKE_BANNER, PathTables, parse_run_args, benchmark_parser,
     bits_matrix, cbudget_leaf_paths, command_line, cpu_jiffies, cpu_seconds, dominance,
     finish_run, fmt, interpolated_accuracy, library_params, library_version, loadavg,
     machine_info, maxrss_bytes, other_cores, parse_choices, prediction_costs, pyplot,
-    results_header, run_child_command, run_jobs, special_mode, spread, write_json,
+    results_header, run_child_command, run_jobs, spread, write_json,
     write_rerendered)
 from bench_budget_rf import budget_rf_params  # noqa: E402  (BudgetRF's settings)
 from bench_cegb import cegb_params  # noqa: E402  (CEGB's settings)
@@ -1403,14 +1403,10 @@ def main(argv=None):
                         help=f"smoke run: {QUICK['train_rows']:,} / {QUICK['valid_rows']:,} / "
                              f"{QUICK['test_rows']:,} rows, {QUICK['n_rows']:,} synthetic rows, "
                              "few rounds, 2 values per grid")
-    add_run_arguments(parser)
-    args = parser.parse_args(argv)
-    mode = special_mode(args, run_child, render_from)
+    args, mode = parse_run_args(parser, argv, run_child, render_from, QUICK,
+                                ("n_rows", "train_rows", "valid_rows", "test_rows"))
     if mode is not None:
         return mode
-    if args.quick:
-        for key in ("n_rows", "train_rows", "valid_rows", "test_rows"):
-            setattr(args, key, getattr(args, key) or QUICK[key])
     tasks = parse_choices(parser, args.tasks or args.datasets, TASKS, "task")
     methods = parse_choices(parser, args.methods, METHODS, "method")
     for var, value in (("OMP_WAIT_POLICY", args.omp_wait_policy),

@@ -94,11 +94,11 @@ import datasets  # noqa: E402  (benchmarks/datasets.py)
 from _common import (  # noqa: E402  (benchmarks/_common.py)
     benchmark_parser,
     COST_DATASETS, DATASET_TITLES, LIBRARY_LABELS, SMOKE_BANNER, SYNTHETIC_ROWS,
-    PathTables, add_data_arguments, add_run_arguments, attempts_text, cbudget_leaf_paths,
+    PathTables, add_data_arguments, parse_run_args, attempts_text, cbudget_leaf_paths,
     cost_fields, dominance, finish_run, fmt, interpolated_accuracy, library_params,
     library_version, lightgbm_leaf_paths, load_for_child, loadavg, maxrss_bytes,
     parse_lambdas, prediction_costs, ratio, reference_notes, write_rerendered,
-    results_header, run_child_command, run_jobs, special_mode, start_run, subplot_grid,
+    results_header, run_child_command, run_jobs, start_run, subplot_grid,
     timed_training, train_cbudget_timed, train_lightgbm_timed, write_json, parse_choices)
 
 LIBRARIES = ("cbudget", "lightgbm")
@@ -464,15 +464,10 @@ def main(argv=None):
                         help=f"smoke run: {QUICK['train_rows']:,} training and "
                              f"{QUICK['test_rows']:,} test rows, {QUICK['n_rows']:,} "
                              "synthetic rows, 3-10 rounds, 2-3 lambdas")
-    add_run_arguments(parser)
-    args = parser.parse_args(argv)
-    mode = special_mode(args, run_child, render_from)
+    args, mode = parse_run_args(parser, argv, run_child, render_from, QUICK,
+                                ("n_rows", "train_rows"))
     if mode is not None:
         return mode
-
-    if args.quick:
-        args.n_rows = args.n_rows or QUICK["n_rows"]
-        args.train_rows = args.train_rows or QUICK["train_rows"]
         args.test_rows = args.test_rows or QUICK["test_rows"]
     names = parse_choices(parser, args.datasets, DATASETS, "data set")
     libraries = parse_choices(parser, args.libraries, LIBRARIES, "library")

@@ -109,12 +109,12 @@ sys.path.insert(0, str(HERE))
 
 import datasets  # noqa: E402  (benchmarks/datasets.py)
 from _common import (  # noqa: E402  (benchmarks/_common.py)
-    SMOKE_BANNER, Clock, PathTables, add_run_arguments, attempts_text, benchmark_parser,
+    SMOKE_BANNER, Clock, PathTables, parse_run_args, attempts_text, benchmark_parser,
     cbudget_leaf_paths, command_line, cost_fields, cpu_jiffies, cpu_seconds, dominance,
     finish_run, fmt, interpolated_accuracy, library_version, loadavg, machine_info,
     maxrss_bytes, other_cores, parse_choices, parse_lambdas, prediction_costs, pyplot,
     write_rerendered, results_header, rss_bytes, run_child_command, run_jobs,
-    special_mode, spread, write_json)
+    spread, write_json)
 from bench_cegb import cegb_params  # noqa: E402  (CEGB's settings)
 
 TASKS = ("mnist38", "letters_skewed")
@@ -1235,15 +1235,10 @@ def main(argv=None):
                         help=f"smoke run: {QUICK['train_rows']:,} / {QUICK['valid_rows']:,} / "
                              f"{QUICK['test_rows']:,} rows, {QUICK['sweeps']} sweeps, "
                              f"{QUICK['cegb_rounds']} CEGB rounds, 2 lambdas per method")
-    add_run_arguments(parser)
-    args = parser.parse_args(argv)
-    mode = special_mode(args, run_child, render_from)
+    args, mode = parse_run_args(parser, argv, run_child, render_from, QUICK,
+                                ("train_rows", "valid_rows", "test_rows"))
     if mode is not None:
         return mode
-
-    if args.quick:
-        for key in ("train_rows", "valid_rows", "test_rows"):
-            setattr(args, key, getattr(args, key) or QUICK[key])
     tasks = parse_choices(parser, args.tasks or args.datasets, TASKS, "task")
     methods = parse_choices(parser, args.methods, METHODS, "method")
     if args.lambdas:

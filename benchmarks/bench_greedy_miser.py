@@ -86,10 +86,10 @@ import datasets  # noqa: E402  (benchmarks/datasets.py)
 from _common import (  # noqa: E402  (benchmarks/_common.py)
     benchmark_parser,
     COST_DATASETS, DATASET_TITLES, SMOKE_BANNER, SYNTHETIC_ROWS, CostTrace, PathTables,
-    add_data_arguments, add_run_arguments, attempts_text, cbudget_leaf_paths, cost_fields,
+    add_data_arguments, parse_run_args, attempts_text, cbudget_leaf_paths, cost_fields,
     dominance, finish_run, fmt, interpolated_accuracy, library_params, library_version,
     lightgbm_leaf_paths, load_for_child, maxrss_bytes, parse_lambdas, reference_notes,
-    rendered_from_note, results_header, run_child_command, run_jobs, special_mode,
+    rendered_from_note, results_header, run_child_command, run_jobs,
     start_run, subplot_grid, timed_training, train_cbudget_timed, train_lightgbm_timed,
     write_json, parse_choices)
 from bench_cegb import (  # noqa: E402  (CEGB's settings, rounds and lambdas)
@@ -825,15 +825,10 @@ def main(argv=None):
                              f"{QUICK['valid_rows']:,} validation and {QUICK['test_rows']:,} "
                              f"test rows, {QUICK['n_rows']:,} synthetic rows, few rounds, "
                              "2 lambdas per method")
-    add_run_arguments(parser)
-    args = parser.parse_args(argv)
-    mode = special_mode(args, run_child, render_from)
+    args, mode = parse_run_args(parser, argv, run_child, render_from, QUICK,
+                                ("n_rows", "train_rows", "valid_rows", "test_rows"))
     if mode is not None:
         return mode
-
-    if args.quick:
-        for key in ("n_rows", "train_rows", "valid_rows", "test_rows"):
-            setattr(args, key, getattr(args, key) or QUICK[key])
     names = parse_choices(parser, args.datasets, COST_DATASETS, "data set")
     methods = parse_choices(parser, args.methods, METHODS, "method")
     for option in ("gm_rounds", "cegb_rounds", "plain_rounds"):

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Packaging check, run by .ci/run: what users install must work, not just the source tree.
+#
+#   tools/check_packaging.sh
+#
+# 1. The release configuration: cibuildwheel accepts [tool.cibuildwheel] and selects the
+#    promised wheels; the release workflow is valid (tools/check_release_config.py).
+# 2. tools/build_wheels.sh: the sdist, a wheel built from it, auditwheel repair and show.
+# 3. That wheel in a fresh virtual environment outside the source tree: the CLI's version,
+#    then the test suite, copied to an empty directory, against the installed wheel.
+# 4. The sdist installed with OpenMP disabled (CBUDGET_NO_OPENMP=1) in another fresh
+#    environment: the test suite again, then tools/compare_builds.py: the serial build
+#    must load the OpenMP build's models and train the same ones, bit for bit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+VERSION="$(python3 -c 'exec(open("cbudget/_version.py").read()); print(__version__)')"
+PYTEST=(python -m pytest tests -q -p no:cacheprovider)
+
+step() { echo; echo "=== $*"; }
+fresh_venv() {  # fresh_venv DIR: a new virtual environment with an up-to-date pip
+  python3 -m venv "$1"
+  "$1/bin/python" -m pip install --quiet --upgrade pip
+}
+installed_from() {  # installed_from VENV: where the venv's cbudget is imported from
+  (cd "$WORK" && "$1/bin/python" -c 'import cbudget; print(cbudget.__file__)')
+}
+
+step "release configuration"
+bash tools/build_wheels.sh --help > /dev/null   # the script parses its options
+TOOLS="$ROOT/build/wheel-tools"
+[ -x "$TOOLS/bin/python" ] || fresh_venv "$TOOLS"
+"$TOOLS/bin/python" -m pip install --quiet cibuildwheel check-jsonschema
+PATH="$TOOLS/bin:$PATH" "$TOOLS/bin/python" tools/check_release_config.py
+
+step "sdist and manylinux wheel (tools/build_wheels.sh)"
+bash tools/build_wheels.sh --wheelhouse "$WORK/wheelhouse"
+SDIST="$WORK/wheelhouse/cbudget-$VERSION.tar.gz"
+WHEEL="$(ls "$WORK"/wheelhouse/cbudget-"$VERSION"-*manylinux*.whl)"
+echo "wheel: $(basename "$WHEEL"), $(du -k "$WHEEL" | cut -f1) KiB;" \
+  "sdist: $(du -k "$SDIST" | cut -f1) KiB"
+
+step "the wheel in a fresh virtual environment outside the source tree"
+cp -r tests "$WORK/tests"
+START=$SECONDS
+fresh_venv "$WORK/venv-wheel"
+"$WORK/venv-wheel/bin/python" -m pip install --quiet "${WHEEL}[test]"
+LOCATION="$(installed_from "$WORK/venv-wheel")"
+case "$LOCATION" in
+  "$WORK/venv-wheel/"*) ;;
+  *) echo "cbudget imported from $LOCATION" >&2; exit 1 ;;
+esac
+CLI_VERSION="$(cd "$WORK" && "$WORK/venv-wheel/bin/cbudget" --version)"
+[ "$CLI_VERSION" = "cbudget $VERSION" ] || { echo "cbudget --version: $CLI_VERSION" >&2; exit 1; }
+echo "installed in $((SECONDS - START)) s: $LOCATION; $CLI_VERSION"
+(cd "$WORK" && CBUDGET_EXPECT_OPENMP=1 "$WORK/venv-wheel/bin/${PYTEST[0]}" "${PYTEST[@]:1}")
+echo "fresh-venv install and test of the wheel: $((SECONDS - START)) s"
+
+step "the sdist, built and installed with OpenMP disabled"
+START=$SECONDS
+fresh_venv "$WORK/venv-serial"
+CBUDGET_NO_OPENMP=1 "$WORK/venv-serial/bin/python" -m pip install --quiet "${SDIST}[test]"
+echo "built and installed in $((SECONDS - START)) s: $(installed_from "$WORK/venv-serial")"
+(cd "$WORK" && CBUDGET_EXPECT_OPENMP=0 "$WORK/venv-serial/bin/${PYTEST[0]}" "${PYTEST[@]:1}")
+
+step "same models from the OpenMP wheel and the serial build"
+(cd "$WORK" && "$WORK/venv-wheel/bin/python" "$ROOT/tools/compare_builds.py" write models)
+(cd "$WORK" && "$WORK/venv-serial/bin/python" "$ROOT/tools/compare_builds.py" check models)
+echo; echo "packaging checks passed"

@@ -7,7 +7,9 @@
 #    promised wheels; the release workflow is valid (tools/check_release_config.py).
 # 2. tools/build_wheels.sh: the sdist, a wheel built from it, auditwheel repair and show.
 # 3. That wheel in a fresh virtual environment outside the source tree: the CLI's version,
-#    then the test suite, copied to an empty directory, against the installed wheel.
+#    then the test suite, copied to an empty directory, against the installed wheel; then
+#    the test suite again with the oldest dependencies pyproject.toml allows (each lower
+#    bound "x>=1.23" pinned as "x==1.23.*"), when python3 is 3.11.
 # 4. The sdist installed with OpenMP disabled (CBUDGET_NO_OPENMP=1) in another fresh
 #    environment: the test suite again, then tools/compare_builds.py: the serial build
 #    must load the OpenMP build's models and train the same ones, bit for bit.
@@ -57,6 +59,22 @@ CLI_VERSION="$(cd "$WORK" && "$WORK/venv-wheel/bin/cbudget" --version)"
 echo "installed in $((SECONDS - START)) s: $LOCATION; $CLI_VERSION"
 (cd "$WORK" && CBUDGET_EXPECT_OPENMP=1 "$WORK/venv-wheel/bin/${PYTEST[0]}" "${PYTEST[@]:1}")
 echo "fresh-venv install and test of the wheel: $((SECONDS - START)) s"
+
+# (tomllib needs 3.11; the oldest numpy has no wheels for 3.12+)
+if python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+  step "the wheel with the oldest supported dependencies"
+  mapfile -t OLDEST < <(python3 -c '
+import re, tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+for dep in project["dependencies"] + project["optional-dependencies"]["test"]:
+    print(re.sub(r">=([0-9.]+)$", r"==\1.*", dep))')
+  fresh_venv "$WORK/venv-oldest"
+  "$WORK/venv-oldest/bin/python" -m pip install --quiet "${OLDEST[@]}" "$WHEEL"
+  "$WORK/venv-oldest/bin/python" -c 'import numpy, scipy, pandas, pytest
+print("numpy", numpy.__version__, "scipy", scipy.__version__, "pandas", pandas.__version__,
+      "pytest", pytest.__version__)'
+  (cd "$WORK" && "$WORK/venv-oldest/bin/${PYTEST[0]}" "${PYTEST[@]:1}")
+fi
 
 step "the sdist, built and installed with OpenMP disabled"
 START=$SECONDS

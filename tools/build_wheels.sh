@@ -5,7 +5,8 @@
 #
 #   --python PYTHON   interpreter to build a wheel for; repeat for several (default: python3)
 #   --no-openmp       the serial build (CBUDGET_NO_OPENMP=1); without it OpenMP is required
-#   --wheelhouse DIR  where the sdist and the repaired wheels go (default: wheelhouse/)
+#   --wheelhouse DIR  where the sdist and the repaired wheels go, replacing earlier ones
+#                     (default: wheelhouse/)
 #
 # Steps: the sdist (python -m build --sdist); for each interpreter a wheel built from that
 # sdist, so a file missing from the sdist fails here; `auditwheel repair` to the most
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
     --python) PYTHONS+=("$2"); shift 2 ;;
     --no-openmp) export CBUDGET_NO_OPENMP=1; unset CBUDGET_REQUIRE_OPENMP; shift ;;
     --wheelhouse) WHEELHOUSE="$(mkdir -p "$2" && cd "$2" && pwd)"; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done

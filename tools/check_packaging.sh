@@ -19,12 +19,14 @@ ROOT="$PWD"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 VERSION="$(python3 -c 'exec(open("cbudget/_version.py").read()); print(__version__)')"
-PYTEST=(python -m pytest tests -q -p no:cacheprovider)
 
 step() { echo; echo "=== $*"; }
 fresh_venv() {  # fresh_venv DIR: a new virtual environment with an up-to-date pip
   python3 -m venv "$1"
   "$1/bin/python" -m pip install --quiet --upgrade pip
+}
+run_tests() {  # run_tests VENV: the copied test suite against VENV's installed cbudget
+  (cd "$WORK" && "$1/bin/python" -m pytest tests -q -p no:cacheprovider)
 }
 installed_from() {  # installed_from VENV: where the venv's cbudget is imported from
   (cd "$WORK" && "$1/bin/python" -c 'import cbudget; print(cbudget.__file__)')
@@ -57,7 +59,7 @@ esac
 CLI_VERSION="$(cd "$WORK" && "$WORK/venv-wheel/bin/cbudget" --version)"
 [ "$CLI_VERSION" = "cbudget $VERSION" ] || { echo "cbudget --version: $CLI_VERSION" >&2; exit 1; }
 echo "installed in $((SECONDS - START)) s: $LOCATION; $CLI_VERSION"
-(cd "$WORK" && CBUDGET_EXPECT_OPENMP=1 "$WORK/venv-wheel/bin/${PYTEST[0]}" "${PYTEST[@]:1}")
+CBUDGET_EXPECT_OPENMP=1 run_tests "$WORK/venv-wheel"
 echo "fresh-venv install and test of the wheel: $((SECONDS - START)) s"
 
 # (tomllib needs 3.11; the oldest numpy has no wheels for 3.12+)
@@ -73,7 +75,7 @@ for dep in project["dependencies"] + project["optional-dependencies"]["test"]:
   "$WORK/venv-oldest/bin/python" -c 'import numpy, scipy, pandas, pytest
 print("numpy", numpy.__version__, "scipy", scipy.__version__, "pandas", pandas.__version__,
       "pytest", pytest.__version__)'
-  (cd "$WORK" && "$WORK/venv-oldest/bin/${PYTEST[0]}" "${PYTEST[@]:1}")
+  CBUDGET_EXPECT_OPENMP=1 run_tests "$WORK/venv-oldest"
 fi
 
 step "the sdist, built and installed with OpenMP disabled"
@@ -81,7 +83,7 @@ START=$SECONDS
 fresh_venv "$WORK/venv-serial"
 CBUDGET_NO_OPENMP=1 "$WORK/venv-serial/bin/python" -m pip install --quiet "${SDIST}[test]"
 echo "built and installed in $((SECONDS - START)) s: $(installed_from "$WORK/venv-serial")"
-(cd "$WORK" && CBUDGET_EXPECT_OPENMP=0 "$WORK/venv-serial/bin/${PYTEST[0]}" "${PYTEST[@]:1}")
+CBUDGET_EXPECT_OPENMP=0 run_tests "$WORK/venv-serial"
 
 step "same models from the OpenMP wheel and the serial build"
 (cd "$WORK" && "$WORK/venv-wheel/bin/python" "$ROOT/tools/compare_builds.py" write models)

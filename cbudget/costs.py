@@ -232,7 +232,7 @@ class CostModel:
             coupled_costs = np.asarray(d["coupled_costs"], dtype=np.float64)
             group_names = [str(g) for g in d["group_names"]]
             split_cost, tree_cost = float(d["split_cost"]), float(d["tree_cost"])
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ValueError(f"invalid cost_model section: {exc!r}") from None
         for name, arr, length in (("feature_costs", feature_costs, n_features),
                                   ("feature_group", feature_group, n_features),

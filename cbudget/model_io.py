@@ -264,9 +264,11 @@ def _tree_from_dict(d, index, n_features, n_outputs):
         if not all(isinstance(v, allowed) and not isinstance(v, bool) for v in values):
             raise ValueError(f"invalid cbudget model: {where}{key} must hold "
                              f"{'integers' if kind is int else 'numbers'}")
+        if kind is int:
+            _check_integer_range(values, tree.dtype[field], f"{where}{key}")
         try:
             tree[field] = values
-        except OverflowError:
+        except OverflowError:   # an integer too large for a float field
             raise ValueError(f"invalid cbudget model: {where}{key} value out of range") from None
     left, right, feature = tree["left"], tree["right"], tree["feature"]
     is_leaf = left == -1
@@ -287,6 +289,14 @@ def _tree_from_dict(d, index, n_features, n_outputs):
         if not np.all(np.isfinite(tree[field])):
             raise ValueError(f"invalid cbudget model: {where} non-finite {field}")
     return tree, output
+
+
+def _check_integer_range(values, dtype, where):
+    """Reject integers that do not fit ``dtype``: numpy 1.x wraps them silently on
+    conversion (2**32 + 3 would become node 3), numpy 2 raises OverflowError."""
+    info = np.iinfo(dtype)
+    if not all(info.min <= v <= info.max for v in values):
+        raise ValueError(f"invalid cbudget model: {where} value out of range")
 
 
 def _finite_number(d, key, where, *, allow_none=False):
@@ -519,9 +529,11 @@ def _classifier_tree_from_dict(doc, model_type):
     for k, row in enumerate(weights):
         _number_list(row, f"nodes.weights[{k}]", n_coords)
     impute = _number_list(_require(doc, "impute", list, ""), "impute", n_coords)
-    for key in ("upper_children", "lower_children", "n_samples", "n_exits"):
+    for key, dtype in (("upper_children", np.int32), ("lower_children", np.int32),
+                       ("n_samples", np.int64), ("n_exits", np.int64)):
         if not all(isinstance(v, int) for v in columns[key]):
             raise ValueError(f"invalid cbudget model: nodes.{key} must hold integers")
+        _check_integer_range(columns[key], dtype, f"nodes.{key}")
     try:
         cost_model = CostModel.from_dict(_require(doc, "cost_model", dict, ""),
                                          len(feature_names))

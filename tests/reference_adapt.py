@@ -1,5 +1,7 @@
 """Slow references for the gated models: the q-step by a generic constrained solver, the
 prediction cost by walking the saved JSON, and the paper's L1 baseline (section 5)."""
+import warnings
+
 import numpy as np
 import scipy.optimize
 
@@ -19,11 +21,15 @@ def q_step_numeric(excess, p_full, weight):
         q = np.clip(q, 1e-15, 1 - 1e-15)
         return w * (-excess + np.log(q) - np.log1p(-q))
 
-    result = scipy.optimize.minimize(
-        value, np.full(excess.shape[0], min(p_full, 0.5)), jac=gradient, method="SLSQP",
-        bounds=[(1e-12, 1 - 1e-12)] * excess.shape[0],
-        constraints=[{"type": "ineq", "fun": lambda q: p_full - w @ q, "jac": lambda q: -w}],
-        options={"ftol": 1e-14, "maxiter": 1000})
+    with warnings.catch_warnings():
+        # some scipy versions warn when a step leaves the bounds; they clip, as we do
+        warnings.filterwarnings("ignore", "Values in x were outside bounds", RuntimeWarning)
+        result = scipy.optimize.minimize(
+            value, np.full(excess.shape[0], min(p_full, 0.5)), jac=gradient, method="SLSQP",
+            bounds=[(1e-12, 1 - 1e-12)] * excess.shape[0],
+            constraints=[{"type": "ineq", "fun": lambda q: p_full - w @ q,
+                          "jac": lambda q: -w}],
+            options={"ftol": 1e-14, "maxiter": 1000})
     return result.x
 
 

@@ -532,12 +532,14 @@ def _corrupt(doc, how):
         nodes["weights"][1][0] = "x"
     elif how == "two_parents":
         nodes["lower_children"][0] = nodes["upper_children"][0]
+    elif how == "child_wraps_int32":   # numpy 1.x would wrap it to the valid child
+        nodes["lower_children"][0] += 2 ** 32
     return doc
 
 
 @pytest.mark.parametrize("how", ["cycle", "out_of_range", "short_weights", "nan_threshold",
                                  "missing_nodes", "bad_loss", "wrong_type", "string_weight",
-                                 "two_parents"])
+                                 "two_parents", "child_wraps_int32"])
 def test_corrupt_model_files_are_rejected(tmp_path, how):
     X, y, costs = _binary_data(n=400)
     model = cbudget.train({"algorithm": "cstc", "objective": "binary:logistic"},

@@ -2,6 +2,7 @@
 import copy
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -235,7 +236,7 @@ def test_multiclass_iteration_indptr():
 
 def test_file_is_plain_json(saved):
     path, _, _, _ = saved
-    text = open(path).read()
+    text = Path(path).read_text()
     assert "NaN" not in text and "Infinity" not in text
     json.loads(text)  # strict JSON
 
@@ -246,7 +247,7 @@ def test_file_is_plain_json(saved):
 @pytest.mark.parametrize("fraction", [0.0, 0.001, 0.1, 0.5, 0.9, 0.999])
 def test_truncated_file(saved, tmp_path, fraction):
     path, _, _, _ = saved
-    text = open(path).read()
+    text = Path(path).read_text()
     cut = tmp_path / "cut.json"
     cut.write_text(text[: int(len(text) * fraction)])
     with pytest.raises(ValueError, match="not a valid JSON model file"):
@@ -255,7 +256,7 @@ def test_truncated_file(saved, tmp_path, fraction):
 
 def test_truncated_by_one_character(saved, tmp_path):
     path, _, _, _ = saved
-    text = open(path).read()
+    text = Path(path).read_text()
     cut = tmp_path / "cut.json"
     cut.write_text(text[:-1])
     with pytest.raises(ValueError):
@@ -369,7 +370,8 @@ def test_wrong_cost_array_length(saved, tmp_path, key):
 
 
 @pytest.mark.parametrize("key,value", [("feature_costs", -1.0), ("group_costs", -0.5),
-                                       ("split_cost", -1.0), ("feature_group", 5)])
+                                       ("split_cost", -1.0), ("feature_group", 5),
+                                       ("feature_group", 2 ** 64)])
 def test_bad_cost_values(saved, tmp_path, key, value):
     doc = copy.deepcopy(saved[1])
     if isinstance(doc["cost_model"][key], list):

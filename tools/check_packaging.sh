@@ -5,7 +5,8 @@
 #
 # 1. The release configuration: cibuildwheel accepts [tool.cibuildwheel] and selects the
 #    promised wheels; the release workflow is valid (tools/check_release_config.py).
-# 2. tools/build_wheels.sh: the sdist, a wheel built from it, auditwheel repair and show.
+# 2. tools/build_wheels.sh: the sdist, a wheel built from it, auditwheel repair and show;
+#    `twine check` of both (the metadata and README rendering PyPI requires).
 # 3. That wheel in a fresh virtual environment outside the source tree: the CLI's version,
 #    then the test suite, copied to an empty directory, against the installed wheel; then
 #    the test suite again with the oldest dependencies pyproject.toml allows (each lower
@@ -36,7 +37,7 @@ step "release configuration"
 bash tools/build_wheels.sh --help > /dev/null   # the script parses its options
 TOOLS="$ROOT/build/wheel-tools"
 [ -x "$TOOLS/bin/python" ] || fresh_venv "$TOOLS"
-"$TOOLS/bin/python" -m pip install --quiet cibuildwheel check-jsonschema
+"$TOOLS/bin/python" -m pip install --quiet cibuildwheel check-jsonschema twine
 PATH="$TOOLS/bin:$PATH" "$TOOLS/bin/python" tools/check_release_config.py
 
 step "sdist and manylinux wheel (tools/build_wheels.sh)"
@@ -45,6 +46,7 @@ SDIST="$WORK/wheelhouse/cbudget-$VERSION.tar.gz"
 WHEEL="$(ls "$WORK"/wheelhouse/cbudget-"$VERSION"-*manylinux*.whl)"
 echo "wheel: $(basename "$WHEEL"), $(du -k "$WHEEL" | cut -f1) KiB;" \
   "sdist: $(du -k "$SDIST" | cut -f1) KiB"
+"$TOOLS/bin/twine" check --strict "$WHEEL" "$SDIST"   # metadata PyPI would accept
 
 step "the wheel in a fresh virtual environment outside the source tree"
 cp -r tests "$WORK/tests"

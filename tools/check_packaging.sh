@@ -3,10 +3,10 @@
 #
 #   tools/check_packaging.sh
 #
-# 1. The release configuration: cibuildwheel accepts [tool.cibuildwheel] and selects the
-#    promised wheels; the release workflow is valid (tools/check_release_config.py).
-# 2. tools/build_wheels.sh: the sdist, a wheel built from it, auditwheel repair and show;
+# 1. tools/build_wheels.sh: the sdist, a wheel built from it, auditwheel repair and show;
 #    `twine check` of both (the metadata and README rendering PyPI requires).
+# 2. The release configuration: cibuildwheel accepts [tool.cibuildwheel] and selects the
+#    promised wheels; the release workflow is valid (tools/check_release_config.py).
 # 3. That wheel in a fresh virtual environment outside the source tree: the CLI's version,
 #    then the test suite, copied to an empty directory, against the installed wheel; then
 #    the test suite again with the oldest dependencies pyproject.toml allows (each lower
@@ -33,20 +33,18 @@ installed_from() {  # installed_from VENV: where the venv's cbudget is imported 
   (cd "$WORK" && "$1/bin/python" -c 'import cbudget; print(cbudget.__file__)')
 }
 
-step "release configuration"
-bash tools/build_wheels.sh --help > /dev/null   # the script parses its options
-TOOLS="$ROOT/build/wheel-tools"
-[ -x "$TOOLS/bin/python" ] || fresh_venv "$TOOLS"
-"$TOOLS/bin/python" -m pip install --quiet cibuildwheel check-jsonschema twine
-PATH="$TOOLS/bin:$PATH" "$TOOLS/bin/python" tools/check_release_config.py
-
 step "sdist and manylinux wheel (tools/build_wheels.sh)"
 bash tools/build_wheels.sh --wheelhouse "$WORK/wheelhouse"
+TOOLS="$ROOT/build/wheel-tools"   # build_wheels.sh's tools venv, reused for the checks
+"$TOOLS/bin/python" -m pip install --quiet cibuildwheel check-jsonschema twine
 SDIST="$WORK/wheelhouse/cbudget-$VERSION.tar.gz"
 WHEEL="$(ls "$WORK"/wheelhouse/cbudget-"$VERSION"-*manylinux*.whl)"
 echo "wheel: $(basename "$WHEEL"), $(du -k "$WHEEL" | cut -f1) KiB;" \
   "sdist: $(du -k "$SDIST" | cut -f1) KiB"
 "$TOOLS/bin/twine" check --strict "$WHEEL" "$SDIST"   # metadata PyPI would accept
+
+step "release configuration"
+PATH="$TOOLS/bin:$PATH" "$TOOLS/bin/python" tools/check_release_config.py
 
 step "the wheel in a fresh virtual environment outside the source tree"
 cp -r tests "$WORK/tests"

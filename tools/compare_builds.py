@@ -22,20 +22,21 @@ from cbudget.datasets import load_letters, make_quadrants, train_valid_test_spli
 N_JOBS = 2
 
 
-def _letters_binary():
+def _letters_split():
+    """(X, y, names, train rows, test rows) of the shipped Letters data."""
     X, y, names = load_letters()
     train_idx, _, test_idx = train_valid_test_split(len(y), (3000, 0, 2000))
+    return X, y, names, train_idx, test_idx
+
+
+def train_models():
+    """{name: model} of every algorithm, small enough to train in seconds."""
+    X, y, names, train_idx, _ = _letters_split()
     costs = np.linspace(1.0, 4.0, X.shape[1])
     dtrain = cbudget.Dataset(X[train_idx], (y[train_idx] >= 13).astype(float),
                              feature_names=names, feature_costs=costs)
     dtrain_multi = cbudget.Dataset(X[train_idx], y[train_idx], feature_names=names,
                                    feature_costs=costs)
-    return dtrain, dtrain_multi, X[test_idx]
-
-
-def train_models():
-    """{name: model} of every algorithm, small enough to train in seconds."""
-    dtrain, dtrain_multi, _ = _letters_binary()
     common = {"n_jobs": N_JOBS, "seed": 3}
     binary = dict(common, objective="binary:logistic")
     models = {
@@ -71,7 +72,8 @@ def train_models():
 
 def outputs(models):
     """{name: (predictions, per-input costs)} on held-out rows."""
-    X_test = _letters_binary()[2]
+    X, _, _, _, test_idx = _letters_split()
+    X_test = X[test_idx]
     X_quad = make_quadrants(500, seed=2)[0]
     result = {}
     for name, model in models.items():

@@ -183,6 +183,12 @@ class TreeEnsemble:
                                    n_threads=self._n_threads())
         return cost, bitsets
 
+    def acquisitions(self, X, *, iteration_range=None):
+        """The features each input pays for: bool (n_samples, n_features), True where an
+        input's paths through the trees test the feature."""
+        X = self._prepare(X)
+        return self.cost_model.acquired_matrix(self._costs(X, iteration_range)[1]).astype(bool)
+
     def _cost_parts(self, X):
         """(n_samples, n_features) 0/1 matrix of the features each input acquires, and
         its split and tree costs: what a gated model combines with its other parts'."""

@@ -384,6 +384,11 @@ class GatedModel:
         """
         return self._costs(self._prepare(X), expensive_cost)[0]
 
+    def acquisitions(self, X):
+        """The features each input pays for: bool (n_samples, n_features): the gate's and
+        those of the model it is sent to."""
+        return self._cost_parts(self._prepare(X))[0].astype(bool)
+
     def used_features(self):
         """Sorted indices of the features the gate or the low-cost predictor reads."""
         return np.union1d(self.gate.used_features(), self.predictor.used_features())

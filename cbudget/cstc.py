@@ -273,6 +273,10 @@ class ClassifierTree:
             acquired[rows] = costs.acquired_matrix(bitsets)
         return cost, acquired
 
+    def acquisitions(self, X):
+        """The features each input pays for: bool (n_samples, n_features)."""
+        return self._costs(self._prepare(X))[1].astype(bool)
+
     def _cost_parts(self, X):
         """(acquired features, split and tree costs) per input, as for the tree
         ensembles."""

@@ -6,6 +6,10 @@ Quick use::
     dtrain = cbudget.Dataset(X, y, feature_costs=costs)
     booster = cbudget.train({"objective": "binary:logistic"}, dtrain, 100)
     booster.predict(X_test), booster.predict_cost(X_test)
+
+Every model type (Booster, Forest, ClassifierTree, Cascade, GatedModel) is a
+:class:`cbudget.Model`. The design (layers, cost model, model files, adding an algorithm)
+is in docs/architecture.md.
 """
 from ._version import __version__
 
@@ -18,8 +22,9 @@ except ImportError as exc:  # pragma: no cover - depends on how cbudget was run
         "(or use the `cbudget` command), or build in place with "
         "`python setup.py build_ext --inplace`.") from exc
 
+from ._model import BudgetChoice, CostParts, Model, NotApplicableError
 from .adapt import ExternalModel, GatedModel, LinearClassifier
-from .booster import Booster, BudgetChoice
+from .booster import Booster
 from .callback import BudgetStopping, EarlyStopping, EvaluationMonitor, TrainingCallback
 from .costs import CostModel, CostReport
 from .cstc import Cascade, ClassifierTree
@@ -36,6 +41,7 @@ __all__ = [
     "Cascade",
     "ClassifierTree",
     "CostModel",
+    "CostParts",
     "CostReport",
     "Dataset",
     "EarlyStopping",
@@ -44,6 +50,8 @@ __all__ = [
     "Forest",
     "GatedModel",
     "LinearClassifier",
+    "Model",
+    "NotApplicableError",
     "TrainingCallback",
     "load_model",
     "train",

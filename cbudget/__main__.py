@@ -5,6 +5,9 @@ import time
 
 import numpy as np
 
+import cbudget
+from cbudget.datasets import load_letters, train_valid_test_split
+
 
 def demo(rounds):
     """Train plain boosting, CEGB, Greedy Miser and BudgetRF on the shipped UCI Letters
@@ -13,9 +16,6 @@ def demo(rounds):
     (linear nodes, and nodes on 100 boosted trees), a CSCC cascade and ADAPT-GBRT (a gate
     and a cheap predictor in front of plain boosting) on the binary task A-M against
     N-Z."""
-    import cbudget
-    from cbudget.datasets import load_letters, train_valid_test_split
-
     X, y, names = load_letters()
     train_idx, valid_idx, test_idx = train_valid_test_split(len(y), (12000, 4000, 4000))
     costs = np.ones(X.shape[1])
@@ -116,8 +116,6 @@ def _print_table(rows, count_name, n_features):
 
 
 def main(argv=None):
-    import cbudget
-
     parser = argparse.ArgumentParser(prog="python -m cbudget", description=cbudget.__doc__
                                      .splitlines()[0])
     parser.add_argument("--version", action="version", version=f"cbudget {cbudget.__version__}")

@@ -1,21 +1,140 @@
 """What every tree ensemble shares (Booster, Forest): trees as flat ``NODE_DTYPE`` struct
-arrays grouped in iterations, input checks, and the cost accounting of ARCHITECTURE
-section 2 (per-input cost, cost reports, cost after each iteration, used features)."""
+arrays grouped in iterations, the per-tree JSON columns, and the cost accounting of
+docs/architecture.md (per-input cost, cost reports, cost after each iteration, used
+features)."""
+from __future__ import annotations
+
 import copy
 
 import numpy as np
 
-from ._core._openmp_helpers import resolve_n_threads
 from ._core._predict import predict_leaf
 from ._core._types import NODE_DTYPE, compact_nodes
-from .dataset import prediction_input
+from ._model import CostTracker, Model
+from .model_io import check_integer_range, invalid, require
 
-__all__ = ["TreeEnsemble"]
+__all__ = ["TreeEnsemble", "tree_to_dict", "tree_from_dict", "read_trees"]
 
 IMPORTANCE_KINDS = ("split", "gain", "cost")
 
+# JSON key -> NODE_DTYPE field, and the Python type of its values
+TREE_FIELDS = {
+    "left_children": ("left", int),
+    "right_children": ("right", int),
+    "split_features": ("feature", int),
+    "thresholds": ("threshold", float),
+    "split_bins": ("bin_threshold", int),
+    "default_left": ("default_left", int),
+    "leaf_values": ("value", float),
+    "gain": ("gain", float),
+    "cost_penalty": ("cost_penalty", float),
+    "n_samples": ("n_samples", int),
+    "sum_hessian": ("sum_hessian", float),
+    "new_acquisitions": ("new_acquisitions", int),
+    "path_cost": ("path_cost", float),
+    "depth": ("depth", int),
+}
 
-class TreeEnsemble:
+
+def tree_to_dict(tree: np.ndarray, output: int) -> dict:
+    """One tree's document: column arrays indexed by node id, XGBoost-style."""
+    d = {"output": int(output), "num_nodes": int(tree.shape[0])}
+    for key, (field, kind) in TREE_FIELDS.items():
+        d[key] = [kind(v) for v in tree[field].tolist()]
+    return d
+
+
+def tree_from_dict(d: dict, index: int, n_features: int, n_outputs: int):
+    """(tree, output) of tree ``index``'s document, validated: lengths before any
+    allocation, integer ranges, one tree with children after their parents, split
+    features in range, finite thresholds and values."""
+    where = f"trees[{index}]."
+    if not isinstance(d, dict):
+        raise invalid(f"trees[{index}] is not an object")
+    n_nodes = require(d, "num_nodes", int, where)
+    if n_nodes < 1:
+        raise invalid(f"{where}num_nodes must be >= 1")
+    for key in TREE_FIELDS:  # lengths first: never allocate for a bogus num_nodes
+        n_values = len(require(d, key, list, where))
+        if n_values != n_nodes:
+            raise invalid(f"{where}{key} has {n_values} entries, expected {n_nodes}")
+    output = require(d, "output", int, where)
+    if not 0 <= output < n_outputs:
+        raise invalid(f"{where}output {output} out of range")
+    tree = np.zeros(n_nodes, dtype=NODE_DTYPE)
+    for key, (field, kind) in TREE_FIELDS.items():
+        values = d[key]
+        allowed = (int,) if kind is int else (int, float)
+        if not all(isinstance(v, allowed) and not isinstance(v, bool) for v in values):
+            raise invalid(f"{where}{key} must hold {'integers' if kind is int else 'numbers'}")
+        if kind is int:
+            check_integer_range(values, tree.dtype[field], f"{where}{key}")
+        try:
+            tree[field] = values
+        except OverflowError:   # an integer too large for a float field
+            raise invalid(f"{where}{key} value out of range") from None
+    left, right, feature = tree["left"], tree["right"], tree["feature"]
+    is_leaf = left == -1
+    if np.any(is_leaf != (right == -1)):
+        raise invalid(f"{where} a node has exactly one child")
+    internal = ~is_leaf
+    ids = np.arange(n_nodes)
+    # children after their parent and within the tree: no cycles, no out-of-range ids
+    if np.any(internal & ((left <= ids) | (right <= ids) | (left >= n_nodes)
+                          | (right >= n_nodes))):
+        raise invalid(f"{where} child index out of range or cyclic")
+    children = np.concatenate([left[internal], right[internal]])
+    if np.unique(children).size != children.size or children.size != n_nodes - 1:
+        raise invalid(f"{where} nodes do not form one tree")
+    if np.any(internal & ((feature < 0) | (feature >= n_features))):
+        raise invalid(f"{where} split feature out of range")
+    for field in ("threshold", "value"):
+        if not np.all(np.isfinite(tree[field])):
+            raise invalid(f"{where} non-finite {field}")
+    return tree, output
+
+
+def read_trees(doc: dict, n_features: int, n_outputs: int, one_tree_each: bool):
+    """The document's trees as (tree document, tree, output) and its
+    ``iteration_indptr``, validated (``one_tree_each``: one tree per iteration)."""
+    trees = require(doc, "trees", list)
+    indptr = read_iteration_indptr(doc, len(trees), one_tree_each)
+    return [(d, *tree_from_dict(d, i, n_features, n_outputs)) for i, d in enumerate(trees)], \
+        indptr
+
+
+def read_iteration_indptr(doc: dict, n_trees: int, one_tree_each: bool) -> list:
+    """The document's ``iteration_indptr``, checked against its ``n_trees`` trees."""
+    indptr = require(doc, "iteration_indptr", list)
+    if (not indptr or indptr[0] != 0 or indptr[-1] != n_trees
+            or not all(isinstance(i, int) and not isinstance(i, bool) for i in indptr)
+            or any(b < a for a, b in zip(indptr, indptr[1:]))
+            or (one_tree_each and indptr != list(range(n_trees + 1)))):
+        raise invalid("iteration_indptr does not match the trees")
+    return list(indptr)
+
+
+class StagedCostTracker(CostTracker):
+    """The mean cost of fixed inputs as an ensemble grows: each new iteration's trees
+    are routed once, the inputs' acquired features are kept."""
+
+    def __init__(self, model: TreeEnsemble, X):
+        super().__init__(model, X)
+        self.bitsets = model.cost_model.new_bitsets(self.X.shape[0])
+        self.cost = np.zeros(self.X.shape[0])
+        self.iterations_seen = 0
+
+    def mean_cost(self, model: TreeEnsemble) -> float:
+        n_iterations = model.num_iterations()
+        if n_iterations > self.iterations_seen:
+            offsets, nodes = model.packed_trees((self.iterations_seen, n_iterations))
+            model.cost_model.accumulate(self.X, nodes, offsets, self.bitsets, self.cost,
+                                        n_threads=model.n_threads())
+            self.iterations_seen = n_iterations
+        return float(self.cost.mean()) if self.cost.size else 0.0
+
+
+class TreeEnsemble(Model):
     """Base class of the tree models.
 
     Each tree is a flat ``NODE_DTYPE`` struct array (node 0 the root, children by node
@@ -24,27 +143,22 @@ class TreeEnsemble:
     output; a forest: one tree).
     """
 
-    def __init__(self, *, feature_names, cost_model, params):
-        self.feature_names = list(feature_names)
-        self.cost_model = cost_model
-        self.params = dict(params)
-        self.algorithm = self.params.get("algorithm", "gbdt")
+    def __init__(self, *, feature_names, cost_model, params, default_algorithm):
+        super().__init__(feature_names=feature_names, cost_model=cost_model, params=params,
+                         default_algorithm=default_algorithm)
         self.trees = []
         self.tree_outputs = []
         self.iteration_indptr = [0]
-        self.best_iteration = None   # set by early stopping
-        self.best_score = None
-        self.summary = {}
         self._flat_cache = {}
 
-    # -- building ---------------------------------------------------------------------
-    def _append_tree(self, tree, output=0):
+    # -- building -----------------------------------------------------------------------
+    def _add_tree(self, tree, output):
         self._annotate_path_costs(tree)
         self.trees.append(tree)
         self.tree_outputs.append(int(output))
         self._flat_cache.clear()
 
-    def _end_round(self):
+    def _end_iteration(self):
         self.iteration_indptr.append(len(self.trees))
 
     def _annotate_path_costs(self, tree):
@@ -74,13 +188,10 @@ class TreeEnsemble:
             path_cost[node] = cost
         tree["path_cost"] = path_cost
 
-    # -- structure --------------------------------------------------------------------
-    def num_iterations(self):
+    # -- structure ----------------------------------------------------------------------
+    def num_iterations(self) -> int:
         """Number of iterations (boosting rounds; trees of a forest)."""
         return len(self.iteration_indptr) - 1
-
-    def num_features(self):
-        return len(self.feature_names)
 
     def _tree_range(self, iteration_range):
         n_iterations = self.num_iterations()
@@ -111,7 +222,13 @@ class TreeEnsemble:
             self._flat_cache[key] = (nodes, offsets, outputs, compact_nodes(nodes))
         return self._flat_cache[key]
 
-    def used_features(self, iteration_range=None):
+    def packed_trees(self, iteration_range=None):
+        """The trees of ``iteration_range`` back to back in the prediction kernels'
+        layout: (int64 tree offsets, packed nodes)."""
+        _, offsets, _, nodes = self._flat(*self._tree_range(iteration_range))
+        return offsets, nodes
+
+    def used_features(self, iteration_range=None) -> np.ndarray:
         """Sorted indices of the features that the trees split on."""
         t0, t1 = self._tree_range(iteration_range)
         nodes = self._flat(t0, t1)[0]
@@ -149,52 +266,49 @@ class TreeEnsemble:
     def _slice_extra(self, t0, t1):
         """Hook for subclasses: keep per-tree data of trees ``[t0, t1)`` after slicing."""
 
-    # -- prediction cost --------------------------------------------------------------
-    def _n_threads(self):
-        return resolve_n_threads(self.params.get("n_jobs"))
-
-    def _prepare(self, X):
-        return prediction_input(X, self.feature_names)
-
     def _leaf_indices(self, X, iteration_range):
         """int32 (n_samples, n_trees): the tree-local leaf each input reaches."""
         t0, t1 = self._tree_range(iteration_range)
         _, offsets, _, nodes = self._flat(t0, t1)
         out = np.zeros((X.shape[0], t1 - t0), dtype=np.int32)
-        predict_leaf(X, nodes, offsets, out, self._n_threads())
+        predict_leaf(X, nodes, offsets, out, self.n_threads())
         return out
 
-    def predict_cost(self, X, *, iteration_range=None):
-        """Prediction cost of each input (ARCHITECTURE section 2): each feature paid once
-        per input across all trees, its cost group once, plus split and tree costs.
+    # -- prediction cost ----------------------------------------------------------------
+    def _costs(self, X, iteration_range=None, node_counts=None):
+        """(per-input cost, acquisition bitsets) of the prepared rows ``X``."""
+        offsets, nodes = self.packed_trees(iteration_range)
+        bitsets = self.cost_model.new_bitsets(X.shape[0])
+        cost = np.zeros(X.shape[0])
+        self.cost_model.accumulate(X, nodes, offsets, bitsets, cost, node_counts=node_counts,
+                                   n_threads=self.n_threads())
+        return cost, bitsets
+
+    def acquired_bitsets(self, X, iteration_range=None):
+        """Per input of the prepared matrix ``X``, the bitsets (acquired features, touched
+        cost groups) of :meth:`cbudget.CostModel.new_bitsets` after the trees."""
+        return self._costs(X, iteration_range)[1]
+
+    def _cost_and_acquired(self, X, iteration_range=None):
+        cost, bitsets = self._costs(X, iteration_range)
+        return cost, self.cost_model.acquired_matrix(bitsets)
+
+    def predict_cost(self, X, *, iteration_range=None) -> np.ndarray:
+        """Prediction cost of each input (docs/architecture.md, "Cost model"): each
+        feature paid once per input across all trees, its cost group once, plus split
+        and tree costs.
 
         Returns
         -------
         ndarray of float64, shape (n_samples,)
         """
-        return self._costs(self._prepare(X), iteration_range)[0]
+        return self._costs(self.prepare_input(X), iteration_range)[0]
 
-    def _costs(self, X, iteration_range=None, node_counts=None):
-        t0, t1 = self._tree_range(iteration_range)
-        _, offsets, _, nodes = self._flat(t0, t1)
-        bitsets = self.cost_model.new_bitsets(X.shape[0])
-        cost = np.zeros(X.shape[0])
-        self.cost_model.accumulate(X, nodes, offsets, bitsets, cost, node_counts=node_counts,
-                                   n_threads=self._n_threads())
-        return cost, bitsets
-
-    def acquisitions(self, X, *, iteration_range=None):
+    def acquisitions(self, X, *, iteration_range=None) -> np.ndarray:
         """The features each input pays for: bool (n_samples, n_features), True where an
         input's paths through the trees test the feature."""
-        X = self._prepare(X)
-        return self.cost_model.acquired_matrix(self._costs(X, iteration_range)[1]).astype(bool)
-
-    def _cost_parts(self, X):
-        """(n_samples, n_features) 0/1 matrix of the features each input acquires, and
-        its split and tree costs: what a gated model combines with its other parts'."""
-        cost, bitsets = self._costs(X)
-        acquired = self.cost_model.acquired_matrix(bitsets)
-        return acquired, self.cost_model.structural_costs(cost, acquired)
+        X = self.prepare_input(X)
+        return self._cost_and_acquired(X, iteration_range)[1].astype(bool)
 
     def cost_report(self, X, *, iteration_range=None):
         """Mean cost, per-input cost, per-feature acquisition rates, features used and the
@@ -204,19 +318,22 @@ class TreeEnsemble:
         -------
         CostReport
         """
-        X = self._prepare(X)
-        cost, bitsets = self._costs(X, iteration_range)
-        return self.cost_model.report(cost, self.cost_model.acquired_matrix(bitsets),
-                                      self.used_features(iteration_range), self.feature_names)
+        cost, acquired = self._cost_and_acquired(self.prepare_input(X), iteration_range)
+        return self.cost_model.report(cost, acquired, self.used_features(iteration_range),
+                                      self.feature_names)
 
-    def cost_curve(self, X):
+    def cost_tracker(self, X) -> StagedCostTracker:
+        """The mean cost of ``X`` as the ensemble grows, one pass per new iteration."""
+        return StagedCostTracker(self, X)
+
+    def cost_curve(self, X) -> np.ndarray:
         """Mean prediction cost of ``X`` using iterations ``0..r``, for each ``r``.
 
         Returns
         -------
         ndarray of float64, shape (num_iterations,)
         """
-        return self._cost_curve(self._prepare(X))
+        return self._cost_curve(self.prepare_input(X))
 
     def _cost_curve(self, X, node_counts=None):
         _, offsets, _, nodes = self._flat(0, len(self.trees))
@@ -228,13 +345,13 @@ class TreeEnsemble:
             round_counts = None if node_counts is None else node_counts[offsets[t0]:offsets[t1]]
             self.cost_model.accumulate(
                 X, nodes[offsets[t0]:offsets[t1]], offsets[t0:t1 + 1] - offsets[t0], bitsets,
-                cost, node_counts=round_counts, n_threads=self._n_threads())
+                cost, node_counts=round_counts, n_threads=self.n_threads())
             curve[r] = cost.mean()
         return curve
 
-    def _record_training_costs(self, dtrain, evals, train_cost_curve=None):
-        """Per node ``new_acquisitions`` (training inputs that first acquire the node's
-        feature there) and the cost ``summary``; run once after training.
+    def finalize(self, dtrain, evals, train_cost_curve=None) -> None:
+        """After training: per node ``new_acquisitions`` (training inputs that first
+        acquire the node's feature there) and the cost ``summary``.
 
         ``train_cost_curve``: the mean training cost after each iteration when training
         already tracked it (the cost-aware boosters' acquisition state; the trees then
@@ -249,18 +366,11 @@ class TreeEnsemble:
             self._flat_cache.clear()
         else:
             curve = np.asarray(train_cost_curve[:self.num_iterations()], dtype=np.float64)
-        used = self.used_features()
-        self.summary = {
-            "train_cost": float(curve[-1]) if curve.size else 0.0,
-            "valid_cost": {name: float(self.predict_cost(data)
-                                       .mean()) for name, data in evals},
-            "features_used": [self.feature_names[m] for m in used],
-            "coupled_cost": self.cost_model.coupled_cost(used),
-            "train_cost_per_iteration": curve.tolist(),
-        }
+        self._summarise_costs(curve[-1] if curve.size else 0.0, evals,
+                              train_cost_per_iteration=curve.tolist())
 
-    # -- importance -------------------------------------------------------------------
-    def feature_importance(self, kind="split", *, iteration_range=None):
+    # -- importance ---------------------------------------------------------------------
+    def feature_importance(self, kind="split", *, iteration_range=None) -> np.ndarray:
         """Per-feature importance.
 
         Parameters
@@ -288,14 +398,3 @@ class TreeEnsemble:
         acquisitions = np.bincount(splits["feature"], weights=splits["new_acquisitions"],
                                    minlength=n)
         return acquisitions * self.cost_model.feature_costs
-
-    # -- I/O --------------------------------------------------------------------------
-    def save_model(self, path):
-        """Write the model as JSON (see ``cbudget.model_io``)."""
-        from .model_io import save_model
-        save_model(self, path)
-
-    def to_dict(self):
-        """The JSON document of the model as a dict."""
-        from .model_io import model_to_dict
-        return model_to_dict(self)

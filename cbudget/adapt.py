@@ -4,19 +4,33 @@ for Prediction Under a Budget", NIPS 2017).
 A low-cost gate ``g`` reads each input and sends it either to a low-cost predictor
 ``f1`` or to a given expensive model ``f0``: to ``f0`` when ``g(x) > gate_threshold``
 (0: the gate's probability ``sigmoid(g(x))`` of sending to ``f0`` is above one half).
-Prediction cost (ARCHITECTURE section 2): the features the gate reads for the input,
+Prediction cost (docs/architecture.md, "Cost model"): the features the gate reads for the input,
 plus those ``f1`` or ``f0`` reads for it, each feature (and cost group) paid once;
 plus the split and tree costs of the parts the input goes through. When ``f0`` is not a
 cbudget model, its cost is declared (:class:`ExternalModel`).
 """
+from __future__ import annotations
+
+import math
 import numbers
 
 import numpy as np
 from scipy.special import expit
 
-from ._core._openmp_helpers import resolve_n_threads
-from .costs import _resolve_feature
+from ._model import CostParts, Model, NotApplicableError
+from .costs import resolve_feature
 from .dataset import prediction_input
+from .model_io import (
+    finite_number,
+    invalid,
+    model_from_dict,
+    model_header,
+    number_list,
+    read_attributes,
+    read_header,
+    register_model_type,
+    require,
+)
 
 __all__ = ["ExternalModel", "GatedModel", "LinearClassifier", "calibrated_threshold", "q_step"]
 
@@ -150,7 +164,7 @@ class ExternalModel:
             return None
         if isinstance(self.features, str):
             return np.arange(len(feature_names), dtype=np.int64)
-        return np.unique(np.array([_resolve_feature(key, list(feature_names), "features")
+        return np.unique(np.array([resolve_feature(key, list(feature_names), "features")
                                    for key in self.features], dtype=np.int64))
 
     def declared_cost(self, X):
@@ -209,16 +223,46 @@ class LinearClassifier:
         score = self.decision_function(prediction_input(X, self.feature_names))
         return score if output_margin else expit(score)
 
-    def _cost_parts(self, X):
-        acquired = np.zeros((X.shape[0], len(self.feature_names)), dtype=np.uint8)
-        acquired[:, self.used_features()] = 1
-        return acquired, np.zeros(X.shape[0])
+    def cost_parts(self, X) -> CostParts:
+        """Every input acquires the features with a non-zero weight; nothing else costs."""
+        n_samples = prediction_input(X, self.feature_names).shape[0]
+        acquired = np.zeros((n_samples, len(self.feature_names)), dtype=bool)
+        acquired[:, self.used_features()] = True
+        return CostParts(acquired, np.zeros(n_samples))
+
+    def feature_importance(self, kind="split") -> np.ndarray:
+        """"split": 1 for a feature with a non-zero weight; "gain": the weight's magnitude
+        (on the features' own scale)."""
+        if kind == "split":
+            return (self.weights != 0).astype(np.float64)
+        if kind == "gain":
+            return np.abs(self.weights)
+        raise NotApplicableError(f"{kind!r} importance does not apply to a linear classifier")
+
+    def to_dict(self) -> dict:
+        return {"model_type": "linear", "weights": self.weights.tolist(), "bias": self.bias,
+                "impute": self.impute.tolist()}
+
+    @classmethod
+    def from_dict(cls, d, name, feature_names, cost_model) -> LinearClassifier:
+        """The linear part ``name`` of a gated model's document."""
+        weights = number_list(require(d, "weights", list, f"{name}."), f"{name}.weights",
+                              len(feature_names))
+        impute = number_list(require(d, "impute", list, f"{name}."), f"{name}.impute",
+                             len(feature_names))
+        bias = require(d, "bias", (int, float), f"{name}.")
+        try:
+            return cls(weights, bias, impute, feature_names=feature_names,
+                       cost_model=cost_model)
+        except ValueError as exc:
+            raise invalid(f"{name}: {exc}") from None
 
     def __repr__(self):
         return f"<cbudget.LinearClassifier {self.used_features().size} features>"
 
 
-class GatedModel:
+@register_model_type
+class GatedModel(Model):
     """A gate, a low-cost predictor and an expensive model (ADAPT-GBRT / ADAPT-LIN).
     Made by :func:`cbudget.train` with ``algorithm`` "adapt_gbrt" or "adapt_lin", or by
     :func:`cbudget.load_model`.
@@ -238,31 +282,20 @@ class GatedModel:
     """
 
     model_type = "gated"
+    algorithms = ("adapt_gbrt", "adapt_lin")
+    takes_expensive_model = True
     objective = "binary:logistic"
     num_class = 1
+    default_metric = "logloss"
 
     def __init__(self, *, gate, predictor, expensive, feature_names, cost_model, params,
                  gate_threshold=0.0):
+        super().__init__(feature_names=feature_names, cost_model=cost_model, params=params,
+                         default_algorithm="adapt_gbrt")
         self.gate = gate
         self.predictor = predictor
         self.expensive = expensive
-        self.feature_names = list(feature_names)
-        self.cost_model = cost_model
-        self.params = dict(params)
-        self.algorithm = self.params.get("algorithm")
         self.gate_threshold = float(gate_threshold)
-        self.best_iteration = None
-        self.best_score = None
-        self.summary = {}
-
-    def num_features(self):
-        return len(self.feature_names)
-
-    def _prepare(self, X):
-        return prediction_input(X, self.feature_names)
-
-    def _n_threads(self):
-        return resolve_n_threads(self.params.get("n_jobs"))
 
     def _expensive(self):
         if self.expensive is None:
@@ -283,7 +316,7 @@ class GatedModel:
     def route(self, X):
         """0 where the expensive model serves the input, 1 where the low-cost predictor
         does (the paper's z), int8 of shape (n_samples,)."""
-        return self._route(self._prepare(X))
+        return self._route(self.prepare_input(X))
 
     def _route(self, X):
         return np.where(self._margin(self.gate, X) > self.gate_threshold, 0, 1).astype(np.int8)
@@ -304,7 +337,7 @@ class GatedModel:
         -------
         ndarray of shape (n_samples,), or (predictions, route)
         """
-        X = self._prepare(X)
+        X = self.prepare_input(X)
         route = self._route(X)
         low, high = np.flatnonzero(route == 1), np.flatnonzero(route == 0)
         out = np.zeros(X.shape[0])
@@ -320,11 +353,11 @@ class GatedModel:
         return (out, route) if return_route else out
 
     # -- prediction cost --------------------------------------------------------------
-    def _cost_parts(self, X, expensive_cost=None):
+    def _combined_cost_parts(self, X, expensive_cost=None):
         """(acquired features, split / tree / declared costs) per input: the gate's,
         then the chosen model's, each feature once."""
         route = self._route(X)
-        acquired, other = self.gate._cost_parts(X)
+        acquired, other = self.gate.cost_parts(X)
         for z, part in ((1, self.predictor), (0, None)):
             rows = np.flatnonzero(route == z)
             if rows.size == 0:
@@ -335,7 +368,7 @@ class GatedModel:
                 if expensive_cost is not None:
                     part_other = part_other + expensive_cost[rows]
             else:
-                part_acquired, part_other = part._cost_parts(Xz)
+                part_acquired, part_other = part.cost_parts(Xz)
             acquired[rows] |= part_acquired
             other[rows] += part_other
         return acquired, other
@@ -343,11 +376,11 @@ class GatedModel:
     def _expensive_cost_parts(self, X):
         f0 = self._expensive()
         if not isinstance(f0, ExternalModel):
-            return f0._cost_parts(X)
-        acquired = np.zeros((X.shape[0], self.num_features()), dtype=np.uint8)
+            return f0.cost_parts(X)
+        acquired = np.zeros((X.shape[0], self.num_features()), dtype=bool)
         features = f0.feature_indices(self.feature_names)
         if features is not None:
-            acquired[:, features] = 1
+            acquired[:, features] = True
         return acquired, f0.declared_cost(X)
 
     def _check_expensive_cost(self, expensive_cost, n_samples):
@@ -362,12 +395,12 @@ class GatedModel:
                              "per input)")
         return cost
 
-    def _costs(self, X, expensive_cost=None):
-        acquired, other = self._cost_parts(X, self._check_expensive_cost(expensive_cost,
-                                                                         X.shape[0]))
+    def _cost_and_acquired(self, X, expensive_cost=None):
+        acquired, other = self._combined_cost_parts(
+            X, self._check_expensive_cost(expensive_cost, X.shape[0]))
         return self.cost_model.acquisition_costs(acquired) + other, acquired
 
-    def predict_cost(self, X, *, expensive_cost=None):
+    def predict_cost(self, X, *, expensive_cost=None) -> np.ndarray:
         """Prediction cost of each input: the gate's features, plus those of the model it
         is sent to, each once (groups included), plus split, tree and declared costs.
 
@@ -382,14 +415,14 @@ class GatedModel:
         -------
         ndarray of float64, shape (n_samples,)
         """
-        return self._costs(self._prepare(X), expensive_cost)[0]
+        return self._cost_and_acquired(self.prepare_input(X), expensive_cost)[0]
 
-    def acquisitions(self, X):
-        """The features each input pays for: bool (n_samples, n_features): the gate's and
-        those of the model it is sent to."""
-        return self._cost_parts(self._prepare(X))[0].astype(bool)
+    def cost_parts(self, X) -> CostParts:
+        """Each input's acquired features (the gate's and its chosen model's) and its
+        other costs (split, tree and declared)."""
+        return CostParts(*self._combined_cost_parts(self.prepare_input(X)))
 
-    def used_features(self):
+    def used_features(self) -> np.ndarray:
         """Sorted indices of the features the gate or the low-cost predictor reads."""
         return np.union1d(self.gate.used_features(), self.predictor.used_features())
 
@@ -401,19 +434,19 @@ class GatedModel:
         -------
         CostReport
         """
-        cost, acquired = self._costs(self._prepare(X), expensive_cost)
+        cost, acquired = self._cost_and_acquired(self.prepare_input(X), expensive_cost)
         return self.cost_model.report(cost, acquired, self.used_features(), self.feature_names)
 
-    def _record_training_costs(self, dtrain, evals, q):
-        """The cost ``summary`` after training: mean cost and fraction sent to the
+    def finalize(self, dtrain, evals, q) -> None:
+        """After training, the cost ``summary``: mean cost and fraction sent to the
         expensive model on the training and evaluation data, features used, and the mean
         of the last q-step's q on the training data."""
-        used = self.used_features()
         fractions, costs = {}, {}
         for name, data in [("train", dtrain)] + list(evals):
-            X = self._prepare(data)
+            X = self.prepare_input(data)
             fractions[name] = float(np.mean(self._route(X) == 0)) if X.shape[0] else 0.0
-            costs[name] = float(self._costs(X)[0].mean()) if X.shape[0] else 0.0
+            costs[name] = float(self._cost_and_acquired(X)[0].mean()) if X.shape[0] else 0.0
+        used = self.used_features()
         self.summary = {
             "train_cost": costs.pop("train"),
             "valid_cost": costs,
@@ -424,18 +457,123 @@ class GatedModel:
             "coupled_cost": self.cost_model.coupled_cost(used),
         }
 
-    # -- I/O --------------------------------------------------------------------------
-    def save_model(self, path):
-        """Write the model as JSON (see ``cbudget.model_io``). An external expensive
-        model is not stored (only its declared cost): give it again to ``load_model``."""
-        from .model_io import save_model
-        save_model(self, path)
+    def feature_importance(self, kind="split") -> np.ndarray:
+        """The gate's and the low-cost predictor's importances added ("split", "gain";
+        see :meth:`cbudget.Booster.feature_importance` and :class:`LinearClassifier`).
+        "cost" does not apply: the two share their inputs' acquisitions."""
+        if kind == "cost":
+            raise NotApplicableError("cost importance does not apply to a gated model: its "
+                                     "gate and predictor share their inputs' acquisitions")
+        return self.gate.feature_importance(kind) + self.predictor.feature_importance(kind)
 
-    def to_dict(self):
-        """The JSON document of the model as a dict."""
-        from .model_io import model_to_dict
-        return model_to_dict(self)
+    # -- files ------------------------------------------------------------------------
+    def save_model(self, path) -> None:
+        """Write the model as JSON (see docs/architecture.md, "Model files"). An external
+        expensive model is not stored (only its declared cost): give it again to
+        ``load_model``."""
+        super().save_model(path)
+
+    def to_dict(self) -> dict:
+        """The JSON document: the header, ``gate`` and ``predictor`` (booster documents,
+        whose trees carry the per-node cost metadata, or linear classifiers), ``expensive``
+        (the expensive model's own document, or ``{"model_type": "external", "class",
+        "cost", "features"}`` for one that is not cbudget's) and the ``adapt`` section
+        (``gate_threshold``, ``p_full``, ``cost_tradeoff`` ...)."""
+        doc = model_header(self)
+        doc["gate"] = self.gate.to_dict()
+        doc["predictor"] = self.predictor.to_dict()
+        f0 = self._expensive()
+        if isinstance(f0, ExternalModel):
+            kind = type(f0.model)
+            features = f0.feature_indices(self.feature_names)
+            doc["expensive"] = {
+                "model_type": "external", "class": f"{kind.__module__}.{kind.__qualname__}",
+                "cost": f0.cost if isinstance(f0.cost, float) else None,
+                "cost_callable": callable(f0.cost),
+                "features": None if features is None else features.tolist()}
+        else:
+            doc["expensive"] = f0.to_dict()
+        doc["adapt"] = {name: self.params[name] for name in SETTINGS if name in self.params}
+        doc["adapt"]["gate_threshold"] = self.gate_threshold
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc, *, expensive_model=None) -> GatedModel:
+        header = read_header(doc, cls.algorithms)
+        feature_names, cost_model, params = header.feature_names, header.cost_model, \
+            header.params
+        if header.objective != "binary:logistic":
+            raise invalid("a gated model is binary:logistic")
+        section = require(doc, "adapt", dict)
+        threshold = require(section, "gate_threshold", (int, float), "adapt.")
+        if not math.isfinite(threshold):
+            raise invalid("adapt.gate_threshold must be finite")
+        params.update({k: v for k, v in section.items() if k != "gate_threshold"})
+        gate = read_part(require(doc, "gate", dict), "gate", feature_names, cost_model)
+        predictor = read_part(require(doc, "predictor", dict), "predictor", feature_names,
+                              cost_model)
+        stored = require(doc, "expensive", dict)
+        if stored.get("model_type") == "external":
+            expensive = read_external(stored, expensive_model)
+        else:
+            if expensive_model is not None:
+                raise ValueError("this gated model stores its expensive model: do not pass "
+                                 "expensive_model")
+            expensive = model_from_dict(stored)
+            if expensive.feature_names != feature_names or \
+                    expensive.cost_model.to_dict() != cost_model.to_dict():
+                raise invalid("the expensive model's features or costs differ from the "
+                              "gated model's")
+        model = cls(gate=gate, predictor=predictor, expensive=expensive,
+                    feature_names=feature_names, cost_model=cost_model, params=params,
+                    gate_threshold=threshold)
+        return read_attributes(model, doc)
 
     def __repr__(self):
         return (f"<cbudget.GatedModel {self.algorithm}: gate {self.gate!r}, predictor "
                 f"{self.predictor!r}, expensive {self.expensive!r}>")
+
+
+# what the adapt section of a file holds besides gate_threshold
+SETTINGS = ("p_full", "cost_tradeoff", "q_update_period", "acquisition", "n_restarts")
+
+
+def read_part(d, name, feature_names, cost_model):
+    """The gate or the predictor of a gated model's document: a binary booster with the
+    model's features and costs, or a linear classifier."""
+    if d.get("model_type") == "linear":
+        return LinearClassifier.from_dict(d, name, feature_names, cost_model)
+    if d.get("model_type") != "booster":
+        raise invalid(f"{name} must be a booster document or a linear classifier")
+    part = model_from_dict(d)
+    if part.objective != "binary:logistic":
+        raise invalid(f"{name} must be a binary:logistic booster")
+    if part.feature_names != feature_names or \
+            part.cost_model.to_dict() != cost_model.to_dict():
+        raise invalid(f"{name}'s features or costs differ from the gated model's")
+    return part
+
+
+def read_external(d, expensive_model):
+    """The expensive model of a document that did not store it: ``expensive_model``, with
+    the declared cost stored in the document unless it is already an ExternalModel."""
+    if expensive_model is None:
+        raise ValueError(
+            f"this gated model's expensive model ({d.get('class')}) is not a cbudget model "
+            "and was not saved: load it with cbudget.load_model(path, expensive_model=...)")
+    if isinstance(expensive_model, ExternalModel):
+        return expensive_model
+    if d.get("cost_callable"):
+        raise ValueError("this gated model's expensive model has a cost function, which "
+                         "was not saved: pass expensive_model=cbudget.ExternalModel(model, "
+                         "cost=...)")
+    cost, features = d.get("cost"), d.get("features")
+    if cost is not None:
+        finite_number(d, "cost", "expensive.")
+    if features is not None and not (isinstance(features, list)
+                                     and all(isinstance(m, int) for m in features)):
+        raise invalid("expensive.features must be a list of feature indices")
+    try:
+        return ExternalModel(expensive_model, cost=cost, features=features)
+    except (TypeError, ValueError) as exc:
+        raise invalid(f"expensive: {exc}") from None

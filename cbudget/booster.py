@@ -1,26 +1,30 @@
 """Booster: an additive ensemble of regression trees (gbdt, cegb, greedy_miser)."""
-from typing import NamedTuple
+from __future__ import annotations
 
 import numpy as np
 
 from ._core._predict import predict_raw
-from ._ensemble import TreeEnsemble
-from .dataset import Dataset
-from .metrics import check_metric, evaluate_metric, metric_maximize
+from ._ensemble import TreeEnsemble, read_trees, tree_to_dict
+from .metrics import evaluate_metric
+from .model_io import (
+    build,
+    finite_number,
+    invalid,
+    model_header,
+    read_attributes,
+    read_header,
+    register_model_type,
+    require,
+)
 from .objectives import get_objective
 
-__all__ = ["Booster", "BudgetChoice"]
+__all__ = ["Booster"]
+
+# algorithms whose files carry a section named after them with the cost trade-off
+COST_AWARE_SECTIONS = ("cegb", "greedy_miser")
 
 
-class BudgetChoice(NamedTuple):
-    """Result of :meth:`Booster.best_iteration_within_budget`: predict with
-    ``iteration_range=(0, iteration + 1)``."""
-    iteration: int
-    cost: float
-    score: float
-    metric: str
-
-
+@register_model_type
 class Booster(TreeEnsemble):
     """A trained boosted tree model. Made by :func:`cbudget.train` or
     :func:`cbudget.load_model`.
@@ -45,20 +49,41 @@ class Booster(TreeEnsemble):
     """
 
     model_type = "booster"
+    algorithms = ("gbdt",) + COST_AWARE_SECTIONS
 
     def __init__(self, *, objective, num_class, base_score, feature_names, cost_model,
                  params):
-        super().__init__(feature_names=feature_names, cost_model=cost_model, params=params)
+        super().__init__(feature_names=feature_names, cost_model=cost_model, params=params,
+                         default_algorithm="gbdt")
         self.objective = objective
         self._objective = get_objective(objective, num_class if num_class > 1 else None)
         self.num_class = int(num_class)
         self.base_score = np.asarray(base_score, dtype=np.float64)
 
-    def num_boosted_rounds(self):
+    @property
+    def n_outputs(self) -> int:
+        """Raw scores per input: one per class for multi:softprob, else one."""
+        return self._objective.n_outputs
+
+    def transform(self, raw: np.ndarray) -> np.ndarray:
+        """Raw scores (n_samples, n_outputs) to predictions (sigmoid / softmax)."""
+        return self._objective.transform(raw)
+
+    @property
+    def default_metric(self) -> str:
+        return self._objective.default_metric
+
+    def num_boosted_rounds(self) -> int:
         """Number of boosting rounds."""
         return self.num_iterations()
 
-    # -- prediction -------------------------------------------------------------------
+    def add_round(self, trees) -> None:
+        """Append one boosting round: ``trees[k]`` is the tree of output ``k``."""
+        for k, tree in enumerate(trees):
+            self._add_tree(tree, k)
+        self._end_iteration()
+
+    # -- prediction ---------------------------------------------------------------------
     def predict(self, X, *, output_margin=False, pred_leaf=False, iteration_range=None):
         """Predict.
 
@@ -79,75 +104,86 @@ class Booster(TreeEnsemble):
             (n_samples,) for regression and binary:logistic (probabilities),
             (n_samples, num_class) for multi:softprob.
         """
-        X = self._prepare(X)
+        X = self.prepare_input(X)
         t0, t1 = self._tree_range(iteration_range)
         _, offsets, outputs, nodes = self._flat(t0, t1)
         if pred_leaf:
             return self._leaf_indices(X, iteration_range)
         raw = np.tile(self.base_score, (X.shape[0], 1))
-        predict_raw(X, nodes, offsets, outputs, raw, self._n_threads())
+        predict_raw(X, nodes, offsets, outputs, raw, self.n_threads())
         if output_margin:
             return raw[:, 0].copy() if raw.shape[1] == 1 else raw
-        return self._objective.transform(raw)
+        return self.transform(raw)
 
-    def _staged_scores(self, data, metric):
+    def _staged_metric(self, data, metric):
         """``metric`` of ``data`` using rounds ``0..r``, for each round ``r``."""
-        X = self._prepare(data)
+        X = self.prepare_input(data)
         _, offsets, outputs, nodes = self._flat(0, len(self.trees))
         raw = np.tile(self.base_score, (X.shape[0], 1))
         scores = np.zeros(self.num_boosted_rounds())
         for r in range(self.num_boosted_rounds()):
             t0, t1 = self.iteration_indptr[r], self.iteration_indptr[r + 1]
             predict_raw(X, nodes[offsets[t0]:offsets[t1]], offsets[t0:t1 + 1] - offsets[t0],
-                        outputs[t0:t1], raw, self._n_threads())
-            scores[r] = evaluate_metric(metric, data.label, self._objective.transform(raw),
-                                        data.weight)
+                        outputs[t0:t1], raw, self.n_threads())
+            scores[r] = evaluate_metric(metric, data.label, self.transform(raw), data.weight)
         return scores
 
-    def best_iteration_within_budget(self, data, budget, *, metric=None):
-        """The round whose model (rounds ``0..r``) scores best on ``data`` among those
-        whose mean prediction cost on ``data`` is at most ``budget``.
+    # -- files --------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """The JSON document: the header, ``iteration_indptr``, ``base_score``, the trees
+        (column arrays with per-node cost metadata) and, for CEGB and Greedy Miser, a
+        section named after the algorithm with what a reader needs to interpret the
+        per-node ``gain`` and ``cost_penalty``."""
+        doc = model_header(self)
+        doc["iteration_indptr"] = list(self.iteration_indptr)
+        doc["base_score"] = self.base_score.tolist()
+        doc["trees"] = [tree_to_dict(t, k) for t, k in zip(self.trees, self.tree_outputs)]
+        if self.algorithm in COST_AWARE_SECTIONS:
+            p = self.params
+            doc[self.algorithm] = {
+                "cost_tradeoff": float(p["cost_tradeoff"]),
+                "grow_policy": p["grow_policy"],
+                "num_leaves": p["num_leaves"],
+                "max_depth": p["max_depth"],
+                "gain_scale": 0.5,
+                "gradient_order": 1 if self.algorithm == "greedy_miser" else 2,
+                "learning_rate": float(p["learning_rate"]),
+            }
+        return doc
 
-        The cost can only grow with the rounds, so the candidates are the first rounds
-        up to the last one within budget. Ties go to the earlier (cheaper) round.
-
-        Parameters
-        ----------
-        data : Dataset with labels (validation data)
-        budget : float
-        metric : str, optional
-            Default: the objective's metric (e.g. ``mlogloss``).
-
-        Returns
-        -------
-        BudgetChoice
-            ``(iteration, cost, score, metric)``.
-
-        Raises
-        ------
-        ValueError
-            If even the first round costs more than ``budget``.
-        """
-        if not isinstance(data, Dataset) or data.label is None:
-            raise TypeError("data must be a cbudget.Dataset with labels")
-        budget = float(budget)
-        if not budget >= 0:
-            raise ValueError(f"budget must be >= 0, got {budget}")
-        if self.num_boosted_rounds() == 0:
-            raise ValueError("the model has no rounds")
-        metric = metric or self._objective.default_metric
-        check_metric(metric, self.objective)
-        curve = self.cost_curve(data)
-        within = np.flatnonzero(curve <= budget)
-        if within.size == 0:
-            raise ValueError(f"no round is within budget {budget}: the first round alone "
-                             f"costs {curve[0]:.6g} per input")
-        scores = self._staged_scores(data, metric)[within]
-        best = int(np.argmax(scores) if metric_maximize(metric) else np.argmin(scores))
-        r = int(within[best])
-        return BudgetChoice(iteration=r, cost=float(curve[r]), score=float(scores[best]),
-                            metric=metric)
+    @classmethod
+    def from_dict(cls, doc, *, expensive_model=None) -> Booster:
+        header = read_header(doc, cls.algorithms)
+        num_class = require(doc, "num_class", int)
+        objective, params = header.objective, header.params
+        if num_class < 1 or (num_class > 1) != (objective == "multi:softprob"):
+            raise invalid(f"num_class {num_class} does not fit objective {objective!r}")
+        if params["algorithm"] in COST_AWARE_SECTIONS:
+            section = require(doc, params["algorithm"], dict)
+            params["cost_tradeoff"] = finite_number(section, "cost_tradeoff",
+                                                    f"{params['algorithm']}.")
+        base_score = np.asarray(read_scores(doc), dtype=np.float64)
+        n_scores = num_class if objective == "multi:softprob" else 1
+        if base_score.shape != (n_scores,) or not np.all(np.isfinite(base_score)):
+            raise invalid(f"base_score must hold {n_scores} finite numbers")
+        model = build(cls, objective=objective, num_class=num_class, base_score=base_score,
+                      feature_names=header.feature_names, cost_model=header.cost_model,
+                      params=params)
+        trees, model.iteration_indptr = read_trees(doc, len(header.feature_names),
+                                                   model.n_outputs, one_tree_each=False)
+        for _, tree, output in trees:
+            model.trees.append(tree)      # path costs as stored, not recomputed
+            model.tree_outputs.append(output)
+        return read_attributes(model, doc, model.num_iterations())
 
     def __repr__(self):
         return (f"<cbudget.Booster algorithm={self.algorithm} objective={self.objective} "
                 f"rounds={self.num_boosted_rounds()} trees={len(self.trees)}>")
+
+
+def read_scores(doc: dict) -> list:
+    """The document's ``base_score``: a list of numbers."""
+    base_score = require(doc, "base_score", list)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in base_score):
+        raise invalid("base_score must hold numbers")
+    return base_score

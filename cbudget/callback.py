@@ -1,10 +1,9 @@
-"""Training callbacks in the style of ``xgboost.callback``."""
+"""Training callbacks in the style of ``xgboost.callback``. They work with every model
+type: the training loop (:func:`cbudget.engine.run_training`) is the same for all."""
 import math
 import sys
 
 from .metrics import metric_maximize
-
-import numpy as np
 
 __all__ = ["TrainingCallback", "EvaluationMonitor", "EarlyStopping", "BudgetStopping",
            "CallbackContainer"]
@@ -14,6 +13,9 @@ class TrainingCallback:
     """Base class. ``evals_log`` is ``{data name: {metric name: [value per round]}}``.
 
     ``before_iteration`` and ``after_iteration`` return True to stop training.
+    ``iterations_to_keep`` may ask for the model to be cut to its first iterations
+    (:class:`BudgetStopping` drops the iteration that crossed the budget); the loop cuts
+    it before ``after_training``.
     """
 
     def before_training(self, model):
@@ -27,6 +29,10 @@ class TrainingCallback:
 
     def after_iteration(self, model, epoch, evals_log):
         return False
+
+    def iterations_to_keep(self):
+        """None, or the number of first iterations the final model keeps."""
+        return None
 
 
 class EvaluationMonitor(TrainingCallback):
@@ -113,13 +119,15 @@ class EarlyStopping(TrainingCallback):
 class BudgetStopping(TrainingCallback):
     """Stop training once the mean prediction cost on ``data`` exceeds ``budget``.
 
-    The cost is tracked incrementally (each round's trees are routed once, the inputs'
-    acquired features are kept), so the check costs one prediction pass per round.
+    Works with every model type. For the tree ensembles the cost is tracked
+    incrementally (each round's trees are routed once, the inputs' acquired features
+    are kept), so the check costs one prediction pass per round; the other models are
+    costed anew after each iteration.
 
     Parameters
     ----------
     budget : float
-        Largest allowed mean cost per input (ARCHITECTURE section 2).
+        Largest allowed mean cost per input (docs/architecture.md, "Cost model").
     data : Dataset or array-like
         Validation inputs.
     keep_within_budget : bool, default True
@@ -148,27 +156,13 @@ class BudgetStopping(TrainingCallback):
         self.stopped_at = None
 
     def before_training(self, model):
-        self._X = model._prepare(self.data)
-        self._bitsets = model.cost_model.new_bitsets(self._X.shape[0])
-        self._cost = np.zeros(self._X.shape[0])
-        self._rounds_seen = 0
+        self._tracker = model.cost_tracker(self.data)
         self.cost_history = []
         self.stopped_at = None
-        self._add_rounds(model)   # the trees of a model being continued
         return model
 
-    def _add_rounds(self, model):
-        n_rounds = model.num_iterations()
-        if n_rounds > self._rounds_seen:
-            t0, t1 = model.iteration_indptr[self._rounds_seen], model.iteration_indptr[n_rounds]
-            _, offsets, _, nodes = model._flat(t0, t1)
-            model.cost_model.accumulate(self._X, nodes, offsets, self._bitsets, self._cost,
-                                        n_threads=model._n_threads())
-            self._rounds_seen = n_rounds
-        return float(self._cost.mean()) if self._cost.size else 0.0
-
     def after_iteration(self, model, epoch, evals_log):
-        cost = self._add_rounds(model)
+        cost = self._tracker.mean_cost(model)
         self.cost_history.append(cost)
         if cost > self.budget:
             self.stopped_at = epoch
@@ -178,14 +172,10 @@ class BudgetStopping(TrainingCallback):
             return True
         return False
 
-    def after_training(self, model):
+    def iterations_to_keep(self):
         if self.stopped_at is None or not self.keep_within_budget:
-            return model
-        best_iteration, best_score = model.best_iteration, model.best_score
-        model = model[:self.stopped_at]
-        if best_iteration is not None and best_iteration < self.stopped_at:
-            model.best_iteration, model.best_score = best_iteration, best_score
-        return model
+            return None
+        return self.stopped_at
 
 
 class CallbackContainer:
@@ -212,3 +202,8 @@ class CallbackContainer:
 
     def after_iteration(self, model, epoch, evals_log):
         return any([cb.after_iteration(model, epoch, evals_log) for cb in self.callbacks])
+
+    def iterations_to_keep(self):
+        """The fewest first iterations any callback keeps (None: all)."""
+        keep = [n for n in (cb.iterations_to_keep() for cb in self.callbacks) if n is not None]
+        return min(keep) if keep else None

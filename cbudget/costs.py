@@ -1,4 +1,4 @@
-"""The cost model (ARCHITECTURE section 2) -- the one definition used by training,
+"""The cost model (docs/architecture.md, "Cost model") -- the one definition used by training,
 prediction, the JSON format and the benchmarks.
 
 * ``feature_costs[m]``: paid once per input the first time any node on the input's
@@ -36,7 +36,7 @@ def _check_scalar_cost(value, name):
     return value
 
 
-def _resolve_feature(key, feature_names, what):
+def resolve_feature(key, feature_names, what):
     """Index of a feature given by index or by name."""
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
         if not 0 <= key < len(feature_names):
@@ -58,13 +58,14 @@ def _per_feature_costs(costs, feature_names, name):
     if isinstance(costs, dict):
         out = np.zeros(n_features)
         for key, value in costs.items():
-            out[_resolve_feature(key, feature_names, name)] = _check_scalar_cost(
+            out[resolve_feature(key, feature_names, name)] = _check_scalar_cost(
                 value, f"{name}[{key!r}]")
         return out
     try:
         out = np.asarray(costs, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an array of numbers or a dict keyed by feature name")
+        raise TypeError(f"{name} must be an array of numbers or a dict keyed by feature "
+                        "name") from None
     if out.ndim != 1 or out.shape[0] != n_features:
         raise ValueError(f"{name} must have one entry per feature ({n_features}), "
                          f"got shape {out.shape}")
@@ -114,7 +115,8 @@ class CostReport:
 
 
 class CostModel:
-    """Feature, group, coupled, split and tree costs of a model (ARCHITECTURE section 2).
+    """Feature, group, coupled, split and tree costs of a model (docs/architecture.md,
+    "Cost model").
 
     Build it with :meth:`from_user` (validation of user input by name or index) or
     :meth:`from_dict` (a saved model).
@@ -183,7 +185,7 @@ class CostModel:
                 if not members:
                     raise ValueError(f"cost group {gname!r} is empty")
                 for key in members:
-                    m = _resolve_feature(key, feature_names, f"cost group {gname!r}")
+                    m = resolve_feature(key, feature_names, f"cost group {gname!r}")
                     if feature_group[m] >= 0 and feature_group[m] != g:
                         raise ValueError(f"feature {feature_names[m]!r} is in two cost groups "
                                          f"({group_names[feature_group[m]]!r} and {gname!r})")

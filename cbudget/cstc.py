@@ -8,21 +8,39 @@ boosting trick, ``x`` is the vector of the basis trees' outputs) and sends it to
 ``upper[k]`` when ``f_k(x) > thresholds[k]``, else to ``lower[k]``; a child -1 is a
 terminal element: the input exits with the prediction ``f_k(x)``.
 
-Prediction cost (ARCHITECTURE section 2): an input pays for the features with a non-zero
+Prediction cost (docs/architecture.md, "Cost model"): an input pays for the features with a non-zero
 weight in the nodes it visits, each once (their cost groups once); with the boosting
 trick it evaluates the basis trees that those nodes weigh (``tree_cost`` each) and pays
 for the features on its own paths through them. ``split_cost`` is paid per visited node
 that routes the input on (a node with a child classifier) and per split node of the
 basis trees it walks.
 """
+from __future__ import annotations
+
 import numpy as np
 
 from ._core._linear import predict_hard
-from ._core._openmp_helpers import resolve_n_threads
 from ._core._types import compact_nodes
-from .dataset import prediction_input
+from ._model import Model, NotApplicableError
+from .model_io import (
+    build,
+    check_integer_range,
+    invalid,
+    model_from_dict,
+    model_header,
+    number_list,
+    read_attributes,
+    read_header,
+    register_model_type,
+    require,
+)
 
-__all__ = ["ClassifierTree", "Cascade"]
+__all__ = ["ClassifierTree", "Cascade", "node_inputs", "score_transform"]
+
+# what the classifier_tree section of a file holds
+SETTINGS = ("loss", "reg_alpha", "cost_tradeoff", "tree_structure", "max_depth", "fine_tune",
+            "class_weight", "basis_trees", "basis_max_depth", "basis_learning_rate", "tol")
+LOSSES = ("squared", "logistic")
 
 
 def node_inputs(X, basis):
@@ -30,7 +48,7 @@ def node_inputs(X, basis):
     trick the outputs of the ``basis`` booster's trees, (n_samples, n_trees)."""
     if basis is None:
         return np.ascontiguousarray(X, dtype=np.float64)
-    leaves = basis._leaf_indices(X, None)
+    leaves = basis.predict(X, pred_leaf=True)
     out = np.empty(leaves.shape, dtype=np.float64)
     for t, tree in enumerate(basis.trees):
         out[:, t] = tree["value"][leaves[:, t]]
@@ -49,7 +67,8 @@ def score_transform(objective, loss, score):
     return np.clip(0.5 * (score + 1.0), 0.0, 1.0)
 
 
-class ClassifierTree:
+@register_model_type
+class ClassifierTree(Model):
     """A tree of linear classifiers (CSTC). Made by :func:`cbudget.train` with
     ``algorithm="cstc"`` or by :func:`cbudget.load_model`.
 
@@ -78,16 +97,15 @@ class ClassifierTree:
     """
 
     model_type = "tree_of_classifiers"
+    algorithms = ("cstc",)
 
     def __init__(self, *, objective, loss, feature_names, cost_model, params, weights, bias,
                  thresholds, upper, lower, impute, basis=None):
+        super().__init__(feature_names=feature_names, cost_model=cost_model, params=params,
+                         default_algorithm=self.algorithms[0])
         self.objective = objective
         self.loss = loss
         self.num_class = 1
-        self.feature_names = list(feature_names)
-        self.cost_model = cost_model
-        self.params = dict(params)
-        self.algorithm = self.params.get("algorithm", "cstc")
         self.weights = np.ascontiguousarray(weights, dtype=np.float64)
         self.bias = np.ascontiguousarray(bias, dtype=np.float64)
         self.thresholds = np.ascontiguousarray(thresholds, dtype=np.float64)
@@ -99,9 +117,6 @@ class ClassifierTree:
         self.reach = np.zeros(n_nodes)
         self.n_samples = np.zeros(n_nodes, dtype=np.int64)
         self.n_exits = np.zeros(n_nodes, dtype=np.int64)
-        self.best_iteration = None
-        self.best_score = None
-        self.summary = {}
         self._check_structure()
         self._path_cache = None
 
@@ -130,9 +145,6 @@ class ClassifierTree:
     # -- structure --------------------------------------------------------------------
     def num_nodes(self):
         return self.weights.shape[0]
-
-    def num_features(self):
-        return len(self.feature_names)
 
     def is_leaf(self, k):
         return self.upper[k] == -1 and self.lower[k] == -1
@@ -185,13 +197,15 @@ class ClassifierTree:
                                            for k in range(self.num_nodes())]))
         return self._coordinate_features(coords)
 
+    @property
+    def default_metric(self) -> str:
+        if self.objective == "binary:logistic" and self.loss == "squared":
+            # its probabilities are clipped scores: the log-loss would be decided by the
+            # few inputs clipped to the wrong end
+            return "error"
+        return "rmse" if self.objective == "reg:squarederror" else "logloss"
+
     # -- prediction -------------------------------------------------------------------
-    def _n_threads(self):
-        return resolve_n_threads(self.params.get("n_jobs"))
-
-    def _prepare(self, X):
-        return prediction_input(X, self.feature_names)
-
     def _coordinates(self, X):
         return node_inputs(X, self.basis)
 
@@ -206,7 +220,7 @@ class ClassifierTree:
         score = np.empty(X.shape[0])
         exit_node = np.empty(X.shape[0], dtype=np.int32)
         predict_hard(coords, indptr, index, value, self.impute, self.bias, self.thresholds,
-                     self.upper, self.lower, score, exit_node, self._n_threads())
+                     self.upper, self.lower, score, exit_node, self.n_threads())
         return score, exit_node
 
     def transform(self, score):
@@ -228,22 +242,13 @@ class ClassifierTree:
         -------
         ndarray of shape (n_samples,): values (regression) or P(y = 1)
         """
-        score, exit_node = self._route(self._prepare(X))
+        score, exit_node = self._route(self.prepare_input(X))
         if pred_exit:
             return exit_node
         return score if output_margin else self.transform(score)
 
     # -- prediction cost --------------------------------------------------------------
-    def predict_cost(self, X):
-        """Per-input prediction cost (see the module docstring).
-
-        Returns
-        -------
-        ndarray of float64, shape (n_samples,)
-        """
-        return self._costs(self._prepare(X))[0]
-
-    def _costs(self, X, exit_node=None):
+    def _cost_and_acquired(self, X, exit_node=None):
         """(per-input cost, (n_samples, n_features) 0/1 matrix of acquired features)."""
         if exit_node is None:
             exit_node = self._route(X)[1]
@@ -268,36 +273,14 @@ class ClassifierTree:
             bitsets = costs.new_bitsets(rows.size)
             part = np.zeros(rows.size)
             costs.accumulate(np.ascontiguousarray(X[rows]), nodes, offsets, bitsets, part,
-                             n_threads=self._n_threads())
+                             n_threads=self.n_threads())
             cost[rows] += part
             acquired[rows] = costs.acquired_matrix(bitsets)
         return cost, acquired
 
-    def acquisitions(self, X):
-        """The features each input pays for: bool (n_samples, n_features)."""
-        return self._costs(self._prepare(X))[1].astype(bool)
-
-    def _cost_parts(self, X):
-        """(acquired features, split and tree costs) per input, as for the tree
-        ensembles."""
-        cost, acquired = self._costs(X)
-        return acquired, self.cost_model.structural_costs(cost, acquired)
-
-    def cost_report(self, X):
-        """Mean cost, per-input cost, per-feature acquisition rates, features used and the
-        fixed coupled cost of predicting ``X``.
-
-        Returns
-        -------
-        CostReport
-        """
-        X = self._prepare(X)
-        cost, acquired = self._costs(X)
-        return self.cost_model.report(cost, acquired, self.used_features(), self.feature_names)
-
-    def _record_training_costs(self, dtrain, evals, reach):
-        """Per node reach probability and hard counts on the training data, and the cost
-        ``summary``; run once after training."""
+    def finalize(self, dtrain, evals, reach) -> None:
+        """After training: per node reach probability (``reach``, from the soft
+        traversal) and hard counts on the training data, and the cost ``summary``."""
         X = dtrain.data
         exit_node = self._route(X)[1]
         self.reach = np.asarray(reach, dtype=np.float64)
@@ -306,14 +289,53 @@ class ClassifierTree:
         for k in range(self.num_nodes()):
             counts[self.path(k)] += self.n_exits[k]
         self.n_samples = counts
-        train_cost = self._costs(X, exit_node)[0]
-        used = self.used_features()
-        self.summary = {
-            "train_cost": float(train_cost.mean()),
-            "valid_cost": {name: float(self.predict_cost(data).mean()) for name, data in evals},
-            "features_used": [self.feature_names[m] for m in used],
-            "coupled_cost": self.cost_model.coupled_cost(used),
-        }
+        self._summarise_costs(self._cost_and_acquired(X, exit_node)[0].mean(), evals)
+
+    def new_features(self):
+        """Per node: the sorted features first needed there (not by its ancestors)."""
+        paths = self._path_table()
+        parent = self.parents()
+        seen = [set(paths[k][1].tolist()) for k in range(self.num_nodes())]
+        return [sorted(seen[k] - (seen[parent[k]] if parent[k] >= 0 else set()))
+                for k in range(self.num_nodes())]
+
+    def feature_importance(self, kind="split") -> np.ndarray:
+        """Per-feature importance.
+
+        Parameters
+        ----------
+        kind : {"split", "cost"}
+            "split": number of nodes that need the feature (a non-zero weight, or with
+            the boosting trick a weighted basis tree that splits on it); "cost": its
+            cost times the training inputs that reach a node first needing it (with the
+            boosting trick an upper bound: an input may not walk that tree's split).
+            "gain" does not apply to linear nodes.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_features,)
+        """
+        n = self.num_features()
+        if kind == "split":
+            counts = np.zeros(n)
+            for _, features, _ in self._node_features():
+                counts[features] += 1
+            return counts
+        if kind == "cost":
+            inputs = np.zeros(n)
+            for k, features in enumerate(self.new_features()):
+                inputs[features] += self.n_samples[k]
+            return inputs * self.cost_model.feature_costs
+        if kind == "gain":
+            raise NotApplicableError(f"gain importance does not apply to a "
+                                     f"{type(self).__name__}: its nodes are linear "
+                                     "classifiers (it applies to tree ensembles)")
+        raise ValueError(f"kind must be 'split' or 'cost', got {kind!r}")
+
+    def _node_features(self):
+        for k in range(self.num_nodes()):
+            coords = self.node_coordinates(k)
+            yield k, self._coordinate_features(coords), coords
 
     def path_costs(self):
         """Per node: the acquisition cost of the features needed on the way from the root
@@ -322,16 +344,87 @@ class ClassifierTree:
         return np.array([self.cost_model.acquisition_cost(features)
                          for _, features, _ in self._path_table()])
 
-    # -- I/O --------------------------------------------------------------------------
-    def save_model(self, path):
-        """Write the model as JSON (see ``cbudget.model_io``)."""
-        from .model_io import save_model
-        save_model(self, path)
+    # -- files ------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """The JSON document: the header and, instead of ``trees``, a ``nodes`` section
+        holding per node (level order) ``upper_children`` / ``lower_children`` (-1:
+        terminal element), ``thresholds``, ``biases``, ``weights`` (n_nodes lists of
+        n_coordinates numbers) and the cost metadata ``path_cost`` (acquisition cost of
+        the features needed from the root to the node), ``new_features`` (features first
+        needed there), ``reach`` (mean training reach probability, soft traversal),
+        ``n_samples`` and ``n_exits`` (training inputs reaching / leaving there, hard
+        thresholds); ``impute`` (the values of missing coordinates), ``basis`` (the
+        booster of the boosting trick, or null) and the ``classifier_tree`` settings."""
+        doc = model_header(self)
+        doc["nodes"] = {
+            "num_nodes": self.num_nodes(),
+            "upper_children": self.upper.tolist(),
+            "lower_children": self.lower.tolist(),
+            "thresholds": self.thresholds.tolist(),
+            "biases": self.bias.tolist(),
+            "weights": self.weights.tolist(),
+            "path_cost": self.path_costs().tolist(),
+            "new_features": self.new_features(),
+            "reach": self.reach.tolist(),
+            "n_samples": self.n_samples.tolist(),
+            "n_exits": self.n_exits.tolist(),
+        }
+        doc["impute"] = self.impute.tolist()
+        doc["basis"] = None if self.basis is None else self.basis.to_dict()
+        doc["classifier_tree"] = {name: self.params[name] for name in SETTINGS}
+        return doc
 
-    def to_dict(self):
-        """The JSON document of the model as a dict."""
-        from .model_io import model_to_dict
-        return model_to_dict(self)
+    @classmethod
+    def from_dict(cls, doc, *, expensive_model=None) -> ClassifierTree:
+        header = read_header(doc, cls.algorithms)
+        feature_names, params = header.feature_names, header.params
+        if header.objective not in ("reg:squarederror", "binary:logistic"):
+            raise invalid(f"objective {header.objective!r} of a tree of classifiers")
+        section = require(doc, "classifier_tree", dict)
+        missing = [name for name in SETTINGS if name not in section]
+        if missing:
+            raise invalid(f"classifier_tree lacks {missing}")
+        params.update(section)
+        if params["loss"] not in LOSSES:
+            raise invalid(f"unknown loss {params['loss']!r}")
+        nodes = require(doc, "nodes", dict)
+        n_nodes = require(nodes, "num_nodes", int, "nodes.")
+        if n_nodes < 1:
+            raise invalid("nodes.num_nodes must be >= 1")
+        basis = doc.get("basis")
+        if basis is not None:
+            if not isinstance(basis, dict) or basis.get("model_type") != "booster":
+                raise invalid("basis must be a booster document or null")
+            basis = model_from_dict(basis)
+            if basis.feature_names != feature_names:
+                raise invalid("the basis booster's features differ")
+        n_coords = len(feature_names) if basis is None else len(basis.trees)
+        columns = {}
+        for key in ("upper_children", "lower_children", "thresholds", "biases", "path_cost",
+                    "reach", "n_samples", "n_exits"):
+            columns[key] = number_list(require(nodes, key, list, "nodes."), f"nodes.{key}",
+                                       n_nodes)
+        weights = require(nodes, "weights", list, "nodes.")
+        if len(weights) != n_nodes:
+            raise invalid(f"nodes.weights has {len(weights)} rows, expected {n_nodes}")
+        for k, row in enumerate(weights):
+            number_list(row, f"nodes.weights[{k}]", n_coords)
+        impute = number_list(require(doc, "impute", list), "impute", n_coords)
+        for key, dtype in (("upper_children", np.int32), ("lower_children", np.int32),
+                           ("n_samples", np.int64), ("n_exits", np.int64)):
+            if not all(isinstance(v, int) for v in columns[key]):
+                raise invalid(f"nodes.{key} must hold integers")
+            check_integer_range(columns[key], dtype, f"nodes.{key}")
+        model = build(
+            cls, objective=header.objective, loss=params["loss"], feature_names=feature_names,
+            cost_model=header.cost_model, params=params,
+            weights=np.asarray(weights, dtype=np.float64), bias=columns["biases"],
+            thresholds=columns["thresholds"], upper=columns["upper_children"],
+            lower=columns["lower_children"], impute=impute, basis=basis)
+        model.reach = np.asarray(columns["reach"], dtype=np.float64)
+        model.n_samples = np.asarray(columns["n_samples"], dtype=np.int64)
+        model.n_exits = np.asarray(columns["n_exits"], dtype=np.int64)
+        return read_attributes(model, doc)
 
     def __repr__(self):
         kind = "cascade" if self.model_type == "cascade" else "tree"
@@ -339,9 +432,11 @@ class ClassifierTree:
                 f"{self.num_nodes()} nodes, {len(self.used_features())} features used>")
 
 
+@register_model_type
 class Cascade(ClassifierTree):
     """A cascade of linear classifiers (CSCC, Cronus): a chain of stages, each sending
     the inputs whose score is not above its threshold to an early exit and the others to
     the next stage (see :class:`ClassifierTree`)."""
 
     model_type = "cascade"
+    algorithms = ("cscc", "cronus")

@@ -42,7 +42,8 @@ def as_float_matrix(data, what="data"):
         try:
             data = np.asarray(data)
         except Exception as exc:  # noqa: BLE001 - report any conversion failure clearly
-            raise TypeError(f"{what}: cannot convert {type(data).__name__} to an array: {exc}")
+            raise TypeError(f"{what}: cannot convert {type(data).__name__} to an array: "
+                            f"{exc}") from None
     if data.dtype.kind not in "biuf":
         if data.dtype.kind == "O":
             try:
@@ -151,7 +152,7 @@ class Dataset:
     feature_names : list of str, optional
         Default: DataFrame columns, else ``f0, f1, ...``.
     feature_costs : array-like of shape (n_features,) or dict {name: cost}, optional
-        Per-input acquisition cost of each feature (ARCHITECTURE section 2).
+        Per-input acquisition cost of each feature (docs/architecture.md, "Cost model").
     cost_groups : dict {group name: [features]} or list of lists, optional
         Features that share one acquisition, paid ``group_costs[g]`` once per input.
     group_costs : array-like of shape (n_groups,) or dict {group name: cost}, optional

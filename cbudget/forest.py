@@ -1,13 +1,32 @@
 """Forest: a voting ensemble of classification trees (``algorithm="budget_rf"``)."""
+from __future__ import annotations
+
 import numpy as np
 
 from ._core._predict import predict_node_rows
-from ._ensemble import TreeEnsemble
+from ._ensemble import TreeEnsemble, read_trees, tree_to_dict
+from .booster import read_scores
+from .metrics import evaluate_metric
+from .model_io import (
+    build,
+    finite_number,
+    invalid,
+    model_header,
+    read_attributes,
+    read_header,
+    register_model_type,
+    require,
+)
 from .objectives import get_objective
 
 __all__ = ["Forest"]
 
+# a forest votes: its default metric is the error of the vote
+VOTE_METRICS = {"binary:logistic": "error", "multi:softprob": "merror"}
+IMPURITIES = ("threshold_pairs", "gini", "entropy")
 
+
+@register_model_type
 class Forest(TreeEnsemble):
     """A trained random forest of classification trees. Made by :func:`cbudget.train`
     with ``algorithm="budget_rf"`` or by :func:`cbudget.load_model`.
@@ -34,10 +53,12 @@ class Forest(TreeEnsemble):
     """
 
     model_type = "forest"
+    algorithms = ("budget_rf",)
 
     def __init__(self, *, objective, num_class, class_prior, feature_names, cost_model,
                  params):
-        super().__init__(feature_names=feature_names, cost_model=cost_model, params=params)
+        super().__init__(feature_names=feature_names, cost_model=cost_model, params=params,
+                         default_algorithm="budget_rf")
         if objective not in ("binary:logistic", "multi:softprob"):
             raise ValueError(f"a Forest is a classifier; objective {objective!r} is not "
                              "binary:logistic or multi:softprob")
@@ -52,17 +73,23 @@ class Forest(TreeEnsemble):
             raise ValueError(f"class_prior must have {self.num_class} entries")
         self.class_counts = []
 
-    # -- building ---------------------------------------------------------------------
-    def _append_tree(self, tree, class_counts):
+    @property
+    def default_metric(self) -> str:
+        return VOTE_METRICS[self.objective]
+
+    # -- building -----------------------------------------------------------------------
+    def add_tree(self, tree, class_counts) -> None:
+        """Append one tree (one iteration) with its nodes' class counts (n_nodes x
+        num_class); its leaves' values become their majority classes."""
         class_counts = np.ascontiguousarray(class_counts, dtype=np.float64)
         if class_counts.shape != (tree.shape[0], self.num_class):
             raise ValueError("class_counts must have one row per node and one column per "
                              "class")
         leaves = tree["left"] == -1
         tree["value"][leaves] = np.argmax(class_counts[leaves], axis=1)
-        super()._append_tree(tree, 0)
+        self._add_tree(tree, 0)
         self.class_counts.append(class_counts)
-        self._end_round()
+        self._end_iteration()
 
     def _slice_extra(self, t0, t1):
         self.class_counts = [c.copy() for c in self.class_counts[t0:t1]]
@@ -88,14 +115,15 @@ class Forest(TreeEnsemble):
                                      "both": np.hstack([counts, votes])}[what]
         return self._flat_cache[key]
 
-    def _accumulate(self, X, iteration_range, what):
-        """The node table rows (see :meth:`_node_table`) of the leaves each input
-        reaches, summed over the trees."""
+    def leaf_sums(self, X, what, iteration_range=None):
+        """The class counts (``what="counts"``), one-hot votes (``"votes"``) or both
+        side by side (``"both"``, 2 x num_class columns) of the leaves each input of the
+        prepared matrix ``X`` reaches, summed over the trees of ``iteration_range``."""
         t0, t1 = self._tree_range(iteration_range)
         _, offsets, _, nodes = self._flat(t0, t1)
         table = self._node_table(t0, t1, what)
         out = np.zeros((X.shape[0], table.shape[1]))
-        predict_node_rows(X, nodes, offsets, table, out, self._n_threads())
+        predict_node_rows(X, nodes, offsets, table, out, self.n_threads())
         return out
 
     def predict(self, X, *, iteration_range=None, pred_leaf=False):
@@ -116,10 +144,10 @@ class Forest(TreeEnsemble):
             Classes in ``[0, num_class)``; a forest without trees predicts the most
             frequent training class.
         """
-        X = self._prepare(X)
+        X = self.prepare_input(X)
         if pred_leaf:
             return self._leaf_indices(X, iteration_range)
-        votes = self._accumulate(X, iteration_range, "votes")
+        votes = self.leaf_sums(X, "votes", iteration_range)
         return np.argmax(self._normalise(votes), axis=1).astype(np.int64)
 
     def predict_proba(self, X, *, iteration_range=None):
@@ -131,8 +159,8 @@ class Forest(TreeEnsemble):
         ndarray of float64, shape (n_samples, num_class)
             A forest without trees gives the training class frequencies.
         """
-        return self._normalise(self._accumulate(self._prepare(X), iteration_range,
-                                                "counts"))
+        return self._normalise(self.leaf_sums(self.prepare_input(X), "counts",
+                                               iteration_range))
 
     def _normalise(self, table):
         """Rows of summed class counts or votes -> probabilities; the class prior where
@@ -141,13 +169,95 @@ class Forest(TreeEnsemble):
         return np.where(totals > 0, table / np.where(totals > 0, totals, 1.0),
                         self.class_prior)
 
-    def _metric_predictions(self, metric, counts, votes):
+    def metric_predictions(self, metric, counts, votes):
         """What ``metric`` takes, from summed leaf class counts and votes: the error
         metrics score the vote (as :meth:`predict`), the others the probabilities of
         :meth:`predict_proba`; P(class 1) for a binary forest."""
         proba = self._normalise(votes if metric in ("error", "merror") else counts)
         return proba[:, 1] if self.objective == "binary:logistic" else proba
 
+    def _staged_metric(self, data, metric):
+        """``metric`` of ``data`` using trees ``0..t``, for each tree ``t``."""
+        X = self.prepare_input(data)
+        sums = np.zeros((X.shape[0], 2 * self.num_class))
+        scores = np.zeros(self.num_trees())
+        for t in range(self.num_trees()):
+            sums += self.leaf_sums(X, "both", (t, t + 1))
+            counts, votes = np.hsplit(sums, 2)
+            scores[t] = evaluate_metric(metric, data.label,
+                                        self.metric_predictions(metric, counts, votes),
+                                        data.weight)
+        return scores
+
+    # -- files --------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """The JSON document: the header, ``base_score`` holding the training class
+        frequencies (the prediction without trees), the trees (``leaf_values``: the
+        leaves' majority classes) each with ``class_counts`` (n_nodes x num_class, row by
+        row; ``gain`` is a split's worst-child impurity decrease, ``cost_penalty`` its
+        c(t)), and the ``budget_rf`` section."""
+        doc = model_header(self)
+        doc["iteration_indptr"] = list(self.iteration_indptr)
+        doc["base_score"] = self.class_prior.tolist()
+        doc["trees"] = []
+        for tree, counts in zip(self.trees, self.class_counts):
+            d = tree_to_dict(tree, 0)
+            d["class_counts"] = counts.ravel().tolist()
+            doc["trees"].append(d)
+        p = self.params
+        doc["budget_rf"] = {
+            "alpha": float(p["alpha"]), "impurity": p["impurity"], "path_free": p["path_free"],
+            "n_stumps": p["n_stumps"] if p["n_stumps"] == "all" else list(p["n_stumps"]),
+            "stump_node_sizes": list(p["stump_node_sizes"]), "max_depth": p["max_depth"],
+            "budget": p["budget"], "vote": "majority",
+        }
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc, *, expensive_model=None) -> Forest:
+        header = read_header(doc, cls.algorithms)
+        num_class = require(doc, "num_class", int)
+        objective, params = header.objective, header.params
+        if num_class < 2 or (objective == "binary:logistic") != (num_class == 2) \
+                or objective not in VOTE_METRICS:
+            raise invalid(f"num_class {num_class} does not fit a forest with objective "
+                          f"{objective!r}")
+        section = require(doc, "budget_rf", dict)
+        params["alpha"] = finite_number(section, "alpha", "budget_rf.")
+        params["budget"] = finite_number(section, "budget", "budget_rf.", allow_none=True)
+        params["impurity"] = require(section, "impurity", str, "budget_rf.")
+        if params["impurity"] not in IMPURITIES:
+            raise invalid(f"unknown impurity {params['impurity']!r}")
+        params["path_free"] = section.get("path_free")
+        if not isinstance(params["path_free"], bool):
+            raise invalid("budget_rf.path_free must be true or false")
+        prior = np.asarray(read_scores(doc), dtype=np.float64)
+        if prior.shape != (num_class,) or not np.all(np.isfinite(prior)) \
+                or np.any(prior < 0) or not prior.sum() > 0:
+            raise invalid(f"base_score must hold {num_class} finite numbers >= 0 (class "
+                          "frequencies)")
+        model = build(cls, objective=objective, num_class=num_class, class_prior=prior,
+                      feature_names=header.feature_names, cost_model=header.cost_model,
+                      params=params)
+        trees, indptr = read_trees(doc, len(header.feature_names), 1, one_tree_each=True)
+        for i, (d, tree, _) in enumerate(trees):
+            model.add_tree(tree, read_class_counts(d, i, tree.shape[0], num_class))
+        model.iteration_indptr = indptr
+        return read_attributes(model, doc, model.num_iterations())
+
     def __repr__(self):
         return (f"<cbudget.Forest algorithm={self.algorithm} num_class={self.num_class} "
                 f"trees={self.num_trees()}>")
+
+
+def read_class_counts(d, index, n_nodes, num_class):
+    """A forest tree's ``class_counts``: n_nodes x num_class finite numbers >= 0."""
+    values = require(d, "class_counts", list, f"trees[{index}].")
+    if len(values) != n_nodes * num_class or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise invalid(f"trees[{index}].class_counts must hold {n_nodes} x {num_class} "
+                      "numbers")
+    counts = np.asarray(values, dtype=np.float64).reshape(n_nodes, num_class)
+    if not np.all(np.isfinite(counts)) or np.any(counts < 0):
+        raise invalid(f"trees[{index}].class_counts must be finite and >= 0")
+    return counts

@@ -68,7 +68,7 @@ def predict_hard(X, weights, bias, thresholds, upper, lower, impute):
 
 
 def brute_cost(doc, X):
-    """Per-input cost of ARCHITECTURE section 2 for a saved tree of classifiers (its JSON
+    """Per-input cost of The cost model of docs/architecture.md for a saved tree of classifiers (its JSON
     document): walk each input to its exit node; it pays split_cost per routing node,
     each feature with a non-zero weight on its path once (with the boosting trick:
     tree_cost per basis tree weighed on its path, the features and split nodes on its

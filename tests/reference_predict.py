@@ -1,5 +1,5 @@
 """Brute-force references for prediction: walk the JSON trees of a saved model in pure
-Python (ARCHITECTURE section 2 for the costs)."""
+Python (docs/architecture.md, "Cost model", for the costs)."""
 import math
 
 import numpy as np
@@ -31,7 +31,7 @@ def brute_raw(doc, X, t0=0, t1=None):
 
 
 def brute_cost(doc, X, t0=0, t1=None):
-    """ARCHITECTURE section 2, literally: each feature paid once per input across all
+    """The cost model of docs/architecture.md, literally: each feature paid once per input across all
     trees, its group once, split_cost per split node visited, tree_cost per tree."""
     cm = doc["cost_model"]
     fc, fg, gc = cm["feature_costs"], cm["feature_group"], cm["group_costs"]

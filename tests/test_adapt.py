@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse
 
 import cbudget
-from cbudget._adapt_training import LinearPairProblem
+from cbudget.algorithms.gated import LinearPairProblem
 from cbudget.adapt import calibrated_threshold, q_step
 from cbudget.datasets import FOUR_CLUSTER_CENTERS, FOUR_CLUSTER_LABELS, make_four_clusters
 from reference_adapt import brute_gated_cost, l1_baseline_curve, q_step_numeric
@@ -463,12 +463,12 @@ def test_bad_input_is_refused():
         cbudget.train({"algorithm": "adapt_gbrt"}, cbudget.Dataset(X, 2 * y, **costs), 2,
                       expensive_model=f0)
     for params, message in (({"p_full": 1.5}, "p_full"), ({"acquisition": "x"}, "acquisition"),
-                            ({"n_restarts": 2}, "adapt_lin"), ({"subsample": 0.5}, "boosting"),
+                            ({"n_restarts": 2}, "adapt_lin"), ({"subsample": 0.5}, "'gbdt', 'cegb'"),
                             ({"tree_structure": "full"}, "cstc"),
                             ({"gate_threshold": float("nan")}, "NaN")):
         with pytest.raises(ValueError, match=message):
             cbudget.train({"algorithm": "adapt_gbrt", **params}, dtrain, 2, expensive_model=f0)
-    with pytest.raises(ValueError, match="tree learners"):
+    with pytest.raises(ValueError, match="apply to algorithms"):
         cbudget.train({"algorithm": "adapt_lin", "max_depth": 3}, dtrain, 2, expensive_model=f0)
     with pytest.raises(ValueError, match="adapt_gbrt"):
         cbudget.train({"algorithm": "cegb", "p_full": 0.1}, dtrain, 2)

@@ -336,7 +336,7 @@ def test_best_iteration_within_budget_matches_brute_force(budget_problem):
     np.testing.assert_allclose(choice.cost, expected[2], rtol=1e-12)
     choice_err = b.best_iteration_within_budget(dvalid, budget, metric="merror")
     assert choice_err.metric == "merror" and choice_err.iteration <= expected[0] + 100
-    with pytest.raises(ValueError, match="no round is within budget"):
+    with pytest.raises(ValueError, match="no iteration is within budget"):
         b.best_iteration_within_budget(dvalid, curve[0] / 2)
     with pytest.raises(TypeError):
         b.best_iteration_within_budget(dvalid.data, budget)
@@ -370,10 +370,10 @@ def test_budget_stopping_callback(budget_problem, capsys):
 # Parameters and the model format
 # ---------------------------------------------------------------------------------------
 def test_parameters():
-    from cbudget.params import resolve_params
+    from cbudget.algorithms import resolve_params
     assert resolve_params({"algorithm": "cegb"})["cost_tradeoff"] == 1.0
     assert resolve_params({"algorithm": "cegb", "cegb_tradeoff": 0.5})["cost_tradeoff"] == 0.5
-    with pytest.raises(ValueError, match="applies to algorithm 'cegb' or 'greedy_miser'"):
+    with pytest.raises(ValueError, match="apply to algorithms 'cegb', 'greedy_miser'"):
         resolve_params({"cost_tradeoff": 1.0})
     for bad in (-1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="cost_tradeoff"):
@@ -432,7 +432,7 @@ def test_training_costs_tracked_during_training_match_the_routing_pass(subsample
     routed = b[:]
     for tree in routed.trees:
         tree["new_acquisitions"] = -1
-    routed._record_training_costs(dtrain, [])
+    routed.finalize(dtrain, [])
     for tracked, expected in zip(b.trees, routed.trees):
         np.testing.assert_array_equal(tracked["new_acquisitions"], expected["new_acquisitions"])
     assert np.any(np.concatenate([t["new_acquisitions"] for t in b.trees]) > 0)

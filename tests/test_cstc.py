@@ -8,10 +8,10 @@ import pytest
 import scipy.sparse
 
 import cbudget
-import cbudget._cstc_solver
+import cbudget.algorithms.cstc_solver
 from cbudget._core._linear import (LOSS_LOGISTIC, LOSS_SQUARED, node_objective, predict_hard,
                                    soft_route)
-from cbudget._cstc_solver import CLAMP, TreeProblem, WeightedGram, skeleton, weighted_ridge
+from cbudget.algorithms.cstc_solver import CLAMP, TreeProblem, WeightedGram, skeleton, weighted_ridge
 from cbudget.datasets import make_quadrants
 import reference_cstc as ref
 
@@ -376,7 +376,7 @@ def test_class_weight_balanced_equals_explicit_weights():
 
 
 def test_thread_count_does_not_change_the_model(monkeypatch):
-    monkeypatch.setattr(cbudget._cstc_solver, "_PARALLEL_WORK", 0)   # threads even for small data
+    monkeypatch.setattr(cbudget.algorithms.cstc_solver, "_PARALLEL_WORK", 0)   # threads even for small data
     X, y, costs = _binary_data()
     d = cbudget.Dataset(X, y, feature_costs=costs)
     a, b = (cbudget.train({"algorithm": "cstc", "objective": "binary:logistic", "n_jobs": n},
@@ -557,7 +557,7 @@ def test_corrupt_model_files_are_rejected(tmp_path, how):
     ({"loss": "logistic"}, "needs objective 'binary:logistic'"),
     ({"loss": "hinge"}, "parameter loss"),
     ({"tree_structure": "prune"}, "needs validation data"),
-    ({"learning_rate": 0.1}, "boosting algorithms"),
+    ({"learning_rate": 0.1}, "'gbdt', 'cegb', 'greedy_miser'"),
     ({"n_stumps": "all"}, "budget_rf"),
     ({"class_weight": [1, -1], "objective": "binary:logistic"}, "class_weight"),
     ({"class_weight": "balanced"}, "needs objective 'binary:logistic'"),

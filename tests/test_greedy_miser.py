@@ -10,7 +10,7 @@ import pytest
 import cbudget
 from cbudget._core._acquisition import AcquisitionState
 from cbudget._core._grower import TreeGrower
-from cbudget.params import resolve_params
+from cbudget.algorithms import resolve_params
 from reference_growers import (MISSING, assert_tree_matches_reference, random_binned_problem,
                                ref_best_split, ref_grow)
 
@@ -270,7 +270,7 @@ def test_tree_budget_selects_the_best_iteration_within_it():
         assert choice.iteration == int(np.argmin(scores[:last + 1]))
         assert choice.cost <= budget
         assert choice.score == pytest.approx(scores[choice.iteration])
-    with pytest.raises(ValueError, match="no round is within budget"):
+    with pytest.raises(ValueError, match="no iteration is within budget"):
         b.best_iteration_within_budget(dvalid, 1.0)
 
 

@@ -1,5 +1,5 @@
 """Each Cython kernel of ``cbudget._core`` against a slow pure-NumPy reference
-(ARCHITECTURE section 5).
+(docs/architecture.md, "Testing").
 
 The references come first, one small function per kernel; the tests follow. They use
 small random data from ``np.random.default_rng(seed)``.

@@ -31,9 +31,15 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 
-from ._core._linear import (LOSS_SQUARED, dense_gradient, dense_scores,
-                            node_objective, pointwise_loss, soft_route)
-from .metrics import evaluate_metric, metric_maximize
+from .._core._linear import (
+    LOSS_SQUARED,
+    dense_gradient,
+    dense_scores,
+    node_objective,
+    pointwise_loss,
+    soft_route,
+)
+from ..metrics import evaluate_metric, metric_maximize
 
 __all__ = ["TreeProblem", "CLAMP"]
 
@@ -310,10 +316,11 @@ class TreeProblem:
                     side_s = s if side == "up" else 1.0 - s
                     reach_side = t[f"reach_{side}"][:, nodes]
                     mean_reach[nodes] = _weighted_sum(self.sw * side_s, reach_side) / self.W
-                    value_q = value_q + ((mean_reach[nodes, None] ** 2 - t["mean_reach"][nodes, None] ** 2)
-                                         * q[nodes]).sum(axis=0)
+                    moved = mean_reach[nodes, None] ** 2 - t["mean_reach"][nodes, None] ** 2
+                    value_q = value_q + (moved * q[nodes]).sum(axis=0)
                     slope = (q[nodes] * t["inv_eta"]) @ c * mean_reach[nodes]
-                    (cu if side == "up" else cv)[:] += self.lam * np.einsum("ij,j->i", reach_side, slope)
+                    (cu if side == "up" else cv)[:] += self.lam * np.einsum("ij,j->i", reach_side,
+                                                                            slope)
             value_q = value_q + pk ** 2 * qk
             value = 0.5 * float(c @ (value_q * t["inv_eta"] + _safe_sqrt_inverse(t["inv_eta"])))
             diag = pk ** 2 * (self.groups_T @ (c * t["inv_eta"]))
@@ -543,7 +550,8 @@ class TreeProblem:
                 if child >= 0:
                     self.alive[child] = True
                     self.optimize_node(child, fresh=True)
-                    potential[child] = (self.B[child].copy(), self.bias[child], self.active[child].copy())
+                    potential[child] = (self.B[child].copy(), self.bias[child],
+                                        self.active[child].copy())
                     self.alive[child] = False
 
         open_children(0)

@@ -1,6 +1,28 @@
-"""Training of the gated models (Nan and Saligrama, NIPS 2017): alternating
-minimisation of (OPT) over the soft routing q (closed form, :func:`cbudget.adapt.q_step`)
-and the gate g with the low-cost predictor f1.
+"""``adapt_gbrt`` and ``adapt_lin``: a gate and a low-cost predictor in front of an
+expensive model (Nan and Saligrama, NIPS 2017; binary, labels 0/1 or -1/+1); return a
+:class:`cbudget.GatedModel`. ``train(..., expensive_model=f0)`` takes the expensive
+model: a binary cbudget model with the same features and costs, or
+``cbudget.ExternalModel(estimator, cost=... or features=...)`` for anything with
+``predict_proba``.
+
+Alternating minimisation of (OPT) over the soft routing q (closed form, the q-step
+:func:`cbudget.adapt.q_step`: ``q_i = 1 / (1 + exp(B_i - A_i + beta))``, at most
+``p_full`` (default 0.2) of the inputs to the expensive model) and the gate g with the
+low-cost predictor f1:
+
+* adapt_gbrt: ``num_boost_round`` rounds, each adding one Greedy Miser tree to the
+  predictor and one to the gate, with a q-step every ``q_update_period`` (10) rounds; a
+  split on a feature no tree of either uses yet pays ``cost_tradeoff`` (gamma, default
+  1) times its cost (``acquisition="input"``: per input that has not acquired it, as
+  CEGB). The tree parameters are Greedy Miser's.
+* adapt_lin: linear gate and predictor with the penalty ``cost_tradeoff`` (0.01) x
+  ``sum_a c_a sqrt(g_a^2 + f1_a^2)`` and a ridge ``reg_lambda`` (1e-4) on the raw
+  (centred) features, solved by L-BFGS; ``num_boost_round`` alternations at most (until
+  the objective changes less than ``tol``), from ``n_restarts`` (4) starts, the lowest
+  objective kept.
+
+Evaluation and early stopping use the gated predictions; the model is cut to the best
+iteration. ``xgb_model`` is not supported.
 
 Both algorithms minimise, for fixed q (per-input probability of going to f0),
 
@@ -11,26 +33,44 @@ Both algorithms minimise, for fixed q (per-input probability of going to f0),
 logistic loss. The q-step takes ``A_i = l(y_i, f1) + log(1 + e^g)`` and
 ``B_i = -log p0(y_i | x_i) + log(1 + e^-g)`` (p0: the expensive model's probability).
 """
+from __future__ import annotations
+
 import contextlib
+import copy
 
 import numpy as np
 import scipy.optimize
 from scipy.special import expit
 
-from ._core._acquisition import AcquisitionState
-from ._core._grower import TreeGrower
-from ._core._linear import dense_gradient, dense_scores
-from ._core._predict import predict_binned_add
-from ._cstc_solver import threads_for
-from .adapt import (PROBABILITY_EPS, ExternalModel, GatedModel, LinearClassifier,
-                    calibrated_threshold, positive_log_loss, q_step)
-from .booster import Booster
-from .cstc import ClassifierTree
-from .dataset import check_model_matches
-from .forest import Forest
-from .params import ADAPT_ONLY
+from .._core._acquisition import AcquisitionState
+from .._core._linear import dense_gradient, dense_scores
+from .._core._predict import predict_binned_add
+from .._model import Model
+from ..adapt import (
+    PROBABILITY_EPS,
+    ExternalModel,
+    GatedModel,
+    LinearClassifier,
+    calibrated_threshold,
+    positive_log_loss,
+    q_step,
+)
+from ..booster import Booster
+from ..dataset import check_model_matches
+from ..engine import Algorithm, Trainer
+from ..params import Param, choice, number
+from .boosting import (
+    GREEDY_MISER_TREES,
+    TREE_PARAMS,
+    binned_like,
+    complete_tree_params,
+    penalty_costs,
+    tree_grower,
+)
+from .cstc_solver import threads_for
+from .linear_inputs import cost_groups, standardize, standardized
 
-__all__ = ["train_gated"]
+__all__ = ["ALGORITHMS", "LinearPairProblem", "check_expensive_model"]
 
 # a linear weight pair (g_a, f1_a) this small is a candidate for an exact zero
 ZERO_CANDIDATE = 1e-4
@@ -56,7 +96,7 @@ def check_expensive_model(expensive_model, dtrain):
     if isinstance(expensive_model, ExternalModel):
         expensive_model.feature_indices(dtrain.feature_names)   # names checked now
         return expensive_model
-    if isinstance(expensive_model, (Booster, Forest, ClassifierTree, GatedModel)):
+    if isinstance(expensive_model, Model):
         binary = (expensive_model.objective == "binary:logistic"
                   and expensive_model.num_class in (1, 2))
         if not binary:
@@ -92,27 +132,6 @@ def _composite(raw_gate, raw_predictor, p0, threshold):
     return np.where(raw_gate > threshold, p0, expit(raw_predictor))
 
 
-def train_gated(p, dtrain, num_boost_round, objective, metrics, evals, n_threads, *,
-                expensive_model, container, log_metrics, verbose):
-    """ADAPT-GBRT or ADAPT-LIN on ``dtrain`` (0/1 labels) for ``expensive_model``.
-
-    Returns the :class:`GatedModel`, the evaluation log and the last q-step's q on the
-    training data."""
-    f0 = check_expensive_model(expensive_model, dtrain)
-    y = dtrain.label
-    weight = np.ones(y.shape[0]) if dtrain.weight is None else dtrain.weight
-    p0 = expensive_probability(f0, dtrain.data)
-    eval_p0 = [expensive_probability(f0, data.data) for data, _ in evals]
-    if verbose:
-        accuracy = np.average((p0 > 0.5) == (y > 0.5), weights=weight)
-        print(f"{p['algorithm']}: the expensive model's training accuracy is {accuracy:.4f}; "
-              f"at most p_full={p['p_full']:g} of the inputs go to it", flush=True)
-    train = _train_adapt_gbrt if p["algorithm"] == "adapt_gbrt" else _train_adapt_lin
-    return train(p, dtrain, num_boost_round, objective, metrics, evals, n_threads, f0=f0,
-                 weight=weight, loss0=_expensive_loss(p0, y), eval_p0=eval_p0,
-                 container=container, log_metrics=log_metrics, verbose=verbose)
-
-
 def _leaf_of_rows(binned, missing_bin, tree, n_threads):
     """The leaf of every row of ``binned`` in ``tree`` (the tree with each leaf's value
     set to its node id, added to zeros)."""
@@ -145,87 +164,106 @@ def _gate_threshold(p, margin, weight):
 def _part_params(p):
     """Training parameters of the gate's and the predictor's boosters: Greedy Miser's
     trees (the adapt settings live in the gated model's own section)."""
-    part = {k: v for k, v in p.items() if k not in ADAPT_ONLY}
+    part = {k: v for k, v in p.items() if k not in ADAPT_PARAM_NAMES}
     part["algorithm"] = "greedy_miser"
     return part
 
 
-def _train_adapt_gbrt(p, dtrain, num_boost_round, objective, metrics, evals, n_threads, *,
-                      f0, weight, loss0, eval_p0, container, log_metrics, verbose):
+class GatedTrainer(Trainer):
+    """What ADAPT-GBRT and ADAPT-LIN share: the expensive model f0, checked, and its
+    probabilities on the training and evaluation data."""
+
+    keeps_all_iterations = False
+
+    def __init__(self, p, dtrain, setup):
+        super().__init__(p, dtrain, setup)
+        self.f0 = f0 = check_expensive_model(setup.expensive_model, dtrain)
+        y = dtrain.label
+        self.weight = np.ones(y.shape[0]) if dtrain.weight is None else dtrain.weight
+        p0 = expensive_probability(f0, dtrain.data)
+        self.loss0 = _expensive_loss(p0, y)
+        self.eval_p0 = [expensive_probability(f0, data.data) for data, _ in setup.evals]
+        self.q = np.zeros(y.shape[0])   # the last q-step's q on the training data
+        if setup.verbose:
+            accuracy = np.average((p0 > 0.5) == (y > 0.5), weights=self.weight)
+            print(f"{p['algorithm']}: the expensive model's training accuracy is "
+                  f"{accuracy:.4f}; at most p_full={p['p_full']:g} of the inputs go to it",
+                  flush=True)
+
+    def finalize(self, model):
+        model.finalize(self.dtrain, [(name, data) for data, name in self.setup.evals],
+                       self.q)
+
+
+class AdaptGBRTTrainer(GatedTrainer):
     """Algorithm 2: every ``q_update_period`` rounds a q-step; every round one CART tree
     (first order, Greedy Miser's impurity) added to f1 on the residuals of eq. (1) and one
     to g on those of eq. (2). Both trees charge a split on a feature nobody uses yet
     ``cost_tradeoff`` times its cost (the shared u_alpha); with ``acquisition="input"``
     they charge it per input that has not acquired it in g or f1 (CEGB's state)."""
-    from .training import _binned_like, _penalty_costs
 
-    y = dtrain.label
-    n_samples = y.shape[0]
-    costs = dtrain.cost_model
-    part_params = _part_params(p)
-    common = dict(objective="binary:logistic", num_class=1, feature_names=dtrain.feature_names,
-                  cost_model=costs, params=part_params)
-    predictor = Booster(base_score=objective.base_score(y, dtrain.weight), **common)
-    gate = Booster(base_score=np.zeros(1), **common)
-    model = GatedModel(gate=gate, predictor=predictor, expensive=f0,
-                       feature_names=dtrain.feature_names, cost_model=costs, params=p)
+    def __init__(self, p, dtrain, num_boost_round, setup):
+        super().__init__(p, dtrain, setup)
+        y = dtrain.label
+        n_samples = y.shape[0]
+        costs = dtrain.cost_model
+        common = dict(objective="binary:logistic", num_class=1,
+                      feature_names=dtrain.feature_names, cost_model=costs,
+                      params=_part_params(p))
+        self.predictor = Booster(base_score=setup.objective.base_score(y, dtrain.weight),
+                                 **common)
+        self.gate = Booster(base_score=np.zeros(1), **common)
+        self.model = GatedModel(gate=self.gate, predictor=self.predictor, expensive=self.f0,
+                                feature_names=dtrain.feature_names, cost_model=costs, params=p)
+        self.n_iterations = num_boost_round
+        self.grower = tree_grower(dtrain, p, setup.n_threads)
+        state = AcquisitionState(n_samples, costs.feature_group, costs.n_groups)
+        self.grower.set_cost_penalty(state, p["cost_tradeoff"], *penalty_costs(
+            "cegb" if p["acquisition"] == "input" else "greedy_miser", costs))
+        self.splittable = (dtrain.n_value_bins >= 2).astype(np.uint8)
+        self.no_split = np.zeros_like(self.splittable)
+        self.all_rows = np.arange(n_samples, dtype=np.int32)
+        self.rows = np.empty(n_samples, dtype=np.int32)
+        # first order (CART on residuals): the hessian is the weight
+        self.unit = np.ascontiguousarray(self.weight, dtype=np.float64)
+        self.grad = np.empty((n_samples, 1), order="F")
+        self.hess = np.empty((n_samples, 1), order="F")
+        self.raw_predictor = np.tile(self.predictor.base_score, (n_samples, 1))
+        self.raw_gate = np.zeros((n_samples, 1))
+        self.eval_state = [(name, data, binned_like(data, dtrain),
+                            np.tile(self.predictor.base_score, (data.num_data(), 1)),
+                            np.zeros((data.num_data(), 1)), p0_eval)
+                           for (data, name), p0_eval in zip(setup.evals, self.eval_p0)]
+        self.thresholds = []
 
-    edges, edges_indptr = dtrain.flat_bin_edges()
-    grower = TreeGrower(
-        dtrain.binned, edges, edges_indptr, dtrain.n_value_bins, dtrain.missing_bin,
-        p["learning_rate"], p["reg_lambda"], p["min_child_weight"], p["gamma"],
-        p["min_data_in_leaf"], p["num_leaves"] or -1,
-        -1 if p["max_depth"] is None else p["max_depth"], p["grow_policy"] == "lossguide",
-        n_threads)
-    state = AcquisitionState(n_samples, costs.feature_group, costs.n_groups)
-    grower.set_cost_penalty(state, p["cost_tradeoff"], *_penalty_costs(
-        "cegb" if p["acquisition"] == "input" else "greedy_miser", costs))
-    splittable = (dtrain.n_value_bins >= 2).astype(np.uint8)
-    no_split = np.zeros_like(splittable)
-    all_rows = np.arange(n_samples, dtype=np.int32)
-    rows = np.empty(n_samples, dtype=np.int32)
-    # first order (CART on residuals): the hessian is the weight
-    unit = np.ascontiguousarray(weight, dtype=np.float64)
-    grad = np.empty((n_samples, 1), order="F")
-    hess = np.empty((n_samples, 1), order="F")
-    raw_predictor = np.tile(predictor.base_score, (n_samples, 1))
-    raw_gate = np.zeros((n_samples, 1))
-    eval_state = [(name, data, _binned_like(data, dtrain),
-                   np.tile(predictor.base_score, (data.num_data(), 1)),
-                   np.zeros((data.num_data(), 1)), p0_eval)
-                  for (data, name), p0_eval in zip(evals, eval_p0)]
+    def grow(self, gradient, mask):
+        self.rows[:] = self.all_rows      # the grower reorders its rows
+        return self.grower.grow(np.ascontiguousarray(gradient), self.unit, self.rows, mask)
 
-    def grow(gradient, mask):
-        rows[:] = all_rows      # the grower reorders its rows
-        tree = grower.grow(np.ascontiguousarray(gradient), unit, rows, mask)
-        return tree
-
-    model = container.before_training(model)
-    evals_log = {}
-    thresholds = []
-    q = np.zeros(n_samples)
-    for epoch in range(num_boost_round):
-        if container.before_iteration(model, epoch, evals_log):
-            break
-        if epoch % p["q_update_period"] == 0:
+    def iterate(self, iteration):
+        p, dtrain, n_threads = self.p, self.dtrain, self.setup.n_threads
+        y, weight, unit = dtrain.label, self.weight, self.unit
+        raw_predictor, raw_gate = self.raw_predictor, self.raw_gate
+        if iteration % p["q_update_period"] == 0:
             excess = (positive_log_loss(raw_predictor[:, 0], y) + _softplus(raw_gate[:, 0])
-                      - loss0 - _softplus(-raw_gate[:, 0]))
-            q, beta = q_step(excess, p["p_full"], weight)
-            if epoch == 0:
+                      - self.loss0 - _softplus(-raw_gate[:, 0]))
+            self.q, _ = q_step(excess, p["p_full"], weight)
+            if iteration == 0:
                 # g starts at the constant that best fits the first q (log-odds of its mean)
-                share = np.clip(np.average(q, weights=weight), 1e-6, 1 - 1e-6)
-                gate.base_score = np.array([_logit(share)])
-                raw_gate[:] = gate.base_score
-                for state_eval in eval_state:
-                    state_eval[4][:] = gate.base_score
+                share = np.clip(np.average(self.q, weights=weight), 1e-6, 1 - 1e-6)
+                self.gate.base_score = np.array([_logit(share)])
+                raw_gate[:] = self.gate.base_score
+                for state_eval in self.eval_state:
+                    state_eval[4][:] = self.gate.base_score
+        q = self.q
         # f1: residuals (1 - q_i)(y_i - p_i) of eq. (1) (the logistic gradient kernel,
         # so that p_full = 0 grows Greedy Miser's trees bit for bit)
-        objective.gradients(raw_predictor, y, dtrain.weight, grad, hess, n_threads)
-        tree = grow(grad[:, 0] * (1.0 - q), splittable)
-        grower.add_leaf_values(rows, raw_predictor, 0)
-        predictor._append_tree(tree, 0)
-        predictor._end_round()
-        for _, _, binned, raw_f, _, _ in eval_state:
+        self.setup.objective.gradients(raw_predictor, y, dtrain.weight, self.grad, self.hess,
+                                       n_threads)
+        tree = self.grow(self.grad[:, 0] * (1.0 - q), self.splittable)
+        self.grower.add_leaf_values(self.rows, raw_predictor, 0)
+        self.predictor.add_round([tree])
+        for _, _, binned, raw_f, _, _ in self.eval_state:
             predict_binned_add(binned, tree, dtrain.missing_bin, raw_f, 0, n_threads)
         # g: CART on the residuals q_i - sigmoid(g_i) of eq. (2) (a constant residual
         # needs no split), with Newton leaf values (Friedman's TreeBoost for the logistic
@@ -233,28 +271,31 @@ def _train_adapt_gbrt(p, dtrain, num_boost_round, objective, metrics, evals, n_t
         gate_probability = expit(raw_gate[:, 0])
         residual = gate_probability - q
         gate_gradient = residual * unit
-        tree = grow(gate_gradient, no_split if np.ptp(residual) == 0 else splittable)
+        tree = self.grow(gate_gradient, self.no_split if np.ptp(residual) == 0
+                         else self.splittable)
         leaf = _leaf_of_rows(dtrain.binned, dtrain.missing_bin, tree, n_threads)
         _newton_leaves(tree, leaf, gate_gradient,
                        np.maximum(gate_probability * (1 - gate_probability), 1e-16) * unit,
                        p["learning_rate"])
         raw_gate[:, 0] += tree["value"][leaf]
-        gate._append_tree(tree, 0)
-        gate._end_round()
-        model.gate_threshold = _gate_threshold(p, raw_gate[:, 0], weight)
-        thresholds.append(model.gate_threshold)
-        for name, data, binned, raw_f, raw_g, p0_eval in eval_state:
+        self.gate.add_round([tree])
+        self.model.gate_threshold = _gate_threshold(p, raw_gate[:, 0], weight)
+        self.thresholds.append(self.model.gate_threshold)
+        for _, _, binned, _, raw_g, _ in self.eval_state:
             predict_binned_add(binned, tree, dtrain.missing_bin, raw_g, 0, n_threads)
-            log_metrics(evals_log, name, metrics, data,
-                        _composite(raw_g[:, 0], raw_f[:, 0], p0_eval, model.gate_threshold))
-        if container.after_iteration(model, epoch, evals_log):
-            break
-    if model.best_iteration is not None:
-        best_iteration, best_score = model.best_iteration, model.best_score
-        model.gate, model.predictor = gate[:best_iteration + 1], predictor[:best_iteration + 1]
-        model.best_iteration, model.best_score = best_iteration, best_score
-        model.gate_threshold = thresholds[best_iteration]
-    return model, evals_log, q
+        return False
+
+    def eval_predictions(self):
+        threshold = self.model.gate_threshold
+        return [(name, data, _composite(raw_g[:, 0], raw_f[:, 0], p0_eval, threshold))
+                for name, data, _, raw_f, raw_g, p0_eval in self.eval_state]
+
+    def finish(self, n_keep):
+        model = self.model
+        if n_keep is not None:
+            model.gate, model.predictor = self.gate[:n_keep], self.predictor[:n_keep]
+            model.gate_threshold = self.thresholds[n_keep - 1]
+        return model
 
 
 class LinearPairProblem:
@@ -439,61 +480,136 @@ def _restarts(p, problem, y, std, weight, objective, sample_weight, num_boost_ro
     return best
 
 
-def _train_adapt_lin(p, dtrain, num_boost_round, objective, metrics, evals, n_threads, *,
-                     f0, weight, loss0, eval_p0, container, log_metrics, verbose):
+class AdaptLinTrainer(GatedTrainer):
     """Algorithm 1 from ``n_restarts`` starts (zeros; then random gates sending the
     ``p_full`` share of the inputs furthest along a random direction to f0): alternate the
     q-step and (OPT2) until the objective changes by less than ``tol`` or for
     ``num_boost_round`` alternations; keep the start of lowest objective. Its alternations
-    are then evaluated in turn (metrics, callbacks, early stopping)."""
-    from .training import _cost_groups, _standardize, _standardized
+    are then the iterations the training loop evaluates (metrics, callbacks, early
+    stopping)."""
 
-    y = dtrain.label
-    mean, std = _standardize(dtrain.data)
-    Z = _standardized(dtrain.data, mean, np.where(std > 0, 1.0, 0.0))   # centred only
-    groups, group_costs = _cost_groups(dtrain.cost_model, None, Z.shape[1])
-    problem = LinearPairProblem(Z, y, weight, loss0, groups, group_costs,
-                                gamma=p["cost_tradeoff"], reg_lambda=p["reg_lambda"],
-                                n_threads=n_threads)
-    d = Z.shape[1]
-    with _single_threaded_blas():
-        best = _restarts(p, problem, y, std, weight, objective, dtrain.weight, num_boost_round,
-                         verbose)
+    def __init__(self, p, dtrain, num_boost_round, setup):
+        super().__init__(p, dtrain, setup)
+        self.mean, std = standardize(dtrain.data)
+        Z = standardized(dtrain.data, self.mean, np.where(std > 0, 1.0, 0.0))   # centred
+        groups, group_costs = cost_groups(dtrain.cost_model, None, Z.shape[1])
+        self.problem = LinearPairProblem(Z, dtrain.label, self.weight, self.loss0, groups,
+                                         group_costs, gamma=p["cost_tradeoff"],
+                                         reg_lambda=p["reg_lambda"], n_threads=setup.n_threads)
+        with _single_threaded_blas():
+            best = _restarts(p, self.problem, dtrain.label, std, self.weight, setup.objective,
+                             dtrain.weight, num_boost_round, setup.verbose)
+        self.states = best[0] if best else [np.zeros(2 * Z.shape[1] + 2)]
+        self.n_iterations = len(self.states) if best else 0
+        self.model = self.gated(self.states[-1])
+        self.chosen = len(self.states) - 1
+        self.current = None
 
-    def gated(v):
+    def gated(self, v):
+        dtrain, problem = self.dtrain, self.problem
         g, g_bias, f, f_bias = problem.split(v)
-        parts = [LinearClassifier(w, b - w @ mean, mean, feature_names=dtrain.feature_names,
+        parts = [LinearClassifier(w, b - w @ self.mean, self.mean,
+                                  feature_names=dtrain.feature_names,
                                   cost_model=dtrain.cost_model)
                  for w, b in ((g, g_bias), (f, f_bias))]
         # calibrated on the margins routing computes (raw features), not the centred ones
-        return GatedModel(gate=parts[0], predictor=parts[1], expensive=f0,
+        return GatedModel(gate=parts[0], predictor=parts[1], expensive=self.f0,
                           feature_names=dtrain.feature_names, cost_model=dtrain.cost_model,
-                          params=p, gate_threshold=_gate_threshold(
-                              p, parts[0].decision_function(dtrain.data), weight))
+                          params=self.p, gate_threshold=_gate_threshold(
+                              self.p, parts[0].decision_function(dtrain.data), self.weight))
 
-    states = best[0] if best else [np.zeros(2 * d + 2)]
-    model = gated(states[-1])
-    model = container.before_training(model)
-    evals_log = {}
-    chosen = len(states) - 1
-    for alternation, v in enumerate(states if best else []):
-        if container.before_iteration(model, alternation, evals_log):
-            break
-        current = gated(v)
-        model.gate, model.predictor = current.gate, current.predictor
-        model.gate_threshold = current.gate_threshold
-        chosen = alternation
-        for (data, name), p0_eval in zip(evals, eval_p0):
-            log_metrics(evals_log, name, metrics, data,
-                        _composite(current.gate.decision_function(data.data),
-                                   current.predictor.decision_function(data.data), p0_eval,
-                                   model.gate_threshold))
-        if container.after_iteration(model, alternation, evals_log):
-            break
-    if model.best_iteration is not None:
-        chosen = model.best_iteration
-    final = gated(states[chosen])
-    model.gate, model.predictor = final.gate, final.predictor
-    model.gate_threshold = final.gate_threshold
-    q, _ = q_step(problem.excess_loss(states[chosen]), p["p_full"], weight)
-    return model, evals_log, q
+    def set_parts(self, current):
+        self.model.gate, self.model.predictor = current.gate, current.predictor
+        self.model.gate_threshold = current.gate_threshold
+
+    def iterate(self, iteration):
+        self.current = self.gated(self.states[iteration])
+        self.set_parts(self.current)
+        self.chosen = iteration
+        return False
+
+    def eval_predictions(self):
+        current = self.current
+        return [(name, data, _composite(current.gate.decision_function(data.data),
+                                        current.predictor.decision_function(data.data),
+                                        p0_eval, self.model.gate_threshold))
+                for (data, name), p0_eval in zip(self.setup.evals, self.eval_p0)]
+
+    def finish(self, n_keep):
+        chosen = self.chosen if n_keep is None else n_keep - 1
+        self.set_parts(self.gated(self.states[chosen]))
+        self.q, _ = q_step(self.problem.excess_loss(self.states[chosen]), self.p["p_full"],
+                           self.weight)
+        return self.model
+
+
+ADAPT_PARAMS = (
+    Param("objective", "binary:logistic", None, "binary:logistic (labels 0/1 or -1/+1)"),
+    Param("p_full", 0.2, number(low=0, high=1),
+          "at most this share of the training inputs goes to the expensive model"),
+    Param("gate_threshold", None, number(allow_none=True, finite=True),
+          "an input goes to the expensive model when the gate's margin is above it; None: "
+          "calibrated so that the p_full share of the training inputs with the highest "
+          "margins go (0: the paper's sigmoid(g) > 1/2)"),
+)
+ADAPT_GBRT_PARAMS = ADAPT_PARAMS + tuple(
+    param.with_default(GREEDY_MISER_TREES[param.name]) if param.name in GREEDY_MISER_TREES
+    else param for param in TREE_PARAMS) + (
+    Param("cost_tradeoff", 1.0, number(low=0, finite=True),
+          "gamma: weight of the cost penalty of a split"),
+    Param("q_update_period", 10, number(integer=True, low=1),
+          "rounds between q-steps (T of Algorithm 2)"),
+    Param("acquisition", "model", choice("model", "input"),
+          '"model": the paper\'s u_alpha, a feature is free once any tree of g or f1 uses '
+          'it; "input": CEGB\'s per-input state'),
+)
+ADAPT_LIN_PARAMS = ADAPT_PARAMS + (
+    Param("cost_tradeoff", 0.01, number(low=0, finite=True),
+          "gamma: weight of the group-lasso cost penalty"),
+    Param("reg_lambda", 1e-4, number(low=0, finite=True), "ridge on the (centred) features"),
+    Param("tol", 1e-5, number(low=0, low_open=True),
+          "relative objective change that ends the alternations"),
+    Param("n_restarts", 4, number(integer=True, low=1),
+          "starts of the alternating minimisation (the first from zero, the others from "
+          "random gates); the lowest objective is kept"),
+)
+# the gated model's own settings, not passed on to its parts
+ADAPT_PARAM_NAMES = ("p_full", "gate_threshold", "q_update_period", "acquisition",
+                     "n_restarts")
+
+
+def zero_one_labels(data):
+    """``data`` with labels -1/+1 as 0/1 (a shallow copy; 0/1 labels unchanged)."""
+    y = data.label
+    if y is None or not np.any(y == -1) or not np.all((y == -1) | (y == 1)):
+        return data
+    data = copy.copy(data)
+    data.label = (y > 0).astype(np.float64)
+    return data
+
+
+class Adapt(Algorithm):
+    def __init__(self, name, params, trainer, doc):
+        super().__init__(name, params, trainer, doc, takes_expensive_model=True,
+                         continues="the gate and the predictor are trained together from "
+                                   "the start")
+
+    def complete(self, p, given):
+        if p["objective"] != "binary:logistic" or p["num_class"] not in (None, 1):
+            raise ValueError(f"{p['algorithm']} is a binary classifier (binary:logistic, "
+                             f"labels 0/1 or -1/+1), not {p['objective']!r}"
+                             + (f" with num_class={p['num_class']}" if p["num_class"] else ""))
+        if "max_depth" in p:
+            complete_tree_params(p, 4)
+
+    def prepare_data(self, dtrain, evals):
+        return zero_one_labels(dtrain), [(zero_one_labels(data), name) for data, name in evals]
+
+
+ALGORITHMS = (
+    Adapt("adapt_gbrt", ADAPT_GBRT_PARAMS, AdaptGBRTTrainer,
+          "gate and low-cost boosted predictor before an expensive model (Nan and "
+          "Saligrama, NIPS 2017)"),
+    Adapt("adapt_lin", ADAPT_LIN_PARAMS, AdaptLinTrainer,
+          "linear gate and predictor before an expensive model (Nan and Saligrama, 2017)"),
+)

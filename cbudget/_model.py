@@ -1,0 +1,273 @@
+"""The interface every cbudget model implements (:class:`Model`), and what it gives all of
+them: cost reports, acquisitions, budgets, saving. See docs/architecture.md ("Models").
+
+A model type subclasses :class:`Model`, sets ``model_type`` (the name in its files), is
+registered with ``@register_model_type`` and implements:
+
+* ``predict(X, ...)``;
+* ``_cost_and_acquired(X)``: per-input cost and the (n_samples, n_features) 0/1 matrix
+  of acquired features, for a prepared float matrix ``X``;
+* ``used_features()``;
+* ``to_dict()`` and the class method ``from_dict(doc, *, expensive_model=None)``.
+
+Models built in stages (boosting rounds, forest trees) also implement
+``num_iterations``, slicing, ``cost_curve`` and ``_staged_metric``; on the other models
+those raise :class:`NotApplicableError`.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+
+from ._core._openmp_helpers import resolve_n_threads
+from .costs import CostModel, CostReport
+from .dataset import Dataset, prediction_input
+from .metrics import check_metric, metric_maximize
+from .model_io import save_model
+
+__all__ = ["Model", "NotApplicableError", "BudgetChoice", "CostParts", "CostTracker"]
+
+
+class NotApplicableError(TypeError):
+    """A helper that does not apply to this model type (e.g. ``cost_curve`` of a model
+    that is not built in stages); the message says why."""
+
+
+class BudgetChoice(NamedTuple):
+    """Result of :meth:`Model.best_iteration_within_budget`: predict with
+    ``iteration_range=(0, iteration + 1)``."""
+    iteration: int
+    cost: float
+    score: float
+    metric: str
+
+
+class CostParts(NamedTuple):
+    """What each input's prediction cost is made of (see :meth:`Model.cost_parts`)."""
+    acquired: np.ndarray      # bool (n_samples, n_features): the features it pays for
+    other: np.ndarray         # float64 (n_samples,): split, tree and declared costs
+
+
+class CostTracker:
+    """The mean prediction cost of fixed inputs under a model that grows during training
+    (see :meth:`Model.cost_tracker`). This one recomputes it from scratch each time;
+    models built in stages return one that only adds the new stages."""
+
+    def __init__(self, model: Model, X):
+        self.X = model.prepare_input(X)
+
+    def mean_cost(self, model: Model) -> float:
+        """The mean cost of the inputs under ``model`` as it is now."""
+        if self.X.shape[0] == 0:
+            return 0.0
+        return float(model.predict_cost(self.X).mean())
+
+
+class Model:
+    """Base class of every cbudget model (Booster, Forest, ClassifierTree, Cascade,
+    GatedModel).
+
+    Attributes
+    ----------
+    algorithm : str
+        The algorithm that trained it (``params["algorithm"]``).
+    objective : str
+    num_class : int
+    feature_names : list of str
+    cost_model : cbudget.CostModel
+    params : dict
+        The resolved training parameters.
+    best_iteration, best_score : set by early stopping (else None)
+    summary : dict
+        Training and validation cost, features used, and more per model type.
+    """
+
+    model_type: ClassVar[str] = ""
+    # gated models may be saved without their (external) expensive part
+    takes_expensive_model: ClassVar[bool] = False
+    objective: str
+    num_class: int
+
+    def __init__(self, *, feature_names, cost_model: CostModel, params: dict,
+                 default_algorithm: str):
+        self.feature_names = list(feature_names)
+        self.cost_model = cost_model
+        self.params = dict(params)
+        self.algorithm = self.params.get("algorithm", default_algorithm)
+        self.best_iteration: int | None = None
+        self.best_score: float | None = None
+        self.summary: dict[str, Any] = {}
+
+    # -- what each model type implements ------------------------------------------------
+    def predict(self, X, **options) -> np.ndarray:
+        raise NotImplementedError
+
+    def used_features(self) -> np.ndarray:
+        """Sorted indices of the features the model can read."""
+        raise NotImplementedError
+
+    def _cost_and_acquired(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document of the model (see docs/architecture.md, "Model files")."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_dict(cls, doc: dict, *, expensive_model=None) -> Model:
+        """The model of a JSON document, validated (ValueError if it is not valid)."""
+        raise NotImplementedError
+
+    # -- inputs -------------------------------------------------------------------------
+    def num_features(self) -> int:
+        """Number of features the model was trained on."""
+        return len(self.feature_names)
+
+    def prepare_input(self, X) -> np.ndarray:
+        """``X`` (array, DataFrame, sparse or Dataset) as the float matrix the model
+        reads; ValueError for a wrong number of features or other feature names."""
+        return prediction_input(X, self.feature_names)
+
+    def n_threads(self) -> int:
+        """Threads the model predicts with (its ``n_jobs`` parameter; None: all cores)."""
+        return resolve_n_threads(self.params.get("n_jobs"))
+
+    # -- prediction cost ----------------------------------------------------------------
+    def predict_cost(self, X) -> np.ndarray:
+        """Prediction cost of each input (the cost model of docs/architecture.md): each
+        feature it reads paid once, its cost group once, plus split, tree and declared
+        costs.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,)
+        """
+        return self._cost_and_acquired(self.prepare_input(X))[0]
+
+    def acquisitions(self, X) -> np.ndarray:
+        """The features each input pays for.
+
+        Returns
+        -------
+        ndarray of bool, shape (n_samples, n_features)
+            True where predicting the input reads the feature.
+        """
+        return self._cost_and_acquired(self.prepare_input(X))[1].astype(bool)
+
+    def cost_parts(self, X) -> CostParts:
+        """Each input's acquired features and its other costs (split, tree, declared):
+        what a model that contains this one (a gated model) combines with its other
+        parts, paying each feature once."""
+        X = self.prepare_input(X)
+        cost, acquired = self._cost_and_acquired(X)
+        return CostParts(acquired.astype(bool),
+                         self.cost_model.structural_costs(cost, acquired))
+
+    def cost_report(self, X) -> CostReport:
+        """Mean cost, per-input cost, per-feature acquisition rates, features used and the
+        fixed coupled cost of predicting ``X``."""
+        cost, acquired = self._cost_and_acquired(self.prepare_input(X))
+        return self.cost_model.report(cost, acquired, self.used_features(), self.feature_names)
+
+    def cost_tracker(self, X) -> CostTracker:
+        """An object whose ``mean_cost(model)`` gives the mean cost of ``X`` as the model
+        grows during training (used by :class:`cbudget.BudgetStopping`)."""
+        return CostTracker(self, X)
+
+    def _summarise_costs(self, train_cost: float, evals, **extra) -> None:
+        """The cost ``summary`` after training: training and validation cost, features
+        used, their coupled cost, and ``extra``."""
+        used = self.used_features()
+        self.summary = {
+            "train_cost": float(train_cost),
+            "valid_cost": {name: float(self.predict_cost(data).mean()) for name, data in evals},
+            "features_used": [self.feature_names[m] for m in used],
+            "coupled_cost": self.cost_model.coupled_cost(used),
+            **extra,
+        }
+
+    # -- stages -------------------------------------------------------------------------
+    def _no_stages(self, what: str) -> NotApplicableError:
+        return NotApplicableError(
+            f"{what} does not apply to a {type(self).__name__} ({self.algorithm}), which is "
+            "optimised as a whole: it applies to models built in stages (a Booster's "
+            "rounds, a Forest's trees)")
+
+    def num_iterations(self) -> int:
+        """Number of iterations (boosting rounds; trees of a forest)."""
+        raise self._no_stages("num_iterations")
+
+    def __getitem__(self, key):
+        raise self._no_stages("slicing")
+
+    def cost_curve(self, X) -> np.ndarray:
+        """Mean prediction cost of ``X`` using iterations ``0..r``, for each ``r``."""
+        raise self._no_stages("cost_curve")
+
+    def _staged_metric(self, data: Dataset, metric: str) -> np.ndarray:
+        raise self._no_stages("staged scores")
+
+    @property
+    def default_metric(self) -> str:
+        """The metric evaluation and budget choices use by default."""
+        raise NotImplementedError
+
+    def best_iteration_within_budget(self, data: Dataset, budget: float, *,
+                                     metric: str | None = None) -> BudgetChoice:
+        """The iteration whose model (iterations ``0..r``) scores best on ``data`` among
+        those whose mean prediction cost on ``data`` is at most ``budget``.
+
+        The cost can only grow with the iterations, so the candidates are the first ones
+        up to the last one within budget. Ties go to the earlier (cheaper) iteration.
+
+        Parameters
+        ----------
+        data : Dataset with labels (validation data)
+        budget : float
+        metric : str, optional
+            Default: the model's (e.g. ``mlogloss`` for a multi-class booster).
+
+        Returns
+        -------
+        BudgetChoice
+            ``(iteration, cost, score, metric)``.
+
+        Raises
+        ------
+        ValueError
+            If even the first iteration costs more than ``budget``.
+        NotApplicableError
+            For models not built in stages.
+        """
+        if not isinstance(data, Dataset) or data.label is None:
+            raise TypeError("data must be a cbudget.Dataset with labels")
+        budget = float(budget)
+        if not budget >= 0:
+            raise ValueError(f"budget must be >= 0, got {budget}")
+        if self.num_iterations() == 0:
+            raise ValueError("the model has no iterations")
+        metric = metric or self.default_metric
+        check_metric(metric, self.objective)
+        curve = self.cost_curve(data)
+        within = np.flatnonzero(curve <= budget)
+        if within.size == 0:
+            raise ValueError(f"no iteration is within budget {budget}: the first alone "
+                             f"costs {curve[0]:.6g} per input")
+        scores = self._staged_metric(data, metric)[within]
+        best = int(np.argmax(scores) if metric_maximize(metric) else np.argmin(scores))
+        r = int(within[best])
+        return BudgetChoice(iteration=r, cost=float(curve[r]), score=float(scores[best]),
+                            metric=metric)
+
+    # -- importance ---------------------------------------------------------------------
+    def feature_importance(self, kind: str = "split") -> np.ndarray:
+        """Per-feature importance (see the model class for the kinds it offers)."""
+        raise NotApplicableError(f"feature_importance does not apply to a "
+                                 f"{type(self).__name__}")
+
+    # -- files --------------------------------------------------------------------------
+    def save_model(self, path: str | os.PathLike) -> None:
+        """Write the model as JSON (see docs/architecture.md, "Model files")."""
+        save_model(self, path)

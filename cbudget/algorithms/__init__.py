@@ -1,0 +1,77 @@
+"""The registry of training algorithms: ``params["algorithm"]`` -> its
+:class:`cbudget.engine.Algorithm` (declared parameters and trainer), one module per family:
+
+* :mod:`.boosting`: ``gbdt``, ``cegb``, ``greedy_miser`` (a Booster);
+* :mod:`.budget_rf`: ``budget_rf`` (a Forest);
+* :mod:`.classifier_tree`: ``cstc``, ``cscc``, ``cronus`` (a ClassifierTree / Cascade);
+* :mod:`.gated`: ``adapt_gbrt``, ``adapt_lin`` (a GatedModel).
+
+Adding an algorithm: a module that declares its parameters and its trainer, and one line
+in :data:`REGISTRY` (see docs/architecture.md, "Adding an algorithm").
+"""
+from __future__ import annotations
+
+from ..engine import Algorithm
+from ..params import ALIASES
+from . import boosting, budget_rf, classifier_tree, gated
+
+__all__ = ["REGISTRY", "get_algorithm", "resolve_params", "parameter_docs"]
+
+REGISTRY: dict[str, Algorithm] = {
+    algorithm.name: algorithm
+    for algorithm in (*boosting.ALGORITHMS, budget_rf.BUDGET_RF, *classifier_tree.ALGORITHMS,
+                      *gated.ALGORITHMS)
+}
+
+# every parameter name -> the algorithms that take it
+TAKEN_BY: dict[str, list[str]] = {}
+for _algorithm in REGISTRY.values():
+    for _name in _algorithm.declared:
+        TAKEN_BY.setdefault(_name, []).append(_algorithm.name)
+
+
+def get_algorithm(name) -> Algorithm:
+    """The registered algorithm ``name``; ValueError listing the valid ones."""
+    if not isinstance(name, str) or name not in REGISTRY:
+        raise ValueError(f"unknown algorithm {name!r}; valid: {list(REGISTRY)}")
+    return REGISTRY[name]
+
+
+def resolve_params(params: dict | None) -> dict:
+    """The training parameters of ``params``: aliases resolved, defaults filled in,
+    every value checked.
+
+    Raises ValueError for an unknown name (listing the valid ones), a name given twice
+    (directly and by an alias), a parameter of another algorithm (saying which ones take
+    it) or a bad value.
+    """
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise TypeError(f"params must be a dict, got {type(params).__name__}")
+    given, seen = {}, {}
+    for key, value in params.items():
+        name = ALIASES.get(key, key)
+        if name not in TAKEN_BY:
+            valid = sorted(set(TAKEN_BY) | set(ALIASES))
+            raise ValueError(f"unknown parameter {key!r}; valid parameters: {', '.join(valid)}")
+        if name in seen:
+            raise ValueError(f"parameter {name!r} given twice (as {seen[name]!r} and {key!r})")
+        seen[name] = key
+        given[name] = value
+    algorithm = get_algorithm(given.get("algorithm", "gbdt"))
+    others = [name for name in given if name not in algorithm.declared]
+    if others:
+        takers = sorted({a for name in others for a in TAKEN_BY[name]},
+                        key=list(REGISTRY).index)
+        raise ValueError(f"parameter(s) {', '.join(repr(seen[n]) for n in others)} apply to "
+                         f"algorithm{'s' if len(takers) > 1 else ''} "
+                         f"{', '.join(map(repr, takers))}, not to algorithm {algorithm.name!r}")
+    return algorithm.resolve(given)
+
+
+def parameter_docs(name: str) -> str:
+    """The parameters of algorithm ``name``: name, default and one line each."""
+    algorithm = get_algorithm(name)
+    return "\n".join(f"{param.name} (default {param.default!r}): {param.doc}"
+                     for param in algorithm.declared.values())

@@ -1,0 +1,315 @@
+"""Gradient boosting: ``gbdt``, ``cegb`` and ``greedy_miser``; each returns a
+:class:`cbudget.Booster`.
+
+* ``"gbdt"``: gradient boosting (second-order, histogram trees).
+* ``"cegb"``: cost-efficient gradient boosting (Peter et al., NIPS 2017). Each split
+  pays ``cost_tradeoff`` (lambda, default 1) times its cost increment:
+  ``split_cost * |leaf|`` + ``coupled_costs[m]`` if the model does not use ``m`` yet +
+  ``feature_costs[m]`` per input of the leaf that has not acquired ``m`` yet (+
+  ``group_costs`` per input that has not touched ``m``'s group), with the Dataset's
+  costs. Which training inputs have acquired which features is kept across trees and
+  rounds. Trees grow best-first without a depth limit by default. With ``subsample <
+  1``, the inputs left out of a round are still routed through its trees afterwards and
+  charged for the features on their paths (LightGBM only updates the in-bag inputs).
+  The trees of one round of a multiclass model grow one after another (each sees the
+  acquisitions of the previous ones), not in parallel.
+* ``"greedy_miser"``: the Greedy Miser (Xu et al., ICML 2012): stage-wise (first-order)
+  regression with step ``learning_rate`` (0.1) and depth-limited CART trees
+  (``grow_policy="depthwise"``, ``max_depth=4``, ``reg_lambda=0``: a leaf holds its
+  rows' mean residual). A tree minimises ``1/2 sum_i (r_i - h(x_i))^2 + cost_tradeoff *
+  sum_m phi_m c_m F_m``: a split on a feature that no tree of the model (this one
+  included) uses yet pays ``cost_tradeoff`` times its cost ``feature_costs[m] +
+  coupled_costs[m]`` (+ ``group_costs[g]`` if no member of its group is used yet, so
+  group-mates then cost only their own marginal cost); later uses are free. Multiclass:
+  one tree per class per round, grown one after another, sharing phi. The number of
+  rounds is the tree budget: with the Dataset's ``tree_cost`` (e),
+  :meth:`cbudget.Booster.best_iteration_within_budget` picks the best validation round
+  within a total budget.
+
+Continuing a model (``xgb_model``): its trees are kept and new rounds added; for CEGB and
+Greedy Miser the acquisition state is restored by routing the training inputs through
+the existing trees. Row and column sampling depend only on ``seed`` and the round, so
+``a`` rounds continued by ``b`` grow the same trees as ``a + b`` rounds at once (up to
+floating-point rounding of the restored scores).
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .._core._acquisition import AcquisitionState
+from .._core._grower import TreeGrower
+from .._core._predict import predict_binned_add
+from ..booster import Booster
+from ..engine import Algorithm, Trainer, model_to_continue
+from ..params import Param, choice, number
+
+__all__ = ["ALGORITHMS", "TREE_PARAMS", "BoostingTrainer", "binned_like", "penalty_costs",
+           "tree_grower", "complete_tree_params"]
+
+TREE_PARAMS = (
+    Param("learning_rate", 0.1, number(low=0, low_open=True), "shrinkage of each tree"),
+    Param("grow_policy", "lossguide", choice("lossguide", "depthwise"),
+          '"lossguide" (best-first) or "depthwise" (level by level)'),
+    Param("num_leaves", None, number(integer=True, low=2, allow_none=True),
+          "leaves per tree; default 31 for lossguide, no cap for depthwise"),
+    Param("max_depth", None, number(integer=True, low=0, allow_none=True),
+          "depth limit (0 or None: none); default none for lossguide, 6 for depthwise"),
+    Param("min_child_weight", 1e-3, number(low=0), "least hessian sum in a leaf"),
+    Param("min_data_in_leaf", 20, number(integer=True, low=1), "least rows in a leaf"),
+    Param("reg_lambda", 1.0, number(low=0), "L2 regularisation of the leaf values"),
+    Param("gamma", 0.0, number(low=0), "least net gain of a split"),
+)
+SAMPLING_PARAMS = (
+    Param("subsample", 1.0, number(low=0, low_open=True, high=1), "rows sampled per round"),
+    Param("colsample_bytree", 1.0, number(low=0, low_open=True, high=1),
+          "features sampled per tree"),
+    Param("base_score", None, number(allow_none=True),
+          "initial score (a probability for binary:logistic); default fitted to the labels"),
+)
+OBJECTIVE = Param("objective", "reg:squarederror", None,
+                  "reg:squarederror, binary:logistic or multi:softprob")
+COST_TRADEOFF = Param("cost_tradeoff", 1.0, number(low=0, finite=True),
+                      "lambda: weight of the cost penalty of a split")
+GREEDY_MISER_TREES = {"grow_policy": "depthwise", "reg_lambda": 0.0}
+
+
+def complete_tree_params(p: dict, depthwise_depth: int) -> None:
+    """The tree limits that depend on the growth policy: 31 leaves best-first, depth
+    ``depthwise_depth`` level by level (``max_depth=0`` means none)."""
+    if p["max_depth"] == 0:
+        p["max_depth"] = None
+    if p["grow_policy"] == "lossguide" and p["num_leaves"] is None:
+        p["num_leaves"] = 31
+    if p["grow_policy"] == "depthwise" and p["max_depth"] is None:
+        p["max_depth"] = depthwise_depth
+
+
+def tree_grower(dtrain, p: dict, n_threads: int) -> TreeGrower:
+    """A histogram tree grower on ``dtrain`` with the tree parameters of ``p``."""
+    edges, edges_indptr = dtrain.flat_bin_edges()
+    return TreeGrower(
+        dtrain.binned, edges, edges_indptr, dtrain.n_value_bins, dtrain.missing_bin,
+        p["learning_rate"], p["reg_lambda"], p["min_child_weight"], p["gamma"],
+        p["min_data_in_leaf"], p["num_leaves"] or -1,
+        -1 if p["max_depth"] is None else p["max_depth"], p["grow_policy"] == "lossguide",
+        n_threads)
+
+
+def binned_like(data, dtrain) -> np.ndarray:
+    """The evaluation data binned with the training edges (shared when built with
+    ``reference=dtrain``)."""
+    if data is dtrain or data.bin_edges is dtrain.bin_edges:
+        return data.binned
+    return dtrain.bin_data(data.data)
+
+
+def penalty_costs(kind: str, costs) -> tuple:
+    """The costs a split pays, as :meth:`TreeGrower.set_cost_penalty` takes them
+    (per-input feature and group costs, once-per-model feature and group costs, split
+    cost). ``"cegb"``: as the cost model defines them. ``"greedy_miser"``: the paper's
+    phi -- a feature's whole cost (``feature_costs + coupled_costs``) the first time the
+    model uses it, its group's cost the first time the model uses any member, nothing
+    after; no per-input or split terms."""
+    if kind == "cegb":
+        return (costs.feature_costs, costs.feature_group, costs.group_costs,
+                costs.coupled_costs, np.zeros(costs.n_groups), costs.split_cost)
+    return (np.zeros(costs.n_features), costs.feature_group, np.zeros(costs.n_groups),
+            costs.feature_costs + costs.coupled_costs, costs.group_costs, 0.0)
+
+
+def initial_base_score(p, objective, y, weight) -> np.ndarray:
+    if p["base_score"] is None:
+        return objective.base_score(y, weight)
+    value = p["base_score"]
+    if objective.name == "binary:logistic":
+        if not 0 < value < 1:
+            raise ValueError("base_score for binary:logistic is a probability in (0, 1)")
+        value = np.log(value / (1 - value))
+    return np.full(objective.n_outputs, value, dtype=np.float64)
+
+
+def initial_raw(init, data, base_score) -> np.ndarray:
+    """Raw scores (n_samples, n_outputs) before the first new round."""
+    if init is None:
+        return np.tile(base_score, (data.num_data(), 1))
+    raw = init.predict(data, output_margin=True)
+    return np.ascontiguousarray(raw.reshape(data.num_data(), -1), dtype=np.float64)
+
+
+class BoostingTrainer(Trainer):
+    """Rounds of one tree per output on the gradients of the objective; the cost-aware
+    learners grow them with a cost penalty and the training inputs' acquisition state."""
+
+    def __init__(self, p, dtrain, num_boost_round, setup):
+        super().__init__(p, dtrain, setup)
+        objective, n_threads = setup.objective, setup.n_threads
+        y, weight = dtrain.label, dtrain.weight
+        init = model_to_continue(setup.xgb_model, dtrain, objective, Booster)
+        if init is None:
+            base_score = initial_base_score(p, objective, y, weight)
+            self.model = Booster(objective=objective.name, num_class=objective.num_class,
+                                 base_score=base_score, feature_names=dtrain.feature_names,
+                                 cost_model=dtrain.cost_model, params=p)
+        else:
+            self.model = init[:]
+            self.model.params, self.model.algorithm = dict(p), p["algorithm"]
+            base_score = self.model.base_score
+            self.first_iteration = self.model.num_boosted_rounds()
+        self.n_iterations = num_boost_round
+
+        n_samples, n_features = dtrain.data.shape
+        n_outputs = objective.n_outputs
+        self.raw_train = initial_raw(init, dtrain, base_score)
+        self.eval_state = [(name, data, binned_like(data, dtrain),
+                            initial_raw(init, data, base_score))
+                           for data, name in setup.evals]
+        self.grad = np.empty((n_samples, n_outputs), dtype=np.float64, order="F")
+        self.hess = np.empty((n_samples, n_outputs), dtype=np.float64, order="F")
+        self.all_rows = np.arange(n_samples, dtype=np.int32)
+        self.n_sub_rows = max(1, int(round(p["subsample"] * n_samples)))
+        self.n_sub_features = max(1, int(round(p["colsample_bytree"] * n_features)))
+        # a feature with a single bin can never be split: skip its histograms
+        self.splittable = (dtrain.n_value_bins >= 2).astype(np.uint8)
+        self.cost_state = None
+        if p["algorithm"] in ("cegb", "greedy_miser"):
+            self.cost_state = AcquisitionState(n_samples, dtrain.cost_model.feature_group,
+                                               dtrain.cost_model.n_groups)
+            if init is not None and init.num_boosted_rounds():
+                # restored by routing the training inputs through the existing trees
+                bitsets = init.acquired_bitsets(dtrain.data)
+                self.cost_state.load_bitsets(bitsets[0], bitsets[1], init.used_features())
+        # Greedy Miser is first order: CART on the residuals, the hessian is the weight.
+        if p["algorithm"] == "greedy_miser":
+            unit = np.ones(n_samples) if weight is None else weight
+            self.grow_hess = np.asfortranarray(np.repeat(unit[:, None], n_outputs, axis=1))
+        else:
+            self.grow_hess = self.hess
+        # Multiclass: the trees of one round are independent given the gradients, so
+        # they grow in parallel, one single-threaded grower per thread (the same trees as
+        # one grower using all threads: growth does not depend on the thread count). Not
+        # for the cost-aware learners, where each tree depends on the previous ones'.
+        tree_parallel = n_outputs > 1 and n_threads > 1 and self.cost_state is None
+        self.n_growers = min(n_threads, n_outputs) if tree_parallel else 1
+        self.threads_per_tree = 1 if tree_parallel else n_threads
+        self.growers = [tree_grower(dtrain, p, self.threads_per_tree)
+                        for _ in range(self.n_growers)]
+        if self.cost_state is not None:
+            self.growers[0].set_cost_penalty(self.cost_state, p["cost_tradeoff"],
+                                             *penalty_costs(p["algorithm"], dtrain.cost_model))
+        self.rows_buffers = [np.empty(n_samples, dtype=np.int32) for _ in self.growers]
+        # The cost-aware learners track the training inputs' acquisitions anyway: the
+        # training cost after each round follows from the state, no routing pass needed
+        # after training (when continuing a model, the pass is run instead).
+        self.track_costs = self.cost_state is not None and init is None
+        self.split_visits = 0         # split nodes visited by all training inputs so far
+        self.train_cost_curve = []
+        self.pool = ThreadPoolExecutor(max_workers=self.n_growers) if tree_parallel else None
+
+    def grow_tree(self, grower_index, k, in_bag, out_of_bag, feature_mask):
+        """Grow the tree of output k and add it to the training and evaluation scores."""
+        dtrain = self.dtrain
+        grower = self.growers[grower_index]
+        rows = self.rows_buffers[grower_index][:in_bag.shape[0]]
+        rows[:] = in_bag      # the grower reorders its rows: never in_bag itself
+        tree = grower.grow(self.grad[:, k], self.grow_hess[:, k], rows, feature_mask)
+        if self.cost_state is not None:
+            self.split_visits += int(tree["n_samples"][tree["left"] != -1].sum())
+            if out_of_bag.shape[0]:
+                self.split_visits += self.cost_state.acquire_along_paths(
+                    dtrain.binned, tree, dtrain.missing_bin, out_of_bag)
+        if in_bag is self.all_rows:   # every row sits in a leaf of the partition
+            grower.add_leaf_values(rows, self.raw_train, k)
+        else:
+            predict_binned_add(dtrain.binned, tree, dtrain.missing_bin, self.raw_train, k,
+                               self.threads_per_tree)
+        for _, _, binned, raw in self.eval_state:
+            predict_binned_add(binned, tree, dtrain.missing_bin, raw, k, self.threads_per_tree)
+        return tree
+
+    def grow_trees(self, grower_index, jobs):
+        return [self.grow_tree(grower_index, *job) for job in jobs]
+
+    def iterate(self, iteration):
+        p, dtrain, objective = self.p, self.dtrain, self.setup.objective
+        n_samples, n_features = dtrain.data.shape
+        n_outputs = objective.n_outputs
+        objective.gradients(self.raw_train, dtrain.label, dtrain.weight, self.grad, self.hess,
+                            self.setup.n_threads)
+        # sampling depends on the seed and the round only (continuation repeats it)
+        rng = np.random.default_rng([p["seed"], iteration])
+        out_of_bag = self.all_rows[:0]
+        if self.n_sub_rows < n_samples:
+            in_bag_mask = np.zeros(n_samples, dtype=bool)
+            in_bag_mask[rng.choice(n_samples, self.n_sub_rows, replace=False)] = True
+            in_bag = np.flatnonzero(in_bag_mask).astype(np.int32)
+            out_of_bag = np.flatnonzero(~in_bag_mask).astype(np.int32)
+        else:
+            in_bag = self.all_rows
+        jobs = []
+        for k in range(n_outputs):
+            feature_mask = self.splittable.copy()
+            if self.n_sub_features < n_features:
+                sampled = np.zeros(n_features, dtype=np.uint8)
+                sampled[rng.choice(n_features, self.n_sub_features, replace=False)] = 1
+                feature_mask &= sampled
+            jobs.append((k, in_bag, out_of_bag, feature_mask))
+        if self.pool is None:
+            trees = self.grow_trees(0, jobs)
+        else:
+            n = self.n_growers
+            parts = [self.pool.submit(self.grow_trees, g, jobs[g::n]) for g in range(n)]
+            grown = [part.result() for part in parts]
+            trees = [grown[k % n][k // n] for k in range(n_outputs)]
+        self.model.add_round(trees)
+        if self.track_costs:
+            costs, state = dtrain.cost_model, self.cost_state
+            self.train_cost_curve.append(
+                (costs.feature_costs @ state.acquired_counts
+                 + costs.group_costs @ state.touched_counts
+                 + costs.split_cost * self.split_visits) / n_samples
+                + costs.tree_cost * len(self.model.trees))
+        return False
+
+    def eval_predictions(self):
+        transform = self.setup.objective.transform
+        return [(name, data, transform(raw)) for name, data, _, raw in self.eval_state]
+
+    def finish(self, n_keep):
+        return self.model if n_keep is None else self.model[:n_keep]
+
+    def finalize(self, model):
+        model.finalize(self.dtrain, [(name, data) for data, name in self.setup.evals],
+                       self.train_cost_curve if self.track_costs else None)
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.shutdown()
+
+
+class Boosting(Algorithm):
+    """gbdt, cegb and greedy_miser: the tree limits follow the growth policy."""
+
+    def __init__(self, name, params, doc, *, depthwise_depth=6):
+        super().__init__(name, params, BoostingTrainer, doc)
+        self.depthwise_depth = depthwise_depth
+
+    def complete(self, p, given):
+        complete_tree_params(p, self.depthwise_depth)
+
+
+def _greedy_miser_trees(params):
+    return tuple(param.with_default(GREEDY_MISER_TREES[param.name])
+                 if param.name in GREEDY_MISER_TREES else param for param in params)
+
+
+GBDT = Boosting("gbdt", (OBJECTIVE,) + TREE_PARAMS + SAMPLING_PARAMS,
+                "gradient boosting (second-order histogram trees)")
+CEGB = Boosting("cegb", (OBJECTIVE, COST_TRADEOFF) + TREE_PARAMS + SAMPLING_PARAMS,
+                "cost-efficient gradient boosting (Peter et al., NIPS 2017)")
+GREEDY_MISER = Boosting(
+    "greedy_miser", (OBJECTIVE, COST_TRADEOFF) + _greedy_miser_trees(TREE_PARAMS)
+    + SAMPLING_PARAMS, "Greedy Miser, stage-wise regression (Xu et al., ICML 2012)",
+    depthwise_depth=4)
+ALGORITHMS = (GBDT, CEGB, GREEDY_MISER)

@@ -1,0 +1,253 @@
+"""``cstc``, ``cscc`` and ``cronus``: trees and cascades of linear classifiers (Xu,
+Kusner, Weinberger, Chen, Chapelle, JMLR 2014; ``reg:squarederror`` or
+``binary:logistic``); return a :class:`cbudget.ClassifierTree` (cstc) or
+:class:`cbudget.Cascade`.
+
+Each node scores and routes with ``x . w + b > theta``; training minimises every node's
+loss weighted by its reach probability (cscc, cronus: exit probability times
+``class_weight``) + ``reg_alpha`` x l1 + ``cost_tradeoff`` (default 0.01) x the relaxed
+expected cost (per path ``sum_a c_a sqrt(sum_nodes w_a^2)``; cronus: reach-weighted
+weights in one norm), by block coordinate descent (:mod:`.cstc_solver`):
+``num_boost_round`` is the number of sweeps (fewer when the objective changes less than
+``tol``; evaluation and early stopping per sweep; the best sweep is kept). ``max_depth``
+levels (default 3; cascades: stages, default 4), ``tree_structure`` "full", "prune" or
+"greedy" (the last two on the last ``evals`` set), ``loss`` "squared" (the paper's, +-1
+targets) or "logistic", ``fine_tune`` (re-fit the leaves without the cost term),
+``basis_trees`` > 0 for the boosting trick (``basis_max_depth``,
+``basis_learning_rate``). ``xgb_model`` is not supported: each training optimises the
+whole tree.
+"""
+from __future__ import annotations
+
+import copy
+import numbers
+import time
+
+import numpy as np
+
+from .._core._linear import LOSS_LOGISTIC, LOSS_SQUARED
+from .._core._openmp_helpers import resolve_n_threads
+from ..callback import CallbackContainer
+from ..cstc import LOSSES, Cascade, ClassifierTree, node_inputs, score_transform
+from ..engine import Algorithm, Trainer, TrainingSetup, run_training
+from ..objectives import get_objective
+from ..params import Param, choice, flag, number
+from .boosting import GBDT
+from .cstc_solver import TreeProblem, validation_score
+from .linear_inputs import cost_groups, standardize, standardized
+
+__all__ = ["ALGORITHMS", "ClassifierTreeTrainer"]
+
+PARAMS = (
+    Param("objective", "reg:squarederror", None,
+          "reg:squarederror (regression) or binary:logistic"),
+    Param("cost_tradeoff", 0.01, number(low=0, finite=True),
+          "lambda: weight of the relaxed expected feature cost"),
+    Param("reg_alpha", 0.01, number(low=0, finite=True),
+          "rho: l1 weight of every node's coefficients"),
+    Param("max_depth", None, number(integer=True, low=1, high=12, allow_none=True),
+          "levels of the tree (stages of a cascade); default 3 (cascades 4)"),
+    Param("tree_structure", "full", choice("full", "prune", "greedy"),
+          '"full", "prune" (bottom-up on validation, 3.6.1) or "greedy" (top-down, 3.6.2)'),
+    Param("loss", "squared", choice(*LOSSES),
+          'the paper\'s "squared" (+-1 targets for binary) or "logistic"'),
+    Param("fine_tune", True, flag, "re-fit the leaves without the cost term (3.5)"),
+    Param("class_weight", None, None, 'None, "balanced" or [w0, w1] (CSCC\'s w_y)'),
+    Param("basis_trees", 0, number(integer=True, low=0),
+          "T > 0: the boosting trick (section 5), T CART trees as coordinates"),
+    Param("basis_max_depth", 4, number(integer=True, low=1), "depth of the basis trees"),
+    Param("basis_learning_rate", 0.1, number(low=0, low_open=True),
+          "learning rate of the basis trees"),
+    Param("tol", 1e-4, number(low=0, low_open=True),
+          "relative objective change that ends a node's and the sweeps' iterations"),
+)
+
+
+def basis_booster(p, dtrain, targets):
+    """The boosting trick (section 5): the booster of T depth-limited regression trees
+    by gradient boosting on the targets (squared loss), whose trees' outputs are the
+    coordinates the nodes see."""
+    data = copy.copy(dtrain)
+    data.label = targets
+    params = GBDT.resolve({"objective": "reg:squarederror", "grow_policy": "depthwise",
+                           "max_depth": p["basis_max_depth"],
+                           "learning_rate": p["basis_learning_rate"], "seed": p["seed"],
+                           "n_jobs": p["n_jobs"]})
+    objective = get_objective("reg:squarederror", None)
+    setup = TrainingSetup(objective=objective, metrics=[objective.default_metric], evals=[],
+                          n_threads=resolve_n_threads(p["n_jobs"]), verbose=False)
+    return run_training(GBDT.trainer(params, data, p["basis_trees"], setup),
+                        CallbackContainer([]))
+
+
+def class_factor(p, labels, weight):
+    """CSCC's class weight w_y of each input (ones without ``class_weight``)."""
+    choice_ = p["class_weight"]
+    if choice_ is None:
+        return np.ones(labels.shape[0])
+    if choice_ == "balanced":
+        w = np.ones(labels.shape[0]) if weight is None else weight
+        totals = np.array([w[labels == c].sum() for c in (0, 1)])
+        per_class = np.where(totals > 0, w.sum() / (2.0 * np.maximum(totals, 1e-300)), 1.0)
+    else:
+        per_class = np.asarray(choice_)
+    return per_class[labels.astype(np.int64)]
+
+
+class ClassifierTreeTrainer(Trainer):
+    """Structure (full, pruned or greedy on the last ``evals`` set), then sweeps of block
+    coordinate descent, then fine-tuning of the leaves."""
+
+    keeps_all_iterations = False
+
+    def __init__(self, p, dtrain, num_boost_round, setup):
+        super().__init__(p, dtrain, setup)
+        objective = setup.objective
+        y, weight = dtrain.label, dtrain.weight
+        binary = objective.name == "binary:logistic"
+        targets = 2.0 * y - 1.0 if binary else y.astype(np.float64)
+        self.sample_weight = np.ones(y.shape[0]) if weight is None else weight
+        self.basis = basis_booster(p, dtrain, targets) if p["basis_trees"] else None
+        coords = node_inputs(dtrain.data, self.basis)
+        self.mean, self.std = standardize(coords)
+        Z = standardized(coords, self.mean, self.std)
+        groups, group_costs = cost_groups(dtrain.cost_model, self.basis, Z.shape[1])
+        cascade = p["algorithm"] != "cstc"
+        self.problem = problem = TreeProblem(
+            Z, targets, self.sample_weight,
+            class_factor(p, y, weight) if binary else np.ones(y.shape[0]),
+            groups, group_costs, kind="cascade" if cascade else "tree", depth=p["max_depth"],
+            weighting="exit" if cascade else "reach",
+            cost_form="cronus" if p["algorithm"] == "cronus" else "paths",
+            loss=LOSS_LOGISTIC if p["loss"] == "logistic" else LOSS_SQUARED,
+            rho=p["reg_alpha"], lam=p["cost_tradeoff"], tol=p["tol"], usable=self.std > 0,
+            n_threads=setup.n_threads)
+        self.eval_coords = [(name, data, standardized(node_inputs(data.data, self.basis),
+                                                      self.mean, self.std))
+                            for data, name in setup.evals]
+        start = time.perf_counter()
+        if p["tree_structure"] == "full":
+            problem.initialize()
+        else:
+            if not setup.evals:
+                raise ValueError(f"tree_structure {p['tree_structure']!r} needs validation "
+                                 "data: pass evals=[(dvalid, 'valid')] (the last data set "
+                                 "is used)")
+            _, valid, Z_valid = self.eval_coords[-1]
+            score = validation_score(setup.metrics[-1], valid.label, valid.weight,
+                                     self.transform)
+            if p["tree_structure"] == "prune":
+                problem.initialize()
+                problem.prune(Z_valid, score)
+            else:
+                problem.grow_greedy(Z_valid, score)
+        if setup.verbose:
+            print(f"{p['algorithm']}: {p['tree_structure']} structure of "
+                  f"{problem.alive.sum()} nodes initialised in "
+                  f"{time.perf_counter() - start:.1f} s", flush=True)
+        self.model = self.export()
+        self.n_iterations = num_boost_round
+        self.states = []
+        self.previous = problem.objective()
+
+    def transform(self, score):
+        return score_transform(self.setup.objective.name, self.p["loss"], score)
+
+    def export(self):
+        """The problem's alive nodes as a ClassifierTree / Cascade: renumbered in level
+        order, weights back on the original scale of the coordinates."""
+        problem, p, dtrain = self.problem, self.p, self.dtrain
+        alive = problem.alive_nodes()
+        new_id = {int(k): i for i, k in enumerate(alive)}
+        upper, lower = problem.children()
+        scale = np.where(self.std > 0, 1.0 / np.where(self.std > 0, self.std, 1.0), 0.0)
+        weights = problem.B[alive] * scale
+        bias = problem.bias[alive] - weights @ self.mean
+        model_class = ClassifierTree if p["algorithm"] == "cstc" else Cascade
+        return model_class(
+            objective=self.setup.objective.name, loss=p["loss"],
+            feature_names=dtrain.feature_names, cost_model=dtrain.cost_model, params=p,
+            weights=weights, bias=bias,
+            thresholds=np.where([upper[k] == -1 and lower[k] == -1 for k in alive], 0.0,
+                                problem.theta[alive]),
+            upper=[new_id[int(upper[k])] if upper[k] != -1 else -1 for k in alive],
+            lower=[new_id[int(lower[k])] if lower[k] != -1 else -1 for k in alive],
+            impute=self.mean if self.basis is None else np.zeros_like(self.mean),
+            basis=self.basis)
+
+    def iterate(self, iteration):
+        problem = self.problem
+        value = problem.sweep()
+        self.states.append((problem.B.copy(), problem.bias.copy(), problem.theta.copy(),
+                            problem.active.copy()))
+        self.model = self.export()
+        converged = abs(self.previous - value) <= self.p["tol"] * max(1.0, abs(value))
+        self.previous = value
+        return converged
+
+    def eval_predictions(self):
+        return [(name, data, self.transform(self.problem.predict_hard(Z_eval)[0]))
+                for name, data, Z_eval in self.eval_coords]
+
+    def finish(self, n_keep):
+        problem = self.problem
+        if n_keep is not None and n_keep < len(self.states):
+            problem.B, problem.bias, problem.theta, problem.active = (
+                a.copy() for a in self.states[n_keep - 1])
+            problem.F = problem.Z @ problem.B.T + problem.bias
+        if self.p["fine_tune"]:
+            problem.fine_tune()
+        return self.export()
+
+    def finalize(self, model):
+        problem = self.problem
+        reach, _ = problem.route()
+        model.finalize(self.dtrain, [(name, data) for data, name in self.setup.evals],
+                       (self.sample_weight @ reach)[problem.alive_nodes()] / problem.W)
+        model.summary["objective_per_sweep"] = list(problem.objective_history)
+
+
+class ClassifierTreeAlgorithm(Algorithm):
+    def __init__(self, name, doc, depth):
+        super().__init__(name, PARAMS, ClassifierTreeTrainer, doc,
+                         continues="each training optimises the whole tree")
+        self.depth = depth
+
+    def complete(self, p, given):
+        if p["objective"] not in ("reg:squarederror", "binary:logistic"):
+            raise ValueError(f"{p['algorithm']} fits regression (reg:squarederror) or binary "
+                             f"classification (binary:logistic), not {p['objective']!r}")
+        if p["num_class"] not in (None, 1):
+            raise ValueError(f"{p['algorithm']} is not multi-class: num_class must be None")
+        if p["max_depth"] is None:
+            p["max_depth"] = self.depth
+        if p["loss"] == "logistic" and p["objective"] != "binary:logistic":
+            raise ValueError("loss 'logistic' needs objective 'binary:logistic'")
+        weight = p["class_weight"]
+        if weight is not None:
+            if p["objective"] != "binary:logistic":
+                raise ValueError("class_weight needs objective 'binary:logistic'")
+            if weight != "balanced":
+                if (not isinstance(weight, (list, tuple)) or len(weight) != 2
+                        or not all(isinstance(w, numbers.Real) and not isinstance(w, bool)
+                                   and 0 < w < float("inf") for w in weight)):
+                    raise ValueError("parameter class_weight must be None, 'balanced' or two "
+                                     f"finite numbers > 0 [w0, w1], got {weight!r}")
+                p["class_weight"] = [float(w) for w in weight]
+
+    def default_metric(self, p, objective):
+        if objective.name == "binary:logistic" and p["loss"] == "squared":
+            # its probabilities are clipped scores: the log-loss would be decided by the
+            # few inputs clipped to the wrong end
+            return "error"
+        return objective.default_metric
+
+
+ALGORITHMS = (
+    ClassifierTreeAlgorithm("cstc", "cost-sensitive tree of classifiers (Xu et al., JMLR 2014)",
+                            3),
+    ClassifierTreeAlgorithm("cscc", "cost-sensitive cascade of classifiers (Xu et al., 2014)",
+                            4),
+    ClassifierTreeAlgorithm("cronus", "Cronus cascade (Chen et al. 2012, as in Xu et al. 2014)",
+                            4),
+)

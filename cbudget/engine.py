@@ -1,0 +1,197 @@
+"""The one training loop, and what an algorithm gives it (see docs/architecture.md,
+"Training").
+
+An :class:`Algorithm` declares its parameters and makes a :class:`Trainer`; the loop
+(:func:`run_training`) runs the trainer's iterations with the evaluation log, the
+callbacks (early stopping, budgets, printing) and the best iteration, the same way for
+every algorithm.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, NamedTuple
+
+from ._model import Model
+from .callback import CallbackContainer
+from .dataset import Dataset, check_model_matches
+from .metrics import evaluate_metric
+from .model_io import load_model
+from .objectives import Objective
+from .params import COMMON_PARAMS, Param, resolve_declared
+
+__all__ = ["Algorithm", "Trainer", "TrainingSetup", "run_training", "model_to_continue"]
+
+
+class TrainingSetup(NamedTuple):
+    """What :func:`cbudget.train` checked and hands to a trainer."""
+    objective: Objective
+    metrics: list          # metric names, the last one for early stopping
+    evals: list            # [(Dataset, name)]
+    n_threads: int
+    verbose: bool
+    xgb_model: Any = None  # a model to continue (algorithms with ``continues``)
+    expensive_model: Any = None  # the gated models' f0
+
+
+class Trainer:
+    """One training run of an algorithm, driven by :func:`run_training`.
+
+    A subclass sets ``model`` (the model as it is, handed to the callbacks) and
+    ``n_iterations`` (how many iterations to run) in its constructor, and implements
+    :meth:`iterate` and :meth:`finish`.
+    """
+
+    # True: the model keeps every iteration after early stopping (the user predicts
+    # with iteration_range); False: it is cut to the best iteration
+    keeps_all_iterations = True
+    model: Model
+    first_iteration = 0
+    n_iterations = 0
+
+    def __init__(self, p: dict, dtrain: Dataset, setup: TrainingSetup):
+        self.p = p
+        self.dtrain = dtrain
+        self.setup = setup
+
+    def callbacks(self) -> list:
+        """Callbacks the algorithm adds after the user's (e.g. BudgetRF's budget)."""
+        return []
+
+    def iterate(self, iteration: int) -> bool:
+        """Run one iteration; True when training has converged (stop after it)."""
+        raise NotImplementedError
+
+    def eval_predictions(self) -> list:
+        """(name, data, predictions) of each evaluation set for the model as it is."""
+        return []
+
+    def eval_scores(self, metrics) -> list:
+        """(name, {metric: value}) of each evaluation set for the model as it is."""
+        return [(name, {metric: evaluate_metric(metric, data.label, predictions, data.weight)
+                        for metric in metrics})
+                for name, data, predictions in self.eval_predictions()]
+
+    def finish(self, n_keep: int | None) -> Model:
+        """The trained model, of its first ``n_keep`` iterations (None: all)."""
+        raise NotImplementedError
+
+    def finalize(self, model: Model) -> None:
+        """After the callbacks: record the training costs in the model."""
+
+    def close(self) -> None:
+        """Release what the trainer holds (thread pools)."""
+
+
+def run_training(trainer: Trainer, container: CallbackContainer,
+                 evals_result: dict | None = None) -> Model:
+    """Run ``trainer``'s iterations with the callbacks of ``container`` and return the
+    model: the evaluation log (also into ``evals_result``), callbacks that stop training,
+    the best iteration of early stopping, and the iterations a callback keeps (a
+    budget)."""
+    evals_log: dict = {}
+    try:
+        model = container.before_training(trainer.model)
+        first = trainer.first_iteration
+        for iteration in range(first, first + trainer.n_iterations):
+            if container.before_iteration(model, iteration, evals_log):
+                break
+            converged = trainer.iterate(iteration)
+            model = trainer.model
+            for name, scores in trainer.eval_scores(trainer.setup.metrics):
+                log = evals_log.setdefault(name, {})
+                for metric, value in scores.items():
+                    log.setdefault(metric, []).append(value)
+            if container.after_iteration(model, iteration, evals_log) or converged:
+                break
+        best = (model.best_iteration, model.best_score)
+        keep = container.iterations_to_keep()
+        if best[0] is not None and not trainer.keeps_all_iterations:
+            keep = best[0] + 1 if keep is None else min(keep, best[0] + 1)
+        model = trainer.finish(keep)
+        if best[0] is not None and (keep is None or best[0] < keep):
+            model.best_iteration, model.best_score = best
+        model = container.after_training(model)
+        trainer.finalize(model)
+    finally:
+        trainer.close()
+    if evals_result is not None:
+        evals_result.clear()
+        evals_result.update(evals_log)
+    return model
+
+
+class Algorithm:
+    """An entry of the registry: a name, its parameters and its trainer.
+
+    Parameters
+    ----------
+    name : str
+    params : tuple of Param
+        The parameters it takes besides :data:`cbudget.params.COMMON_PARAMS` (an entry
+        of the same name as a common one replaces it, e.g. another default objective).
+    trainer : Trainer subclass
+        Made with ``(p, dtrain, num_boost_round, setup)``.
+    doc : str
+        One line for the list of algorithms.
+    continues : str or None
+        None if it can continue a model (``xgb_model``); else why it cannot.
+    takes_expensive_model : bool
+        Whether it approximates an expensive model (``expensive_model``).
+    """
+
+    def __init__(self, name: str, params: tuple, trainer: type, doc: str, *,
+                 continues: str | None = None, takes_expensive_model: bool = False):
+        self.name = name
+        self.declared: dict[str, Param] = {param.name: param for param in COMMON_PARAMS}
+        self.declared.update((param.name, param) for param in params)
+        self.trainer = trainer
+        self.doc = doc
+        self.cannot_continue = continues
+        self.takes_expensive_model = takes_expensive_model
+
+    def resolve(self, given: dict) -> dict:
+        """The parameters of a training run: defaults filled in, values checked, the
+        defaults that depend on other parameters completed (:meth:`complete`)."""
+        p = resolve_declared(self.declared, given)
+        p["algorithm"] = self.name
+        self.complete(p, given)
+        return p
+
+    def complete(self, p: dict, given: dict) -> None:
+        """Defaults and checks that depend on several parameters (subclasses)."""
+
+    def default_metric(self, p: dict, objective: Objective) -> str:
+        return objective.default_metric
+
+    def prepare_data(self, dtrain: Dataset, evals: list) -> tuple[Dataset, list]:
+        """The training and evaluation data as the algorithm reads them (e.g. labels
+        -1/+1 as 0/1)."""
+        return dtrain, evals
+
+    def check_data(self, p: dict, objective: Objective, dtrain: Dataset) -> None:
+        """Errors for data the algorithm cannot fit, before the objective's checks."""
+
+    def __repr__(self):
+        return f"<cbudget algorithm {self.name!r}>"
+
+
+
+def model_to_continue(xgb_model, dtrain: Dataset, objective: Objective, model_class: type,
+                      num_class: int | None = None) -> Model | None:
+    """The model to continue from (a model or a saved model's path), checked against the
+    training data: its class, objective and ``num_class`` (default the objective's),
+    features and costs."""
+    if xgb_model is None:
+        return None
+    if isinstance(xgb_model, (str, os.PathLike)):
+        xgb_model = load_model(xgb_model)
+    if not isinstance(xgb_model, model_class):
+        raise TypeError(f"xgb_model must be a cbudget.{model_class.__name__} or the path of "
+                        f"a saved one, got {type(xgb_model).__name__}")
+    num_class = objective.num_class if num_class is None else num_class
+    if (xgb_model.objective, xgb_model.num_class) != (objective.name, num_class):
+        raise ValueError(f"xgb_model was trained for {xgb_model.objective} with num_class="
+                         f"{xgb_model.num_class}, not {objective.name} with num_class={num_class}")
+    check_model_matches(xgb_model, dtrain, "xgb_model",
+                        "a model has one cost model; give dtrain the model's costs")
+    return xgb_model

@@ -32,7 +32,8 @@ from .model_io import (
     require,
 )
 
-__all__ = ["ExternalModel", "GatedModel", "LinearClassifier", "calibrated_threshold", "q_step"]
+__all__ = ["ExternalModel", "GatedModel", "LinearClassifier", "calibrated_threshold", "q_step",
+           "positive_probability"]
 
 # probabilities of the expensive model are clipped to [EPS, 1 - EPS] before logs
 PROBABILITY_EPS = 1e-12
@@ -97,6 +98,17 @@ def calibrated_threshold(margin, weight, p_full):
     if k == 0:
         return float(ranked[0])
     return float(0.5 * (ranked[k - 1] + ranked[k]))
+
+
+def positive_probability(model, X) -> np.ndarray:
+    """P(y = 1) of the rows of the prepared matrix ``X`` by an expensive model: an
+    :class:`ExternalModel`'s, a forest's vote shares (its ``predict`` gives classes), any
+    other binary cbudget model's ``predict``."""
+    if isinstance(model, ExternalModel):
+        return model.positive_proba(X)
+    if callable(getattr(model, "predict_proba", None)):
+        return model.predict_proba(X)[:, 1]
+    return model.predict(X)
 
 
 def positive_log_loss(margin, y01):
@@ -305,10 +317,7 @@ class GatedModel(Model):
         return self.expensive
 
     def _expensive_proba(self, X):
-        f0 = self._expensive()
-        if isinstance(f0, ExternalModel):
-            return f0.positive_proba(X)
-        return f0.predict(X)
+        return positive_probability(self._expensive(), X)
 
     def _margin(self, part, X):
         return part.predict(X, output_margin=True)

@@ -170,3 +170,16 @@ def test_early_stopping_sets_the_best_iteration(models, data, algorithm):
     history = result["valid"][list(result["valid"])[-1]]
     assert model.best_iteration is not None
     assert model.best_score == pytest.approx(min(history))
+
+
+def test_a_forest_as_expensive_model_gives_probabilities_not_classes(data):
+    """A forest's predict gives classes; the gate's f0 probability is its vote share."""
+    dtrain, dvalid, X = data
+    forest = cbudget.train({"algorithm": "budget_rf", "n_jobs": 1, "n_stumps": "all"},
+                           dtrain, 5, verbose_eval=False)
+    gated = _train("adapt_gbrt", dtrain, forest)
+    predictions, route = gated.predict(X, return_route=True)
+    assert (route == 0).any()
+    np.testing.assert_array_equal(predictions[route == 0],
+                                  forest.predict_proba(X[route == 0])[:, 1])
+    assert not np.all(np.isin(predictions[route == 0], (0.0, 1.0)))

@@ -53,6 +53,7 @@ from ..adapt import (
     LinearClassifier,
     calibrated_threshold,
     positive_log_loss,
+    positive_probability,
     q_step,
 )
 from ..booster import Booster
@@ -115,8 +116,7 @@ def check_expensive_model(expensive_model, dtrain):
 
 def expensive_probability(f0, X):
     """The expensive model's P(y = 1) of the rows of ``X``, clipped away from 0 and 1."""
-    p = f0.positive_proba(X) if isinstance(f0, ExternalModel) else f0.predict(X)
-    p = np.asarray(p, dtype=np.float64)
+    p = np.asarray(positive_probability(f0, X), dtype=np.float64)
     if not np.all(np.isfinite(p)):
         raise ValueError("the expensive model predicted NaN or inf probabilities")
     return np.clip(p, PROBABILITY_EPS, 1 - PROBABILITY_EPS)

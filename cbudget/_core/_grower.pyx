@@ -207,6 +207,14 @@ cdef class TreeGrower:
             raise ValueError("cost arrays do not match the number of features / groups")
         if not cost_tradeoff >= 0 or not split_cost >= 0:
             raise ValueError("cost_tradeoff and split_cost must be >= 0")
+        # allocated first: out of memory leaves the grower as it was (a NULL scratch
+        # with has_penalty set from an earlier call would crash the next grow)
+        cdef unsigned char * group_on_path = <unsigned char *> calloc(
+            max(state.n_groups, 1), sizeof(unsigned char))
+        if group_on_path == NULL:
+            raise MemoryError()
+        free(self.group_on_path)
+        self.group_on_path = group_on_path
         self.state = state
         self.cost_tradeoff = cost_tradeoff
         self.split_cost = split_cost
@@ -215,11 +223,6 @@ cdef class TreeGrower:
         self.group_costs = group_costs
         self.coupled_costs = coupled_costs
         self.coupled_group_costs = coupled_group_costs
-        free(self.group_on_path)
-        self.group_on_path = <unsigned char *> calloc(max(state.n_groups, 1),
-                                                      sizeof(unsigned char))
-        if self.group_on_path == NULL:
-            raise MemoryError()
         self.has_penalty = True
 
     cdef hist_struct * _take_histograms(self) noexcept nogil:

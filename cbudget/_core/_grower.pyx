@@ -29,6 +29,7 @@ import numpy as np
 from ._acquisition cimport AcquisitionState
 from ._histogram cimport build_histograms_core, subtract_histograms_core
 from ._partition cimport split_rows_parallel
+from ._path cimport mark_feature
 from ._split cimport find_best_split_core, leaf_value_core, split_struct
 from ._types cimport X_BINNED_C, hist_struct, node_struct
 from ._types import NODE_DTYPE
@@ -285,12 +286,9 @@ cdef class TreeGrower:
         """Set ``on_path`` / ``group_on_path`` of the features (groups) that the node's
         ancestors split on to ``value``."""
         cdef int32_t ancestor = node.parent
-        cdef int f
         while ancestor >= 0:
-            f = self.nodes[ancestor].split.feature
-            self.on_path[f] = value
-            if self.feature_group[f] >= 0:
-                self.group_on_path[self.feature_group[f]] = value
+            mark_feature(self.nodes[ancestor].split.feature, &self.feature_group[0],
+                         self.on_path, self.group_on_path, value)
             ancestor = self.nodes[ancestor].parent
 
     cdef split_struct _best_split(self, grow_node * node,

@@ -5,12 +5,18 @@ import json
 
 import numpy as np
 import pytest
+from cbudget._core._stumps import grow_greedy_tree, node_impurity
+from reference_budget_rf import (
+    MISSING,
+    greedy_tree,
+    impurity_of,
+    predict,
+    section_2_4_example,
+    threshold_pairs,
+)
+from reference_predict import brute_cost
 
 import cbudget
-from cbudget._core._stumps import grow_greedy_tree
-from reference_predict import brute_cost
-from reference_budget_rf import (MISSING, greedy_tree, predict, section_2_4_example,
-                                 threshold_pairs)
 
 
 def test_threshold_pairs():
@@ -44,6 +50,21 @@ def test_risk_prefers_the_cheap_feature_of_equal_power_and_pays_when_it_must():
     # the cheap feature is constant: no stump on it lowers the impurity
     X = np.column_stack([np.zeros(400), informative]).astype(np.uint8)
     assert greedy_tree(X, y, 2, np.array([1.0, 50.0]))[0]["feature"] == 1
+
+
+@pytest.mark.parametrize("impurity", ["threshold_pairs", "gini", "entropy"])
+@pytest.mark.parametrize("alpha", [0.0, 0.5, 2.0])
+def test_kernel_impurity_matches_reference(impurity, alpha):
+    rng = np.random.default_rng(4)
+    for n_classes in (1, 2, 3, 6):
+        for _ in range(40):
+            counts = rng.integers(0, 8, n_classes).astype(np.float64)
+            if rng.random() < 0.5:              # weighted examples: fractional counts
+                counts *= rng.uniform(0.1, 3.0, n_classes)
+            counts[rng.random(n_classes) < 0.2] = 0.0
+            expected = impurity_of(counts, alpha, impurity)
+            assert node_impurity(counts, alpha, impurity) == pytest.approx(
+                expected, rel=1e-12, abs=1e-12), counts
 
 
 # ---------------------------------------------------------------------------------------
@@ -168,7 +189,7 @@ def test_random_stumps_are_seeded_and_cover_every_threshold_when_many():
     binned = rng.integers(0, 10, (600, 6)).astype(np.uint8)
     y = ((binned[:, 0] > 4) + 2 * (binned[:, 3] > 6) + (rng.random(600) < 0.1)) % 4
     costs = rng.uniform(1, 3, 6)
-    few = dict(n_stumps=(2, 2, 2), stump_node_sizes=(2000, 500))
+    few = {"n_stumps": (2, 2, 2), "stump_node_sizes": (2000, 500)}
     a = _kernel_tree(binned, y, 4, costs, seed=11, **few)[0]
     b = _kernel_tree(binned, y, 4, costs, seed=11, **few)[0]
     c = _kernel_tree(binned, y, 4, costs, seed=12, **few)[0]
@@ -209,6 +230,8 @@ def test_kernel_rejects_bad_input():
         _kernel_tree(binned, y, 2, [1, 1], rows=np.array([0, 10]))
     with pytest.raises(ValueError, match="sample_weight"):
         _kernel_tree(binned, y, 2, [1, 1], sample_weight=np.ones(3))
+    with pytest.raises(ValueError, match="n_stumps"):
+        _kernel_tree(binned, y, 2, [1, 1], n_stumps=(4, 0, 2))
 
 
 # ---------------------------------------------------------------------------------------
@@ -245,7 +268,7 @@ def train_forest(dtrain, n_trees=8, evals=(), **params):
 
 
 def test_forest_learns_and_votes():
-    dtrain, dvalid, X, y = forest_data()
+    dtrain, _dvalid, X, y = forest_data()
     forest = train_forest(dtrain, 10)
     assert isinstance(forest, cbudget.Forest) and forest.num_trees() == 10
     pred = forest.predict(X)
@@ -282,8 +305,7 @@ def test_forest_binary():
 
 
 def test_forest_costs_match_brute_force(tmp_path):
-    dtrain, dvalid, X, y = forest_data(**{"cost_groups": [[2, 3]], "group_costs": [1.5],
-                                          "tree_cost": 0.25})
+    dtrain, _dvalid, X, _y = forest_data(cost_groups=[[2, 3]], group_costs=[1.5], tree_cost=0.25)
     forest = train_forest(dtrain, 6)
     forest.save_model(tmp_path / "f.json")
     doc = json.loads((tmp_path / "f.json").read_text())
@@ -332,7 +354,7 @@ def test_trees_are_prefixes_and_continuation_adds_the_same_trees(tmp_path):
 
 
 def test_budget_stops_before_the_tree_that_crosses_it(capsys):
-    dtrain, dvalid, X, y = forest_data()
+    dtrain, dvalid, X, _y = forest_data()
     unlimited = train_forest(dtrain, 12)
     curve = unlimited.cost_curve(dvalid)
     crossing = 2 + int(np.flatnonzero(np.diff(curve[1:]) > 0)[0])
@@ -350,7 +372,7 @@ def test_budget_stops_before_the_tree_that_crosses_it(capsys):
 
 
 def test_budget_below_one_tree_gives_an_empty_forest_predicting_the_prior():
-    dtrain, dvalid, X, y = forest_data()
+    dtrain, dvalid, X, _y = forest_data()
     with pytest.warns(RuntimeWarning, match="no trees"):
         forest = train_forest(dtrain, 5, budget=0.0, evals=[(dvalid, "valid")])
     assert forest.num_trees() == 0
@@ -382,7 +404,7 @@ def test_cheap_feature_of_equal_power_is_used_instead_of_the_expensive_one():
 
 
 def test_path_free_reuses_features_and_costs_less():
-    dtrain, dvalid, X, y = forest_data(n=1500)
+    dtrain, _dvalid, X, _y = forest_data(n=1500)
     charged = train_forest(dtrain, 6)
     free = train_forest(dtrain, 6, path_free=True)
     assert free.predict_cost(X).mean() < charged.predict_cost(X).mean()
@@ -409,7 +431,7 @@ def test_evals_result_scores_the_vote_and_the_probabilities():
 
 
 def test_early_stopping_and_slicing():
-    dtrain, dvalid, X, y = forest_data()
+    dtrain, dvalid, X, _y = forest_data()
     forest = cbudget.train({**FOREST, "num_class": 3}, dtrain, 40, evals=[(dvalid, "valid")],
                            early_stopping_rounds=3, verbose_eval=False)
     assert forest.best_iteration is not None and forest.num_trees() < 40
@@ -422,7 +444,7 @@ def test_early_stopping_and_slicing():
 
 
 def test_forest_json_round_trip(tmp_path):
-    dtrain, dvalid, X, y = forest_data(**{"cost_groups": [[0, 5]], "group_costs": [2.0]})
+    dtrain, dvalid, X, _y = forest_data(cost_groups=[[0, 5]], group_costs=[2.0])
     forest = train_forest(dtrain, 5, alpha=1.5, path_free=True, budget=100.0,
                           evals=[(dvalid, "valid")])
     path = tmp_path / "forest.json"
@@ -491,7 +513,7 @@ def test_budget_rf_only_parameters_are_refused_elsewhere():
 
 
 def test_budget_rf_needs_class_labels():
-    X, y, costs = forest_problem(300)
+    X, y, _costs = forest_problem(300)
     with pytest.raises(ValueError, match="integer class labels"):
         cbudget.train(FOREST, cbudget.Dataset(X, y * 0.3), 1, verbose_eval=False)
     with pytest.raises(ValueError, match="num_class"):
@@ -499,7 +521,7 @@ def test_budget_rf_needs_class_labels():
 
 
 def test_exhaustive_stumps_and_depth_limit():
-    dtrain, dvalid, X, y = forest_data()
+    dtrain, _dvalid, _X, _y = forest_data()
     forest = train_forest(dtrain, 3, n_stumps="all", max_depth=3)
     assert max(int(t["depth"].max()) for t in forest.trees) <= 3
     assert forest.params["n_stumps"] == "all"

@@ -4,9 +4,12 @@
 The references come first, one small function per kernel; the tests follow. They use
 small random data from ``np.random.default_rng(seed)``.
 """
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
-
 from cbudget._core._acquisition import bitset_to_bool, mark_acquired
 from cbudget._core._binning import map_to_bins
 from cbudget._core._histogram import build_histograms, subtract_histograms
@@ -14,6 +17,8 @@ from cbudget._core._partition import split_rows
 from cbudget._core._predict import predict_binned_add, predict_leaf, predict_raw
 from cbudget._core._split import find_best_split, leaf_value
 from cbudget._core._types import HISTOGRAM_DTYPE, NODE_DTYPE, compact_nodes
+
+import cbudget
 from cbudget.costs import CostModel
 from cbudget.dataset import Dataset, find_bin_edges
 
@@ -104,12 +109,12 @@ def ref_best_split(binned, rows, g, h, n_value_bins, missing_bin, feature_mask,
             if default_left and not np.any(col == n_value_bins[f] - 1):
                 ok &= ~only_missing_left
             for k in np.flatnonzero(ok):
-                cands.append(dict(gain=raw[k] - pen, raw_gain=raw[k], cost_penalty=pen,
-                                  feature=int(f), bin_threshold=int(ts[k]),
-                                  default_left=default_left, sum_gradient_left=gl[k],
-                                  sum_hessian_left=hl[k], count_left=int(nl[k]),
-                                  sum_gradient_right=grr[k], sum_hessian_right=hrr[k],
-                                  count_right=int(nr[k])))
+                cands.append({"gain": raw[k] - pen, "raw_gain": raw[k], "cost_penalty": pen,
+                              "feature": int(f), "bin_threshold": int(ts[k]),
+                              "default_left": default_left, "sum_gradient_left": gl[k],
+                              "sum_hessian_left": hl[k], "count_left": int(nl[k]),
+                              "sum_gradient_right": grr[k], "sum_hessian_right": hrr[k],
+                              "count_right": int(nr[k])})
     if not cands:
         return None
     best = max(c["gain"] for c in cands)
@@ -265,7 +270,7 @@ def random_tree(rng, edges_list, n_splits, max_depth=6):
     """A valid NODE_DTYPE tree: children ids > parent id, leaves left=right=feature=-1,
     threshold = edges[feature][bin_threshold]."""
     usable = [f for f, e in enumerate(edges_list) if len(e) > 0]
-    nodes = [dict(depth=0)]
+    nodes = [{"depth": 0}]
     leaves = [0]
     for _ in range(n_splits):
         candidates = [n for n in leaves if nodes[n]["depth"] < max_depth]
@@ -278,7 +283,7 @@ def random_tree(rng, edges_list, n_splits, max_depth=6):
         left = len(nodes)
         nodes[p].update(feature=f, bin_threshold=t, threshold=edges_list[f][t],
                         default_left=int(rng.integers(2)), left=left, right=left + 1)
-        nodes += [dict(depth=nodes[p]["depth"] + 1), dict(depth=nodes[p]["depth"] + 1)]
+        nodes += [{"depth": nodes[p]["depth"] + 1}, {"depth": nodes[p]["depth"] + 1}]
         leaves += [left, left + 1]
     tree = np.zeros(len(nodes), dtype=NODE_DTYPE)
     tree["value"] = rng.normal(size=len(nodes))
@@ -941,8 +946,11 @@ def test_bitset_to_bool(seed, n_bits):
 # ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("weighted", [False, True])
 def test_loss_gradients_match_numpy(weighted):
-    from cbudget._core._loss import (logistic_gradients, softmax_gradients,
-                                     squared_error_gradients)
+    from cbudget._core._loss import (
+        logistic_gradients,
+        softmax_gradients,
+        squared_error_gradients,
+    )
     rng = np.random.default_rng(3)
     n, n_classes = 1000, 4
     w = rng.uniform(0, 2, n) if weighted else None
@@ -992,3 +1000,110 @@ def test_split_rows_parallel_equals_serial(default_left):
     for n_left, r in results:
         assert n_left == goes_left.sum()
         np.testing.assert_array_equal(r, expected)
+
+
+# ---------------------------------------------------------------------------------------
+# 11. Allocation failures raise MemoryError (never a crash); errors leak nothing
+# ---------------------------------------------------------------------------------------
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="needs RLIMIT_AS and /proc/self/status")
+
+# Run in a child process (a crash must not take the test session down): build the
+# inputs, cap the address space a little above what is mapped, then call the kernel,
+# whose scratch buffers (hundreds of MB) cannot fit. Exit 0: MemoryError raised.
+UNDER_MEMORY_LIMIT = """
+import resource, sys
+import numpy as np
+{imports}
+
+def mapped_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+
+{inputs}
+limit = mapped_bytes() + 64 * 2**20      # room for the interpreter, not the scratch
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+try:
+    {call}
+except MemoryError:
+    sys.exit(0)
+sys.exit(3)                              # the limit did not bite
+"""
+
+
+def mapped_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmSize in /proc/self/status")
+
+
+def run_under_memory_limit(imports, inputs, call):
+    package_parent = os.path.dirname(os.path.dirname(cbudget.__file__))
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([package_parent, os.environ.get("PYTHONPATH", "")]))
+    code = UNDER_MEMORY_LIMIT.format(imports=imports, inputs=inputs, call=call)
+    return subprocess.run([sys.executable, "-c", code], check=False, env=env, timeout=300,
+                          capture_output=True, text=True)
+
+
+@linux_only
+def test_build_histograms_out_of_memory_raises():
+    # 40M rows (zero pages: not touched before the call): 2 x 320 MB of gathered
+    # gradients
+    result = run_under_memory_limit(
+        "from cbudget._core._histogram import build_histograms\n"
+        "from cbudget._core._types import HISTOGRAM_DTYPE",
+        "binned = np.zeros((1, 1), dtype=np.uint8, order='F')\n"
+        "rows = np.zeros(40_000_000, dtype=np.int32)\n"
+        "g = np.zeros(1)\n"
+        "out = np.zeros((1, 256), dtype=HISTOGRAM_DTYPE)",
+        "build_histograms(binned, rows, g, g, np.ones(1, np.uint8), "
+        "np.ones(1, np.uint32), 255, out, 1)")
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+
+
+@linux_only
+def test_find_best_split_out_of_memory_raises():
+    # 5M features: 320 MB of per-feature scratch results
+    result = run_under_memory_limit(
+        "from cbudget._core._split import find_best_split\n"
+        "from cbudget._core._types import HISTOGRAM_DTYPE",
+        "n = 5_000_000\n"
+        "hist = np.zeros((n, 2), dtype=HISTOGRAM_DTYPE)\n"
+        "nvb = np.zeros(n, np.uint32)\n"
+        "mask = np.ones(n, np.uint8)",
+        "find_best_split(hist, nvb, 1, mask, 0.0, 1.0, 1, 1.0, 0.0, 1, None, 1)")
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+
+
+@linux_only
+def test_build_histograms_frees_its_buffers_when_it_raises():
+    rng = np.random.default_rng(0)
+    binned, _, g, h, nvb = random_leaf(rng, 50, 3, 10)
+    rows = np.zeros(4_000_000, dtype=np.int32)         # 64 MB of scratch per call
+    acquired = np.zeros((49, 1), dtype=np.uint64, order="F")   # one row short
+    counts = np.zeros(3, dtype=np.uint32)
+    before = mapped_bytes()
+    for _ in range(20):
+        with pytest.raises(ValueError, match="one row per sample"):
+            build_histograms(binned, rows, g, h, np.ones(3, np.uint8), nvb, MISSING,
+                             sentinel_histograms(3), 1, acquired, acquired,
+                             np.full(3, -1, np.int32), counts, counts)
+    assert mapped_bytes() - before < 256 * 2**20      # a leak would map 1.28 GB
+
+
+def test_build_histograms_rejects_incomplete_acquisition_arguments():
+    rng = np.random.default_rng(1)
+    binned, rows, g, h, nvb = random_leaf(rng, 50, 3, 10)
+    acquired = np.zeros((50, 1), dtype=np.uint64, order="F")
+    counts = np.zeros(3, dtype=np.uint32)
+    args = (binned, rows, g, h, np.ones(3, np.uint8), nvb, MISSING, sentinel_histograms(3), 1)
+    with pytest.raises(ValueError, match="feature_group"):
+        build_histograms(*args, acquired, acquired, None, counts, counts)
+    with pytest.raises(ValueError, match="do not match the number of features"):
+        build_histograms(*args, acquired, acquired, np.full(3, -1, np.int32), counts,
+                         np.zeros(2, dtype=np.uint32))

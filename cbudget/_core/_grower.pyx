@@ -29,6 +29,7 @@ import numpy as np
 from ._acquisition cimport AcquisitionState
 from ._histogram cimport build_histograms_core, subtract_histograms_core
 from ._partition cimport split_rows_parallel
+from ._path cimport mark_feature
 from ._split cimport find_best_split_core, leaf_value_core, split_struct
 from ._types cimport X_BINNED_C, hist_struct, node_struct
 from ._types import NODE_DTYPE
@@ -207,6 +208,14 @@ cdef class TreeGrower:
             raise ValueError("cost arrays do not match the number of features / groups")
         if not cost_tradeoff >= 0 or not split_cost >= 0:
             raise ValueError("cost_tradeoff and split_cost must be >= 0")
+        # allocated first: out of memory leaves the grower as it was (a NULL scratch
+        # with has_penalty set from an earlier call would crash the next grow)
+        cdef unsigned char * group_on_path = <unsigned char *> calloc(
+            max(state.n_groups, 1), sizeof(unsigned char))
+        if group_on_path == NULL:
+            raise MemoryError()
+        free(self.group_on_path)
+        self.group_on_path = group_on_path
         self.state = state
         self.cost_tradeoff = cost_tradeoff
         self.split_cost = split_cost
@@ -215,11 +224,6 @@ cdef class TreeGrower:
         self.group_costs = group_costs
         self.coupled_costs = coupled_costs
         self.coupled_group_costs = coupled_group_costs
-        free(self.group_on_path)
-        self.group_on_path = <unsigned char *> calloc(max(state.n_groups, 1),
-                                                      sizeof(unsigned char))
-        if self.group_on_path == NULL:
-            raise MemoryError()
         self.has_penalty = True
 
     cdef hist_struct * _take_histograms(self) noexcept nogil:
@@ -282,12 +286,9 @@ cdef class TreeGrower:
         """Set ``on_path`` / ``group_on_path`` of the features (groups) that the node's
         ancestors split on to ``value``."""
         cdef int32_t ancestor = node.parent
-        cdef int f
         while ancestor >= 0:
-            f = self.nodes[ancestor].split.feature
-            self.on_path[f] = value
-            if self.feature_group[f] >= 0:
-                self.group_on_path[self.feature_group[f]] = value
+            mark_feature(self.nodes[ancestor].split.feature, &self.feature_group[0],
+                         self.on_path, self.group_on_path, value)
             ancestor = self.nodes[ancestor].parent
 
     cdef split_struct _best_split(self, grow_node * node,

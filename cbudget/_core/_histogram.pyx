@@ -247,31 +247,47 @@ def build_histograms(
         the counts of the others are left untouched.
     """
     _check_shapes(binned, out, n_value_bins, missing_bin)
-    cdef Py_ssize_t n_rows = rows.shape[0]
-    cdef double * og = <double *> malloc(max(n_rows, 1) * sizeof(double))
-    cdef double * oh = <double *> malloc(max(n_rows, 1) * sizeof(double))
+    cdef Py_ssize_t n_rows = rows.shape[0], n_features = binned.shape[1]
     cdef const BITSET_WORD_C * acq = NULL
     cdef const BITSET_WORD_C * grp = NULL
     cdef const int32_t * fg = NULL
     cdef uint32_t * uc = NULL
     cdef uint32_t * gc = NULL
     cdef const unsigned char * cm = NULL
+    cdef double * ordered_gradients = NULL
+    cdef double * ordered_hessians = NULL
     if acquired is not None:
+        if (groups_touched is None or feature_group is None or unacquired_count is None
+                or group_untouched_count is None):
+            raise ValueError("acquired needs groups_touched, feature_group, "
+                             "unacquired_count and group_untouched_count")
         if acquired.shape[0] != binned.shape[0] or groups_touched.shape[0] != binned.shape[0]:
             raise ValueError("the bitsets need one row per sample")
+        if (feature_group.shape[0] != n_features or unacquired_count.shape[0] != n_features
+                or group_untouched_count.shape[0] != n_features
+                or (count_mask is not None and count_mask.shape[0] != n_features)):
+            raise ValueError("feature_group / counts / count_mask do not match the "
+                             "number of features")
         if count_mask is None:
-            count_mask = np.ones(binned.shape[1], dtype=np.uint8)
+            count_mask = np.ones(n_features, dtype=np.uint8)
         cm = &count_mask[0]
         acq, grp = &acquired[0, 0], &groups_touched[0, 0]
         fg, uc, gc = &feature_group[0], &unacquired_count[0], &group_untouched_count[0]
-    with nogil:
-        build_histograms_core(
-            &binned[0, 0], binned.shape[0], binned.shape[1], &rows[0] if n_rows else NULL,
-            n_rows, &gradients[0], &hessians[0], &feature_mask[0], &n_value_bins[0],
-            missing_bin, &out[0, 0], out.shape[1], og, oh, cm, acq, grp,
-            fg, uc, gc, n_threads)
-    free(og)
-    free(oh)
+    # scratch allocated after every check that can raise; freed whatever happens
+    try:
+        ordered_gradients = <double *> malloc(max(n_rows, 1) * sizeof(double))
+        ordered_hessians = <double *> malloc(max(n_rows, 1) * sizeof(double))
+        if ordered_gradients == NULL or ordered_hessians == NULL:
+            raise MemoryError()
+        with nogil:
+            build_histograms_core(
+                &binned[0, 0], binned.shape[0], n_features, &rows[0] if n_rows else NULL,
+                n_rows, &gradients[0], &hessians[0], &feature_mask[0], &n_value_bins[0],
+                missing_bin, &out[0, 0], out.shape[1], ordered_gradients, ordered_hessians,
+                cm, acq, grp, fg, uc, gc, n_threads)
+    finally:
+        free(ordered_gradients)
+        free(ordered_hessians)
 
 
 def subtract_histograms(

@@ -164,10 +164,12 @@ def find_best_split(
     SplitInfo
     """
     cdef Py_ssize_t n_features = histograms.shape[0]
-    cdef split_struct * scratch = <split_struct *> malloc(max(n_features, 1) * sizeof(split_struct))
     cdef const double * penalty = &cost_penalty[0] if cost_penalty is not None else NULL
     cdef split_struct best
-    with nogil:
+    cdef split_struct * scratch = <split_struct *> malloc(max(n_features, 1) * sizeof(split_struct))
+    if scratch == NULL:
+        raise MemoryError()
+    with nogil:     # nothing in here can raise: no try/finally needed around it
         best = find_best_split_core(
             &histograms[0, 0], n_features, histograms.shape[1], &n_value_bins[0],
             missing_bin, &feature_mask[0], sum_gradients, sum_hessians, count, reg_lambda,

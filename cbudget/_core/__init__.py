@@ -1,1 +1,1 @@
-"""Cython kernels of cbudget. No Python objects in the hot loops; see ARCHITECTURE.md."""
+"""Cython kernels of cbudget. No Python objects in the hot loops; see docs/architecture.md."""

@@ -1,4 +1,4 @@
-"""Per-input acquired-feature bitsets (ARCHITECTURE section 2): update and query.
+"""Per-input acquired-feature bitsets (docs/architecture.md, "Cost model"): update and query.
 
 :class:`AcquisitionState` is the training state of the cost-aware learners: which
 training inputs have acquired which features (and touched which cost groups), how many

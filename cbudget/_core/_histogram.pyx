@@ -1,8 +1,8 @@
 """Gradient/hessian histograms of one leaf, with the per-feature counts of inputs that
 have not yet acquired the feature (or its cost group), in the same pass.
 
-The acquisition counts feed the cost penalty of the split scorer (ARCHITECTURE section
-2); they are only computed when a bitset is given, so plain boosting pays nothing for
+The acquisition counts feed the cost penalty of the split scorer (docs/architecture.md,
+"Cost model"); they are only computed when a bitset is given, so plain boosting pays nothing for
 them. Only the bins a feature uses (``0..n_value_bins[f]-1`` and the missing bin) are
 written; the split scan reads nothing else.
 """

@@ -1,5 +1,6 @@
-"""Tree traversal: raw scores, leaf ids, and per-input prediction cost (ARCHITECTURE
-section 2: a feature is paid once per input across all trees, then cached).
+"""Tree traversal: raw scores, leaf ids, and per-input prediction cost (the cost
+model of docs/architecture.md: a feature is paid once per input across all trees, then
+cached).
 
 The traversal kernels read the packed ``PREDICT_NODE_DTYPE`` layout (leaf value in
 ``threshold``; see ``_types.compact_nodes``); training-time updates read full trees.

@@ -13,7 +13,7 @@ from ._core._types import NODE_DTYPE, compact_nodes
 from ._model import CostTracker, Model
 from .model_io import check_integer_range, invalid, require
 
-__all__ = ["TreeEnsemble", "tree_to_dict", "tree_from_dict", "read_trees"]
+__all__ = ["TreeEnsemble", "tree_to_dict", "tree_from_dict", "read_trees", "read_scores"]
 
 IMPORTANCE_KINDS = ("split", "gain", "cost")
 
@@ -112,6 +112,14 @@ def read_iteration_indptr(doc: dict, n_trees: int, one_tree_each: bool) -> list:
             or (one_tree_each and indptr != list(range(n_trees + 1)))):
         raise invalid("iteration_indptr does not match the trees")
     return list(indptr)
+
+
+def read_scores(doc: dict) -> list:
+    """The document's ``base_score``: a list of numbers."""
+    base_score = require(doc, "base_score", list)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in base_score):
+        raise invalid("base_score must hold numbers")
+    return base_score
 
 
 class StagedCostTracker(CostTracker):

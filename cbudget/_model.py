@@ -85,8 +85,9 @@ class Model:
     """
 
     model_type: ClassVar[str] = ""
-    # gated models may be saved without their (external) expensive part
-    takes_expensive_model: ClassVar[bool] = False
+    # a gated model's file may leave its (external) expensive model out: load_model
+    # takes it back
+    loads_expensive_model: ClassVar[bool] = False
     objective: str
     num_class: int
 

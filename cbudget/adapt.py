@@ -295,7 +295,7 @@ class GatedModel(Model):
 
     model_type = "gated"
     algorithms = ("adapt_gbrt", "adapt_lin")
-    takes_expensive_model = True
+    loads_expensive_model = True
     objective = "binary:logistic"
     num_class = 1
     default_metric = "logloss"
@@ -502,7 +502,8 @@ class GatedModel(Model):
                 "features": None if features is None else features.tolist()}
         else:
             doc["expensive"] = f0.to_dict()
-        doc["adapt"] = {name: self.params[name] for name in SETTINGS if name in self.params}
+        doc["adapt"] = {name: self.params[name] for name in ADAPT_SETTINGS
+                        if name in self.params}
         doc["adapt"]["gate_threshold"] = self.gate_threshold
         return doc
 
@@ -544,7 +545,7 @@ class GatedModel(Model):
 
 
 # what the adapt section of a file holds besides gate_threshold
-SETTINGS = ("p_full", "cost_tradeoff", "q_update_period", "acquisition", "n_restarts")
+ADAPT_SETTINGS = ("p_full", "cost_tradeoff", "q_update_period", "acquisition", "n_restarts")
 
 
 def read_part(d, name, feature_names, cost_model):

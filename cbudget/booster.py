@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._core._predict import predict_raw
-from ._ensemble import TreeEnsemble, read_trees, tree_to_dict
+from ._ensemble import TreeEnsemble, read_scores, read_trees, tree_to_dict
 from .metrics import evaluate_metric
 from .model_io import (
     build,
@@ -180,10 +180,3 @@ class Booster(TreeEnsemble):
         return (f"<cbudget.Booster algorithm={self.algorithm} objective={self.objective} "
                 f"rounds={self.num_boosted_rounds()} trees={len(self.trees)}>")
 
-
-def read_scores(doc: dict) -> list:
-    """The document's ``base_score``: a list of numbers."""
-    base_score = require(doc, "base_score", list)
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in base_score):
-        raise invalid("base_score must hold numbers")
-    return base_score

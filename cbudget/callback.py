@@ -2,6 +2,7 @@
 type: the training loop (:func:`cbudget.engine.run_training`) is the same for all."""
 import math
 import sys
+import warnings
 
 from .metrics import metric_maximize
 
@@ -176,6 +177,17 @@ class BudgetStopping(TrainingCallback):
         if self.stopped_at is None or not self.keep_within_budget:
             return None
         return self.stopped_at
+
+    def after_training(self, model):
+        if self.stopped_at is not None and self.keep_within_budget:
+            cost = model.cost_tracker(self.data).mean_cost(model)
+            if cost > self.budget:
+                # a model optimised as a whole may cost more before its first iteration
+                warnings.warn(f"the model before iteration {self.stopped_at} costs {cost:.6g} "
+                              f"per input, more than the budget {self.budget:.6g}: no "
+                              "iteration of it is within the budget", RuntimeWarning,
+                              stacklevel=2)
+        return model
 
 
 class CallbackContainer:

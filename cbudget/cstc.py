@@ -1,7 +1,7 @@
 """Trees and cascades of linear classifiers: CSTC, CSCC and Cronus (Xu, Kusner,
 Weinberger, Chen, Chapelle, JMLR 2014). Trained by :func:`cbudget.train` with
 ``algorithm`` "cstc" (a :class:`ClassifierTree`), "cscc" or "cronus" (a
-:class:`Cascade`); the optimisation is in ``cbudget._cstc_solver``.
+:class:`Cascade`); the optimisation is in ``cbudget.algorithms.cstc_solver``.
 
 Every node ``k`` scores an input with ``f_k(x) = x . weights[k] + bias[k]`` (with the
 boosting trick, ``x`` is the vector of the basis trees' outputs) and sends it to
@@ -35,11 +35,12 @@ from .model_io import (
     require,
 )
 
-__all__ = ["ClassifierTree", "Cascade", "node_inputs", "score_transform"]
+__all__ = ["ClassifierTree", "Cascade", "node_inputs", "score_transform", "default_metric"]
 
 # what the classifier_tree section of a file holds
-SETTINGS = ("loss", "reg_alpha", "cost_tradeoff", "tree_structure", "max_depth", "fine_tune",
-            "class_weight", "basis_trees", "basis_max_depth", "basis_learning_rate", "tol")
+CLASSIFIER_TREE_SETTINGS = ("loss", "reg_alpha", "cost_tradeoff", "tree_structure", "max_depth",
+                            "fine_tune", "class_weight", "basis_trees", "basis_max_depth",
+                            "basis_learning_rate", "tol")
 LOSSES = ("squared", "logistic")
 
 
@@ -53,6 +54,15 @@ def node_inputs(X, basis):
     for t, tree in enumerate(basis.trees):
         out[:, t] = tree["value"][leaves[:, t]]
     return out
+
+
+def default_metric(objective, loss):
+    """The metric of a tree of classifiers: the objective's, but the error for a binary
+    one fitted by least squares (its probabilities are clipped scores: the log-loss
+    would be decided by the few inputs clipped to the wrong end)."""
+    if objective == "binary:logistic":
+        return "error" if loss == "squared" else "logloss"
+    return "rmse"
 
 
 def score_transform(objective, loss, score):
@@ -199,11 +209,7 @@ class ClassifierTree(Model):
 
     @property
     def default_metric(self) -> str:
-        if self.objective == "binary:logistic" and self.loss == "squared":
-            # its probabilities are clipped scores: the log-loss would be decided by the
-            # few inputs clipped to the wrong end
-            return "error"
-        return "rmse" if self.objective == "reg:squarederror" else "logloss"
+        return default_metric(self.objective, self.loss)
 
     # -- prediction -------------------------------------------------------------------
     def _coordinates(self, X):
@@ -371,7 +377,7 @@ class ClassifierTree(Model):
         }
         doc["impute"] = self.impute.tolist()
         doc["basis"] = None if self.basis is None else self.basis.to_dict()
-        doc["classifier_tree"] = {name: self.params[name] for name in SETTINGS}
+        doc["classifier_tree"] = {name: self.params[name] for name in CLASSIFIER_TREE_SETTINGS}
         return doc
 
     @classmethod
@@ -381,7 +387,7 @@ class ClassifierTree(Model):
         if header.objective not in ("reg:squarederror", "binary:logistic"):
             raise invalid(f"objective {header.objective!r} of a tree of classifiers")
         section = require(doc, "classifier_tree", dict)
-        missing = [name for name in SETTINGS if name not in section]
+        missing = [name for name in CLASSIFIER_TREE_SETTINGS if name not in section]
         if missing:
             raise invalid(f"classifier_tree lacks {missing}")
         params.update(section)

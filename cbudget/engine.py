@@ -36,9 +36,9 @@ class TrainingSetup(NamedTuple):
 class Trainer:
     """One training run of an algorithm, driven by :func:`run_training`.
 
-    A subclass sets ``model`` (the model as it is, handed to the callbacks) and
-    ``n_iterations`` (how many iterations to run) in its constructor, and implements
-    :meth:`iterate` and :meth:`finish`.
+    A subclass sets ``model`` (the model as it is, handed to the callbacks) in its
+    constructor (and ``n_iterations`` if it runs another number of iterations than
+    ``num_boost_round``), and implements :meth:`iterate` and :meth:`finish`.
     """
 
     # True: the model keeps every iteration after early stopping (the user predicts
@@ -48,10 +48,16 @@ class Trainer:
     first_iteration = 0
     n_iterations = 0
 
-    def __init__(self, p: dict, dtrain: Dataset, setup: TrainingSetup):
+    def __init__(self, p: dict, dtrain: Dataset, num_boost_round: int, setup: TrainingSetup):
         self.p = p
         self.dtrain = dtrain
         self.setup = setup
+        self.n_iterations = num_boost_round
+
+    @property
+    def named_evals(self) -> list:
+        """The evaluation sets as (name, data) pairs."""
+        return [(name, data) for data, name in self.setup.evals]
 
     def callbacks(self) -> list:
         """Callbacks the algorithm adds after the user's (e.g. BudgetRF's budget)."""
@@ -72,10 +78,11 @@ class Trainer:
                 for name, data, predictions in self.eval_predictions()]
 
     def finish(self, n_keep: int | None) -> Model:
-        """The trained model, of its first ``n_keep`` iterations (None: all)."""
+        """The trained model, of its first ``n_keep`` iterations (None: all; 0: the
+        model before the first iteration)."""
         raise NotImplementedError
 
-    def finalize(self, model: Model) -> None:
+    def record_training(self, model: Model) -> None:
         """After the callbacks: record the training costs in the model."""
 
     def close(self) -> None:
@@ -90,7 +97,8 @@ def run_training(trainer: Trainer, container: CallbackContainer,
     budget)."""
     evals_log: dict = {}
     try:
-        model = container.before_training(trainer.model)
+        # a callback may hand back another model: training goes on with that one
+        model = trainer.model = container.before_training(trainer.model)
         first = trainer.first_iteration
         for iteration in range(first, first + trainer.n_iterations):
             if container.before_iteration(model, iteration, evals_log):
@@ -111,7 +119,7 @@ def run_training(trainer: Trainer, container: CallbackContainer,
         if best[0] is not None and (keep is None or best[0] < keep):
             model.best_iteration, model.best_score = best
         model = container.after_training(model)
-        trainer.finalize(model)
+        trainer.record_training(model)
     finally:
         trainer.close()
     if evals_result is not None:
@@ -130,23 +138,23 @@ class Algorithm:
         The parameters it takes besides :data:`cbudget.params.COMMON_PARAMS` (an entry
         of the same name as a common one replaces it, e.g. another default objective).
     trainer : Trainer subclass
-        Made with ``(p, dtrain, num_boost_round, setup)``.
+        Made with ``(p, dtrain, num_boost_round, setup)`` for each training run.
     doc : str
-        One line for the list of algorithms.
-    continues : str or None
-        None if it can continue a model (``xgb_model``); else why it cannot.
+        One line: what it is, after which paper.
+    cannot_continue : str or None
+        Why it cannot continue a model (``xgb_model``); None if it can.
     takes_expensive_model : bool
         Whether it approximates an expensive model (``expensive_model``).
     """
 
     def __init__(self, name: str, params: tuple, trainer: type, doc: str, *,
-                 continues: str | None = None, takes_expensive_model: bool = False):
+                 cannot_continue: str | None = None, takes_expensive_model: bool = False):
         self.name = name
         self.declared: dict[str, Param] = {param.name: param for param in COMMON_PARAMS}
         self.declared.update((param.name, param) for param in params)
         self.trainer = trainer
         self.doc = doc
-        self.cannot_continue = continues
+        self.cannot_continue = cannot_continue
         self.takes_expensive_model = takes_expensive_model
 
     def resolve(self, given: dict) -> dict:
@@ -154,10 +162,10 @@ class Algorithm:
         defaults that depend on other parameters completed (:meth:`complete`)."""
         p = resolve_declared(self.declared, given)
         p["algorithm"] = self.name
-        self.complete(p, given)
+        self.complete(p)
         return p
 
-    def complete(self, p: dict, given: dict) -> None:
+    def complete(self, p: dict) -> None:
         """Defaults and checks that depend on several parameters (subclasses)."""
 
     def default_metric(self, p: dict, objective: Objective) -> str:

@@ -4,8 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._core._predict import predict_node_rows
-from ._ensemble import TreeEnsemble, read_trees, tree_to_dict
-from .booster import read_scores
+from ._ensemble import TreeEnsemble, read_scores, read_trees, tree_to_dict
 from .metrics import evaluate_metric
 from .model_io import (
     build,

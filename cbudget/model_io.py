@@ -184,7 +184,7 @@ def model_from_dict(doc: dict, *, expensive_model=None) -> Model:
     if model_type not in MODEL_TYPES:
         raise ValueError(f"model_type {model_type!r} is not supported by this version")
     model_class = MODEL_TYPES[model_type]
-    if expensive_model is not None and not model_class.takes_expensive_model:
+    if expensive_model is not None and not model_class.loads_expensive_model:
         raise ValueError(f"expensive_model is for gated models; this is a {model_type}")
     return model_class.from_dict(doc, expensive_model=expensive_model)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 __all__ = ["Param", "ALIASES", "COMMON_PARAMS", "number", "choice", "flag", "int_tuple",
-           "metric_list", "resolve_declared", "refuse_given"]
+           "metric_list", "depth_limit", "resolve_declared"]
 
 ALIASES = {
     "eta": "learning_rate",
@@ -32,9 +32,10 @@ ALIASES = {
 class Param:
     """One declared parameter.
 
-    ``check(value, name)`` returns the normalised value or raises TypeError/ValueError;
-    None means any value. A ``default`` of None with ``required_default=False`` leaves
-    the value None unless given (the algorithm may fill it in from other parameters).
+    ``check(value, name)`` returns the normalised value or raises TypeError/ValueError
+    (None: any value is taken as it is). A value of None, given or default, stands for
+    the default; a default of None may be filled in from other parameters by the
+    algorithm (:meth:`cbudget.engine.Algorithm.complete`).
     """
     name: str
     default: Any
@@ -122,25 +123,28 @@ COMMON_PARAMS = (
           "number of classes (multi:softprob)"),
     Param("eval_metric", None, metric_list, "metric(s) to evaluate; default: the model's"),
     Param("seed", 0, number(integer=True, low=0), "random seed"),
-    Param("n_jobs", None, number(integer=True, allow_none=True), "threads; None / -1: all cores"),
-    Param("verbosity", 1, number(integer=True, low=0), "0: silent"),
+    Param("n_jobs", None, number(integer=True, allow_none=True),
+          "threads; None / -1: all cores"),
+    Param("verbosity", 1, number(integer=True, low=0),
+          "0: no progress messages of the algorithms (verbose_eval prints the metrics)"),
 )
 
 
+def depth_limit(value, name):
+    """A depth limit: an integer >= 0, where 0 (or None) means none (None)."""
+    value = number(integer=True, low=0, allow_none=True)(value, name)
+    return None if value == 0 else value
+
+
 def resolve_declared(declared: dict[str, Param], given: dict[str, Any]) -> dict[str, Any]:
-    """Every declared parameter: the given value or the default, checked (a check runs
-    on a default too, unless the default is None)."""
+    """Every declared parameter: the given value, or the default where none (or None)
+    is given, checked."""
     resolved = {}
     for name, param in declared.items():
-        value = given.get(name, param.default)
-        if param.check is not None and (name in given or value is not None):
+        value = given.get(name)
+        if value is None:
+            value = param.default
+        if param.check is not None and value is not None:
             value = param.check(value, name)
         resolved[name] = value
     return resolved
-
-
-def refuse_given(given: dict[str, Any], names, why: str) -> None:
-    """ValueError if any of ``names`` was given (``why`` ends the message)."""
-    wrong = [name for name in names if name in given]
-    if wrong:
-        raise ValueError(f"parameter(s) {', '.join(map(repr, wrong))} {why}")

@@ -113,7 +113,8 @@ def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals=()
     for metric in metrics:
         check_metric(metric, objective.name)
     setup = TrainingSetup(objective=objective, metrics=metrics, evals=evals,
-                          n_threads=resolve_n_threads(p["n_jobs"]), verbose=bool(verbose_eval),
+                          n_threads=resolve_n_threads(p["n_jobs"]),
+                          verbose=bool(verbose_eval) and p["verbosity"] > 0,
                           xgb_model=xgb_model, expensive_model=expensive_model)
     monitors = list(callbacks or [])
     if verbose_eval:

@@ -373,7 +373,7 @@ def test_parameters():
     from cbudget.algorithms import resolve_params
     assert resolve_params({"algorithm": "cegb"})["cost_tradeoff"] == 1.0
     assert resolve_params({"algorithm": "cegb", "cegb_tradeoff": 0.5})["cost_tradeoff"] == 0.5
-    with pytest.raises(ValueError, match="apply to algorithms 'cegb', 'greedy_miser'"):
+    with pytest.raises(ValueError, match="applies to algorithms 'cegb', 'greedy_miser'"):
         resolve_params({"cost_tradeoff": 1.0})
     for bad in (-1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="cost_tradeoff"):

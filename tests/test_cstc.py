@@ -9,6 +9,7 @@ import scipy.sparse
 
 import cbudget
 import cbudget.algorithms.cstc_solver
+import cbudget.algorithms.linear_inputs
 from cbudget._core._linear import (LOSS_LOGISTIC, LOSS_SQUARED, node_objective, predict_hard,
                                    soft_route)
 from cbudget.algorithms.cstc_solver import CLAMP, TreeProblem, WeightedGram, skeleton, weighted_ridge
@@ -376,7 +377,8 @@ def test_class_weight_balanced_equals_explicit_weights():
 
 
 def test_thread_count_does_not_change_the_model(monkeypatch):
-    monkeypatch.setattr(cbudget.algorithms.cstc_solver, "_PARALLEL_WORK", 0)   # threads even for small data
+    # threads even for small data
+    monkeypatch.setattr(cbudget.algorithms.linear_inputs, "PARALLEL_WORK", 0)
     X, y, costs = _binary_data()
     d = cbudget.Dataset(X, y, feature_costs=costs)
     a, b = (cbudget.train({"algorithm": "cstc", "objective": "binary:logistic", "n_jobs": n},

@@ -1,6 +1,7 @@
 """Every public helper with every model type: it works, or raises NotApplicableError
 saying why it does not apply (docs/architecture.md, "Models")."""
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -41,10 +42,10 @@ def _params(algorithm):
     return params
 
 
-def _train(algorithm, dtrain, f0, rounds=6, **kwargs):
+def _train(algorithm, dtrain, f0, rounds=6, params=(), **kwargs):
     extra = {"expensive_model": f0} if algorithm.startswith("adapt") else {}
-    return cbudget.train(_params(algorithm), dtrain, rounds, verbose_eval=False, **extra,
-                         **kwargs)
+    return cbudget.train({**_params(algorithm), **dict(params)}, dtrain, rounds,
+                         verbose_eval=False, **extra, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -183,3 +184,35 @@ def test_a_forest_as_expensive_model_gives_probabilities_not_classes(data):
     np.testing.assert_array_equal(predictions[route == 0],
                                   forest.predict_proba(X[route == 0])[:, 1])
     assert not np.all(np.isin(predictions[route == 0], (0.0, 1.0)))
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_a_budget_crossed_by_the_first_iteration_keeps_no_iteration(models, data, algorithm):
+    """BudgetStopping at iteration 0 gives the model before any iteration, not the one
+    that crossed the budget."""
+    dtrain, dvalid, _ = data
+    # no cost penalty: the first iteration reads features
+    declared = cbudget.algorithms.REGISTRY[algorithm].declared
+    params = {"cost_tradeoff": 0.0} if "cost_tradeoff" in declared else {}
+    crossing = _train(algorithm, dtrain, models[1], rounds=1, params=params)
+    budget = 0.5 * crossing.predict_cost(dvalid).mean()
+    stop = cbudget.BudgetStopping(budget, dvalid, verbose=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = _train(algorithm, dtrain, models[1], params=params, callbacks=[stop])
+    assert stop.stopped_at == 0
+    cost = model.predict_cost(dvalid).mean()
+    # a model optimised as a whole (a tree of classifiers) may start dense: then it says so
+    warned = [w for w in caught if "no iteration of it is within the budget" in str(w.message)]
+    assert (cost <= budget and not warned) or (cost > budget and len(warned) == 1)
+    if algorithm in STAGED or algorithm.startswith("adapt"):
+        assert cost <= budget
+
+
+def test_none_stands_for_the_default():
+    from cbudget.algorithms import resolve_params
+
+    for algorithm in ALGORITHMS:
+        defaults = resolve_params({"algorithm": algorithm})
+        given = {name: None for name in defaults if name != "algorithm"}
+        assert resolve_params({"algorithm": algorithm, **given}) == defaults

@@ -62,16 +62,16 @@ def resolve_params(params: dict | None) -> dict:
     algorithm = get_algorithm(given.get("algorithm", "gbdt"))
     others = [name for name in given if name not in algorithm.declared]
     if others:
-        takers = sorted({a for name in others for a in TAKEN_BY[name]},
-                        key=list(REGISTRY).index)
-        raise ValueError(f"parameter(s) {', '.join(repr(seen[n]) for n in others)} apply to "
-                         f"algorithm{'s' if len(takers) > 1 else ''} "
-                         f"{', '.join(map(repr, takers))}, not to algorithm {algorithm.name!r}")
+        raise ValueError("; ".join(
+            f"parameter {seen[name]!r} applies to algorithm{'s' if len(TAKEN_BY[name]) > 1 else ''}"
+            f" {', '.join(map(repr, TAKEN_BY[name]))}" for name in others)
+            + f", not to algorithm {algorithm.name!r}")
     return algorithm.resolve(given)
 
 
 def parameter_docs(name: str) -> str:
-    """The parameters of algorithm ``name``: name, default and one line each."""
+    """Algorithm ``name``: what it is, then its parameters (name, default, one line)."""
     algorithm = get_algorithm(name)
-    return "\n".join(f"{param.name} (default {param.default!r}): {param.doc}"
-                     for param in algorithm.declared.values())
+    return "\n".join([f"{algorithm.name}: {algorithm.doc}"]
+                     + [f"  {param.name} (default {param.default!r}): {param.doc}"
+                        for param in algorithm.declared.values()])

@@ -43,10 +43,10 @@ from .._core._grower import TreeGrower
 from .._core._predict import predict_binned_add
 from ..booster import Booster
 from ..engine import Algorithm, Trainer, model_to_continue
-from ..params import Param, choice, number
+from ..params import Param, choice, depth_limit, number
 
 __all__ = ["ALGORITHMS", "TREE_PARAMS", "BoostingTrainer", "binned_like", "penalty_costs",
-           "tree_grower", "complete_tree_params"]
+           "tree_grower", "complete_tree_params", "greedy_miser_trees"]
 
 TREE_PARAMS = (
     Param("learning_rate", 0.1, number(low=0, low_open=True), "shrinkage of each tree"),
@@ -54,8 +54,9 @@ TREE_PARAMS = (
           '"lossguide" (best-first) or "depthwise" (level by level)'),
     Param("num_leaves", None, number(integer=True, low=2, allow_none=True),
           "leaves per tree; default 31 for lossguide, no cap for depthwise"),
-    Param("max_depth", None, number(integer=True, low=0, allow_none=True),
-          "depth limit (0 or None: none); default none for lossguide, 6 for depthwise"),
+    Param("max_depth", None, depth_limit,
+          "depth limit (0 or None: none); default none for lossguide, 6 for depthwise "
+          "(4 for greedy_miser and adapt_gbrt)"),
     Param("min_child_weight", 1e-3, number(low=0), "least hessian sum in a leaf"),
     Param("min_data_in_leaf", 20, number(integer=True, low=1), "least rows in a leaf"),
     Param("reg_lambda", 1.0, number(low=0), "L2 regularisation of the leaf values"),
@@ -75,11 +76,16 @@ COST_TRADEOFF = Param("cost_tradeoff", 1.0, number(low=0, finite=True),
 GREEDY_MISER_TREES = {"grow_policy": "depthwise", "reg_lambda": 0.0}
 
 
+def greedy_miser_trees(params: tuple) -> tuple:
+    """The tree parameters with Greedy Miser's defaults: CART trees level by level, a
+    leaf holding its rows' mean residual."""
+    return tuple(param.with_default(GREEDY_MISER_TREES[param.name])
+                 if param.name in GREEDY_MISER_TREES else param for param in params)
+
+
 def complete_tree_params(p: dict, depthwise_depth: int) -> None:
     """The tree limits that depend on the growth policy: 31 leaves best-first, depth
-    ``depthwise_depth`` level by level (``max_depth=0`` means none)."""
-    if p["max_depth"] == 0:
-        p["max_depth"] = None
+    ``depthwise_depth`` level by level."""
     if p["grow_policy"] == "lossguide" and p["num_leaves"] is None:
         p["num_leaves"] = 31
     if p["grow_policy"] == "depthwise" and p["max_depth"] is None:
@@ -143,7 +149,7 @@ class BoostingTrainer(Trainer):
     learners grow them with a cost penalty and the training inputs' acquisition state."""
 
     def __init__(self, p, dtrain, num_boost_round, setup):
-        super().__init__(p, dtrain, setup)
+        super().__init__(p, dtrain, num_boost_round, setup)
         objective, n_threads = setup.objective, setup.n_threads
         y, weight = dtrain.label, dtrain.weight
         init = model_to_continue(setup.xgb_model, dtrain, objective, Booster)
@@ -157,7 +163,6 @@ class BoostingTrainer(Trainer):
             self.model.params, self.model.algorithm = dict(p), p["algorithm"]
             base_score = self.model.base_score
             self.first_iteration = self.model.num_boosted_rounds()
-        self.n_iterations = num_boost_round
 
         n_samples, n_features = dtrain.data.shape
         n_outputs = objective.n_outputs
@@ -279,8 +284,8 @@ class BoostingTrainer(Trainer):
     def finish(self, n_keep):
         return self.model if n_keep is None else self.model[:n_keep]
 
-    def finalize(self, model):
-        model.finalize(self.dtrain, [(name, data) for data, name in self.setup.evals],
+    def record_training(self, model):
+        model.finalize(self.dtrain, self.named_evals,
                        self.train_cost_curve if self.track_costs else None)
 
     def close(self):
@@ -295,13 +300,8 @@ class Boosting(Algorithm):
         super().__init__(name, params, BoostingTrainer, doc)
         self.depthwise_depth = depthwise_depth
 
-    def complete(self, p, given):
+    def complete(self, p):
         complete_tree_params(p, self.depthwise_depth)
-
-
-def _greedy_miser_trees(params):
-    return tuple(param.with_default(GREEDY_MISER_TREES[param.name])
-                 if param.name in GREEDY_MISER_TREES else param for param in params)
 
 
 GBDT = Boosting("gbdt", (OBJECTIVE,) + TREE_PARAMS + SAMPLING_PARAMS,
@@ -309,7 +309,7 @@ GBDT = Boosting("gbdt", (OBJECTIVE,) + TREE_PARAMS + SAMPLING_PARAMS,
 CEGB = Boosting("cegb", (OBJECTIVE, COST_TRADEOFF) + TREE_PARAMS + SAMPLING_PARAMS,
                 "cost-efficient gradient boosting (Peter et al., NIPS 2017)")
 GREEDY_MISER = Boosting(
-    "greedy_miser", (OBJECTIVE, COST_TRADEOFF) + _greedy_miser_trees(TREE_PARAMS)
+    "greedy_miser", (OBJECTIVE, COST_TRADEOFF) + greedy_miser_trees(TREE_PARAMS)
     + SAMPLING_PARAMS, "Greedy Miser, stage-wise regression (Xu et al., ICML 2012)",
     depthwise_depth=4)
 ALGORITHMS = (GBDT, CEGB, GREEDY_MISER)

@@ -27,7 +27,7 @@ from ..callback import BudgetStopping
 from ..engine import Algorithm, Trainer, model_to_continue
 from ..forest import IMPURITIES, VOTE_METRICS, Forest
 from ..metrics import evaluate_metric
-from ..params import Param, choice, flag, int_tuple, number
+from ..params import Param, choice, depth_limit, flag, int_tuple, number
 
 __all__ = ["BUDGET_RF", "ForestTrainer"]
 
@@ -47,8 +47,7 @@ PARAMS = (
           "mean validation cost per input (the last evals set) at which growth stops"),
     Param("n_estimators", None, number(integer=True, low=0, allow_none=True),
           "cap on the trees; default num_boost_round"),
-    Param("max_depth", None, number(integer=True, low=0, allow_none=True),
-          "depth limit of a tree (0 or None: none)"),
+    Param("max_depth", None, depth_limit, "depth limit of a tree (0 or None: none)"),
     Param("subsample", 1.0, number(low=0, low_open=True, high=1),
           "bootstrap sample size as a fraction of the rows"),
 )
@@ -58,11 +57,10 @@ class ForestTrainer(Trainer):
     """Add GREEDYTREEs grown on bootstrap samples, ``n_threads`` at a time."""
 
     def __init__(self, p, dtrain, num_boost_round, setup):
-        super().__init__(p, dtrain, setup)
+        super().__init__(p, dtrain, n_trees_of(p, num_boost_round), setup)
         objective = setup.objective
         self.n_classes = max(2, objective.num_class)
         self.labels = dtrain.label.astype(np.int32)
-        n_trees = num_boost_round if p["n_estimators"] is None else p["n_estimators"]
         init = model_to_continue(setup.xgb_model, dtrain, objective, Forest, self.n_classes)
         if init is None:
             prior = np.bincount(self.labels, weights=dtrain.weight, minlength=self.n_classes)
@@ -74,7 +72,6 @@ class ForestTrainer(Trainer):
             self.model = init[:]
             self.model.params, self.model.algorithm = dict(p), p["algorithm"]
         self.first_iteration = self.model.num_trees()
-        self.n_iterations = n_trees
         if p["budget"] is not None and not setup.evals:
             raise ValueError("budget needs validation data to measure the cost on: pass "
                              "evals=[(dvalid, 'valid')] (the last data set is used)")
@@ -145,24 +142,27 @@ class ForestTrainer(Trainer):
                           "predicts the training class prior", RuntimeWarning, stacklevel=4)
         return forest
 
-    def finalize(self, model):
-        model.finalize(self.dtrain, [(name, data) for data, name in self.setup.evals])
+    def record_training(self, model):
+        model.finalize(self.dtrain, self.named_evals)
 
     def close(self):
         if self.pool is not None:
             self.pool.shutdown()
 
 
+def n_trees_of(p, num_boost_round):
+    """The trees to grow: ``n_estimators``, default ``num_boost_round``."""
+    return num_boost_round if p["n_estimators"] is None else p["n_estimators"]
+
+
 class BudgetRF(Algorithm):
-    def complete(self, p, given):
+    def complete(self, p):
         if p["objective"] is None:
             p["objective"] = ("multi:softprob" if p["num_class"] not in (None, 1)
                               else "binary:logistic")
         if p["objective"] not in VOTE_METRICS:
             raise ValueError("budget_rf is a classifier: objective must be 'binary:logistic' "
                              f"or 'multi:softprob', got {p['objective']!r}")
-        if p["max_depth"] == 0:
-            p["max_depth"] = None
 
     def default_metric(self, p, objective):
         return VOTE_METRICS[objective.name]

@@ -28,7 +28,7 @@ import numpy as np
 from .._core._linear import LOSS_LOGISTIC, LOSS_SQUARED
 from .._core._openmp_helpers import resolve_n_threads
 from ..callback import CallbackContainer
-from ..cstc import LOSSES, Cascade, ClassifierTree, node_inputs, score_transform
+from ..cstc import LOSSES, Cascade, ClassifierTree, default_metric, node_inputs, score_transform
 from ..engine import Algorithm, Trainer, TrainingSetup, run_training
 from ..objectives import get_objective
 from ..params import Param, choice, flag, number
@@ -101,7 +101,7 @@ class ClassifierTreeTrainer(Trainer):
     keeps_all_iterations = False
 
     def __init__(self, p, dtrain, num_boost_round, setup):
-        super().__init__(p, dtrain, setup)
+        super().__init__(p, dtrain, num_boost_round, setup)
         objective = setup.objective
         y, weight = dtrain.label, dtrain.weight
         binary = objective.name == "binary:logistic"
@@ -146,9 +146,14 @@ class ClassifierTreeTrainer(Trainer):
                   f"{problem.alive.sum()} nodes initialised in "
                   f"{time.perf_counter() - start:.1f} s", flush=True)
         self.model = self.export()
-        self.n_iterations = num_boost_round
-        self.states = []
+        # the problem's state after each sweep, the first one before any
+        self.states = [self.state()]
         self.previous = problem.objective()
+
+    def state(self):
+        problem = self.problem
+        return (problem.B.copy(), problem.bias.copy(), problem.theta.copy(),
+                problem.active.copy())
 
     def transform(self, score):
         return score_transform(self.setup.objective.name, self.p["loss"], score)
@@ -178,8 +183,7 @@ class ClassifierTreeTrainer(Trainer):
     def iterate(self, iteration):
         problem = self.problem
         value = problem.sweep()
-        self.states.append((problem.B.copy(), problem.bias.copy(), problem.theta.copy(),
-                            problem.active.copy()))
+        self.states.append(self.state())
         self.model = self.export()
         converged = abs(self.previous - value) <= self.p["tol"] * max(1.0, abs(value))
         self.previous = value
@@ -191,18 +195,18 @@ class ClassifierTreeTrainer(Trainer):
 
     def finish(self, n_keep):
         problem = self.problem
-        if n_keep is not None and n_keep < len(self.states):
+        if n_keep is not None and n_keep < len(self.states) - 1:
             problem.B, problem.bias, problem.theta, problem.active = (
-                a.copy() for a in self.states[n_keep - 1])
+                a.copy() for a in self.states[n_keep])
             problem.F = problem.Z @ problem.B.T + problem.bias
         if self.p["fine_tune"]:
             problem.fine_tune()
         return self.export()
 
-    def finalize(self, model):
+    def record_training(self, model):
         problem = self.problem
         reach, _ = problem.route()
-        model.finalize(self.dtrain, [(name, data) for data, name in self.setup.evals],
+        model.finalize(self.dtrain, self.named_evals,
                        (self.sample_weight @ reach)[problem.alive_nodes()] / problem.W)
         model.summary["objective_per_sweep"] = list(problem.objective_history)
 
@@ -210,10 +214,10 @@ class ClassifierTreeTrainer(Trainer):
 class ClassifierTreeAlgorithm(Algorithm):
     def __init__(self, name, doc, depth):
         super().__init__(name, PARAMS, ClassifierTreeTrainer, doc,
-                         continues="each training optimises the whole tree")
+                         cannot_continue="each training optimises the whole tree")
         self.depth = depth
 
-    def complete(self, p, given):
+    def complete(self, p):
         if p["objective"] not in ("reg:squarederror", "binary:logistic"):
             raise ValueError(f"{p['algorithm']} fits regression (reg:squarederror) or binary "
                              f"classification (binary:logistic), not {p['objective']!r}")
@@ -236,11 +240,7 @@ class ClassifierTreeAlgorithm(Algorithm):
                 p["class_weight"] = [float(w) for w in weight]
 
     def default_metric(self, p, objective):
-        if objective.name == "binary:logistic" and p["loss"] == "squared":
-            # its probabilities are clipped scores: the log-loss would be decided by the
-            # few inputs clipped to the wrong end
-            return "error"
-        return objective.default_metric
+        return default_metric(objective.name, p["loss"])
 
 
 ALGORITHMS = (

@@ -40,21 +40,13 @@ from .._core._linear import (
     soft_route,
 )
 from ..metrics import evaluate_metric, metric_maximize
+from .linear_inputs import threads_for
 
 __all__ = ["TreeProblem", "CLAMP"]
 
 CLAMP = 1e-4            # |weight| below this is set to zero for good (section 3.4)
 _MAX_NODE_ITERATIONS = 100
 _MAX_LBFGS_ITERATIONS = 200
-# Kernel calls with less work than this run on one thread: waking OpenMP threads costs
-# more than such a call, and their spinning competes with BLAS's threads in between.
-_PARALLEL_WORK = 1_000_000
-
-
-def threads_for(work, n_threads):
-    """``n_threads`` for a kernel call of ``work`` multiply-adds, 1 below
-    ``_PARALLEL_WORK`` (small calls lose more to waking threads than they gain)."""
-    return n_threads if work >= _PARALLEL_WORK else 1
 
 
 def skeleton(kind, depth):

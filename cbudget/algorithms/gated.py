@@ -61,15 +61,14 @@ from ..dataset import check_model_matches
 from ..engine import Algorithm, Trainer
 from ..params import Param, choice, number
 from .boosting import (
-    GREEDY_MISER_TREES,
     TREE_PARAMS,
     binned_like,
     complete_tree_params,
+    greedy_miser_trees,
     penalty_costs,
     tree_grower,
 )
-from .cstc_solver import threads_for
-from .linear_inputs import cost_groups, standardize, standardized
+from .linear_inputs import cost_groups, standardize, standardized, threads_for
 
 __all__ = ["ALGORITHMS", "LinearPairProblem", "check_expensive_model"]
 
@@ -175,8 +174,8 @@ class GatedTrainer(Trainer):
 
     keeps_all_iterations = False
 
-    def __init__(self, p, dtrain, setup):
-        super().__init__(p, dtrain, setup)
+    def __init__(self, p, dtrain, num_boost_round, setup):
+        super().__init__(p, dtrain, num_boost_round, setup)
         self.f0 = f0 = check_expensive_model(setup.expensive_model, dtrain)
         y = dtrain.label
         self.weight = np.ones(y.shape[0]) if dtrain.weight is None else dtrain.weight
@@ -190,9 +189,8 @@ class GatedTrainer(Trainer):
                   f"{accuracy:.4f}; at most p_full={p['p_full']:g} of the inputs go to it",
                   flush=True)
 
-    def finalize(self, model):
-        model.finalize(self.dtrain, [(name, data) for data, name in self.setup.evals],
-                       self.q)
+    def record_training(self, model):
+        model.finalize(self.dtrain, self.named_evals, self.q)
 
 
 class AdaptGBRTTrainer(GatedTrainer):
@@ -203,7 +201,7 @@ class AdaptGBRTTrainer(GatedTrainer):
     they charge it per input that has not acquired it in g or f1 (CEGB's state)."""
 
     def __init__(self, p, dtrain, num_boost_round, setup):
-        super().__init__(p, dtrain, setup)
+        super().__init__(p, dtrain, num_boost_round, setup)
         y = dtrain.label
         n_samples = y.shape[0]
         costs = dtrain.cost_model
@@ -215,7 +213,6 @@ class AdaptGBRTTrainer(GatedTrainer):
         self.gate = Booster(base_score=np.zeros(1), **common)
         self.model = GatedModel(gate=self.gate, predictor=self.predictor, expensive=self.f0,
                                 feature_names=dtrain.feature_names, cost_model=costs, params=p)
-        self.n_iterations = num_boost_round
         self.grower = tree_grower(dtrain, p, setup.n_threads)
         state = AcquisitionState(n_samples, costs.feature_group, costs.n_groups)
         self.grower.set_cost_penalty(state, p["cost_tradeoff"], *penalty_costs(
@@ -294,7 +291,9 @@ class AdaptGBRTTrainer(GatedTrainer):
         model = self.model
         if n_keep is not None:
             model.gate, model.predictor = self.gate[:n_keep], self.predictor[:n_keep]
-            model.gate_threshold = self.thresholds[n_keep - 1]
+            model.gate_threshold = self.thresholds[n_keep - 1] if n_keep else \
+                _gate_threshold(self.p, np.full(self.weight.shape[0], self.gate.base_score[0]),
+                                self.weight)
         return model
 
 
@@ -471,7 +470,7 @@ def _restarts(p, problem, y, std, weight, objective, sample_weight, num_boost_ro
             if previous is not None and abs(previous - value) <= p["tol"] * max(1.0, abs(value)):
                 break
             previous = value
-        if verbose:
+        if verbose and values:
             used = np.flatnonzero(problem._pair_squares(v) > 0).size
             print(f"adapt_lin: start {start}: objective {values[-1]:.6g} after "
                   f"{len(values)} alternations, {used} features", flush=True)
@@ -489,7 +488,7 @@ class AdaptLinTrainer(GatedTrainer):
     stopping)."""
 
     def __init__(self, p, dtrain, num_boost_round, setup):
-        super().__init__(p, dtrain, setup)
+        super().__init__(p, dtrain, num_boost_round, setup)
         self.mean, std = standardize(dtrain.data)
         Z = standardized(dtrain.data, self.mean, np.where(std > 0, 1.0, 0.0))   # centred
         groups, group_costs = cost_groups(dtrain.cost_model, None, Z.shape[1])
@@ -499,10 +498,11 @@ class AdaptLinTrainer(GatedTrainer):
         with _single_threaded_blas():
             best = _restarts(p, self.problem, dtrain.label, std, self.weight, setup.objective,
                              dtrain.weight, num_boost_round, setup.verbose)
-        self.states = best[0] if best else [np.zeros(2 * Z.shape[1] + 2)]
-        self.n_iterations = len(self.states) if best else 0
+        # the zero model (no alternation), then the kept start's alternations
+        self.states = [np.zeros(2 * Z.shape[1] + 2)] + (best[0] if best else [])
+        self.n_iterations = len(self.states) - 1
         self.model = self.gated(self.states[-1])
-        self.chosen = len(self.states) - 1
+        self.chosen = self.n_iterations
         self.current = None
 
     def gated(self, v):
@@ -523,9 +523,9 @@ class AdaptLinTrainer(GatedTrainer):
         self.model.gate_threshold = current.gate_threshold
 
     def iterate(self, iteration):
-        self.current = self.gated(self.states[iteration])
+        self.current = self.gated(self.states[iteration + 1])
         self.set_parts(self.current)
-        self.chosen = iteration
+        self.chosen = iteration + 1
         return False
 
     def eval_predictions(self):
@@ -536,7 +536,7 @@ class AdaptLinTrainer(GatedTrainer):
                 for (data, name), p0_eval in zip(self.setup.evals, self.eval_p0)]
 
     def finish(self, n_keep):
-        chosen = self.chosen if n_keep is None else n_keep - 1
+        chosen = self.chosen if n_keep is None else n_keep
         self.set_parts(self.gated(self.states[chosen]))
         self.q, _ = q_step(self.problem.excess_loss(self.states[chosen]), self.p["p_full"],
                            self.weight)
@@ -552,9 +552,7 @@ ADAPT_PARAMS = (
           "calibrated so that the p_full share of the training inputs with the highest "
           "margins go (0: the paper's sigmoid(g) > 1/2)"),
 )
-ADAPT_GBRT_PARAMS = ADAPT_PARAMS + tuple(
-    param.with_default(GREEDY_MISER_TREES[param.name]) if param.name in GREEDY_MISER_TREES
-    else param for param in TREE_PARAMS) + (
+ADAPT_GBRT_PARAMS = ADAPT_PARAMS + greedy_miser_trees(TREE_PARAMS) + (
     Param("cost_tradeoff", 1.0, number(low=0, finite=True),
           "gamma: weight of the cost penalty of a split"),
     Param("q_update_period", 10, number(integer=True, low=1),
@@ -567,7 +565,7 @@ ADAPT_LIN_PARAMS = ADAPT_PARAMS + (
     Param("cost_tradeoff", 0.01, number(low=0, finite=True),
           "gamma: weight of the group-lasso cost penalty"),
     Param("reg_lambda", 1e-4, number(low=0, finite=True), "ridge on the (centred) features"),
-    Param("tol", 1e-5, number(low=0, low_open=True),
+    Param("tol", 1e-5, number(low=0, low_open=True, finite=True),
           "relative objective change that ends the alternations"),
     Param("n_restarts", 4, number(integer=True, low=1),
           "starts of the alternating minimisation (the first from zero, the others from "
@@ -591,10 +589,10 @@ def zero_one_labels(data):
 class Adapt(Algorithm):
     def __init__(self, name, params, trainer, doc):
         super().__init__(name, params, trainer, doc, takes_expensive_model=True,
-                         continues="the gate and the predictor are trained together from "
-                                   "the start")
+                         cannot_continue="the gate and the predictor are trained together "
+                                         "from the start")
 
-    def complete(self, p, given):
+    def complete(self, p):
         if p["objective"] != "binary:logistic" or p["num_class"] not in (None, 1):
             raise ValueError(f"{p['algorithm']} is a binary classifier (binary:logistic, "
                              f"labels 0/1 or -1/+1), not {p['objective']!r}"

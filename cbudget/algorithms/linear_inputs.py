@@ -1,6 +1,6 @@
-"""The inputs of linear nodes (CSTC's nodes, ADAPT-LIN's gate and predictor): features
-standardised over their non-missing values, and the groups of coordinates the relaxed
-cost penalty charges together."""
+"""What the linear-node learners share (CSTC's nodes, ADAPT-LIN's gate and predictor):
+features standardised over their non-missing values, the groups of coordinates the
+relaxed cost penalty charges together, and the threads a kernel call gets."""
 from __future__ import annotations
 
 import warnings
@@ -8,7 +8,17 @@ import warnings
 import numpy as np
 import scipy.sparse
 
-__all__ = ["standardize", "standardized", "cost_groups"]
+__all__ = ["standardize", "standardized", "cost_groups", "threads_for", "PARALLEL_WORK"]
+
+# Kernel calls with less work than this run on one thread: waking OpenMP threads costs
+# more than such a call, and their spinning competes with BLAS's threads in between.
+PARALLEL_WORK = 1_000_000
+
+
+def threads_for(work, n_threads):
+    """``n_threads`` for a kernel call of ``work`` multiply-adds, 1 below
+    ``PARALLEL_WORK`` (small calls lose more to waking threads than they gain)."""
+    return n_threads if work >= PARALLEL_WORK else 1
 
 
 def standardize(coords):

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from ._model import CostParts, Model, NotApplicableError
-from .costs import resolve_feature
-from .dataset import prediction_input
+from .costs import CostModel, CostReport, resolve_feature
+from .dataset import Dataset, InputData, prediction_input
 from .model_io import (
     finite_number,
     invalid,
@@ -32,14 +36,21 @@ from .model_io import (
     require,
 )
 
+if TYPE_CHECKING:  # only for type hints: the parts are read by model_from_dict
+    from .booster import Booster
+
 __all__ = ["ExternalModel", "GatedModel", "LinearClassifier", "calibrated_threshold", "q_step",
            "positive_probability"]
 
 # probabilities of the expensive model are clipped to [EPS, 1 - EPS] before logs
 PROBABILITY_EPS = 1e-12
 
+# An external expensive model's declared cost: per input, or a function of the inputs
+DeclaredCost: TypeAlias = Union[float, Callable[[np.ndarray], ArrayLike]]
 
-def q_step(excess_loss, p_full, weight=None):
+
+def q_step(excess_loss: ArrayLike, p_full: float,
+           weight: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """The closed-form q-step of (OPT1): ``q_i = 1 / (1 + exp(B_i - A_i + beta))``, the
     probability of sending input ``i`` to the expensive model, with the smallest
     ``beta >= 0`` that keeps the (weighted) mean of ``q`` at most ``p_full``.
@@ -63,7 +74,7 @@ def q_step(excess_loss, p_full, weight=None):
     if p_full <= 0:
         return np.zeros_like(excess_loss), np.inf
 
-    def mean_q(beta):
+    def mean_q(beta: float) -> float:
         return weight @ expit(excess_loss - beta)
 
     if mean_q(0.0) <= p_full:
@@ -82,11 +93,24 @@ def q_step(excess_loss, p_full, weight=None):
     return expit(excess_loss - high), high
 
 
-def calibrated_threshold(margin, weight, p_full):
+def calibrated_threshold(margin: np.ndarray, weight: np.ndarray, p_full: float) -> float:
     """The gate threshold that sends to the expensive model the largest share, at most
     ``p_full`` (weighted), of the inputs with the highest ``margin`` (those strictly
     above it; ties stay below). It is the midpoint of the gap between the last margin
-    sent and the first kept, so that new inputs near either side go the same way."""
+    sent and the first kept, so that new inputs near either side go the same way.
+
+    Parameters
+    ----------
+    margin : ndarray of shape (n_samples,)
+        The gate's margins on the training inputs.
+    weight : ndarray of shape (n_samples,)
+        Their weights (not all zero).
+    p_full : float in [0, 1]
+
+    Returns
+    -------
+    float
+    """
     order = np.argsort(-margin, kind="stable")
     ranked = margin[order]
     share = np.cumsum(weight[order]) / weight.sum()
@@ -100,18 +124,18 @@ def calibrated_threshold(margin, weight, p_full):
     return float(0.5 * (ranked[k - 1] + ranked[k]))
 
 
-def positive_probability(model, X) -> np.ndarray:
+def positive_probability(model: Model | ExternalModel, X: np.ndarray) -> np.ndarray:
     """P(y = 1) of the rows of the prepared matrix ``X`` by an expensive model: an
     :class:`ExternalModel`'s, a forest's vote shares (its ``predict`` gives classes), any
     other binary cbudget model's ``predict``."""
     if isinstance(model, ExternalModel):
         return model.positive_proba(X)
     if callable(getattr(model, "predict_proba", None)):
-        return model.predict_proba(X)[:, 1]
+        return model.predict_proba(X)[:, 1]  # type: ignore[attr-defined]  # a Forest has it
     return model.predict(X)
 
 
-def positive_log_loss(margin, y01):
+def positive_log_loss(margin: np.ndarray, y01: np.ndarray) -> np.ndarray:
     """Per-input logistic loss ``log(1 + exp(-y f))`` of margins ``f`` for 0/1 labels."""
     return np.logaddexp(0.0, margin) - y01 * margin
 
@@ -137,7 +161,8 @@ class ExternalModel:
     data set can also be passed to :meth:`GatedModel.predict_cost`.
     """
 
-    def __init__(self, model, *, cost=None, features=None):
+    def __init__(self, model: Any, *, cost: DeclaredCost | None = None,
+                 features: Literal["all"] | Iterable[str | int] | None = None) -> None:
         if not callable(getattr(model, "predict_proba", None)):
             raise TypeError(f"the expensive model must have a predict_proba method; "
                             f"{type(model).__name__} has none")
@@ -155,10 +180,10 @@ class ExternalModel:
                 raise TypeError("features must be 'all' or a list of feature names / indices")
             features = list(features)
         self.model = model
-        self.cost = cost
-        self.features = features
+        self.cost: DeclaredCost | None = cost
+        self.features: str | list[str | int] | None = features
 
-    def positive_proba(self, X):
+    def positive_proba(self, X: np.ndarray) -> np.ndarray:
         """P(y = 1) for the rows of ``X``, as float64 of shape (n_samples,)."""
         if X.shape[0] == 0:
             return np.zeros(0)
@@ -170,7 +195,7 @@ class ExternalModel:
         column = 1 if classes is None else int(np.argmax(np.asarray(classes)))
         return proba[:, column]
 
-    def feature_indices(self, feature_names):
+    def feature_indices(self, feature_names: Sequence[str]) -> np.ndarray | None:
         """The declared features as sorted indices (None when a cost is declared)."""
         if self.features is None:
             return None
@@ -179,7 +204,7 @@ class ExternalModel:
         return np.unique(np.array([resolve_feature(key, list(feature_names), "features")
                                    for key in self.features], dtype=np.int64))
 
-    def declared_cost(self, X):
+    def declared_cost(self, X: np.ndarray) -> np.ndarray:
         """The declared per-input cost of ``X`` (zeros when features are declared)."""
         if self.cost is None:
             return np.zeros(X.shape[0])
@@ -191,7 +216,7 @@ class ExternalModel:
             return cost
         return np.full(X.shape[0], self.cost)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         declared = f"cost={self.cost!r}" if self.features is None else f"features={self.features!r}"
         return f"ExternalModel({type(self.model).__name__}, {declared})"
 
@@ -205,7 +230,8 @@ class LinearClassifier:
 
     model_type = "linear"
 
-    def __init__(self, weights, bias, impute, *, feature_names, cost_model):
+    def __init__(self, weights: ArrayLike, bias: float, impute: ArrayLike, *,
+                 feature_names: Sequence[str], cost_model: CostModel) -> None:
         self.weights = np.ascontiguousarray(weights, dtype=np.float64)
         self.bias = float(bias)
         self.impute = np.ascontiguousarray(impute, dtype=np.float64)
@@ -218,11 +244,11 @@ class LinearClassifier:
                 and np.isfinite(self.bias)):
             raise ValueError("weights, bias and impute must be finite")
 
-    def used_features(self):
+    def used_features(self) -> np.ndarray:
         """Sorted indices of the features with a non-zero weight."""
         return np.flatnonzero(self.weights).astype(np.int64)
 
-    def decision_function(self, X):
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
         """Scores of the rows of ``X`` (prepared float matrix)."""
         used = self.used_features()
         values = np.array(X[:, used], dtype=np.float64)
@@ -230,19 +256,19 @@ class LinearClassifier:
         values[bad] = np.broadcast_to(self.impute[used], values.shape)[bad]
         return values @ self.weights[used] + self.bias
 
-    def predict(self, X, *, output_margin=False):
+    def predict(self, X: InputData, *, output_margin: bool = False) -> np.ndarray:
         """Scores (``output_margin``) or ``sigmoid`` of the scores, of shape (n_samples,)."""
         score = self.decision_function(prediction_input(X, self.feature_names))
         return score if output_margin else expit(score)
 
-    def cost_parts(self, X) -> CostParts:
+    def cost_parts(self, X: InputData) -> CostParts:
         """Every input acquires the features with a non-zero weight; nothing else costs."""
         n_samples = prediction_input(X, self.feature_names).shape[0]
         acquired = np.zeros((n_samples, len(self.feature_names)), dtype=bool)
         acquired[:, self.used_features()] = True
         return CostParts(acquired, np.zeros(n_samples))
 
-    def feature_importance(self, kind="split") -> np.ndarray:
+    def feature_importance(self, kind: str = "split") -> np.ndarray:
         """"split": 1 for a feature with a non-zero weight; "gain": the weight's magnitude
         (on the features' own scale)."""
         if kind == "split":
@@ -251,12 +277,15 @@ class LinearClassifier:
             return np.abs(self.weights)
         raise NotApplicableError(f"{kind!r} importance does not apply to a linear classifier")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
+        """The classifier's document: ``model_type`` "linear", ``weights``, ``bias`` and
+        ``impute`` (in a gated model's ``gate`` or ``predictor``)."""
         return {"model_type": "linear", "weights": self.weights.tolist(), "bias": self.bias,
                 "impute": self.impute.tolist()}
 
     @classmethod
-    def from_dict(cls, d, name, feature_names, cost_model) -> LinearClassifier:
+    def from_dict(cls, d: dict[str, Any], name: str, feature_names: Sequence[str],
+                  cost_model: CostModel) -> LinearClassifier:
         """The linear part ``name`` of a gated model's document."""
         weights = number_list(require(d, "weights", list, f"{name}."), f"{name}.weights",
                               len(feature_names))
@@ -269,7 +298,7 @@ class LinearClassifier:
         except ValueError as exc:
             raise invalid(f"{name}: {exc}") from None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<cbudget.LinearClassifier {self.used_features().size} features>"
 
 
@@ -300,8 +329,11 @@ class GatedModel(Model):
     num_class = 1
     default_metric = "logloss"
 
-    def __init__(self, *, gate, predictor, expensive, feature_names, cost_model, params,
-                 gate_threshold=0.0):
+    def __init__(self, *, gate: Booster | LinearClassifier,
+                 predictor: Booster | LinearClassifier,
+                 expensive: Model | ExternalModel | None, feature_names: Sequence[str],
+                 cost_model: CostModel, params: dict[str, Any],
+                 gate_threshold: float = 0.0) -> None:
         super().__init__(feature_names=feature_names, cost_model=cost_model, params=params,
                          default_algorithm="adapt_gbrt")
         self.gate = gate
@@ -322,7 +354,7 @@ class GatedModel(Model):
     def _margin(self, part, X):
         return part.predict(X, output_margin=True)
 
-    def route(self, X):
+    def route(self, X: InputData) -> np.ndarray:
         """0 where the expensive model serves the input, 1 where the low-cost predictor
         does (the paper's z), int8 of shape (n_samples,)."""
         return self._route(self.prepare_input(X))
@@ -330,7 +362,20 @@ class GatedModel(Model):
     def _route(self, X):
         return np.where(self._margin(self.gate, X) > self.gate_threshold, 0, 1).astype(np.int8)
 
-    def predict(self, X, *, output_margin=False, return_route=False):
+    @overload  # type: ignore[override]
+    def predict(self, X: InputData, *, output_margin: bool = ...,
+                return_route: Literal[False] = ...) -> np.ndarray: ...
+    @overload
+    def predict(self, X: InputData, *, output_margin: bool = ...,
+                return_route: Literal[True]) -> tuple[np.ndarray, np.ndarray]: ...
+    @overload
+    def predict(self, X: InputData, *, output_margin: bool = ...,
+                return_route: bool) -> np.ndarray | tuple[np.ndarray, np.ndarray]: ...
+
+    # Model.predict(X, **options) -> ndarray: each model type takes its own options, and
+    # this one returns the route too on request
+    def predict(self, X: InputData, *, output_margin: bool = False, return_route: bool = False
+                ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """P(y = 1) of each input, from the model its gate chooses.
 
         Parameters
@@ -409,7 +454,8 @@ class GatedModel(Model):
             X, self._check_expensive_cost(expensive_cost, X.shape[0]))
         return self.cost_model.acquisition_costs(acquired) + other, acquired
 
-    def predict_cost(self, X, *, expensive_cost=None) -> np.ndarray:
+    def predict_cost(self, X: InputData, *,
+                     expensive_cost: ArrayLike | None = None) -> np.ndarray:
         """Prediction cost of each input: the gate's features, plus those of the model it
         is sent to, each once (groups included), plus split, tree and declared costs.
 
@@ -426,7 +472,7 @@ class GatedModel(Model):
         """
         return self._cost_and_acquired(self.prepare_input(X), expensive_cost)[0]
 
-    def cost_parts(self, X) -> CostParts:
+    def cost_parts(self, X: InputData) -> CostParts:
         """Each input's acquired features (the gate's and its chosen model's) and its
         other costs (split, tree and declared)."""
         return CostParts(*self._combined_cost_parts(self.prepare_input(X)))
@@ -435,7 +481,8 @@ class GatedModel(Model):
         """Sorted indices of the features the gate or the low-cost predictor reads."""
         return np.union1d(self.gate.used_features(), self.predictor.used_features())
 
-    def cost_report(self, X, *, expensive_cost=None):
+    def cost_report(self, X: InputData, *,
+                    expensive_cost: ArrayLike | None = None) -> CostReport:
         """Mean cost, per-input cost, acquisition rates, features used (by the gate and
         the low-cost predictor) and the coupled cost of predicting ``X``.
 
@@ -446,7 +493,8 @@ class GatedModel(Model):
         cost, acquired = self._cost_and_acquired(self.prepare_input(X), expensive_cost)
         return self.cost_model.report(cost, acquired, self.used_features(), self.feature_names)
 
-    def finalize(self, dtrain, evals, q) -> None:
+    def finalize(self, dtrain: Dataset, evals: Iterable[tuple[str, Dataset]],
+                 q: np.ndarray) -> None:
         """After training, the cost ``summary``: mean cost and fraction sent to the
         expensive model on the training and evaluation data, features used, and the mean
         of the last q-step's q on the training data."""
@@ -466,7 +514,7 @@ class GatedModel(Model):
             "coupled_cost": self.cost_model.coupled_cost(used),
         }
 
-    def feature_importance(self, kind="split") -> np.ndarray:
+    def feature_importance(self, kind: str = "split") -> np.ndarray:
         """The gate's and the low-cost predictor's importances added ("split", "gain";
         see :meth:`cbudget.Booster.feature_importance` and :class:`LinearClassifier`).
         "cost" does not apply: the two share their inputs' acquisitions."""
@@ -476,13 +524,13 @@ class GatedModel(Model):
         return self.gate.feature_importance(kind) + self.predictor.feature_importance(kind)
 
     # -- files ------------------------------------------------------------------------
-    def save_model(self, path) -> None:
+    def save_model(self, path: str | os.PathLike) -> None:
         """Write the model as JSON (see docs/architecture.md, "Model files"). An external
         expensive model is not stored (only its declared cost): give it again to
         ``load_model``."""
         super().save_model(path)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The JSON document: the header, ``gate`` and ``predictor`` (booster documents,
         whose trees carry the per-node cost metadata, or linear classifiers), ``expensive``
         (the expensive model's own document, or ``{"model_type": "external", "class",
@@ -508,7 +556,7 @@ class GatedModel(Model):
         return doc
 
     @classmethod
-    def from_dict(cls, doc, *, expensive_model=None) -> GatedModel:
+    def from_dict(cls, doc: dict[str, Any], *, expensive_model: Any = None) -> GatedModel:
         header = read_header(doc, cls.algorithms)
         feature_names, cost_model, params = header.feature_names, header.cost_model, \
             header.params
@@ -524,7 +572,7 @@ class GatedModel(Model):
                               cost_model)
         stored = require(doc, "expensive", dict)
         if stored.get("model_type") == "external":
-            expensive = read_external(stored, expensive_model)
+            expensive: Model | ExternalModel = read_external(stored, expensive_model)
         else:
             if expensive_model is not None:
                 raise ValueError("this gated model stores its expensive model: do not pass "
@@ -539,7 +587,7 @@ class GatedModel(Model):
                     gate_threshold=threshold)
         return read_attributes(model, doc)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"<cbudget.GatedModel {self.algorithm}: gate {self.gate!r}, predictor "
                 f"{self.predictor!r}, expensive {self.expensive!r}>")
 
@@ -548,7 +596,8 @@ class GatedModel(Model):
 ADAPT_SETTINGS = ("p_full", "cost_tradeoff", "q_update_period", "acquisition", "n_restarts")
 
 
-def read_part(d, name, feature_names, cost_model):
+def read_part(d: dict[str, Any], name: str, feature_names: list[str],
+              cost_model: CostModel) -> Booster | LinearClassifier:
     """The gate or the predictor of a gated model's document: a binary booster with the
     model's features and costs, or a linear classifier."""
     if d.get("model_type") == "linear":
@@ -561,10 +610,10 @@ def read_part(d, name, feature_names, cost_model):
     if part.feature_names != feature_names or \
             part.cost_model.to_dict() != cost_model.to_dict():
         raise invalid(f"{name}'s features or costs differ from the gated model's")
-    return part
+    return part  # type: ignore[return-value]  # model_type "booster": a Booster
 
 
-def read_external(d, expensive_model):
+def read_external(d: dict[str, Any], expensive_model: Any) -> ExternalModel:
     """The expensive model of a document that did not store it: ``expensive_model``, with
     the declared cost stored in the document unless it is already an ExternalModel."""
     if expensive_model is None:

@@ -1,10 +1,16 @@
 """Booster: an additive ensemble of regression trees (gbdt, cegb, greedy_miser)."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._core._predict import predict_raw
 from ._ensemble import TreeEnsemble, read_scores, read_trees, tree_to_dict
+from .costs import CostModel
+from .dataset import InputData
 from .metrics import evaluate_metric
 from .model_io import (
     build,
@@ -49,10 +55,11 @@ class Booster(TreeEnsemble):
     """
 
     model_type = "booster"
-    algorithms = ("gbdt",) + COST_AWARE_SECTIONS
+    algorithms: ClassVar[tuple[str, ...]] = ("gbdt",) + COST_AWARE_SECTIONS
 
-    def __init__(self, *, objective, num_class, base_score, feature_names, cost_model,
-                 params):
+    def __init__(self, *, objective: str, num_class: int, base_score: ArrayLike,
+                 feature_names: Sequence[str], cost_model: CostModel,
+                 params: dict[str, Any]) -> None:
         super().__init__(feature_names=feature_names, cost_model=cost_model, params=params,
                          default_algorithm="gbdt")
         self.objective = objective
@@ -71,20 +78,24 @@ class Booster(TreeEnsemble):
 
     @property
     def default_metric(self) -> str:
+        """The objective's metric: rmse, logloss or mlogloss."""
         return self._objective.default_metric
 
     def num_boosted_rounds(self) -> int:
         """Number of boosting rounds."""
         return self.num_iterations()
 
-    def add_round(self, trees) -> None:
+    def add_round(self, trees: Iterable[np.ndarray]) -> None:
         """Append one boosting round: ``trees[k]`` is the tree of output ``k``."""
         for k, tree in enumerate(trees):
             self._add_tree(tree, k)
         self._end_iteration()
 
     # -- prediction ---------------------------------------------------------------------
-    def predict(self, X, *, output_margin=False, pred_leaf=False, iteration_range=None):
+    # Model.predict(X, **options): each model type takes its own options
+    def predict(self, X: InputData, *,  # type: ignore[override]
+                output_margin: bool = False, pred_leaf: bool = False,
+                iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Predict.
 
         Parameters
@@ -129,7 +140,7 @@ class Booster(TreeEnsemble):
         return scores
 
     # -- files --------------------------------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The JSON document: the header, ``iteration_indptr``, ``base_score``, the trees
         (column arrays with per-node cost metadata) and, for CEGB and Greedy Miser, a
         section named after the algorithm with what a reader needs to interpret the
@@ -152,7 +163,7 @@ class Booster(TreeEnsemble):
         return doc
 
     @classmethod
-    def from_dict(cls, doc, *, expensive_model=None) -> Booster:
+    def from_dict(cls, doc: dict[str, Any], *, expensive_model: Any = None) -> Booster:
         header = read_header(doc, cls.algorithms)
         num_class = require(doc, "num_class", int)
         objective, params = header.objective, header.params
@@ -176,7 +187,7 @@ class Booster(TreeEnsemble):
             model.tree_outputs.append(output)
         return read_attributes(model, doc, model.num_iterations())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"<cbudget.Booster algorithm={self.algorithm} objective={self.objective} "
                 f"rounds={self.num_boosted_rounds()} trees={len(self.trees)}>")
 

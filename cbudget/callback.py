@@ -1,13 +1,24 @@
 """Training callbacks in the style of ``xgboost.callback``. They work with every model
 type: the training loop (:func:`cbudget.engine.run_training`) is the same for all."""
+from __future__ import annotations
+
 import math
 import sys
 import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TextIO, TypeAlias
 
 from .metrics import metric_maximize
 
+if TYPE_CHECKING:  # only for type hints: the loop imports this module and the models
+    from ._model import CostTracker, Model
+    from .dataset import InputData
+
 __all__ = ["TrainingCallback", "EvaluationMonitor", "EarlyStopping", "BudgetStopping",
            "CallbackContainer"]
+
+# {data name: {metric name: [value per iteration]}}
+EvalsLog: TypeAlias = dict[str, dict[str, list[float]]]
 
 
 class TrainingCallback:
@@ -19,19 +30,77 @@ class TrainingCallback:
     it before ``after_training``.
     """
 
-    def before_training(self, model):
+    def before_training(self, model: Model) -> Model:
+        """Called once before the first iteration.
+
+        Parameters
+        ----------
+        model : Model
+            The model before training (empty, or the model training continues).
+
+        Returns
+        -------
+        Model
+            The model to train (this one returns ``model``).
+        """
         return model
 
-    def after_training(self, model):
+    def after_training(self, model: Model) -> Model:
+        """Called once after training, with the final model (already cut to the
+        iterations it keeps).
+
+        Parameters
+        ----------
+        model : Model
+
+        Returns
+        -------
+        Model
+            The model :func:`cbudget.train` returns (this one returns ``model``).
+        """
         return model
 
-    def before_iteration(self, model, epoch, evals_log):
+    def before_iteration(self, model: Model, epoch: int, evals_log: EvalsLog) -> bool:
+        """Called before each iteration.
+
+        Parameters
+        ----------
+        model : Model
+            The model as it is before this iteration.
+        epoch : int
+            The iteration's number: 0 for the first (when training continues a model,
+            the number of iterations it already has).
+        evals_log : dict
+            ``{data name: {metric name: [value per iteration]}}`` so far.
+
+        Returns
+        -------
+        bool
+            True to stop training.
+        """
         return False
 
-    def after_iteration(self, model, epoch, evals_log):
+    def after_iteration(self, model: Model, epoch: int, evals_log: EvalsLog) -> bool:
+        """Called after each iteration, its evaluation results in ``evals_log``.
+
+        Parameters
+        ----------
+        model : Model
+            The model with this iteration.
+        epoch : int
+            The iteration's number: 0 for the first (when training continues a model,
+            the number of iterations it already has).
+        evals_log : dict
+            ``{data name: {metric name: [value per iteration]}}`` so far.
+
+        Returns
+        -------
+        bool
+            True to stop training.
+        """
         return False
 
-    def iterations_to_keep(self):
+    def iterations_to_keep(self) -> int | None:
         """None, or the number of first iterations the final model keeps."""
         return None
 
@@ -39,11 +108,11 @@ class TrainingCallback:
 class EvaluationMonitor(TrainingCallback):
     """Print the metrics every ``period`` rounds (and the last one) to ``stream``."""
 
-    def __init__(self, period=1, stream=None):
+    def __init__(self, period: int = 1, stream: TextIO | None = None) -> None:
         self.period = max(1, int(period))
         self.stream = stream
         self._last_printed = -1
-        self._last_line = None
+        self._last_line: tuple[int, str] | None = None
 
     def _line(self, epoch, evals_log):
         parts = [f"[{epoch}]"]
@@ -52,7 +121,7 @@ class EvaluationMonitor(TrainingCallback):
                 parts.append(f"{data}-{metric}:{values[-1]:.5f}")
         return "\t".join(parts)
 
-    def after_iteration(self, model, epoch, evals_log):
+    def after_iteration(self, model: Model, epoch: int, evals_log: EvalsLog) -> bool:
         if evals_log:
             self._last_line = (epoch, self._line(epoch, evals_log))
             if epoch % self.period == 0:
@@ -60,7 +129,7 @@ class EvaluationMonitor(TrainingCallback):
                 self._last_printed = epoch
         return False
 
-    def after_training(self, model):
+    def after_training(self, model: Model) -> Model:
         if self._last_line and self._last_line[0] != self._last_printed:
             print(self._last_line[1], file=self.stream or sys.stdout, flush=True)
         return model
@@ -84,7 +153,8 @@ class EarlyStopping(TrainingCallback):
     Sets ``best_iteration`` and ``best_score`` on the booster.
     """
 
-    def __init__(self, rounds, metric_name=None, data_name=None, maximize=None, min_delta=0.0):
+    def __init__(self, rounds: int, metric_name: str | None = None, data_name: str | None = None,
+                 maximize: bool | None = None, min_delta: float = 0.0) -> None:
         if int(rounds) < 1:
             raise ValueError("early stopping rounds must be >= 1")
         self.rounds = int(rounds)
@@ -92,10 +162,10 @@ class EarlyStopping(TrainingCallback):
         self.data_name = data_name
         self.maximize = maximize
         self.min_delta = float(min_delta)
-        self.best_score = None
-        self.best_iteration = None
+        self.best_score: float | None = None
+        self.best_iteration: int | None = None
 
-    def after_iteration(self, model, epoch, evals_log):
+    def after_iteration(self, model: Model, epoch: int, evals_log: EvalsLog) -> bool:
         if not evals_log:
             raise ValueError("early stopping needs at least one data set in evals")
         data = self.data_name or list(evals_log)[-1]
@@ -145,7 +215,8 @@ class BudgetStopping(TrainingCallback):
         The round whose cost exceeded the budget.
     """
 
-    def __init__(self, budget, data, *, keep_within_budget=True, verbose=True):
+    def __init__(self, budget: float, data: InputData, *, keep_within_budget: bool = True,
+                 verbose: bool = True) -> None:
         budget = float(budget)
         if not budget >= 0:
             raise ValueError(f"budget must be >= 0, got {budget}")
@@ -153,16 +224,16 @@ class BudgetStopping(TrainingCallback):
         self.data = data
         self.keep_within_budget = keep_within_budget
         self.verbose = verbose
-        self.cost_history = []
-        self.stopped_at = None
+        self.cost_history: list[float] = []
+        self.stopped_at: int | None = None
 
-    def before_training(self, model):
-        self._tracker = model.cost_tracker(self.data)
+    def before_training(self, model: Model) -> Model:
+        self._tracker: CostTracker = model.cost_tracker(self.data)
         self.cost_history = []
         self.stopped_at = None
         return model
 
-    def after_iteration(self, model, epoch, evals_log):
+    def after_iteration(self, model: Model, epoch: int, evals_log: EvalsLog) -> bool:
         cost = self._tracker.mean_cost(model)
         self.cost_history.append(cost)
         if cost > self.budget:
@@ -173,7 +244,7 @@ class BudgetStopping(TrainingCallback):
             return True
         return False
 
-    def iterations_to_keep(self):
+    def iterations_to_keep(self) -> int | None:
         if self.stopped_at is None or not self.keep_within_budget:
             return None
         return self.stopped_at
@@ -193,29 +264,35 @@ class BudgetStopping(TrainingCallback):
 class CallbackContainer:
     """Runs a list of callbacks; any True from an iteration hook stops training."""
 
-    def __init__(self, callbacks):
+    def __init__(self, callbacks: Sequence[TrainingCallback]) -> None:
         for cb in callbacks:
             if not isinstance(cb, TrainingCallback):
                 raise TypeError(f"callbacks must be TrainingCallback instances, got {cb!r}")
         self.callbacks = list(callbacks)
 
-    def before_training(self, model):
+    def before_training(self, model: Model) -> Model:
+        """Each callback's ``before_training`` in turn, each given the model the previous
+        one returned."""
         for cb in self.callbacks:
             model = cb.before_training(model)
         return model
 
-    def after_training(self, model):
+    def after_training(self, model: Model) -> Model:
+        """Each callback's ``after_training`` in turn, each given the model the previous
+        one returned."""
         for cb in self.callbacks:
             model = cb.after_training(model)
         return model
 
-    def before_iteration(self, model, epoch, evals_log):
+    def before_iteration(self, model: Model, epoch: int, evals_log: EvalsLog) -> bool:
+        """Every callback's ``before_iteration`` (all are called); True if any is True."""
         return any([cb.before_iteration(model, epoch, evals_log) for cb in self.callbacks])
 
-    def after_iteration(self, model, epoch, evals_log):
+    def after_iteration(self, model: Model, epoch: int, evals_log: EvalsLog) -> bool:
+        """Every callback's ``after_iteration`` (all are called); True if any is True."""
         return any([cb.after_iteration(model, epoch, evals_log) for cb in self.callbacks])
 
-    def iterations_to_keep(self):
+    def iterations_to_keep(self) -> int | None:
         """The fewest first iterations any callback keeps (None: all)."""
         keep = [n for n in (cb.iterations_to_keep() for cb in self.callbacks) if n is not None]
         return min(keep) if keep else None

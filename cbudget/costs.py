@@ -11,16 +11,31 @@ prediction, the JSON format and the benchmarks.
 ``cost(x) = sum_{m acquired} feature_costs[m] + sum_{g touched} group_costs[g]
 + split_cost * #split nodes visited + tree_cost * #trees evaluated``.
 """
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Real
+from typing import Any, TypeAlias, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._core._acquisition import bitset_to_bool
 from ._core._predict import predict_cost as _predict_cost_kernel
 from ._core._types import BITSET_WORD_DTYPE
 
 __all__ = ["CostModel", "CostReport"]
+
+# Per-feature costs as users give them: one number per feature, or a dict
+# {feature name or index: cost} (features left out cost 0).
+FeatureCosts: TypeAlias = Union[ArrayLike, Mapping[str, float], Mapping[int, float]]
+# Per-group costs: one number per group, or a dict {group name: cost}.
+GroupCosts: TypeAlias = Union[ArrayLike, Mapping[str, float]]
+# Cost groups: a dict {group name: [features]} or a list of lists of features, each
+# feature given by name or index.
+CostGroups: TypeAlias = Union[Mapping[str, Iterable[Union[str, int]]],
+                              Sequence[Iterable[Union[str, int]]]]
 
 
 def _n_words(n_bits):
@@ -36,8 +51,29 @@ def _check_scalar_cost(value, name):
     return value
 
 
-def resolve_feature(key, feature_names, what):
-    """Index of a feature given by index or by name."""
+def resolve_feature(key: str | int | np.integer, feature_names: Sequence[str],
+                    what: str) -> int:
+    """Index of a feature given by index or by name.
+
+    Parameters
+    ----------
+    key : int or str
+        The feature's index in ``feature_names`` or its name.
+    feature_names : sequence of str
+    what : str
+        What the feature is for, to begin the error messages with.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        For an index out of range or an unknown name.
+    TypeError
+        For a key that is neither an int nor a str.
+    """
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
         if not 0 <= key < len(feature_names):
             raise ValueError(f"{what}: feature index {key} out of range [0, {len(feature_names)})")
@@ -50,7 +86,7 @@ def resolve_feature(key, feature_names, what):
     raise TypeError(f"{what}: a feature is named by an int index or a str name, got {key!r}")
 
 
-def _per_feature_costs(costs, feature_names, name):
+def _per_feature_costs(costs, feature_names, name) -> np.ndarray:
     """float64 array of length n_features from None, an array-like or a dict by name."""
     n_features = len(feature_names)
     if costs is None:
@@ -98,11 +134,11 @@ class CostReport:
     mean_cost: float
     per_input_cost: np.ndarray = field(repr=False)
     acquisition_rate: np.ndarray = field(repr=False)
-    features_used: list
+    features_used: list[str]
     coupled_cost: float
-    feature_names: list = field(repr=False)
+    feature_names: list[str] = field(repr=False)
 
-    def __str__(self):
+    def __str__(self) -> str:
         lines = [f"mean cost per input: {self.mean_cost:.6g}",
                  f"coupled (once per model) cost: {self.coupled_cost:.6g}",
                  f"features used: {len(self.features_used)} of {len(self.feature_names)}"]
@@ -131,8 +167,9 @@ class CostModel:
     split_cost, tree_cost : float
     """
 
-    def __init__(self, feature_costs, feature_group, group_costs, group_names,
-                 coupled_costs, split_cost, tree_cost):
+    def __init__(self, feature_costs: ArrayLike, feature_group: ArrayLike,
+                 group_costs: ArrayLike, group_names: Iterable[str], coupled_costs: ArrayLike,
+                 split_cost: float, tree_cost: float) -> None:
         self.feature_costs = np.ascontiguousarray(feature_costs, dtype=np.float64)
         self.feature_group = np.ascontiguousarray(feature_group, dtype=np.int32)
         self.group_costs = np.ascontiguousarray(group_costs, dtype=np.float64)
@@ -142,16 +179,20 @@ class CostModel:
         self.tree_cost = float(tree_cost)
 
     @property
-    def n_features(self):
+    def n_features(self) -> int:
+        """Number of features."""
         return self.feature_costs.shape[0]
 
     @property
-    def n_groups(self):
+    def n_groups(self) -> int:
+        """Number of cost groups."""
         return self.group_costs.shape[0]
 
     @classmethod
-    def from_user(cls, feature_names, feature_costs=None, cost_groups=None, group_costs=None,
-                  coupled_costs=None, split_cost=0.0, tree_cost=0.0):
+    def from_user(cls, feature_names: Iterable[str], feature_costs: FeatureCosts | None = None,
+                  cost_groups: CostGroups | None = None, group_costs: GroupCosts | None = None,
+                  coupled_costs: FeatureCosts | None = None, split_cost: float = 0.0,
+                  tree_cost: float = 0.0) -> CostModel:
         """Validate user-given costs.
 
         Parameters
@@ -163,13 +204,23 @@ class CostModel:
             Features are given by name or index; a feature belongs to at most one group.
         group_costs : None, array-like of shape (n_groups,) or dict {group name: cost}
         split_cost, tree_cost : float >= 0
+
+        Returns
+        -------
+        CostModel
+
+        Raises
+        ------
+        ValueError, TypeError
+            For costs that are negative, not finite, of the wrong length or type, or
+            that name unknown features or groups.
         """
         feature_names = list(feature_names)
         n_features = len(feature_names)
         feature_costs = _per_feature_costs(feature_costs, feature_names, "feature_costs")
         coupled_costs = _per_feature_costs(coupled_costs, feature_names, "coupled_costs")
         feature_group = np.full(n_features, -1, dtype=np.int32)
-        group_names = []
+        group_names: list[str] = []
         if cost_groups is not None:
             if isinstance(cost_groups, dict):
                 items = [(str(k), v) for k, v in cost_groups.items()]
@@ -212,7 +263,7 @@ class CostModel:
                    _check_scalar_cost(split_cost, "split_cost"),
                    _check_scalar_cost(tree_cost, "tree_cost"))
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``cost_model`` section of the model format)."""
         return {
             "feature_costs": self.feature_costs.tolist(),
@@ -225,7 +276,7 @@ class CostModel:
         }
 
     @classmethod
-    def from_dict(cls, d, n_features):
+    def from_dict(cls, d: Mapping[str, Any], n_features: int) -> CostModel:
         """Inverse of :meth:`to_dict`, validating lengths and values (ValueError)."""
         try:
             feature_costs = np.asarray(d["feature_costs"], dtype=np.float64)
@@ -253,19 +304,20 @@ class CostModel:
         return cls(feature_costs, feature_group, group_costs, group_names, coupled_costs,
                    split_cost, tree_cost)
 
-    def is_zero(self):
+    def is_zero(self) -> bool:
         """True when nothing costs anything."""
         return not (self.feature_costs.any() or self.group_costs.any()
                     or self.coupled_costs.any() or self.split_cost or self.tree_cost)
 
-    def new_bitsets(self, n_samples):
+    def new_bitsets(self, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
         """Zeroed (acquired, groups_touched) bitsets for ``n_samples`` inputs: nothing
         acquired yet."""
         return (np.zeros((n_samples, _n_words(self.n_features)), dtype=BITSET_WORD_DTYPE),
                 np.zeros((n_samples, _n_words(self.n_groups)), dtype=BITSET_WORD_DTYPE))
 
-    def accumulate(self, X, nodes, tree_offsets, bitsets, cost, *, node_counts=None,
-                   n_threads=1):
+    def accumulate(self, X: np.ndarray, nodes: np.ndarray, tree_offsets: np.ndarray,
+                   bitsets: tuple[np.ndarray, np.ndarray], cost: np.ndarray, *,
+                   node_counts: np.ndarray | None = None, n_threads: int = 1) -> None:
         """Add to ``cost`` what evaluating the trees costs each input of ``X``, given the
         acquisitions already in ``bitsets`` (updated in place).
 
@@ -288,13 +340,13 @@ class CostModel:
         if node_counts is not None:
             node_counts += per_thread.sum(axis=0)
 
-    def acquired_matrix(self, bitsets):
+    def acquired_matrix(self, bitsets: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         """(n_samples, n_features) uint8 0/1 matrix of the acquired features."""
         acquired = np.zeros((bitsets[0].shape[0], self.n_features), dtype=np.uint8)
         bitset_to_bool(bitsets[0], self.n_features, acquired)
         return acquired
 
-    def acquisition_costs(self, acquired):
+    def acquisition_costs(self, acquired: np.ndarray) -> np.ndarray:
         """Per input: the cost of its acquired features, and of the groups they touch,
         from the (n_samples, n_features) 0/1 matrix ``acquired``."""
         cost = acquired @ self.feature_costs
@@ -305,21 +357,23 @@ class CostModel:
             cost += ((acquired @ members) > 0) @ self.group_costs
         return cost
 
-    def structural_costs(self, cost, acquired):
+    def structural_costs(self, cost: np.ndarray, acquired: np.ndarray) -> np.ndarray:
         """What a model's per-input ``cost`` holds besides its acquisitions (the split
         and tree costs), given its ``acquired`` matrix; exactly 0 without those costs."""
         if not (self.split_cost or self.tree_cost):
             return np.zeros(cost.shape[0])
         return cost - self.acquisition_costs(acquired)
 
-    def acquisition_cost(self, features):
+    def acquisition_cost(self, features: ArrayLike) -> float:
         """Cost of acquiring the distinct ``features`` once, groups included."""
         features = np.unique(np.asarray(features, dtype=np.int64))
         groups = np.unique(self.feature_group[features])
         groups = groups[groups >= 0]
         return float(self.feature_costs[features].sum() + self.group_costs[groups].sum())
 
-    def report(self, cost, acquired, used_features, feature_names):
+    def report(self, cost: np.ndarray, acquired: np.ndarray,
+               used_features: np.ndarray | Sequence[int],
+               feature_names: Sequence[str]) -> CostReport:
         """The :class:`CostReport` of per-input costs ``cost``, the (n_samples,
         n_features) 0/1 matrix ``acquired`` and the features the model uses."""
         return CostReport(
@@ -330,6 +384,6 @@ class CostModel:
             coupled_cost=self.coupled_cost(used_features),
             feature_names=list(feature_names))
 
-    def coupled_cost(self, used_features):
+    def coupled_cost(self, used_features: ArrayLike) -> float:
         """Fixed once-per-model cost of the features in ``used_features``."""
         return float(self.coupled_costs[np.asarray(used_features, dtype=np.int64)].sum())

@@ -17,11 +17,17 @@ basis trees it walks.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._core._linear import predict_hard
 from ._core._types import compact_nodes
 from ._model import Model, NotApplicableError
+from .costs import CostModel
+from .dataset import Dataset, InputData
 from .model_io import (
     build,
     check_integer_range,
@@ -35,6 +41,9 @@ from .model_io import (
     require,
 )
 
+if TYPE_CHECKING:  # only for type hints: the basis booster is read by model_from_dict
+    from .booster import Booster
+
 __all__ = ["ClassifierTree", "Cascade", "node_inputs", "score_transform", "default_metric"]
 
 # what the classifier_tree section of a file holds
@@ -44,7 +53,7 @@ CLASSIFIER_TREE_SETTINGS = ("loss", "reg_alpha", "cost_tradeoff", "tree_structur
 LOSSES = ("squared", "logistic")
 
 
-def node_inputs(X, basis):
+def node_inputs(X: np.ndarray, basis: Booster | None) -> np.ndarray:
     """The inputs as the nodes see them: the features (float64), or with the boosting
     trick the outputs of the ``basis`` booster's trees, (n_samples, n_trees)."""
     if basis is None:
@@ -56,7 +65,7 @@ def node_inputs(X, basis):
     return out
 
 
-def default_metric(objective, loss):
+def default_metric(objective: str, loss: str) -> str:
     """The metric of a tree of classifiers: the objective's, but the error for a binary
     one fitted by least squares (its probabilities are clipped scores: the log-loss
     would be decided by the few inputs clipped to the wrong end)."""
@@ -65,7 +74,7 @@ def default_metric(objective, loss):
     return "rmse"
 
 
-def score_transform(objective, loss, score):
+def score_transform(objective: str, loss: str, score: np.ndarray) -> np.ndarray:
     """Scores to predictions: the score itself (regression); P(y = 1) for
     binary:logistic: ``(f + 1) / 2`` clipped to [0, 1] for the squared loss on +-1
     targets (its least-squares estimate of ``2 P(y = 1) - 1``), ``sigmoid(f)`` for the
@@ -107,10 +116,12 @@ class ClassifierTree(Model):
     """
 
     model_type = "tree_of_classifiers"
-    algorithms = ("cstc",)
+    algorithms: ClassVar[tuple[str, ...]] = ("cstc",)
 
-    def __init__(self, *, objective, loss, feature_names, cost_model, params, weights, bias,
-                 thresholds, upper, lower, impute, basis=None):
+    def __init__(self, *, objective: str, loss: str, feature_names: Sequence[str],
+                 cost_model: CostModel, params: dict[str, Any], weights: ArrayLike,
+                 bias: ArrayLike, thresholds: ArrayLike, upper: ArrayLike, lower: ArrayLike,
+                 impute: ArrayLike, basis: Booster | None = None) -> None:
         super().__init__(feature_names=feature_names, cost_model=cost_model, params=params,
                          default_algorithm=self.algorithms[0])
         self.objective = objective
@@ -153,13 +164,33 @@ class ClassifierTree(Model):
                 raise ValueError(f"non-finite {name}")
 
     # -- structure --------------------------------------------------------------------
-    def num_nodes(self):
+    def num_nodes(self) -> int:
+        """Number of nodes (classifiers)."""
         return self.weights.shape[0]
 
-    def is_leaf(self, k):
+    def is_leaf(self, k: int) -> bool:
+        """Whether node ``k`` has no child classifier (every input reaching it exits
+        there).
+
+        Parameters
+        ----------
+        k : int
+            A node id.
+
+        Returns
+        -------
+        bool
+        """
         return self.upper[k] == -1 and self.lower[k] == -1
 
-    def parents(self):
+    def parents(self) -> np.ndarray:
+        """The parent of each node.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_nodes,)
+            -1 for the root.
+        """
         parent = np.full(self.num_nodes(), -1, dtype=np.int64)
         for k in range(self.num_nodes()):
             for child in (self.upper[k], self.lower[k]):
@@ -167,7 +198,7 @@ class ClassifierTree(Model):
                     parent[child] = k
         return parent
 
-    def path(self, k):
+    def path(self, k: int) -> list[int]:
         """Node ids from the root to ``k`` (included)."""
         parent = self.parents()
         nodes = [int(k)]
@@ -175,7 +206,7 @@ class ClassifierTree(Model):
             nodes.append(int(parent[nodes[-1]]))
         return nodes[::-1]
 
-    def node_coordinates(self, k):
+    def node_coordinates(self, k: int) -> np.ndarray:
         """Coordinates (features, or basis trees) with a non-zero weight in node ``k``."""
         return np.flatnonzero(self.weights[k])
 
@@ -201,7 +232,7 @@ class ClassifierTree(Model):
         return np.unique(np.concatenate(features)).astype(np.int64) if features else \
             np.zeros(0, dtype=np.int64)
 
-    def used_features(self):
+    def used_features(self) -> np.ndarray:
         """Sorted indices of the features some node needs."""
         coords = np.unique(np.concatenate([self.node_coordinates(k)
                                            for k in range(self.num_nodes())]))
@@ -209,6 +240,7 @@ class ClassifierTree(Model):
 
     @property
     def default_metric(self) -> str:
+        """rmse (regression); error (squared loss on +-1 targets) or logloss."""
         return default_metric(self.objective, self.loss)
 
     # -- prediction -------------------------------------------------------------------
@@ -229,11 +261,13 @@ class ClassifierTree(Model):
                      self.upper, self.lower, score, exit_node, self.n_threads())
         return score, exit_node
 
-    def transform(self, score):
+    def transform(self, score: np.ndarray) -> np.ndarray:
         """Scores to predictions (see :func:`score_transform`)."""
         return score_transform(self.objective, self.loss, score)
 
-    def predict(self, X, *, output_margin=False, pred_exit=False):
+    # Model.predict(X, **options): each model type takes its own options
+    def predict(self, X: InputData, *,  # type: ignore[override]
+                output_margin: bool = False, pred_exit: bool = False) -> np.ndarray:
         """Predict with hard thresholds.
 
         Parameters
@@ -284,7 +318,8 @@ class ClassifierTree(Model):
             acquired[rows] = costs.acquired_matrix(bitsets)
         return cost, acquired
 
-    def finalize(self, dtrain, evals, reach) -> None:
+    def finalize(self, dtrain: Dataset, evals: Iterable[tuple[str, Dataset]],
+                 reach: ArrayLike) -> None:
         """After training: per node reach probability (``reach``, from the soft
         traversal) and hard counts on the training data, and the cost ``summary``."""
         X = dtrain.data
@@ -297,7 +332,7 @@ class ClassifierTree(Model):
         self.n_samples = counts
         self._summarise_costs(self._cost_and_acquired(X, exit_node)[0].mean(), evals)
 
-    def new_features(self):
+    def new_features(self) -> list[list[int]]:
         """Per node: the sorted features first needed there (not by its ancestors)."""
         paths = self._path_table()
         parent = self.parents()
@@ -305,7 +340,7 @@ class ClassifierTree(Model):
         return [sorted(seen[k] - (seen[parent[k]] if parent[k] >= 0 else set()))
                 for k in range(self.num_nodes())]
 
-    def feature_importance(self, kind="split") -> np.ndarray:
+    def feature_importance(self, kind: str = "split") -> np.ndarray:
         """Per-feature importance.
 
         Parameters
@@ -343,7 +378,7 @@ class ClassifierTree(Model):
             coords = self.node_coordinates(k)
             yield k, self._coordinate_features(coords), coords
 
-    def path_costs(self):
+    def path_costs(self) -> np.ndarray:
         """Per node: the acquisition cost of the features needed on the way from the root
         to it (its own included), groups included -- what an input exiting there pays
         for features (with the boosting trick: at most that)."""
@@ -351,7 +386,7 @@ class ClassifierTree(Model):
                          for _, features, _ in self._path_table()])
 
     # -- files ------------------------------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The JSON document: the header and, instead of ``trees``, a ``nodes`` section
         holding per node (level order) ``upper_children`` / ``lower_children`` (-1:
         terminal element), ``thresholds``, ``biases``, ``weights`` (n_nodes lists of
@@ -381,7 +416,8 @@ class ClassifierTree(Model):
         return doc
 
     @classmethod
-    def from_dict(cls, doc, *, expensive_model=None) -> ClassifierTree:
+    def from_dict(cls, doc: dict[str, Any], *,
+                  expensive_model: Any = None) -> ClassifierTree:
         header = read_header(doc, cls.algorithms)
         feature_names, params = header.feature_names, header.params
         if header.objective not in ("reg:squarederror", "binary:logistic"):
@@ -397,7 +433,7 @@ class ClassifierTree(Model):
         n_nodes = require(nodes, "num_nodes", int, "nodes.")
         if n_nodes < 1:
             raise invalid("nodes.num_nodes must be >= 1")
-        basis = doc.get("basis")
+        basis: Any = doc.get("basis")     # null or a booster's document, then the booster
         if basis is not None:
             if not isinstance(basis, dict) or basis.get("model_type") != "booster":
                 raise invalid("basis must be a booster document or null")
@@ -432,7 +468,7 @@ class ClassifierTree(Model):
         model.n_exits = np.asarray(columns["n_exits"], dtype=np.int64)
         return read_attributes(model, doc)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         kind = "cascade" if self.model_type == "cascade" else "tree"
         return (f"<cbudget.{type(self).__name__} {self.algorithm} {kind} of "
                 f"{self.num_nodes()} nodes, {len(self.used_features())} features used>")

@@ -1,21 +1,38 @@
 """Dataset: validated input data, labels, weights, costs, and quantile-binned features."""
+from __future__ import annotations
+
 import numbers
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, TypeAlias, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._core._binning import map_to_bins
 from ._core._openmp_helpers import resolve_n_threads
 from ._core._types import X_BINNED_DTYPE
-from .costs import CostModel
+from .costs import CostGroups, CostModel, FeatureCosts, GroupCosts
+
+if TYPE_CHECKING:  # only for type hints: the model classes import this module
+    from scipy.sparse import sparray, spmatrix
+
+    from ._model import Model
 
 __all__ = ["Dataset", "as_float_matrix"]
 
 # Bin edges are found on at most this many rows (as scikit-learn's binner does).
 _BINNING_SUBSAMPLE = 200_000
 
+# What a Dataset is built from: a numpy array (or anything numpy converts to a 2-D array
+# of numbers, a pandas DataFrame included) or a scipy.sparse matrix.
+MatrixLike: TypeAlias = Union[ArrayLike, "spmatrix", "sparray"]
+# What a model predicts on: the same, or a Dataset.
+InputData: TypeAlias = Union[MatrixLike, "Dataset"]
 
-def as_float_matrix(data, what="data"):
+
+def as_float_matrix(data: MatrixLike, what: str = "data"
+                    ) -> tuple[np.ndarray, list[str] | None]:
     """Convert numpy / pandas / scipy.sparse input to a C-ordered float32/float64 matrix.
 
     Returns ``(X, column_names)`` where ``column_names`` is a list of str for a pandas
@@ -37,7 +54,7 @@ def as_float_matrix(data, what="data"):
         except ImportError:  # pragma: no cover - scipy is a dependency
             sp = None
         if sp is not None and sp.issparse(data):
-            data = data.toarray()
+            data = data.toarray()  # type: ignore[union-attr]  # issparse: it has toarray
     if not isinstance(data, np.ndarray):
         try:
             data = np.asarray(data)
@@ -61,12 +78,13 @@ def as_float_matrix(data, what="data"):
     return np.ascontiguousarray(data, dtype=dtype), names
 
 
-def prediction_input(X, feature_names):
+def prediction_input(X: InputData, feature_names: Sequence[str]) -> np.ndarray:
     """``X`` (a Dataset, numpy, pandas or scipy.sparse) as the float matrix a model
     trained on ``feature_names`` predicts on; ValueError for a wrong number of features
     or different feature names."""
     if isinstance(X, Dataset):
-        X, names = X.data, X.feature_names
+        # (mypy checks X.feature_names with X already the ndarray: a false positive)
+        X, names = X.data, X.feature_names  # type: ignore[attr-defined]
     else:
         X, names = as_float_matrix(X, "X")
     if X.shape[1] != len(feature_names):
@@ -79,7 +97,7 @@ def prediction_input(X, feature_names):
     return X
 
 
-def check_model_matches(model, data, what, hint):
+def check_model_matches(model: Model, data: Dataset, what: str, hint: str) -> None:
     """ValueError unless ``model`` was trained on ``data``'s features with its costs
     (``what`` names the model in the message, ``hint`` ends the cost message)."""
     if model.feature_names != data.feature_names:
@@ -112,7 +130,7 @@ def _vector(values, n, name, *, allow_none=True):
     return np.ascontiguousarray(arr)
 
 
-def find_bin_edges(column, max_bin):
+def find_bin_edges(column: np.ndarray, max_bin: int) -> np.ndarray:
     """Upper bin edges of one feature: at most ``max_bin - 1`` strictly increasing
     thresholds, so at most ``max_bin`` value bins. With few distinct values each gets its
     own bin (edges at midpoints); otherwise the edges are quantiles (midpoint rule).
@@ -177,9 +195,19 @@ class Dataset:
     cost_model : cbudget.CostModel
     """
 
-    def __init__(self, data, label=None, *, weight=None, feature_names=None,
-                 feature_costs=None, cost_groups=None, group_costs=None, coupled_costs=None,
-                 split_cost=0.0, tree_cost=0.0, max_bin=255, reference=None):
+    feature_names: list[str]
+    max_bin: int
+    bin_edges: list[np.ndarray]
+    cost_model: CostModel
+
+    def __init__(self, data: MatrixLike, label: ArrayLike | None = None, *,
+                 weight: ArrayLike | None = None, feature_names: Sequence[str] | None = None,
+                 feature_costs: FeatureCosts | None = None,
+                 cost_groups: CostGroups | None = None,
+                 group_costs: GroupCosts | None = None,
+                 coupled_costs: FeatureCosts | None = None,
+                 split_cost: float = 0.0, tree_cost: float = 0.0, max_bin: int = 255,
+                 reference: Dataset | None = None) -> None:
         X, column_names = as_float_matrix(data, "data")
         n_samples, n_features = X.shape
         self.data = X
@@ -244,34 +272,65 @@ class Dataset:
             return list(pool.map(lambda f: find_bin_edges(X[:, f], self.max_bin),
                                  range(X.shape[1])))
 
-    def flat_bin_edges(self):
-        """All features' edges back to back, and the int64 offsets of each feature's."""
+    def flat_bin_edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """All features' edges back to back, and the int64 offsets of each feature's.
+
+        Returns
+        -------
+        edges : ndarray of float64, shape (total number of edges,)
+        indptr : ndarray of int64, shape (n_features + 1,)
+            Feature ``f``'s edges are ``edges[indptr[f]:indptr[f + 1]]``.
+        """
         indptr = np.zeros(len(self.bin_edges) + 1, dtype=np.int64)
         indptr[1:] = np.cumsum([e.shape[0] for e in self.bin_edges])
         edges = np.concatenate(self.bin_edges) if indptr[-1] else np.zeros(0)
         return np.ascontiguousarray(edges, dtype=np.float64), indptr
 
-    def bin_data(self, X):
-        """uint8 bins (Fortran order) of a float matrix under this Dataset's edges."""
+    def bin_data(self, X: np.ndarray) -> np.ndarray:
+        """uint8 bins (Fortran order) of a float matrix under this Dataset's edges.
+
+        Parameters
+        ----------
+        X : ndarray of float32 or float64, shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of uint8, shape (n_samples, n_features), Fortran order
+            NaN falls in ``missing_bin``.
+        """
         edges, indptr = self.flat_bin_edges()
         binned = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
         map_to_bins(X, edges, indptr, self.missing_bin, binned, resolve_n_threads(None))
         return binned
 
-    def num_data(self):
+    def num_data(self) -> int:
         """Number of rows."""
         return self.data.shape[0]
 
-    def num_feature(self):
+    def num_feature(self) -> int:
         """Number of features."""
         return self.data.shape[1]
 
-    def get_label(self):
+    def get_label(self) -> np.ndarray | None:
+        """The labels.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,), or None
+            None when the Dataset was built without labels.
+        """
         return self.label
 
-    def get_weight(self):
+    def get_weight(self) -> np.ndarray | None:
+        """The sample weights.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,), or None
+            None when the Dataset was built without weights (every input counts 1).
+        """
         return self.weight
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"<cbudget.Dataset {self.num_data()} x {self.num_feature()}, "
                 f"max_bin={self.max_bin}>")

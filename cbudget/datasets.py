@@ -1,8 +1,12 @@
 """Small real data sets shipped with cbudget."""
+from __future__ import annotations
+
 import gzip
 import os
+from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["load_letters", "make_four_clusters", "make_quadrants", "train_valid_test_split"]
 
@@ -17,7 +21,7 @@ LETTER_FEATURES = ["x-box", "y-box", "width", "high", "onpix", "x-bar", "y-bar",
                    "y2bar", "xybar", "x2ybar", "xy2bar", "x-ege", "xegvy", "y-ege", "yegvx"]
 
 
-def load_letters():
+def load_letters() -> tuple[np.ndarray, np.ndarray, list[str]]:
     """The UCI Letters data set.
 
     Returns
@@ -34,8 +38,24 @@ def load_letters():
     return X, y, list(LETTER_FEATURES)
 
 
-def train_valid_test_split(n_samples, sizes, seed=0):
-    """Index arrays of a random split into parts of the given ``sizes`` (fixed seed)."""
+def train_valid_test_split(n_samples: int, sizes: Sequence[int], seed: int = 0
+                           ) -> list[np.ndarray]:
+    """Index arrays of a random split into parts of the given ``sizes`` (fixed seed).
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of rows to split.
+    sizes : sequence of int
+        Rows in each part; they may add up to less than ``n_samples`` (the rest is in
+        no part).
+    seed : int, default 0
+
+    Returns
+    -------
+    list of ndarray of int64
+        Sorted, disjoint row indices, one array per part.
+    """
     if sum(sizes) > n_samples:
         raise ValueError("the parts are larger than the data")
     order = np.random.default_rng(seed).permutation(n_samples)
@@ -46,7 +66,8 @@ def train_valid_test_split(n_samples, sizes, seed=0):
 QUADRANT_MEANS = (-5.0, -15.0, 15.0, 5.0)
 
 
-def make_quadrants(n_samples, seed=0, means=QUADRANT_MEANS):
+def make_quadrants(n_samples: int, seed: int = 0, means: ArrayLike = QUADRANT_MEANS
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """The synthetic regression data of the CSTC paper (Xu et al., JMLR 2014, section
     6.1), whose optimal feature cost is 12 per input.
 
@@ -59,6 +80,13 @@ def make_quadrants(n_samples, seed=0, means=QUADRANT_MEANS):
     same spread -- then ``sign(x)`` and ``sign(z)``, the cheap ones. With costs
     ``[10, 10, 10, 10, 1, 1]`` a perfect predictor reads the two signs, then the
     quadrant's expensive feature: cost 12.
+
+    Parameters
+    ----------
+    n_samples : int
+    seed : int, default 0
+    means : array-like of 4 floats, default ``(-5, -15, 15, 5)``
+        The label mean of each quadrant.
 
     Returns
     -------
@@ -81,7 +109,8 @@ FOUR_CLUSTER_CENTERS = ((-2.5, 6.0), (0.0, 6.0), (0.0, 0.0), (0.0, -2.0))
 FOUR_CLUSTER_LABELS = (1, 0, 1, 0)
 
 
-def make_four_clusters(n_samples, seed=0, noise=0.2):
+def make_four_clusters(n_samples: int, seed: int = 0, noise: float = 0.2
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Two features, four equally large clusters: the adaptive-acquisition example of
     the ADAPT paper (Nan and Saligrama, NIPS 2017, Synthetic-2, Figure 3).
 
@@ -93,6 +122,13 @@ def make_four_clusters(n_samples, seed=0, noise=0.2):
     predictor, so full accuracy costs 1.75 per input with unit costs. The adaptive
     system reads ``x2`` only: the gate sends the top clusters to f0 and a predictor on
     ``x2`` separates clusters 3 and 4 -- full accuracy at cost 1.5.
+
+    Parameters
+    ----------
+    n_samples : int
+    seed : int, default 0
+    noise : float, default 0.2
+        Standard deviation of the Gaussian noise around each cluster's centre.
 
     Returns
     -------

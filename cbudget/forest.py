@@ -1,10 +1,16 @@
 """Forest: a voting ensemble of classification trees (``algorithm="budget_rf"``)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._core._predict import predict_node_rows
 from ._ensemble import TreeEnsemble, read_scores, read_trees, tree_to_dict
+from .costs import CostModel
+from .dataset import InputData
 from .metrics import evaluate_metric
 from .model_io import (
     build,
@@ -52,10 +58,11 @@ class Forest(TreeEnsemble):
     """
 
     model_type = "forest"
-    algorithms = ("budget_rf",)
+    algorithms: ClassVar[tuple[str, ...]] = ("budget_rf",)
 
-    def __init__(self, *, objective, num_class, class_prior, feature_names, cost_model,
-                 params):
+    def __init__(self, *, objective: str, num_class: int, class_prior: ArrayLike,
+                 feature_names: Sequence[str], cost_model: CostModel,
+                 params: dict[str, Any]) -> None:
         super().__init__(feature_names=feature_names, cost_model=cost_model, params=params,
                          default_algorithm="budget_rf")
         if objective not in ("binary:logistic", "multi:softprob"):
@@ -70,14 +77,15 @@ class Forest(TreeEnsemble):
         self.class_prior = np.asarray(class_prior, dtype=np.float64)
         if self.class_prior.shape != (self.num_class,):
             raise ValueError(f"class_prior must have {self.num_class} entries")
-        self.class_counts = []
+        self.class_counts: list[np.ndarray] = []
 
     @property
     def default_metric(self) -> str:
+        """The error of the vote: error (binary) or merror."""
         return VOTE_METRICS[self.objective]
 
     # -- building -----------------------------------------------------------------------
-    def add_tree(self, tree, class_counts) -> None:
+    def add_tree(self, tree: np.ndarray, class_counts: ArrayLike) -> None:
         """Append one tree (one iteration) with its nodes' class counts (n_nodes x
         num_class); its leaves' values become their majority classes."""
         class_counts = np.ascontiguousarray(class_counts, dtype=np.float64)
@@ -93,7 +101,7 @@ class Forest(TreeEnsemble):
     def _slice_extra(self, t0, t1):
         self.class_counts = [c.copy() for c in self.class_counts[t0:t1]]
 
-    def num_trees(self):
+    def num_trees(self) -> int:
         """Number of trees."""
         return self.num_iterations()
 
@@ -114,7 +122,8 @@ class Forest(TreeEnsemble):
                                      "both": np.hstack([counts, votes])}[what]
         return self._flat_cache[key]
 
-    def leaf_sums(self, X, what, iteration_range=None):
+    def leaf_sums(self, X: np.ndarray, what: Literal["counts", "votes", "both"],
+                  iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """The class counts (``what="counts"``), one-hot votes (``"votes"``) or both
         side by side (``"both"``, 2 x num_class columns) of the leaves each input of the
         prepared matrix ``X`` reaches, summed over the trees of ``iteration_range``."""
@@ -125,7 +134,10 @@ class Forest(TreeEnsemble):
         predict_node_rows(X, nodes, offsets, table, out, self.n_threads())
         return out
 
-    def predict(self, X, *, iteration_range=None, pred_leaf=False):
+    # Model.predict(X, **options): each model type takes its own options
+    def predict(self, X: InputData, *,  # type: ignore[override]
+                iteration_range: tuple[int, int] | None = None,
+                pred_leaf: bool = False) -> np.ndarray:
         """Predicted class by majority vote of the trees (each tree votes for the
         majority class of the leaf the input reaches; ties go to the lower class).
 
@@ -149,7 +161,8 @@ class Forest(TreeEnsemble):
         votes = self.leaf_sums(X, "votes", iteration_range)
         return np.argmax(self._normalise(votes), axis=1).astype(np.int64)
 
-    def predict_proba(self, X, *, iteration_range=None):
+    def predict_proba(self, X: InputData, *,
+                      iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Class probabilities: the training examples of each class in the leaves the
         input reaches, summed over the trees and normalised (the paper's confidence).
 
@@ -168,7 +181,8 @@ class Forest(TreeEnsemble):
         return np.where(totals > 0, table / np.where(totals > 0, totals, 1.0),
                         self.class_prior)
 
-    def metric_predictions(self, metric, counts, votes):
+    def metric_predictions(self, metric: str, counts: np.ndarray,
+                           votes: np.ndarray) -> np.ndarray:
         """What ``metric`` takes, from summed leaf class counts and votes: the error
         metrics score the vote (as :meth:`predict`), the others the probabilities of
         :meth:`predict_proba`; P(class 1) for a binary forest."""
@@ -189,7 +203,7 @@ class Forest(TreeEnsemble):
         return scores
 
     # -- files --------------------------------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The JSON document: the header, ``base_score`` holding the training class
         frequencies (the prediction without trees), the trees (``leaf_values``: the
         leaves' majority classes) each with ``class_counts`` (n_nodes x num_class, row by
@@ -213,7 +227,7 @@ class Forest(TreeEnsemble):
         return doc
 
     @classmethod
-    def from_dict(cls, doc, *, expensive_model=None) -> Forest:
+    def from_dict(cls, doc: dict[str, Any], *, expensive_model: Any = None) -> Forest:
         header = read_header(doc, cls.algorithms)
         num_class = require(doc, "num_class", int)
         objective, params = header.objective, header.params
@@ -244,12 +258,13 @@ class Forest(TreeEnsemble):
         model.iteration_indptr = indptr
         return read_attributes(model, doc, model.num_iterations())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"<cbudget.Forest algorithm={self.algorithm} num_class={self.num_class} "
                 f"trees={self.num_trees()}>")
 
 
-def read_class_counts(d, index, n_nodes, num_class):
+def read_class_counts(d: dict[str, Any], index: int, n_nodes: int,
+                      num_class: int) -> np.ndarray:
     """A forest tree's ``class_counts``: n_nodes x num_class finite numbers >= 0."""
     values = require(d, "class_counts", list, f"trees[{index}].")
     if len(values) != n_nodes * num_class or not all(

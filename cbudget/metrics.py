@@ -1,4 +1,8 @@
 """Evaluation metrics on transformed predictions (probabilities / values)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
 import numpy as np
 from scipy.stats import rankdata
 
@@ -11,21 +15,82 @@ def _avg(values, weight):
     return float(np.average(values, weights=weight))
 
 
-def rmse(y, pred, weight):
+def rmse(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
+    """Root mean squared error.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Labels.
+    pred : ndarray of shape (n_samples,)
+        Predicted values.
+    weight : ndarray of shape (n_samples,) or None
+        Sample weights (None: all 1).
+
+    Returns
+    -------
+    float
+    """
     return float(np.sqrt(_avg((pred - y) ** 2, weight)))
 
 
-def logloss(y, pred, weight):
+def logloss(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
+    """Binary log-loss (probabilities clipped to [1e-15, 1 - 1e-15]).
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Labels in [0, 1].
+    pred : ndarray of shape (n_samples,)
+        P(y = 1).
+    weight : ndarray of shape (n_samples,) or None
+        Sample weights (None: all 1).
+
+    Returns
+    -------
+    float
+    """
     p = np.clip(pred, _EPS, 1 - _EPS)
     return _avg(-(y * np.log(p) + (1 - y) * np.log(1 - p)), weight)
 
 
-def error(y, pred, weight):
+def error(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
+    """Binary error rate: the share of inputs with ``pred > 0.5`` and ``y <= 0.5`` or
+    the other way round.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Labels in [0, 1].
+    pred : ndarray of shape (n_samples,)
+        P(y = 1).
+    weight : ndarray of shape (n_samples,) or None
+        Sample weights (None: all 1).
+
+    Returns
+    -------
+    float
+    """
     return _avg((pred > 0.5) != (y > 0.5), weight)
 
 
-def auc(y, pred, weight):
-    """Area under the ROC curve (ties count one half), weighted by sample weight."""
+def auc(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
+    """Area under the ROC curve (ties count one half), weighted by sample weight;
+    NaN when one class has no weight.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Labels in [0, 1] (positive: above 0.5).
+    pred : ndarray of shape (n_samples,)
+        Scores or P(y = 1).
+    weight : ndarray of shape (n_samples,) or None
+        Sample weights (None: all 1).
+
+    Returns
+    -------
+    float
+    """
     pos = y > 0.5
     w = np.ones_like(pred) if weight is None else weight
     w_pos, w_neg = w[pos].sum(), w[~pos].sum()
@@ -47,16 +112,48 @@ def auc(y, pred, weight):
     return float(np.sum(pos_per * (neg_below + 0.5 * neg_per)) / (w_pos * w_neg))
 
 
-def mlogloss(y, pred, weight):
+def mlogloss(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
+    """Multi-class log-loss (probabilities clipped below at 1e-15).
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Labels: classes 0..K-1.
+    pred : ndarray of shape (n_samples, K)
+        Class probabilities.
+    weight : ndarray of shape (n_samples,) or None
+        Sample weights (None: all 1).
+
+    Returns
+    -------
+    float
+    """
     p = np.clip(pred[np.arange(y.shape[0]), y.astype(np.int64)], _EPS, 1.0)
     return _avg(-np.log(p), weight)
 
 
-def merror(y, pred, weight):
+def merror(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
+    """Multi-class error rate: the share of inputs whose most probable class is not
+    their label.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Labels: classes 0..K-1.
+    pred : ndarray of shape (n_samples, K)
+        Class probabilities.
+    weight : ndarray of shape (n_samples,) or None
+        Sample weights (None: all 1).
+
+    Returns
+    -------
+    float
+    """
     return _avg(np.argmax(pred, axis=1) != y.astype(np.int64), weight)
 
 
-METRICS = {"rmse": rmse, "logloss": logloss, "error": error, "auc": auc,
+METRICS: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray | None], float]] = {
+    "rmse": rmse, "logloss": logloss, "error": error, "auc": auc,
            "mlogloss": mlogloss, "merror": merror}
 _MAXIMIZE = {"auc"}
 _FOR_OBJECTIVE = {"reg:squarederror": {"rmse"},
@@ -64,8 +161,16 @@ _FOR_OBJECTIVE = {"reg:squarederror": {"rmse"},
                   "multi:softprob": {"mlogloss", "merror"}}
 
 
-def check_metric(name, objective_name):
-    """ValueError unless ``name`` is a metric that applies to the objective."""
+def check_metric(name: str, objective_name: str) -> None:
+    """ValueError unless ``name`` is a metric that applies to the objective.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`METRICS`.
+    objective_name : str
+        "reg:squarederror", "binary:logistic" or "multi:softprob".
+    """
     if name not in METRICS:
         raise ValueError(f"unknown eval_metric {name!r}; valid: {sorted(METRICS)}")
     if name not in _FOR_OBJECTIVE[objective_name]:
@@ -73,10 +178,35 @@ def check_metric(name, objective_name):
                          f"of {sorted(_FOR_OBJECTIVE[objective_name])}")
 
 
-def metric_maximize(name):
+def metric_maximize(name: str) -> bool:
+    """Whether a higher value of metric ``name`` is better (auc), not a lower one.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    bool
+    """
     return name in _MAXIMIZE
 
 
-def evaluate_metric(name, y, pred, weight=None):
-    """Value of metric ``name`` for labels ``y`` and transformed predictions ``pred``."""
+def evaluate_metric(name: str, y: np.ndarray, pred: np.ndarray,
+                    weight: np.ndarray | None = None) -> float:
+    """Value of metric ``name`` for labels ``y`` and transformed predictions ``pred``.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`METRICS`.
+    y : ndarray of shape (n_samples,)
+    pred : ndarray of shape (n_samples,) or (n_samples, num_class)
+        Probabilities or values (not raw margins).
+    weight : ndarray of shape (n_samples,), optional
+
+    Returns
+    -------
+    float
+    """
     return METRICS[name](y, pred, weight)

@@ -5,6 +5,7 @@ features)."""
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ TREE_FIELDS = {
 
 def tree_to_dict(tree: np.ndarray, output: int) -> dict:
     """One tree's document: column arrays indexed by node id, XGBoost-style."""
-    d = {"output": int(output), "num_nodes": int(tree.shape[0])}
+    d: dict[str, Any] = {"output": int(output), "num_nodes": int(tree.shape[0])}
     for key, (field, kind) in TREE_FIELDS.items():
         d[key] = [kind(v) for v in tree[field].tolist()]
     return d
@@ -132,7 +133,8 @@ class StagedCostTracker(CostTracker):
         self.cost = np.zeros(self.X.shape[0])
         self.iterations_seen = 0
 
-    def mean_cost(self, model: TreeEnsemble) -> float:
+    def mean_cost(self, model: Model) -> float:
+        assert isinstance(model, TreeEnsemble)
         n_iterations = model.num_iterations()
         if n_iterations > self.iterations_seen:
             offsets, nodes = model.packed_trees((self.iterations_seen, n_iterations))

@@ -102,7 +102,8 @@ class Model:
         self.summary: dict[str, Any] = {}
 
     # -- what each model type implements ------------------------------------------------
-    def predict(self, X, **options) -> np.ndarray:
+    def predict(self, X, *args: Any, **options: Any) -> Any:
+        """Predictions for ``X`` (each model type documents its options)."""
         raise NotImplementedError
 
     def used_features(self) -> np.ndarray:

@@ -93,7 +93,7 @@ class Booster(TreeEnsemble):
 
     # -- prediction ---------------------------------------------------------------------
     # Model.predict(X, **options): each model type takes its own options
-    def predict(self, X: InputData, *,  # type: ignore[override]
+    def predict(self, X: InputData, *,
                 output_margin: bool = False, pred_leaf: bool = False,
                 iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Predict.

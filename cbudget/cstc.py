@@ -266,7 +266,7 @@ class ClassifierTree(Model):
         return score_transform(self.objective, self.loss, score)
 
     # Model.predict(X, **options): each model type takes its own options
-    def predict(self, X: InputData, *,  # type: ignore[override]
+    def predict(self, X: InputData, *,
                 output_margin: bool = False, pred_exit: bool = False) -> np.ndarray:
         """Predict with hard thresholds.
 

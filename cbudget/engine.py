@@ -184,7 +184,7 @@ class Algorithm:
 
 
 
-def model_to_continue(xgb_model, dtrain: Dataset, objective: Objective, model_class: type,
+def model_to_continue(xgb_model, dtrain: Dataset, objective: Objective, model_class: type[Model],
                       num_class: int | None = None) -> Model | None:
     """The model to continue from (a model or a saved model's path), checked against the
     training data: its class, objective and ``num_class`` (default the objective's),

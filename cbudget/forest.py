@@ -135,7 +135,7 @@ class Forest(TreeEnsemble):
         return out
 
     # Model.predict(X, **options): each model type takes its own options
-    def predict(self, X: InputData, *,  # type: ignore[override]
+    def predict(self, X: InputData, *,
                 iteration_range: tuple[int, int] | None = None,
                 pred_leaf: bool = False) -> np.ndarray:
         """Predicted class by majority vote of the trees (each tree votes for the

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -33,7 +33,7 @@ FORMAT_NAME = "cbudget"
 FORMAT_VERSION = (1, 5)
 
 # model_type -> model class; filled by register_model_type when the classes are defined
-MODEL_TYPES: dict[str, type] = {}
+MODEL_TYPES: dict[str, type[Model]] = {}
 
 
 def register_model_type(cls):
@@ -92,8 +92,8 @@ def check_integer_range(values, dtype, where: str) -> None:
 # -- the header -----------------------------------------------------------------------
 def model_header(model: Model) -> dict[str, Any]:
     """The top-level fields every model file has; the model class adds its body."""
-    attributes = {}
-    if model.best_iteration is not None:
+    attributes: dict[str, Any] = {}
+    if model.best_iteration is not None and model.best_score is not None:
         attributes["best_iteration"] = int(model.best_iteration)
         attributes["best_score"] = float(model.best_score)
     return {
@@ -147,7 +147,10 @@ def build(model_class, **fields):
         raise invalid(str(exc)) from None
 
 
-def read_attributes(model: Model, doc: dict, n_iterations: int | None = None) -> Model:
+ModelT = TypeVar("ModelT", bound="Model")
+
+
+def read_attributes(model: ModelT, doc: dict, n_iterations: int | None = None) -> ModelT:
     """``model`` with the document's ``best_iteration`` / ``best_score`` (checked against
     ``n_iterations`` when the model has iterations) and ``summary``."""
     attributes = require(doc, "attributes", dict)

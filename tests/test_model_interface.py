@@ -146,6 +146,7 @@ def test_feature_importance_works_or_says_it_does_not_apply(models, algorithm):
         model.feature_importance("nope")
 
 
+@pytest.mark.filterwarnings("ignore:the model before iteration")   # dense at the start
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_budget_stopping_works_for_every_model_type(models, data, algorithm):
     dtrain, dvalid, X = data

@@ -11,6 +11,8 @@ in :data:`REGISTRY` (see docs/architecture.md, "Adding an algorithm").
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..engine import Algorithm
 from ..params import ALIASES
 from . import boosting, budget_rf, classifier_tree, gated
@@ -49,7 +51,8 @@ def resolve_params(params: dict | None) -> dict:
         params = {}
     if not isinstance(params, dict):
         raise TypeError(f"params must be a dict, got {type(params).__name__}")
-    given, seen = {}, {}
+    given: dict[str, Any] = {}
+    seen: dict[str, str] = {}
     for key, value in params.items():
         name = ALIASES.get(key, key)
         if name not in TAKEN_BY:

@@ -4,7 +4,6 @@ import warnings
 
 import numpy as np
 import scipy.optimize
-
 from reference_predict import brute_raw, tree_walk
 
 
@@ -51,9 +50,9 @@ def _part_walk(part, x):
 
 
 def brute_gated_cost(doc, X, expensive_features=None, expensive_cost=0.0):
-    """The cost model of docs/architecture.md for a saved gated model: route by the gate, then pay each
-    feature read by the gate or the chosen model once (groups once), split_cost per
-    split node visited, tree_cost per tree evaluated; an external expensive model reads
+    """The cost model of docs/architecture.md for a saved gated model: route by the
+    gate, then pay each feature read by the gate or the chosen model once (groups once),
+    split_cost per split node visited, tree_cost per tree evaluated; an external expensive model reads
     ``expensive_features`` and adds ``expensive_cost``."""
     cm = doc["cost_model"]
     fc, fg, gc = cm["feature_costs"], cm["feature_group"], cm["group_costs"]

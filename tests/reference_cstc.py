@@ -1,7 +1,6 @@
 """Slow pure-NumPy references for the CSTC kernels and the prediction cost of a tree of
 classifiers (recursion over nodes, one input at a time)."""
 import numpy as np
-
 from reference_predict import tree_walk
 
 
@@ -41,12 +40,12 @@ def loss_derivative(f, y, kind):
 
 def node_objective(f, y, sw, a, b, lu, lv, cu, cv, theta, splits, kind):
     """(value, d value / d theta, d value / d f) of ``_linear.node_objective``."""
-    l, dl = loss(f, y, kind), loss_derivative(f, y, kind)
+    losses, dl = loss(f, y, kind), loss_derivative(f, y, kind)
     if not splits:
-        return float(np.sum(sw * a * l)), 0.0, sw * a * dl
+        return float(np.sum(sw * a * losses)), 0.0, sw * a * dl
     s = sigmoid(f - theta)
-    slope = b * l + lu - lv + cu - cv
-    value = float(np.sum(sw * ((a + b * s) * l + s * lu + (1 - s) * lv)))
+    slope = b * losses + lu - lv + cu - cv
+    value = float(np.sum(sw * ((a + b * s) * losses + s * lu + (1 - s) * lv)))
     grad_f = sw * ((a + b * s) * dl + s * (1 - s) * slope)
     return value, float(-np.sum(sw * s * (1 - s) * slope)), grad_f
 
@@ -68,9 +67,9 @@ def predict_hard(X, weights, bias, thresholds, upper, lower, impute):
 
 
 def brute_cost(doc, X):
-    """Per-input cost of The cost model of docs/architecture.md for a saved tree of classifiers (its JSON
-    document): walk each input to its exit node; it pays split_cost per routing node,
-    each feature with a non-zero weight on its path once (with the boosting trick:
+    """Per-input cost (the cost model of docs/architecture.md) of a saved tree of
+    classifiers (its JSON document): walk each input to its exit node; it pays
+    split_cost per routing node, each feature with a non-zero weight on its path once (with the boosting trick:
     tree_cost per basis tree weighed on its path, the features and split nodes on its
     own walk through those trees), and each touched cost group once."""
     cm, nodes, basis = doc["cost_model"], doc["nodes"], doc["basis"]

@@ -31,8 +31,9 @@ def brute_raw(doc, X, t0=0, t1=None):
 
 
 def brute_cost(doc, X, t0=0, t1=None):
-    """The cost model of docs/architecture.md, literally: each feature paid once per input across all
-    trees, its group once, split_cost per split node visited, tree_cost per tree."""
+    """The cost model of docs/architecture.md, literally: each feature paid once per
+    input across all trees, its group once, split_cost per split node visited, tree_cost
+    per tree."""
     cm = doc["cost_model"]
     fc, fg, gc = cm["feature_costs"], cm["feature_group"], cm["group_costs"]
     trees = doc["trees"][t0:t1]

@@ -5,7 +5,6 @@ import json
 
 import numpy as np
 import pytest
-from cbudget._core._stumps import grow_greedy_tree, node_impurity
 from reference_budget_rf import (
     MISSING,
     greedy_tree,
@@ -17,6 +16,7 @@ from reference_budget_rf import (
 from reference_predict import brute_cost
 
 import cbudget
+from cbudget._core._stumps import grow_greedy_tree, node_impurity
 
 
 def test_threshold_pairs():

@@ -4,12 +4,17 @@ import json
 
 import numpy as np
 import pytest
+from reference_growers import (
+    MISSING,
+    assert_tree_matches_reference,
+    expand,
+    random_binned_problem,
+    ref_grow,
+)
 
 import cbudget
 from cbudget._core._acquisition import AcquisitionState
 from cbudget._core._grower import TreeGrower
-from reference_growers import (MISSING, assert_tree_matches_reference, expand,
-                               random_binned_problem, ref_grow)
 
 SEEDS = [0, 1, 2]
 

@@ -10,6 +10,8 @@ import sys
 
 import numpy as np
 import pytest
+
+import cbudget
 from cbudget._core._acquisition import bitset_to_bool, mark_acquired
 from cbudget._core._binning import map_to_bins
 from cbudget._core._histogram import build_histograms, subtract_histograms
@@ -17,8 +19,6 @@ from cbudget._core._partition import split_rows
 from cbudget._core._predict import predict_binned_add, predict_leaf, predict_raw
 from cbudget._core._split import find_best_split, leaf_value
 from cbudget._core._types import HISTOGRAM_DTYPE, NODE_DTYPE, compact_nodes
-
-import cbudget
 from cbudget.costs import CostModel
 from cbudget.dataset import Dataset, find_bin_edges
 

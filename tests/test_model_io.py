@@ -383,11 +383,11 @@ def test_bad_cost_values(saved, tmp_path, key, value):
 
 
 def _first_split(tree):
-    return next(i for i, l in enumerate(tree["left_children"]) if l != -1)
+    return next(i for i, left in enumerate(tree["left_children"]) if left != -1)
 
 
 def _last_split(tree):
-    return max(i for i, l in enumerate(tree["left_children"]) if l != -1)
+    return max(i for i, left in enumerate(tree["left_children"]) if left != -1)
 
 
 @pytest.mark.parametrize("value", [999, 10**6, -5])

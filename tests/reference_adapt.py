@@ -52,8 +52,8 @@ def _part_walk(part, x):
 def brute_gated_cost(doc, X, expensive_features=None, expensive_cost=0.0):
     """The cost model of docs/architecture.md for a saved gated model: route by the
     gate, then pay each feature read by the gate or the chosen model once (groups once),
-    split_cost per split node visited, tree_cost per tree evaluated; an external expensive model reads
-    ``expensive_features`` and adds ``expensive_cost``."""
+    split_cost per split node visited, tree_cost per tree evaluated; an external
+    expensive model reads ``expensive_features`` and adds ``expensive_cost``."""
     cm = doc["cost_model"]
     fc, fg, gc = cm["feature_costs"], cm["feature_group"], cm["group_costs"]
     out = np.zeros(X.shape[0])

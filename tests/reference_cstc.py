@@ -69,9 +69,10 @@ def predict_hard(X, weights, bias, thresholds, upper, lower, impute):
 def brute_cost(doc, X):
     """Per-input cost (the cost model of docs/architecture.md) of a saved tree of
     classifiers (its JSON document): walk each input to its exit node; it pays
-    split_cost per routing node, each feature with a non-zero weight on its path once (with the boosting trick:
-    tree_cost per basis tree weighed on its path, the features and split nodes on its
-    own walk through those trees), and each touched cost group once."""
+    split_cost per routing node, each feature with a non-zero weight on its path once
+    (with the boosting trick: tree_cost per basis tree weighed on its path, the
+    features and split nodes on its own walk through those trees), and each touched
+    cost group once."""
     cm, nodes, basis = doc["cost_model"], doc["nodes"], doc["basis"]
     weights = np.asarray(nodes["weights"])
     upper, lower = nodes["upper_children"], nodes["lower_children"]

@@ -33,6 +33,8 @@ NAME = "adapt"
 TITLE = "ADAPT-GBRT / ADAPT-LIN benchmark: gated models vs Greedy Miser, CEGB and BudgetRF"
 DATASETS = ("letters", "mnist38", "synthetic_costly")
 INFO_LIBRARIES = ("lightgbm",)
+TIME_BUDGET = 45.0   # default --time-budget (minutes)
+SUBSET_OPTION = "methods"
 IDENT = ("task", "method", "value")
 QUICK_OUTPUT = "/tmp/adapt_quick.md"
 TASK_TITLES = {
@@ -100,17 +102,11 @@ PROBA_TOL = 1e-9
 
 
 def add_arguments(parser):
-    parser.add_argument("--methods", default=",".join(METHODS),
-                        help="comma-separated subset of " + ",".join(METHODS)
-                        + " (f0 always runs)")
     parser.add_argument("--p-full", default=None, help="p_full grid of ADAPT-GBRT (default "
                         + ", ".join(f"{v:g}" for v in P_FULL) + ")")
     parser.add_argument("--adapt-rounds", type=int, default=None,
                         help="rounds of ADAPT-GBRT and Greedy Miser (default ADAPT_ROUNDS)")
     h.add_row_arguments(parser, ("train", "valid", "test"), SYNTHETIC_ROWS)
-    parser.add_argument("--time-budget", type=float, default=45.0,
-                        help="minutes of wall time for the whole run: later jobs are skipped, "
-                             "a running child is stopped; 0: no limit")
     parser.add_argument("--omp-wait-policy", default="passive",
                         help="OMP_WAIT_POLICY of the children (default passive; '' leaves it)")
     parser.add_argument("--blas-threads", default="1",
@@ -599,61 +595,20 @@ def headline(points, f0):
             "oracle_reduction": (1 - oracle["mean_cost"] / f0["mean_cost"]) if oracle else None}
 
 
-def dominance_summary(points, references):
-    """``points`` against ``references`` at equal test cost: the dominance rows, how many
-    references have a point at most as costly and as accurate (or none that cheap), the
-    interpolated comparison, the largest shortfall, a verdict."""
-    dom = h.dominance(points, references)
-    n_ok = sum(d["ok"] for d in dom)
-    n_none = sum(d["best"] is None for d in dom)
-    curves = [c >= d["reference"]["accuracy"] for d in dom
-              if (c := h.interpolated_accuracy(points, d["reference"]["mean_cost"])) is not None]
-    gaps = [(d["reference"]["accuracy"] - d["best"]["accuracy"], d["reference"]) for d in dom
-            if d["best"] is not None and not d["ok"]]
-    worst = max(gaps, key=lambda g: g[0]) if gaps else None
-    verdict = ("yes" if n_ok == len(dom) else
-               "yes where it has points" if n_ok + n_none == len(dom) and n_ok else
-               "no comparable points" if n_none == len(dom) else "no")
-    return {"rows": dom, "n": len(dom), "n_ok": n_ok, "n_none": n_none, "n_curve": len(curves),
-            "n_curve_ok": sum(curves), "verdict": verdict, "worst": worst}
-
-
 def analysis(results_by_task):
-    """Per task: f0, the headline of each gated method, the dominance summaries."""
+    """Per task: f0 and the headline of each gated method."""
     out = {}
     for task, results in results_by_task.items():
         pts = task_points(results)
         f0 = (pts.get("f0") or [None])[0]
-        a = {"f0": f0, "headline": {}, "dominance": {}, "input_vs_model": None}
+        a = {"f0": f0, "headline": {}}
         for m in GATED if f0 else ():
             if pts.get(m):
                 ref = (pts["f0_lightgbm"][0] if m == "adapt_gbrt_lgbm" and pts.get("f0_lightgbm")
                        else f0)
                 a["headline"][m] = dict(headline(pts[m], ref), reference=ref["method"])
-        if pts.get("adapt_gbrt"):
-            for base in ("greedy_miser", "cegb", "budget_rf", "adapt_lin"):
-                if pts.get(base):
-                    a["dominance"][base] = {
-                        "adapt_over_base": dominance_summary(pts["adapt_gbrt"], pts[base]),
-                        "base_over_adapt": dominance_summary(pts[base],
-                                                             pareto(pts["adapt_gbrt"]))}
-            if pts.get("adapt_gbrt_input"):
-                a["input_vs_model"] = {
-                    "input_over_model": dominance_summary(pts["adapt_gbrt_input"],
-                                                          pareto(pts["adapt_gbrt"])),
-                    "model_over_input": dominance_summary(pts["adapt_gbrt"],
-                                                          pareto(pts["adapt_gbrt_input"]))}
         out[task] = a
     return out
-
-
-def analyse(doc):
-    """The analysis for the JSON, without the dominance rows and the traces."""
-    def strip(value):
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in ("rows", "valid_trace")}
-        return [strip(v) for v in value] if isinstance(value, (list, tuple)) else value
-    return strip(analysis(doc["results"]))
 
 
 # ------------------------------------------------------------------------ report
@@ -790,20 +745,13 @@ def task_section(task, results, a):
     base = [p for m in ("greedy_miser", "cegb", "budget_rf") for p in pts.get(m, [])]
     if base:
         lines += ["**Baselines**:", ""] + points_table(base, a["f0"], False) + [""]
-    for b, d in a["dominance"].items():
-        front = pareto(pts["adapt_gbrt"])
-        lines += [(f"ADAPT-GBRT at equal cost vs {METHOD_LABELS[b]} (its best point at no more "
-                  "cost; its Pareto curve at that cost):"), ""]
-        lines += h.table(
-            ["baseline point", "its cost", "its accuracy",
-             "ADAPT-GBRT best at <= cost (point, cost)", "difference",
-             "ADAPT-GBRT curve at this cost"],
-            [[_value_label(g), f"{g['mean_cost']:,.2f}", f"{g['accuracy']:.4f}"]
-             + ([f"{b_['accuracy']:.4f} ({_value_label(b_)}, {b_['mean_cost']:,.2f})",
-                 f"{b_['accuracy'] - g['accuracy']:+.4f}"] if b_ else ["none this cheap", ""])
-             + [h.fmt(h.interpolated_accuracy(front, g["mean_cost"]), ".4f").replace("n/a", "")]
-             for row in d["adapt_over_base"]["rows"]
-             for g, b_ in [(row["reference"], row["best"])]], "lrrlrr") + [""]
+    for b in ("greedy_miser", "cegb", "budget_rf", "adapt_lin") if pts.get("adapt_gbrt") else ():
+        if pts.get(b):
+            lines += [(f"ADAPT-GBRT at equal cost vs {METHOD_LABELS[b]} (curve: ADAPT-GBRT's "
+                      "Pareto front):"), ""]
+            lines += h.comparison_table(pts["adapt_gbrt"], pts[b], (
+                METHOD_LABELS[b], "ADAPT-GBRT", "mean cost", "accuracy"), _value_label,
+                curve_points=pareto(pts["adapt_gbrt"])) + [""]
     return lines
 
 
@@ -832,25 +780,18 @@ PLOT_STYLE = {
 
 def plot(doc, path):
     tasks = [t for t, rs in doc["results"].items() if task_points(rs).get("f0")]
-    fig = h.figure(1, len(tasks), (6.0, 4.8))
-    if fig is None:
-        return None
-    plt, fig, axes = fig
     a = analysis({t: doc["results"][t] for t in tasks})
-    for ax, task in zip(axes[0], tasks, strict=True):
+
+    def draw(ax, task, plt):
         pts = task_points(doc["results"][task])
         f0 = pts["f0"][0]
         for m, style in PLOT_STYLE.items():
-            ps = sorted(pts.get(m, []), key=lambda p: p["mean_cost"])
-            if ps:
-                ax.plot([p["mean_cost"] for p in ps], [p["accuracy"] for p in ps],
-                        label=METHOD_LABELS[m], **style)
+            h.curve(ax, pts.get(m, []), "mean_cost", "accuracy", "", label=METHOD_LABELS[m],
+                    **style)
         for m, line, color, width in (("adapt_gbrt", "-", "tab:red", 1.2),
                                       ("adapt_gbrt_input", "--", "tab:orange", 1.0)):
-            front = pareto(pts.get(m, []))
-            if front:
-                ax.plot([p["mean_cost"] for p in front], [p["accuracy"] for p in front], line,
-                        color=color, linewidth=width, alpha=0.7)
+            h.curve(ax, pareto(pts.get(m, [])), "mean_cost", "accuracy", line, color=color,
+                    linewidth=width, alpha=0.7)
         ax.plot([f0["mean_cost"]], [f0["accuracy"]], "*", color="black", markersize=12,
                 label="f0 (cbudget gbdt)")
         if pts.get("f0_lightgbm"):
@@ -868,12 +809,12 @@ def plot(doc, path):
         h.finish_axis(ax, "mean test cost per input (symlog)", "test accuracy",
                       TASK_SHORT[task], legend_size=6.5, legend_loc="lower right")
         ax.grid(True, alpha=0.3, which="both")
-    h.save_figure(plt, fig, path, "ADAPT-GBRT / ADAPT-LIN vs Greedy Miser, CEGB, BudgetRF: test "
-                  "accuracy vs mean test cost (lines: Pareto fronts of ADAPT-GBRT; points below "
-                  "the axis not shown)", doc)
-    return ("test accuracy vs mean test cost per input, one panel per task; red line: Pareto "
-            "front of ADAPT-GBRT (model acquisition), dashed orange: per-input acquisition; the "
-            "dotted line is f0's accuracy - 0.01")
+    return h.plot_panels(
+        path, doc, tasks, draw, "ADAPT-GBRT / ADAPT-LIN vs Greedy Miser, CEGB, BudgetRF: test "
+        "accuracy vs mean test cost (lines: Pareto fronts of ADAPT-GBRT; points below the axis "
+        "not shown)", "test accuracy vs mean test cost per input, one panel per task; red line: "
+        "Pareto front of ADAPT-GBRT (model acquisition), dashed orange: per-input acquisition; "
+        "the dotted line is f0's accuracy - 0.01", (6.0, 4.8))
 
 
 if __name__ == "__main__":

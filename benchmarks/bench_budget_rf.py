@@ -367,29 +367,26 @@ def curve_data(ok):
     return out
 
 
-def equal_cost_table(cd, cost_name):
-    """BudgetRF (alpha-selected, each path_free) at RF's points of ``RF_K`` trees."""
-    rows = []
+def equal_cost_tables(cd, cost_name):
+    """BudgetRF (alpha-selected, each path_free) at RF's points of ``RF_K`` trees, and
+    its cheapest point with an error at most RF's."""
+    def cheapest(sel, g):
+        ok = [p for p in sel if p["error"] <= g["error"] + 1e-12]
+        c = min(ok, key=lambda p: p["mean_cost"]) if ok else None
+        return (f"{c['mean_cost']:,.2f} ({100 * c['mean_cost'] / max(g['mean_cost'], 1e-12):.3g}%)"
+                if c else "none")
+    lines = []
     for m, rf in cd["rf"].items():
         for pf, sel in cd["selected"].items():
-            for d in h.dominance(sel, [p for p in rf if p["k"] in RF_K]):
-                g, b = d["reference"], d["best"]
-                curve = h.interpolated_accuracy(sel, g["mean_cost"])
-                ok = [p for p in sel if p["error"] <= g["error"] + 1e-12]
-                cheap = min(ok, key=lambda p: p["mean_cost"]) if ok else None
-                rows.append([
-                    METHOD_LABELS[m], g["k"], f"{g['mean_cost']:,.2f}", f"{g['error']:.4f}", pf,
-                    f"{b['error']:.4f} ({b['alpha']:g} / {b['k']} / {b['mean_cost']:,.2f})"
-                    if b else "no point this cheap", "yes" if d["ok"] else "no",
-                    f"{1 - curve:.4f}" if curve is not None else "",
-                    f"{cheap['mean_cost']:,.2f} "
-                    f"({100 * cheap['mean_cost'] / max(g['mean_cost'], 1e-12):.3g}%)"
-                    if cheap else "none"])
-    return h.table(["RF", "trees", f"RF {cost_name}", "RF test error", "path_free",
-                    (f"BudgetRF best error at {cost_name} <= RF's (its alpha / trees / "
-                    f"{cost_name})"), "BudgetRF <= RF error", "BudgetRF curve at RF's cost",
-                    f"cheapest BudgetRF point with error <= RF's: {cost_name} (% of RF's)"],
-                   rows, "lrrrllcrl")
+            lines += [f"{METHOD_LABELS[m]} vs BudgetRF path_free={pf}:", ""]
+            lines += h.comparison_table(
+                sel, [p for p in rf if p["k"] in RF_K], (METHOD_LABELS[m], "BudgetRF",
+                                                         cost_name, "test error"),
+                lambda p: f"alpha={p['alpha']:g} / {p['k']} trees" if "alpha" in p
+                else f"{p['k']} trees", shown="error",
+                extra=[(f"cheapest BudgetRF with error <= RF's: {cost_name} (% of RF's)", "l",
+                        lambda d, sel=sel: cheapest(sel, d["reference"]))]) + [""]
+    return lines
 
 
 def path_free_table(cd, cost_name):
@@ -459,7 +456,7 @@ def render(doc):
             lines += [f"Accuracy vs budget (seed {cd['seed']}; alphas "
                       + ", ".join(f"{a:g}" for a in cd["alphas"].get(False, []))
                       + "): the alpha-selected BudgetRF curves at RF's points:", ""]
-            lines += equal_cost_table(cd, cost_name) + [""]
+            lines += equal_cost_tables(cd, cost_name)
             pft = path_free_table(cd, cost_name)
             if pft:
                 lines += ["path_free False vs True (alpha chosen on validation per budget):",
@@ -475,29 +472,22 @@ PLOT_STYLE = {False: ("o-", "tab:red", "BudgetRF path_free=False (alpha on valid
 
 
 def plot(doc, path):
-    curves = {n: curve_data(h.ok_results(rs)) for n, rs in doc["results"].items()
-              if h.ok_results(rs)}
-    fig = h.figure(1, len(curves), (5.6, 4.4))
-    if fig is None:
-        return None
-    plt, fig, axes = fig
-    for ax, (name, cd) in zip(axes[0], curves.items(), strict=True):
-        if not cd:
-            continue
-        lines = [(pf, sorted({(p["mean_cost"], p["error"]) for p in sel if p["k"] > 0}))
-                 for pf, sel in cd["selected"].items()]
-        lines += [(m, [(p["mean_cost"], p["error"]) for p in pts]) for m, pts in cd["rf"].items()]
-        for key, pts in lines:
+    def draw(ax, name, plt):
+        cd = curve_data(h.ok_results(doc["results"][name]))
+        lines = [(pf, [p for p in sel if p["k"] > 0]) for pf, sel in cd["selected"].items()]
+        for key, pts in lines + list(cd["rf"].items()):
             style, color, label = PLOT_STYLE[key]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color, label=label,
-                    markersize=3)
+            pts = [dict(zip(("mean_cost", "error"), c, strict=True))
+                   for c in sorted({(p["mean_cost"], p["error"]) for p in pts})]
+            h.curve(ax, pts, "mean_cost", "error", style, color=color, label=label, markersize=3)
         h.finish_axis(ax, "mean test cost per input (= features acquired when costs are 1)",
                       "test error", h.DATASET_TITLES.get(name, name).split(" (")[0],
                       xscale="log", legend_size=7, legend_loc="upper right")
-    h.save_figure(plt, fig, path, "BudgetRF vs random forests: test error vs mean test cost",
-                  doc)
-    return ("test error vs mean test cost, log axis; BudgetRF alpha-selected curves, RF by "
-            "number of trees")
+    return h.plot_panels(path, doc, [n for n, rs in doc["results"].items()
+                                     if h.ok_results(rs) and curve_data(h.ok_results(rs))],
+                         draw, "BudgetRF vs random forests: test error vs mean test cost",
+                         "test error vs mean test cost, log axis; BudgetRF alpha-selected "
+                         "curves, RF by number of trees", (5.6, 4.4))
 
 
 if __name__ == "__main__":

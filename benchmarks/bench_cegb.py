@@ -17,6 +17,7 @@ NAME, TITLE = "cegb", "CEGB benchmark: cbudget vs LightGBM (cost-efficient gradi
 LIBRARIES = ("cbudget", "lightgbm")
 DATASETS = h.COST_DATASETS
 INFO_LIBRARIES = ("lightgbm",)
+SUBSET_OPTION = "libraries"
 IDENT = ("library", "dataset", "lambda")
 # Rounds and lambdas (cbudget cost_tradeoff) of the full run; the README says how they
 # were chosen.
@@ -54,8 +55,6 @@ def cegb_params(library, dataset, n_classes, lam, feature_costs, split_cost=0.0,
 
 
 def add_arguments(parser):
-    parser.add_argument("--libraries", default=",".join(LIBRARIES),
-                        help="comma-separated subset of " + ",".join(LIBRARIES))
     parser.add_argument("--lambdas", default=None,
                         help="trade-offs (cbudget cost_tradeoff; LightGBM gets twice) for "
                              "every data set (default per data set, DEFAULT_LAMBDAS)")
@@ -180,38 +179,24 @@ def render(doc):
         lg = [r for r in ok if r["library"] == "lightgbm"]
         if cb and lg:
             lines += ["Accuracy at equal or lower cost (reference: LightGBM's points):", ""]
-            lines += h.equal_cost_table(
-                ["LightGBM lambda", "LightGBM mean cost", "LightGBM accuracy",
-                 "cbudget best accuracy at cost <=", "its lambda / mean cost", "difference",
-                 "cbudget >= LightGBM", "cbudget curve at this cost", "difference"],
-                cb, lg, "no cbudget point this cheap") + [""]
+            lines += h.comparison_table(cb, lg, ("LightGBM", "cbudget", "mean cost", "accuracy"),
+                                        lambda r: f"lambda={r['lambda']:g}") + [""]
     return lines
 
 
 def plot(doc, path):
-    names = [n for n, rs in doc["results"].items() if h.ok_results(rs)]
-    fig = h.figure(1, len(names), (5.2, 4.2))
-    if fig is None:
-        return None
-    plt, fig, axes = fig
-    for ax, name in zip(axes[0], names, strict=True):
+    def draw(ax, name, plt):
         for library, style in (("cbudget", "o-"), ("lightgbm", "s--")):
-            rs = sorted((r for r in h.ok_results(doc["results"][name])
-                         if r["library"] == library), key=lambda r: r["mean_cost"])
-            if not rs:
-                continue
-            ax.plot([r["mean_cost"] for r in rs], [r["accuracy"] for r in rs], style,
-                    label=h.LIBRARY_LABELS[library], markersize=5)
-            for r in rs:
-                ax.annotate(f"{r['lambda']:g}", (r["mean_cost"], r["accuracy"]),
-                            textcoords="offset points", xytext=(3, 3), fontsize=7)
+            h.curve(ax, [r for r in h.ok_results(doc["results"][name]) if r["library"] == library],
+                    "mean_cost", "accuracy", style, label=h.LIBRARY_LABELS[library],
+                    annotate=lambda r: f"{r['lambda']:g}", fontsize=7, markersize=5)
         h.finish_axis(ax, "mean prediction cost per test input", "test accuracy",
                       h.DATASET_TITLES.get(name, name).split(" (")[0])
     algorithm = doc.get("cbudget_algorithm", "cegb")
-    h.save_figure(plt, fig, path, "CEGB: accuracy vs cost (labels: lambda)"
-                  + (f" - cbudget {algorithm} stand-in" if algorithm != "cegb" else ""), doc,
-                  fontsize=10)
-    return "accuracy vs mean test cost, symlog cost axis"
+    return h.plot_panels(path, doc, [n for n, rs in doc["results"].items() if h.ok_results(rs)],
+                         draw, "CEGB: accuracy vs cost (labels: lambda)"
+                         + (f" - cbudget {algorithm} stand-in" if algorithm != "cegb" else ""),
+                         "accuracy vs mean test cost, symlog cost axis", (5.2, 4.2), fontsize=10)
 
 
 if __name__ == "__main__":

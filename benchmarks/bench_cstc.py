@@ -11,7 +11,6 @@ options: benchmarks/README.md.
 import json
 import sys
 import time
-from itertools import pairwise
 
 import datasets
 import harness as h
@@ -22,6 +21,8 @@ NAME = "cstc"
 TITLE = "CSTC / CSCC / Cronus benchmark: error and precision vs feature cost (vs CEGB)"
 DATASETS = ("mnist38", "letters_skewed")
 INFO_LIBRARIES = ("scipy",)
+TIME_BUDGET = 45.0   # default --time-budget (minutes)
+SUBSET_OPTION = "methods"
 IDENT = ("task", "method", "lambda", "ablation")
 QUICK_OUTPUT = "/tmp/cstc_quick.md"
 TASK_TITLES = {
@@ -186,8 +187,6 @@ def method_params(task, method, lam, n_threads, overrides=None):
 
 
 def add_arguments(parser):
-    parser.add_argument("--methods", default=",".join(METHODS),
-                        help="comma-separated subset of " + ",".join(METHODS))
     parser.add_argument("--lambdas", default=None,
                         help="trade-offs for every (task, method) (default LAMBDAS)")
     parser.add_argument("--sweeps", type=int, default=None,
@@ -196,9 +195,6 @@ def add_arguments(parser):
                         help="cap on CEGB's rounds (default 200)")
     parser.add_argument("--no-ablations", action="store_true",
                         help="skip the ablation rows (class weights, rho)")
-    parser.add_argument("--time-budget", type=float, default=45.0,
-                        help="minutes of wall time for the whole run: later jobs are skipped, "
-                             "a running child is stopped; 0: no limit")
     h.add_row_arguments(parser, ("train", "valid", "test"))
 
 
@@ -443,72 +439,26 @@ def main_points(results, method):
                    and not r["ablation"]), key=lambda r: -r["lambda"])
 
 
-def smoothness(points, score_key, higher=True):
-    """Along the curve sorted by cost: the steps to a dearer point that go the wrong way
-    (count, largest), whether the cost grows as lambda falls, the two end points."""
-    pts = sorted(points, key=lambda r: (r["mean_cost"], -r["lambda"]))
-    sign = 1.0 if higher else -1.0
-    wrong = [-s for a, b in pairwise(pts) if (s := sign * (b[score_key] - a[score_key])) < 0]
-    by_lam = sorted(points, key=lambda r: -r["lambda"])
-
-    def brief(r):
-        return {k: r[k] for k in ("lambda", "mean_cost", score_key)} if r else None
-
-    return {"n": len(pts), "wrong_steps": len(wrong),
-            "largest_wrong_step": max(wrong, default=0.0),
-            "cost_monotone_in_lambda": all(b["mean_cost"] >= a["mean_cost"]
-                                           for a, b in pairwise(by_lam)),
-            "first": brief(pts[0] if pts else None), "last": brief(pts[-1] if pts else None)}
-
-
-def comparison(a_pts, b_pts, score_key):
-    """For each ``b`` point, ``a``'s best point at no more cost and ``a``'s curve there."""
-    rows = h.dominance(a_pts, b_pts, score_key=score_key)
-    for row in rows:
-        row["interpolated"] = h.interpolated_accuracy(a_pts, row["reference"]["mean_cost"],
-                                                      score_key=score_key)
-    return rows
-
-
 def comparisons(results):
-    """The equal-cost comparisons: (section, analysis key, title, the compared method's
-    label, rows, score key, score name); section 2: on Letters, 3: against CEGB."""
+    """The equal-cost comparisons: (section (2: on Letters, 3: against CEGB), title,
+    table lines)."""
     pts = {(t, m): main_points(results.get(t, []), m) for t in DATASETS
            for m in TASK_METHODS[t]}
-    out = []
-    for a, b in (("cscc", "cronus"), ("cscc", "cstc"), ("cscc", "cstc_full"), ("cronus", "cstc")):
-        A, B = pts[("letters_skewed", a)], pts[("letters_skewed", b)]
-        if A and B:
-            out.append((2, f"letters_{a}_vs_{b}", (f"**{METHOD_LABELS[a]} vs "
-                        f"{METHOD_LABELS[b]}** (reference {METHOD_LABELS[b]})"),
-                        METHOD_LABELS[a], comparison(A, B, "p_at_5"), "p_at_5", "P@5"))
-    for t, m, key, name in ([("mnist38", m, "accuracy", "test accuracy")
-                             for m in ("cstc", "cstc_full")]
-                            + [("letters_skewed", m, "p_at_5", "mean P@5")
-                               for m in ("cstc", "cstc_full", "cscc")]):
-        if pts[(t, m)] and pts[(t, "cegb")]:
-            for x, y in ((m, "cegb"), ("cegb", m)):
-                out.append((3, f"{t}_{x}_vs_{y}", (f"**{TASK_SHORT[t]}: {METHOD_LABELS[x]} vs "
-                            f"{METHOD_LABELS[y]}** (reference {METHOD_LABELS[y]})"),
-                            METHOD_LABELS[x], comparison(pts[(t, x)], pts[(t, y)], key), key,
-                            name))
-    return out
-
-
-def analyse(doc):
-    out = {}
-    for m in ("cstc", "cstc_full"):
-        pts = main_points(doc["results"].get("mnist38", []), m)
-        if pts:
-            out[f"mnist_smooth_{m}"] = smoothness(pts, "test_error", higher=False)
-    for _, key, _, _, rows, score, _ in comparisons(doc["results"]):
-        inter = [r for r in rows if r["interpolated"] is not None]
-        out[key] = {"n": len(rows), "ok": sum(r["ok"] for r in rows),
-                    "no_cheaper_point": sum(r["best"] is None for r in rows),
-                    "n_interpolated": len(inter),
-                    "interpolated_ok": sum(r["interpolated"] >= r["reference"][score]
-                                           for r in inter)}
-    return out
+    pairs = [(2, "letters_skewed", a, b, "p_at_5", "P@5") for a, b in (
+        ("cscc", "cronus"), ("cscc", "cstc"), ("cscc", "cstc_full"), ("cronus", "cstc"))]
+    pairs += [(3, t, x, y, key, name)
+              for t, m, key, name in ([("mnist38", m, "accuracy", "test accuracy")
+                                       for m in ("cstc", "cstc_full")]
+                                      + [("letters_skewed", m, "p_at_5", "mean P@5")
+                                         for m in ("cstc", "cstc_full", "cscc")])
+              if pts[(t, m)] and pts[(t, "cegb")] for x, y in ((m, "cegb"), ("cegb", m))]
+    return [(sec, (f"**{TASK_SHORT[t] + ': ' if sec == 3 else ''}{METHOD_LABELS[a]} vs "
+                   f"{METHOD_LABELS[b]}** (reference {METHOD_LABELS[b]})"),
+             h.comparison_table(pts[(t, a)], pts[(t, b)], (METHOD_LABELS[b], METHOD_LABELS[a],
+                                                          "mean cost", name),
+                                lambda r: f"lambda={r['lambda']:g}", score_key=key,
+                                cost_fmt=",.1f"))
+            for sec, t, a, b, key, name in pairs if pts[(t, a)] and pts[(t, b)]]
 
 
 # ------------------------------------------------------------------------ report
@@ -562,18 +512,6 @@ def letters_table(pts):
                    + ["AUC", "AUC (clipped prob.)", "mean test cost", "features used",
                       "nodes / reached", "exits % by node", "iterations", "fit s"],
                    rows, "lrr" + "r" * len(PRECISION_KS) + "rrrrllr")
-
-
-def comparison_table(rows, a_label, score_key, score_name):
-    return h.table(
-        ["reference lambda", "its mean cost", f"its {score_name}",
-         f"{a_label}: best at no more cost (lambda, cost, {score_name})",
-         f"{a_label} interpolated", f"{a_label} at least as good"],
-        [[f"{g['lambda']:g}", f"{g['mean_cost']:,.1f}", f"{g[score_key]:.4f}",
-          f"{b['lambda']:g}, {b['mean_cost']:,.1f}, {b[score_key]:.4f}" if b
-          else "none that cheap", h.fmt(row["interpolated"], ".4f"),
-          "yes" if row["ok"] else "no"]
-         for row in rows for g, b in [(row["reference"], row["best"])]], "rrrlrl")
 
 
 def fit_time_table(results):
@@ -630,8 +568,8 @@ def render(doc):
                 f"{r0['n_test']:,} test rows ({r0['pos_rate_test']:.2%}), unreplicated."), ""]
         out += letters_table([r for m in TASK_METHODS["letters_skewed"]
                               for r in main_points(lt, m)]) + [""]
-        for _, _, title, a_label, rows, key, name in (c for c in comps if c[0] == 2):
-            out += [title, ""] + comparison_table(rows, a_label, key, name) + [""]
+        for _, title, lines in (c for c in comps if c[0] == 2):
+            out += [title, ""] + lines + [""]
         abl = [r for r in h.ok_results(lt) if r["ablation"]]
         if abl:
             out += ["Ablations (class weighting; the lambda of the matching main row):", ""]
@@ -641,8 +579,8 @@ def render(doc):
         out += ["## 3. CSTC (and CSCC) vs CEGB", ""]
         if cegb_m:
             out += [f"CEGB on {TASK_SHORT['mnist38']}:", ""] + cegb_mnist_table(cegb_m) + [""]
-        for _, _, title, a_label, rows, key, name in (c for c in comps if c[0] == 3):
-            out += [title, ""] + comparison_table(rows, a_label, key, name) + [""]
+        for _, title, lines in (c for c in comps if c[0] == 3):
+            out += [title, ""] + lines + [""]
     if any(h.ok_results(rs) for rs in results.values()):
         out += ["## Fit time", "", "Main-sweep runs (ablations excluded):", ""]
         out += fit_time_table(results) + [""]
@@ -655,28 +593,19 @@ PLOT_STYLE = {"cstc": ("o-", "tab:red"), "cstc_full": ("v-", "tab:orange"),
 
 
 def plot(doc, path):
-    results = doc["results"]
-    panels = []
+    results, panels = doc["results"], []
     if h.ok_results(results.get("mnist38", [])):
         panels.append(("mnist38", "test_error", "test error"))
     if h.ok_results(results.get("letters_skewed", [])):
         panels += [("letters_skewed", "p_at_5", "mean precision@5 (pseudo-queries)"),
                    ("letters_skewed", "auc", "test AUC")]
-    fig = h.figure(1, len(panels), (5.6, 4.4))
-    if fig is None:
-        return None
-    plt, fig, axes = fig
-    for ax, (task, key, ylabel) in zip(axes[0], panels, strict=True):
+
+    def draw(ax, panel, plt):
+        task, key, ylabel = panel
         for m in TASK_METHODS[task]:
-            pts = sorted(main_points(results[task], m), key=lambda r: r["mean_cost"])
-            if not pts:
-                continue
-            style, color = PLOT_STYLE[m]
-            ax.plot([r["mean_cost"] for r in pts], [r[key] for r in pts], style, color=color,
-                    label=METHOD_LABELS[m], markersize=4)
-            for r in pts:
-                ax.annotate(f"{r['lambda']:g}", (r["mean_cost"], r[key]),
-                            textcoords="offset points", xytext=(3, 3), fontsize=6, color=color)
+            h.curve(ax, main_points(results[task], m), "mean_cost", key, PLOT_STYLE[m][0],
+                    color=PLOT_STYLE[m][1], label=METHOD_LABELS[m],
+                    annotate=lambda r: f"{r['lambda']:g}", markersize=4)
         oracle = key == "p_at_5" and h.ok_results(results[task])[0]["p_at_5_oracle"]
         if oracle:
             ax.axhline(oracle, color="k", linestyle=":", linewidth=0.8, label="perfect ranking")
@@ -684,10 +613,10 @@ def plot(doc, path):
         h.finish_axis(ax, "mean test cost per input (features acquired; each costs 1)"
                       + (", symlog" if mnist else ""), ylabel, TASK_SHORT[task],
                       xscale="symlog" if mnist else None, linthresh=10.0, legend_size=7)
-    h.save_figure(plt, fig, path, "CSTC / CSCC / Cronus vs CEGB: test score vs mean test cost "
-                  "(labels: lambda)", doc)
-    return ("left: MNIST test error vs mean test cost; middle / right: Letters mean P@5 and "
-            "AUC vs mean test cost; labels are lambdas")
+    return h.plot_panels(path, doc, panels, draw, "CSTC / CSCC / Cronus vs CEGB: test score vs "
+                         "mean test cost (labels: lambda)", "left: MNIST test error vs mean test "
+                         "cost; middle / right: Letters mean P@5 and AUC vs mean test cost; "
+                         "labels are lambdas", (5.6, 4.4))
 
 
 if __name__ == "__main__":

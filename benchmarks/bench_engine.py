@@ -17,6 +17,7 @@ DATASETS = ("letters", "mnist", "synthetic")
 QUICK = {"rounds": "5,10", "n_rows": 20_000, "train_rows": 2_000}
 QUICK_HELP = "rounds 5,10, 20,000 synthetic rows, 2,000 training rows"
 INFO_LIBRARIES = ("lightgbm", "xgboost")
+SUBSET_OPTION = "libraries"
 IDENT = ("library", "dataset")
 DATASET_TITLES = {
     "letters": "Letters (UCI, 26 classes)", "mnist": "MNIST (10 classes)",
@@ -24,8 +25,6 @@ DATASET_TITLES = {
 
 
 def add_arguments(parser):
-    parser.add_argument("--libraries", default=",".join(LIBRARIES),
-                        help="comma-separated subset of " + ",".join(LIBRARIES))
     parser.add_argument("--rounds", default=None,
                         help="comma-separated round counts (default 100,500); training runs "
                              "once for the largest")

@@ -21,6 +21,7 @@ NAME = "greedy_miser"
 TITLE = "Greedy Miser benchmark: accuracy vs feature cost (vs CEGB and plain boosting)"
 DATASETS = h.COST_DATASETS
 INFO_LIBRARIES = ("lightgbm",)
+SUBSET_OPTION = "methods"
 IDENT = ("method", "dataset", "lambda", "rounds")
 METHODS = ("greedy_miser", "cegb", "gbdt", "lightgbm")
 SWEPT = ("greedy_miser", "cegb")  # methods with a lambda sweep
@@ -72,8 +73,6 @@ def method_params(method, dataset, n_classes, lam, feature_costs, n_threads=2,
 
 
 def add_arguments(parser):
-    parser.add_argument("--methods", default=",".join(METHODS),
-                        help="comma-separated subset of " + ",".join(METHODS))
     parser.add_argument("--gm-lambdas", default=None,
                         help="Greedy Miser trade-offs for every data set (default GM_LAMBDAS)")
     parser.add_argument("--gm-rounds", type=int, default=None,
@@ -387,11 +386,9 @@ def render(doc):
         for key, cost_name in (("mean_cost", "mean cost"), ("model_cost", "model cost")):
             if gm and cegb:
                 lines += [f"CEGB against Greedy Miser (GM) at equal or lower {cost_name}:", ""]
-                lines += h.equal_cost_table(
-                    ["GM lambda", f"GM {cost_name}", "GM accuracy",
-                     f"CEGB best accuracy at {cost_name} <=", f"its lambda / {cost_name}",
-                     "difference CEGB - GM", "CEGB >= GM", "CEGB curve at this cost",
-                     "difference"], cegb, gm, "no CEGB point this cheap", cost_key=key) + [""]
+                lines += h.comparison_table(cegb, gm, ("GM", "CEGB", cost_name, "accuracy"),
+                                            lambda r: f"lambda={r['lambda']:g}",
+                                            cost_key=key) + [""]
         if ok:  # the paper's Fig. 2: the fraction of each cost level's features used
             groups = list(first["group_sizes"])
             if name != "mnist_multires":
@@ -414,47 +411,36 @@ PLOT_STYLE = {"greedy_miser": ("o-", "tab:red"), "cegb": ("s-", "tab:blue"),
 
 
 def plot(doc, path):
-    names = [n for n, rs in doc["results"].items() if h.ok_results(rs)]
-    fig = h.figure(2, len(names), (5.4, 4.2))
-    if fig is None:
-        return None
-    plt, fig, axes = fig
-    for col, name in enumerate(names):
+    def draw(axes, name, plt):
         ok = h.ok_results(doc["results"][name])
         low = min(r["accuracy"] for r in ok)
         high = max(max(r["accuracy"], max(r["trace"]["test_accuracy"])) for r in ok)
         margin = 0.05 * max(high - low, 0.02)
-        for row, (key, trace_key, xlabel) in enumerate((
+        gm = sorted((r for r in ok if r["method"] == "greedy_miser"), key=lambda r: r["lambda"])
+        colors = plt.cm.autumn(np.linspace(0, 0.8, max(1, len(gm))))
+        for ax, (key, trace_key, xlabel) in zip(axes, (
                 ("mean_cost", "test_mean_cost", "mean prediction cost per test input"),
-                ("model_cost", "model_cost", "model cost (sum of costs of features used)"))):
-            ax = axes[row][col]
-            gm = sorted((r for r in ok if r["method"] == "greedy_miser"),
-                        key=lambda r: r["lambda"])
-            colors = plt.cm.autumn(np.linspace(0, 0.8, max(1, len(gm))))
+                ("model_cost", "model_cost", "model cost (sum of costs of features used)")),
+                strict=True):
             for r, color in zip(gm, colors, strict=False):
                 ax.plot(r["trace"][trace_key], r["trace"]["test_accuracy"], "--",
                         color=color, linewidth=0.8, alpha=0.7)
             for method in METHODS:
-                rs = sorted((r for r in ok if r["method"] == method), key=lambda r: r[key])
-                if not rs:
-                    continue
-                style, color = PLOT_STYLE[method]
-                ax.plot([r[key] for r in rs], [r["accuracy"] for r in rs], style,
-                        color=color, label=METHOD_LABELS[method], markersize=5)
-                for r in rs if method in SWEPT else ():
-                    ax.annotate(f"{r['lambda']:g}", (r[key], r["accuracy"]),
-                                textcoords="offset points", xytext=(3, 3), fontsize=6,
-                                color=color)
+                h.curve(ax, [r for r in ok if r["method"] == method], key, "accuracy",
+                        PLOT_STYLE[method][0], color=PLOT_STYLE[method][1],
+                        label=METHOD_LABELS[method], markersize=5,
+                        annotate=(lambda r: f"{r['lambda']:g}") if method in SWEPT else None)
             ax.set_ylim(max(0.0, low - margin), min(1.0, high + margin))
             h.finish_axis(ax, xlabel, "test accuracy",
                           h.DATASET_TITLES.get(name, name).split(" (")[0], legend_size=7,
                           legend_loc="lower right")
     stand_in = doc["gm_algorithm"] != "greedy_miser"
-    h.save_figure(plt, fig, path, "Greedy Miser vs CEGB: test accuracy at the best validation "
-                  "round\n(labels: lambda; dashed: Greedy Miser round by round)"
-                  + (f" - GM {doc['gm_algorithm']} stand-in" if stand_in else ""), doc)
-    return ("test accuracy vs mean test cost, top, and vs model cost, bottom; symlog cost "
-            "axes")
+    return h.plot_panels(path, doc, [n for n, rs in doc["results"].items() if h.ok_results(rs)],
+                         draw, "Greedy Miser vs CEGB: test accuracy at the best validation "
+                         "round\n(labels: lambda; dashed: Greedy Miser round by round)"
+                         + (f" - GM {doc['gm_algorithm']} stand-in" if stand_in else ""),
+                         "test accuracy vs mean test cost, top, and vs model cost, bottom; "
+                         "symlog cost axes", (5.4, 4.2), n_rows=2)
 
 
 if __name__ == "__main__":

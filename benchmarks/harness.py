@@ -7,11 +7,11 @@ retries, the time budget, the JSON, the Markdown (header, the script's tables, t
 table) and ``--render-from``. It reads from the script: ``NAME`` (``results/<NAME>.md``),
 ``TITLE``, ``DATASETS`` (choices of ``--datasets``), ``QUICK`` (its ``*_rows`` fill unset
 row options) and ``QUICK_HELP``, optional ``QUICK_OUTPUT``, ``INFO_LIBRARIES`` (machine
-line), ``IDENT`` (the spec keys naming a run); ``add_arguments(parser)``, ``plan(args,
+line), ``IDENT`` (the spec keys naming a run), optional ``SUBSET_OPTION`` (``"methods"``: the
+option ``--methods``, a subset of ``METHODS``), ``TIME_BUDGET`` (``--time-budget``); ``add_arguments(parser)``, ``plan(args,
 names)`` -> ``([(results key, label, spec)], extra JSON fields)`` (ValueError: bad
 options), ``run_point(spec)`` -> JSON-able dict, ``render(doc)`` -> Markdown lines of the
-JSON document ``doc``; optional ``analyse(doc)`` (stored as ``doc["analysis"]``) and
-``plot(doc, path)`` -> caption or None. Also here: matched library settings, the data
+JSON document ``doc``; optional ``plot(doc, path)`` -> caption or None. Also here: matched library settings, the data
 sets, process measurements, the per-input prediction cost from leaf paths (ARCHITECTURE
 section 2, one routine for every library) and its check, accuracy at equal cost.
 """
@@ -515,22 +515,35 @@ def interpolated_accuracy(points, cost, cost_key="mean_cost", score_key="accurac
     return float(np.interp(np.log1p(cost), costs, [p[1] for p in pts]))
 
 
-def equal_cost_table(head, points, references, none_text, cost_key="mean_cost",
-                     label=lambda r: f"{r['lambda']:g}"):
-    """Per reference point: its label, cost and accuracy, the best of ``points`` at no
-    more cost (accuracy, label / cost, difference), whether it is as accurate, and the
-    curve of ``points`` at the reference's cost (and the difference)."""
+def comparison_table(points, references, names, label, cost_key="mean_cost",
+                     score_key="accuracy", shown=None, cost_fmt=",.2f", curve_points=None,
+                     extra=()):
+    """The one equal-cost layout. Per reference point (by cost): its label, cost and score;
+    the best of ``points`` at no more cost (:func:`dominance`: label / cost, score,
+    difference; whether it is as good); the curve of ``curve_points`` (default ``points``)
+    at the reference's cost and the difference; ``extra`` columns ``(header, align,
+    function of the dominance row)``. ``names``: (reference, compared, cost name, score
+    name); ``shown``: the score displayed (default ``score_key``; ``"error"``: 1 - it)."""
+    ref, other, cost_name, score_name = names
+    shown = shown or score_key
+    conv = (lambda v: 1 - v) if shown != score_key else (lambda v: v)
     rows = []
-    for d in dominance(points, references, cost_key=cost_key):
+    for d in dominance(points, references, cost_key=cost_key, score_key=score_key):
         g, c = d["reference"], d["best"]
-        curve = interpolated_accuracy(points, g[cost_key], cost_key=cost_key)
-        rows.append([label(g), f"{g[cost_key]:,.2f}", f"{g['accuracy']:.4f}"]
-                    + ([f"{c['accuracy']:.4f}", f"{label(c)} / {c[cost_key]:,.2f}",
-                        f"{c['accuracy'] - g['accuracy']:+.4f}"] if c else [none_text, "", ""])
+        curve = interpolated_accuracy(curve_points or points, g[cost_key], cost_key=cost_key,
+                                      score_key=score_key)
+        rows.append([label(g), format(g[cost_key], cost_fmt), f"{g[shown]:.4f}"]
+                    + ([f"{label(c)} / {c[cost_key]:{cost_fmt}}", f"{c[shown]:.4f}",
+                        f"{c[shown] - g[shown]:+.4f}"] if c else ["none this cheap", "", ""])
                     + ["yes" if d["ok"] else "no"]
-                    + ([f"{curve:.4f}", f"{curve - g['accuracy']:+.4f}"] if curve is not None
-                       else ["", ""]))
-    return table(head, rows, "r" * 6 + "c" + "rr")
+                    + ([f"{conv(curve):.4f}", f"{conv(curve) - g[shown]:+.4f}"]
+                       if curve is not None else ["", ""])
+                    + [fn(d) for _, _, fn in extra])
+    head = [f"{ref} point", f"{ref} {cost_name}", f"{ref} {score_name}",
+            f"{other} best at {cost_name} <= (point / {cost_name})", f"its {score_name}",
+            "difference", f"{other} as good", f"{other} curve at this {cost_name}",
+            "difference"] + [e[0] for e in extra]
+    return table(head, rows, "lrrlrrcrr" + "".join(e[1] for e in extra))
 
 
 def spread(values):
@@ -663,9 +676,7 @@ def write_markdown(path, text):
 
 
 def write_report(bench, doc, output, rendered_from=None):
-    """The analysis, the JSON (not when re-rendering), the plot and the Markdown."""
-    if hasattr(bench, "analyse"):
-        doc["analysis"] = json.loads(json.dumps(bench.analyse(doc), default=jsonable))
+    """The JSON (not when re-rendering), the plot and the Markdown."""
     if rendered_from is None:
         write_json(output, doc)
     lines = header(bench, doc, rendered_from) + bench.render(doc) + runs_table(bench, doc)
@@ -719,6 +730,15 @@ def main(bench, argv=None):
                         help="run nothing: re-render the Markdown (and plot) of an earlier "
                              "run from its JSON (to --output, default next to it)")
     parser.add_argument("--child", metavar="SPEC", default=None, help=argparse.SUPPRESS)
+    option = getattr(bench, "SUBSET_OPTION", None)  # "methods": a subset of bench.METHODS
+    if option:
+        valid = ",".join(getattr(bench, option.upper()))
+        parser.add_argument(f"--{option}", default=valid, help="comma-separated subset of "
+                            + valid)
+    if hasattr(bench, "TIME_BUDGET"):
+        parser.add_argument("--time-budget", type=float, default=bench.TIME_BUDGET,
+                            help="minutes of wall time for the whole run: later jobs are "
+                                 "skipped, a running child is stopped; 0: no limit")
     bench.add_arguments(parser)
     args = parser.parse_args(argv)
     if args.child:
@@ -835,20 +855,39 @@ def run_child(bench, label, spec, ident, args, deadline, log):
 
 
 # ------------------------------------------------------------------------- plots
-def figure(n_rows, n_cols, panel):
-    """(pyplot, figure, axes (n_rows, n_cols)) with the Agg backend; None without
-    matplotlib or panels."""
+def plot_panels(path, doc, panels, draw, title, caption, size, n_rows=1, fontsize=9):
+    """A figure of one column per panel, ``draw(axes, panel, plt)`` (``axes``: the
+    column's ``n_rows`` axes, or the axis when ``n_rows`` is 1), saved to ``path`` (Agg
+    backend): ``caption``; None without matplotlib or panels."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    if not n_cols:
+    if not panels:
         return None
-    fig, axes = plt.subplots(n_rows, n_cols, squeeze=False,
-                             figsize=(panel[0] * n_cols, panel[1] * n_rows))
-    return plt, fig, axes
+    fig, axes = plt.subplots(n_rows, len(panels), squeeze=False,
+                             figsize=(size[0] * len(panels), size[1] * n_rows))
+    for col, panel in enumerate(panels):
+        draw(axes[0][col] if n_rows == 1 else [axes[r][col] for r in range(n_rows)], panel,
+             plt)
+    fig.suptitle(title + (" - smoke run (--quick)" if doc.get("quick") else ""),
+                 fontsize=fontsize)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return caption
+
+
+def curve(ax, points, x, y, fmt, color=None, label=None, annotate=None, fontsize=6, **kw):
+    """``points`` sorted by ``x`` as one line; each labelled ``annotate(point)``."""
+    pts = sorted(points, key=lambda p: p[x])
+    if pts:
+        ax.plot([p[x] for p in pts], [p[y] for p in pts], fmt, color=color, label=label, **kw)
+    for p in pts if annotate else ():
+        ax.annotate(annotate(p), (p[x], p[y]), textcoords="offset points", xytext=(3, 3),
+                    fontsize=fontsize, color=color)
 
 
 def finish_axis(ax, xlabel, ylabel, title, xscale="symlog", linthresh=1.0, legend_size=8,
@@ -862,11 +901,3 @@ def finish_axis(ax, xlabel, ylabel, title, xscale="symlog", linthresh=1.0, legen
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=legend_size, loc=legend_loc)
-
-
-def save_figure(plt, fig, path, title, doc, fontsize=9):
-    fig.suptitle(title + (" - smoke run (--quick)" if doc.get("quick") else ""),
-                 fontsize=fontsize)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)

@@ -1,14 +1,10 @@
 """Best-first vs breadth-first growth for CEGB (the paper's Fig. 3b comparison).
 
-cbudget ``algorithm="cegb"`` with the settings of ``bench_cegb.py`` (31 leaves per
-tree, learning rate 0.1, ...), over the same lambda sweep, once with best-first growth
-(``grow_policy="lossguide"``, no depth limit: the default) and once breadth-first
-(``grow_policy="depthwise"``: level by level until the tree has 31 leaves, at most
-depth 10). Reports test accuracy and mean prediction cost per test input
-(``Booster.predict_cost``, which ``bench_cegb.py`` checks against its shared cost
-routine) and the deepest leaf. Writes ``benchmarks/results/cegb_growth.md`` (+ .json).
+cbudget ``algorithm="cegb"`` with ``bench_cegb.py``'s settings and lambda sweep, once with
+best-first growth (``grow_policy="lossguide"``) and once breadth-first (``"depthwise"``,
+31 leaves, at most depth 10), in this process: test accuracy, mean prediction cost
+(``predict_cost``) and the deepest leaf. Writes ``results/cegb_growth.md`` (+ .json).
 
-    PYTHONPATH=. python benchmarks/bench_cegb_growth.py
     PYTHONPATH=. python benchmarks/bench_cegb_growth.py --datasets letters --rounds 20
 """
 import argparse
@@ -16,9 +12,8 @@ import json
 import time
 from pathlib import Path
 
+import harness as h
 import numpy as np
-
-from _common import DATASET_TITLES, command_line, load_dataset, machine_info, machine_text
 from bench_cegb import DEFAULT_LAMBDAS, cegb_params
 
 POLICIES = {"best-first": {"grow_policy": "lossguide"},
@@ -27,7 +22,7 @@ POLICIES = {"best-first": {"grow_policy": "lossguide"},
 
 def run(name, rounds, lambdas, threads):
     import cbudget
-    data = load_dataset(name)
+    data = h.load_dataset(name)
     dtrain = cbudget.Dataset(data["X_train"], data["y_train"],
                              feature_costs=data["feature_costs"])
     results = []
@@ -45,32 +40,9 @@ def run(name, rounds, lambdas, threads):
                 "accuracy": float(np.mean(pred == data["y_test"])),
                 "mean_cost": float(booster.predict_cost(data["X_test"]).mean()),
                 "max_depth": int(max(t["depth"].max() for t in booster.trees)),
-                "train_s": train_s,
-            })
+                "train_s": train_s})
             print(json.dumps(results[-1]), flush=True)
     return results
-
-
-def render(results, command, info):
-    lines = ["# CEGB: best-first vs breadth-first growth (cbudget)", "", "Command:", "",
-             f"```\n{command}\n```", "", machine_text(info), "",
-             "Both policies grow 31-leaf trees with the CEGB penalty (lambda = "
-             "`cost_tradeoff`); breadth-first goes level by level (at most depth 10). "
-             "Accuracy and mean prediction cost on the test set.", ""]
-    for name in dict.fromkeys(r["dataset"] for r in results):
-        rows = [r for r in results if r["dataset"] == name]
-        lines += [f"### {DATASET_TITLES.get(name, name)}, {rows[0]['rounds']} rounds", "",
-                  "| lambda | best-first accuracy | best-first mean cost | best-first "
-                  "deepest leaf | breadth-first accuracy | breadth-first mean cost | "
-                  "breadth-first deepest leaf |", "|---:|---:|---:|---:|---:|---:|---:|"]
-        for lam in sorted({r["lambda"] for r in rows}):
-            b = next(r for r in rows if r["lambda"] == lam and r["policy"] == "best-first")
-            d = next(r for r in rows if r["lambda"] == lam and r["policy"] == "breadth-first")
-            lines.append(f"| {lam:g} | {b['accuracy']:.4f} | {b['mean_cost']:,.2f} | "
-                         f"{b['max_depth']} | {d['accuracy']:.4f} | {d['mean_cost']:,.2f} | "
-                         f"{d['max_depth']} |")
-        lines.append("")
-    return "\n".join(lines)
 
 
 def main():
@@ -78,14 +50,27 @@ def main():
     parser.add_argument("--datasets", default="letters,synthetic_costly")
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--output", default="benchmarks/results/cegb_growth.md")
+    parser.add_argument("--output", default=str(h.RESULTS / "cegb_growth.md"))
     args = parser.parse_args()
     results = []
     for name in args.datasets.split(","):
         results += run(name, args.rounds, DEFAULT_LAMBDAS[name], args.threads)
-    info = machine_info(libraries=())
+    info = h.machine_info(())
+    lines = ["# CEGB: best-first vs breadth-first growth (cbudget)", "", "Command:", "",
+             f"```\n{h.command_line()}\n```", "",
+             f"Machine: nproc {info['nproc']}, {info['cpu']}; {info['cbudget']}.", ""]
+    for name in dict.fromkeys(r["dataset"] for r in results):
+        rows = [r for r in results if r["dataset"] == name]
+        by = {(r["lambda"], r["policy"]): r for r in rows}
+        lines += [f"### {h.DATASET_TITLES.get(name, name)}, {rows[0]['rounds']} rounds", ""]
+        lines += h.table(["lambda"] + [f"{p} {c}" for p in POLICIES for c in (
+            "accuracy", "mean cost", "deepest leaf")],
+            [[f"{lam:g}"] + [v for p in POLICIES for v in (
+                f"{by[lam, p]['accuracy']:.4f}", f"{by[lam, p]['mean_cost']:,.2f}",
+                by[lam, p]["max_depth"])] for lam in sorted({r["lambda"] for r in rows})],
+            "r") + [""]
     output = Path(args.output)
-    output.write_text(render(results, command_line(), info))
+    h.write_markdown(output, "\n".join(lines))
     output.with_suffix(".json").write_text(json.dumps(results, indent=1))
     print(f"wrote {output}")
 

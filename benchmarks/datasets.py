@@ -21,20 +21,22 @@ increase over that).
 import gzip
 import hashlib
 import os
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 
 __all__ = [
     "DATA_DIR_ENV",
+    "LETTER_FEATURES",
+    "area_resize_matrix",
+    "auc",
     "data_dir",
     "load_letters",
     "load_mnist",
     "load_mnist_multires",
-    "area_resize_matrix",
     "make_synthetic_binary",
     "make_synthetic_costly",
-    "LETTER_FEATURES",
 ]
 
 DATA_DIR_ENV = "CBUDGET_DATA_DIR"
@@ -87,7 +89,7 @@ def _split_indices(n_samples, sizes, seed):
         raise ValueError(f"parts of sizes {sizes} do not fit in {n_samples} rows")
     order = np.random.default_rng(seed).permutation(n_samples)
     bounds = np.cumsum([0] + list(sizes))
-    return [np.sort(order[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    return [np.sort(order[a:b]) for a, b in pairwise(bounds)]
 
 
 def load_letters(seed=0, check_sha256=True):
@@ -349,12 +351,12 @@ def make_synthetic_binary(n_samples=1_000_000, n_features=50, seed=0, test_fract
     del logit
     y = (rng.random(n_samples) < p).astype(np.int32)
 
-    n_test = int(round(test_fraction * n_samples))
+    n_test = int(round(test_fraction * n_samples))  # noqa: RUF046 - numpy 1.x scalars
     n_train = n_samples - n_test
     p_test = p[n_train:].copy()
     del p
     y_test = y[n_train:]
-    bayes_auc = _auc(y_test, p_test)
+    bayes_auc = auc(y_test, p_test)
     bayes_acc = float(np.mean((p_test > 0.5) == (y_test == 1)))
     return {
         "name": "synthetic",
@@ -442,8 +444,8 @@ def make_synthetic_costly(n_samples=500_000, seed=0, valid_fraction=0.2, test_fr
             hard_h1``, else ``noise<j>``), ``n_classes`` 2, ``name``
             ``"synthetic_costly"``.
     """
-    n_valid = int(round(valid_fraction * n_samples))
-    n_test = int(round(test_fraction * n_samples))
+    n_valid = int(round(valid_fraction * n_samples))  # noqa: RUF046 - numpy 1.x scalars
+    n_test = int(round(test_fraction * n_samples))  # noqa: RUF046
     n_train = n_samples - n_valid - n_test
     if min(n_valid, n_test, n_train) < 1:
         raise ValueError(f"make_synthetic_costly: {n_samples} rows do not give three "
@@ -486,7 +488,7 @@ def make_synthetic_costly(n_samples=500_000, seed=0, valid_fraction=0.2, test_fr
         "p_test": p_test,
         "hard_test": hard_test,
         "bayes_accuracy_test": float(np.mean((p_test > 0.5) == (y_test == 1))),
-        "bayes_auc_test": _auc(y_test, p_test),
+        "bayes_auc_test": auc(y_test, p_test),
         "cheap_rule_accuracy_test": float(np.mean(cheap_rule == (y_test == 1))),
         "hard_fraction_test": float(hard_test.mean()),
         "feature_costs": np.repeat(np.asarray(COSTLY_COST_LEVELS, dtype=np.float64), 4),
@@ -495,7 +497,7 @@ def make_synthetic_costly(n_samples=500_000, seed=0, valid_fraction=0.2, test_fr
     }
 
 
-def _auc(y, score):
+def auc(y, score):
     """ROC AUC by the rank-sum formula (ties get average ranks); no scikit-learn."""
     y = np.asarray(y)
     n_pos = int(np.count_nonzero(y == 1))

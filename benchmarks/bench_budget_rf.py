@@ -315,7 +315,8 @@ def table1(ok, cost_pct=False):
                 + f" ({_ms([r['curves']['test']['error'][k - 1] for r in runs], '.4f')})"
                 for k in cols])
     return h.table([f"method ({what}; test error)", "seeds"]
-                   + [f"{k} tree{'s' if k > 1 else ''}" for k in cols], rows, "l" + "r" * (1 + len(cols)))
+                   + [f"{k} tree{'s' if k > 1 else ''}" for k in cols], rows,
+                   "l" + "r" * (1 + len(cols)))
 
 
 def prefix_point(r, budget):

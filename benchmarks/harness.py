@@ -4,16 +4,21 @@ A script ``bench_<name>.py`` keeps its grid, the run of one point, its tables an
 and ends with ``sys.exit(harness.main(sys.modules[__name__]))``. :func:`main` does the
 rest: options, one child process per point (``--child SPEC``), waiting for idle CPUs,
 retries, the time budget, the JSON, the Markdown (header, the script's tables, the runs
-table) and ``--render-from``. It reads from the script: ``NAME`` (``results/<NAME>.md``),
-``TITLE``, ``DATASETS`` (choices of ``--datasets``), ``QUICK`` (its ``*_rows`` fill unset
-row options) and ``QUICK_HELP``, optional ``QUICK_OUTPUT``, ``INFO_LIBRARIES`` (machine
-line), ``IDENT`` (the spec keys naming a run), optional ``SUBSET_OPTION`` (``"methods"``: the
-option ``--methods``, a subset of ``METHODS``), ``TIME_BUDGET`` (``--time-budget``); ``add_arguments(parser)``, ``plan(args,
-names)`` -> ``([(results key, label, spec)], extra JSON fields)`` (ValueError: bad
-options), ``run_point(spec)`` -> JSON-able dict, ``render(doc)`` -> Markdown lines of the
-JSON document ``doc``; optional ``plot(doc, path)`` -> caption or None. Also here: matched library settings, the data
-sets, process measurements, the per-input prediction cost from leaf paths (ARCHITECTURE
-section 2, one routine for every library) and its check, accuracy at equal cost.
+table) and ``--render-from``.
+
+It reads from the script: ``NAME`` (``results/<NAME>.md``), ``TITLE``, ``DATASETS``
+(choices of ``--datasets``), ``QUICK`` (its ``*_rows`` fill unset row options) and
+``QUICK_HELP``, optional ``QUICK_OUTPUT``, ``INFO_LIBRARIES`` (machine line), ``IDENT``
+(the spec keys naming a run), optional ``SUBSET_OPTION`` (``"methods"``: the option
+``--methods``, a subset of ``METHODS``), ``TIME_BUDGET`` (``--time-budget``);
+``add_arguments(parser)``, ``plan(args, names)`` -> ``([(results key, label, spec)],
+extra JSON fields)`` (ValueError: bad options), ``run_point(spec)`` -> JSON-able dict,
+``render(doc)`` -> Markdown lines of the JSON document ``doc``; optional
+``plot(doc, path)`` -> caption or None.
+
+Also here: matched library settings, the data sets, process measurements, the per-input
+prediction cost from leaf paths (the cost model of docs/architecture.md, one routine for
+every library) and its check, accuracy at equal cost.
 """
 import argparse
 import gc
@@ -229,9 +234,8 @@ def machine_info(libraries):
     """nproc, CPU, memory, Python / numpy / ``libraries`` versions, cbudget, platform."""
     import importlib
     try:
-        from cbudget._core._openmp_helpers import openmp_enabled
-
         import cbudget
+        from cbudget._core._openmp_helpers import openmp_enabled
         location = os.path.dirname(cbudget.__file__)
         cb = (f"cbudget {cbudget.__version__} (sources {source_hash(location)}, {location}), "
               + ("OpenMP" if openmp_enabled() else "serial build"))
@@ -310,8 +314,8 @@ def timed_training(trainer, data, params, n_rounds, **kwargs):
 
 
 # -------------------------------------------------------------- prediction cost
-# ARCHITECTURE section 2: an input pays feature_costs[m] once, the first time a node on
-# its paths through all trees tests m, plus split_cost per split node it visits. Per
+# The cost model (docs/architecture.md): an input pays feature_costs[m] once, the first
+# time a node on its paths through all trees tests m, plus split_cost per split node it visits. Per
 # tree, a table leaf id -> (bit mask of the features on the root-to-leaf path, depth);
 # per input, the masks of the leaves it reaches are OR-ed over the trees.
 def _leaf_paths(left, right, feature):

@@ -539,14 +539,19 @@ def _corrupt(doc, how):
     return doc
 
 
+@pytest.fixture(scope="module")
+def small_cstc_model():
+    """One model for every corruption below (to_dict() gives each its own document)."""
+    X, y, costs = _binary_data(n=400)
+    return cbudget.train({"algorithm": "cstc", "objective": "binary:logistic"},
+                         cbudget.Dataset(X, y, feature_costs=costs), 2, verbose_eval=False)
+
+
 @pytest.mark.parametrize("how", ["cycle", "out_of_range", "short_weights", "nan_threshold",
                                  "missing_nodes", "bad_loss", "wrong_type", "string_weight",
                                  "two_parents", "child_wraps_int32"])
-def test_corrupt_model_files_are_rejected(tmp_path, how):
-    X, y, costs = _binary_data(n=400)
-    model = cbudget.train({"algorithm": "cstc", "objective": "binary:logistic"},
-                          cbudget.Dataset(X, y, feature_costs=costs), 2, verbose_eval=False)
-    doc = _corrupt(model.to_dict(), how)
+def test_corrupt_model_files_are_rejected(tmp_path, small_cstc_model, how):
+    doc = _corrupt(small_cstc_model.to_dict(), how)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(doc).replace("NaN", "NaN"))
     with pytest.raises(ValueError, match="cbudget model|not a valid JSON"):

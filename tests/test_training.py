@@ -1131,24 +1131,42 @@ def test_cli_no_command_prints_help(capsys):
     assert "demo" in capsys.readouterr().out
 
 
+def _check_demo_output(out, split):
+    """Every table of ``cbudget demo --rounds 5``: each algorithm's row, its rounds /
+    nodes within the limits, accuracy above chance, a mean cost within the 16 features."""
+    assert (f"UCI Letters: {split[0]} train / {split[1]} valid / {split[2]} test, "
+            "16 features, 26 classes") in out
+    table = {line.split()[0]: line.split()[1:] for line in out.splitlines()
+             if len(line.split()) >= 6 and line.split()[1].isdigit()}
+    assert {"gbdt", "cegb", "greedy_miser", "budget_rf", "cstc", "cstc+trees",
+            "cscc+trees", "f0=gbdt", "adapt_gbrt"} <= set(table)
+    for algorithm, max_count, min_accuracy in [("gbdt", 5, 0.5), ("cegb", 5, 0.5),
+                                               ("greedy_miser", 25, 0.2),
+                                               ("budget_rf", 40, 0.2),   # 26 classes
+                                               ("cstc", 7, 0.6), ("cstc+trees", 7, 0.6),
+                                               ("cscc+trees", 4, 0.6),   # binary
+                                               ("f0=gbdt", 5, 0.6), ("adapt_gbrt", 5, 0.6)]:
+        count, accuracy, cost = table[algorithm][:3]
+        assert 0 < int(count) <= max_count, (algorithm, count)
+        assert min_accuracy < float(accuracy) <= 1.0, (algorithm, accuracy)
+        assert 0 < float(cost) <= 16.0, (algorithm, cost)
+    assert "of the test inputs to f0" in out
+
+
 def test_cli_demo(capsys):
+    """The demo's every step, on the --quick split (the full one: test_cli_demo_full)."""
+    from cbudget.__main__ import main
+    assert main(["demo", "--rounds", "5", "--quick"]) == 0
+    _check_demo_output(capsys.readouterr().out, (2000, 1000, 1000))
+
+
+@pytest.mark.slow
+def test_cli_demo_full(capsys):
+    """The demo on its 12,000 / 4,000 / 4,000 split (5x the --quick run, minutes on a busy
+    machine: marked slow, run by .ci/run with `pytest tests -m slow`)."""
     from cbudget.__main__ import main
     assert main(["demo", "--rounds", "5"]) == 0
-    out = capsys.readouterr().out
-    assert "UCI Letters: 12000 train / 4000 valid / 4000 test, 16 features, 26 classes" in out
-    table = {line.split()[0]: line.split()[1:] for line in out.splitlines()
-             if len(line.split()) >= 6 and line.split()[0] in ("gbdt", "cegb", "greedy_miser")}
-    assert sorted(table) == ["cegb", "gbdt", "greedy_miser"]
-    for algorithm, max_rounds, min_accuracy in [("gbdt", 5, 0.5), ("cegb", 5, 0.5),
-                                                ("greedy_miser", 25, 0.2)]:
-        rounds, accuracy, cost = table[algorithm][:3]
-        assert 0 < int(rounds) <= max_rounds
-        assert min_accuracy < float(accuracy) <= 1.0
-        assert 0 < float(cost) <= 16.0
-    gated = [line.split() for line in out.splitlines()
-             if line.startswith("adapt_gbrt ") and line.split()[1].isdigit()]
-    assert len(gated) == 1 and 0 < float(gated[0][3]) <= 16.0
-    assert "of the test inputs to f0" in out
+    _check_demo_output(capsys.readouterr().out, (12000, 4000, 4000))
 
 
 def test_letters_small():

@@ -8,7 +8,6 @@ import numpy as np
 import cbudget
 from cbudget.datasets import load_letters, train_valid_test_split
 
-
 # the demo's split of the 20,000 Letters rows and the boosted trees CSTC's nodes weigh;
 # --quick: the same steps on less data and fewer basis trees (a smoke test of the CLI)
 FULL = {"split": (12000, 4000, 4000), "basis_trees": 100}

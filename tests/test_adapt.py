@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse
+from reference_adapt import brute_gated_cost, l1_baseline_curve, q_step_numeric
 
 import cbudget
-from cbudget.algorithms.gated import LinearPairProblem
 from cbudget.adapt import calibrated_threshold, q_step
+from cbudget.algorithms.gated import LinearPairProblem
 from cbudget.datasets import FOUR_CLUSTER_CENTERS, FOUR_CLUSTER_LABELS, make_four_clusters
-from reference_adapt import brute_gated_cost, l1_baseline_curve, q_step_numeric
 
 
 class NearestCenter:
@@ -472,7 +472,8 @@ def test_bad_input_is_refused():
         cbudget.train({"algorithm": "adapt_gbrt"}, cbudget.Dataset(X, 2 * y, **costs), 2,
                       expensive_model=f0)
     for params, message in (({"p_full": 1.5}, "p_full"), ({"acquisition": "x"}, "acquisition"),
-                            ({"n_restarts": 2}, "adapt_lin"), ({"subsample": 0.5}, "'gbdt', 'cegb'"),
+                            ({"n_restarts": 2}, "adapt_lin"),
+                            ({"subsample": 0.5}, "'gbdt', 'cegb'"),
                             ({"tree_structure": "full"}, "cstc"),
                             ({"gate_threshold": float("nan")}, "NaN")):
         with pytest.raises(ValueError, match=message):

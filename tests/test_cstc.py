@@ -5,16 +5,27 @@ import json
 
 import numpy as np
 import pytest
+import reference_cstc as ref
 import scipy.sparse
 
 import cbudget
 import cbudget.algorithms.cstc_solver
 import cbudget.algorithms.linear_inputs
-from cbudget._core._linear import (LOSS_LOGISTIC, LOSS_SQUARED, node_objective, predict_hard,
-                                   soft_route)
-from cbudget.algorithms.cstc_solver import CLAMP, TreeProblem, WeightedGram, skeleton, weighted_ridge
+from cbudget._core._linear import (
+    LOSS_LOGISTIC,
+    LOSS_SQUARED,
+    node_objective,
+    predict_hard,
+    soft_route,
+)
+from cbudget.algorithms.cstc_solver import (
+    CLAMP,
+    TreeProblem,
+    WeightedGram,
+    skeleton,
+    weighted_ridge,
+)
 from cbudget.datasets import make_quadrants
-import reference_cstc as ref
 
 
 # -- kernels ---------------------------------------------------------------------------
@@ -166,7 +177,7 @@ def test_smoothed_objective_is_tangent_to_the_relaxed_objective(mode):
         x = _node_x(problem, k, t)
         grad = function(x)[1]
 
-        def relaxed(x):
+        def relaxed(x, k=k, active=active, t=t):
             saved = problem.B[k].copy(), problem.bias[k], problem.theta[k]
             problem.B[k, active], problem.bias[k] = x[:active.sum()], x[active.sum()]
             if t["splits"]:

@@ -6,13 +6,18 @@ import json
 
 import numpy as np
 import pytest
+from reference_growers import (
+    MISSING,
+    assert_tree_matches_reference,
+    random_binned_problem,
+    ref_best_split,
+    ref_grow,
+)
 
 import cbudget
 from cbudget._core._acquisition import AcquisitionState
 from cbudget._core._grower import TreeGrower
 from cbudget.algorithms import resolve_params
-from reference_growers import (MISSING, assert_tree_matches_reference, random_binned_problem,
-                               ref_best_split, ref_grow)
 
 SEEDS = [0, 1, 2]
 
@@ -326,7 +331,8 @@ def test_json_records_the_algorithm_and_round_trips(tmp_path):
     path = tmp_path / "miser.json"
     b.save_model(path)
     doc = json.loads(path.read_text())
-    assert doc["algorithm"] == "greedy_miser" and doc["format_version"] == list(cbudget.model_io.FORMAT_VERSION)
+    assert doc["algorithm"] == "greedy_miser"
+    assert doc["format_version"] == list(cbudget.model_io.FORMAT_VERSION)
     assert doc["greedy_miser"] == {"cost_tradeoff": 0.25, "grow_policy": "depthwise",
                                    "num_leaves": None, "max_depth": 4, "gain_scale": 0.5,
                                    "gradient_order": 1, "learning_rate": 0.1}

@@ -3,10 +3,10 @@ import math
 
 import numpy as np
 import pytest
+from reference_predict import brute_cost, brute_raw, tree_walk
 
 import cbudget
 from cbudget import Dataset, TrainingCallback, train
-from reference_predict import brute_cost, brute_raw, tree_walk
 
 # Most tests run single-threaded: small data, and OpenMP regions on a busy 2-core
 # machine cost more than they save. test_n_jobs_* compares 1 and 2 threads.
@@ -43,14 +43,14 @@ def split_rows(X, y, n_train):
 
 
 def leaves(tree):
-    return [i for i, l in enumerate(tree["left_children"]) if l == -1]
+    return [i for i, left in enumerate(tree["left_children"]) if left == -1]
 
 
 def leaf_depths(tree):
     depth = {0: 0}
-    for i, (l, r) in enumerate(zip(tree["left_children"], tree["right_children"])):
-        if l != -1:
-            depth[l] = depth[r] = depth[i] + 1
+    for i, (left, r) in enumerate(zip(tree["left_children"], tree["right_children"])):
+        if left != -1:
+            depth[left] = depth[r] = depth[i] + 1
     return [depth[i] for i in leaves(tree)]
 
 
@@ -265,9 +265,9 @@ def test_verbose_eval_prints(capsys):
     d = Dataset(X, y)
     train(dict(FAST), d, 5, evals=[(d, "train")], verbose_eval=2)
     out = capsys.readouterr().out
-    lines = [l for l in out.splitlines() if l.startswith("[")]
-    assert [l.split("\t")[0] for l in lines] == ["[0]", "[2]", "[4]"]
-    assert all("train-rmse:" in l for l in lines)
+    lines = [line for line in out.splitlines() if line.startswith("[")]
+    assert [line.split("\t")[0] for line in lines] == ["[0]", "[2]", "[4]"]
+    assert all("train-rmse:" in line for line in lines)
     train(dict(FAST), d, 5, evals=[(d, "train")], verbose_eval=False)
     assert capsys.readouterr().out == ""
 
@@ -519,8 +519,8 @@ def test_subsample_and_colsample_are_used():
                     verbose_eval=False)
     for tree in booster.to_dict()["trees"]:
         assert tree["n_samples"][0] == 200  # in-bag rows
-        split_features = {f for f, l in zip(tree["split_features"], tree["left_children"])
-                          if l != -1}
+        split_features = {f for f, left in zip(tree["split_features"], tree["left_children"])
+                          if left != -1}
         assert len(split_features) <= 2  # round(0.34 * 6) features per tree
 
 
@@ -602,9 +602,9 @@ def test_min_data_in_leaf(min_data):
         assert ns[0] == 400
         assert min(ns[i] for i in leaves(t)) >= min_data
         assert sum(ns[i] for i in leaves(t)) == 400
-        for i, (l, r) in enumerate(zip(t["left_children"], t["right_children"])):
-            if l != -1:
-                assert ns[l] + ns[r] == ns[i]
+        for i, (left, r) in enumerate(zip(t["left_children"], t["right_children"])):
+            if left != -1:
+                assert ns[left] + ns[r] == ns[i]
     if min_data == 1:
         assert min(min(t["n_samples"][i] for i in leaves(t))
                    for t in booster.to_dict()["trees"]) < 17
@@ -646,11 +646,11 @@ def test_gamma_is_a_minimum_split_gain():
     X, y = regression_data(400)
     d = Dataset(X, y)
     free = train(dict(FAST), d, 3, verbose_eval=False).to_dict()["trees"]
-    gains = sorted(g for t in free for g, l in zip(t["gain"], t["left_children"]) if l != -1)
+    gains = sorted(g for t in free for g, left in zip(t["gain"], t["left_children"]) if left != -1)
     gamma = gains[len(gains) // 2]  # half of the unconstrained splits fall below it
     booster = train(dict(FAST, gamma=gamma), d, 3, verbose_eval=False)
     split_gains = [g for t in booster.to_dict()["trees"]
-                   for g, l in zip(t["gain"], t["left_children"]) if l != -1]
+                   for g, left in zip(t["gain"], t["left_children"]) if left != -1]
     assert split_gains and min(split_gains) > gamma
 
 
@@ -859,8 +859,8 @@ def test_feature_importance(boosters, objective):
     split = np.zeros(6)
     gain = np.zeros(6)
     for tree in doc["trees"]:
-        for i, l in enumerate(tree["left_children"]):
-            if l != -1:
+        for i, left in enumerate(tree["left_children"]):
+            if left != -1:
                 split[tree["split_features"][i]] += 1
                 gain[tree["split_features"][i]] += tree["gain"][i]
     np.testing.assert_array_equal(booster.feature_importance(), split)
@@ -875,7 +875,7 @@ def test_feature_importance(boosters, objective):
     # per-range importance
     first = booster.feature_importance("split", iteration_range=(0, 1))
     assert first.sum() == sum(1 for t in doc["trees"][:booster.iteration_indptr[1]]
-                              for l in t["left_children"] if l != -1)
+                              for left in t["left_children"] if left != -1)
     with pytest.raises(ValueError, match="kind must be one of"):
         booster.feature_importance("weight")
 
@@ -932,7 +932,7 @@ def test_cost_report(boosters, objective):
     assert rep.features_used == [list("abcdef")[m] for m in used]
     assert set(rep.features_used) == {
         "abcdef"[f] for t in booster.to_dict()["trees"]
-        for f, l in zip(t["split_features"], t["left_children"]) if l != -1}
+        for f, left in zip(t["split_features"], t["left_children"]) if left != -1}
     coupled = np.array([0.0, 5.0, 1.0, 0.0, 2.0, 0.0])
     assert rep.coupled_cost == pytest.approx(coupled[used].sum())
     # acquisition rate by brute force: features on the input's paths

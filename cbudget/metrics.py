@@ -1,4 +1,10 @@
-"""Evaluation metrics on transformed predictions (probabilities / values)."""
+"""Evaluation metrics on transformed predictions (probabilities / values).
+
+Every metric takes ``(y, pred, weight)``: the labels (n_samples,); the predictions --
+values for regression, P(y = 1) of shape (n_samples,) for binary classification, class
+probabilities (n_samples, n_classes) for multi-class; sample weights (n_samples,) or
+None (all 1). It returns a float.
+"""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -16,81 +22,25 @@ def _avg(values, weight):
 
 
 def rmse(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
-    """Root mean squared error.
-
-    Parameters
-    ----------
-    y : ndarray of shape (n_samples,)
-        Labels.
-    pred : ndarray of shape (n_samples,)
-        Predicted values.
-    weight : ndarray of shape (n_samples,) or None
-        Sample weights (None: all 1).
-
-    Returns
-    -------
-    float
-    """
+    """Root mean squared error."""
     return float(np.sqrt(_avg((pred - y) ** 2, weight)))
 
 
 def logloss(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
-    """Binary log-loss (probabilities clipped to [1e-15, 1 - 1e-15]).
-
-    Parameters
-    ----------
-    y : ndarray of shape (n_samples,)
-        Labels in [0, 1].
-    pred : ndarray of shape (n_samples,)
-        P(y = 1).
-    weight : ndarray of shape (n_samples,) or None
-        Sample weights (None: all 1).
-
-    Returns
-    -------
-    float
-    """
+    """Binary log-loss (probabilities clipped to [1e-15, 1 - 1e-15])."""
     p = np.clip(pred, _EPS, 1 - _EPS)
     return _avg(-(y * np.log(p) + (1 - y) * np.log(1 - p)), weight)
 
 
 def error(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
     """Binary error rate: the share of inputs with ``pred > 0.5`` and ``y <= 0.5`` or
-    the other way round.
-
-    Parameters
-    ----------
-    y : ndarray of shape (n_samples,)
-        Labels in [0, 1].
-    pred : ndarray of shape (n_samples,)
-        P(y = 1).
-    weight : ndarray of shape (n_samples,) or None
-        Sample weights (None: all 1).
-
-    Returns
-    -------
-    float
-    """
+    the other way round."""
     return _avg((pred > 0.5) != (y > 0.5), weight)
 
 
 def auc(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
     """Area under the ROC curve (ties count one half), weighted by sample weight;
-    NaN when one class has no weight.
-
-    Parameters
-    ----------
-    y : ndarray of shape (n_samples,)
-        Labels in [0, 1] (positive: above 0.5).
-    pred : ndarray of shape (n_samples,)
-        Scores or P(y = 1).
-    weight : ndarray of shape (n_samples,) or None
-        Sample weights (None: all 1).
-
-    Returns
-    -------
-    float
-    """
+    NaN when one class has no weight."""
     pos = y > 0.5
     w = np.ones_like(pred) if weight is None else weight
     w_pos, w_neg = w[pos].sum(), w[~pos].sum()
@@ -113,42 +63,14 @@ def auc(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
 
 
 def mlogloss(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
-    """Multi-class log-loss (probabilities clipped below at 1e-15).
-
-    Parameters
-    ----------
-    y : ndarray of shape (n_samples,)
-        Labels: classes 0..K-1.
-    pred : ndarray of shape (n_samples, K)
-        Class probabilities.
-    weight : ndarray of shape (n_samples,) or None
-        Sample weights (None: all 1).
-
-    Returns
-    -------
-    float
-    """
+    """Multi-class log-loss (probabilities clipped below at 1e-15)."""
     p = np.clip(pred[np.arange(y.shape[0]), y.astype(np.int64)], _EPS, 1.0)
     return _avg(-np.log(p), weight)
 
 
 def merror(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
     """Multi-class error rate: the share of inputs whose most probable class is not
-    their label.
-
-    Parameters
-    ----------
-    y : ndarray of shape (n_samples,)
-        Labels: classes 0..K-1.
-    pred : ndarray of shape (n_samples, K)
-        Class probabilities.
-    weight : ndarray of shape (n_samples,) or None
-        Sample weights (None: all 1).
-
-    Returns
-    -------
-    float
-    """
+    their label."""
     return _avg(np.argmax(pred, axis=1) != y.astype(np.int64), weight)
 
 

@@ -1046,8 +1046,10 @@ def run_under_memory_limit(imports, inputs, call):
     env = dict(os.environ, OMP_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join([package_parent, os.environ.get("PYTHONPATH", "")]))
     code = UNDER_MEMORY_LIMIT.format(imports=imports, inputs=inputs, call=call)
+    # run from the tested package's parent: `python -c` puts the working directory first
+    # on the path, where a source tree would shadow the installed package
     return subprocess.run([sys.executable, "-c", code], check=False, env=env, timeout=300,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, cwd=package_parent)
 
 
 @linux_only

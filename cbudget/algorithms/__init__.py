@@ -77,4 +77,4 @@ def parameter_docs(name: str) -> str:
     algorithm = get_algorithm(name)
     return "\n".join([f"{algorithm.name}: {algorithm.doc}"]
                      + [f"  {param.name} (default {param.default!r}): {param.doc}"
-                        for param in algorithm.declared.values()])
+                        for param in algorithm.declared.values() if param.name != "algorithm"])

@@ -31,6 +31,7 @@ from .cstc import Cascade, ClassifierTree
 from .dataset import Dataset
 from .forest import Forest
 from .model_io import load_model
+from .on_demand import FeatureSource, FetchCall
 from .training import train
 
 __all__ = [
@@ -47,6 +48,8 @@ __all__ = [
     "EarlyStopping",
     "EvaluationMonitor",
     "ExternalModel",
+    "FeatureSource",
+    "FetchCall",
     "Forest",
     "GatedModel",
     "LinearClassifier",

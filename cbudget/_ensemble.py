@@ -13,6 +13,7 @@ from ._core._predict import predict_leaf
 from ._core._types import NODE_DTYPE, compact_nodes
 from ._model import CostTracker, Model
 from .model_io import check_integer_range, invalid, require
+from .on_demand import FeatureSource, ReadSteps, walk_trees
 
 __all__ = ["TreeEnsemble", "tree_to_dict", "tree_from_dict", "read_trees", "read_scores"]
 
@@ -277,12 +278,23 @@ class TreeEnsemble(Model):
         """Hook for subclasses: keep per-tree data of trees ``[t0, t1)`` after slicing."""
 
     def _leaf_indices(self, X, iteration_range):
-        """int32 (n_samples, n_trees): the tree-local leaf each input reaches."""
+        """int32 (n_samples, n_trees): the tree-local leaf each input reaches (of a
+        FeatureSource: fetching what the paths read)."""
+        if isinstance(X, FeatureSource):
+            return self._acquire(X, iteration_range=iteration_range)
+        X = self.prepare_input(X)
         t0, t1 = self._tree_range(iteration_range)
         _, offsets, _, nodes = self._flat(t0, t1)
         out = np.zeros((X.shape[0], t1 - t0), dtype=np.int32)
         predict_leaf(X, nodes, offsets, out, self.n_threads())
         return out
+
+    def read_steps(self, source: FeatureSource, rows: np.ndarray, iteration_range=None,
+                   **reads: Any) -> ReadSteps:
+        """All trees of ``iteration_range`` walked together (see :func:`walk_trees`);
+        returns the leaf each input reaches in each tree."""
+        offsets, nodes = self.packed_trees(iteration_range)
+        return walk_trees(source, rows, offsets, nodes, self.n_threads())
 
     # -- prediction cost ----------------------------------------------------------------
     def _costs(self, X, iteration_range=None, node_counts=None):
@@ -312,12 +324,13 @@ class TreeEnsemble(Model):
         -------
         ndarray of float64, shape (n_samples,)
         """
-        return self._costs(self.prepare_input(X), iteration_range)[0]
+        X = self.prepare_input(X, iteration_range=iteration_range)
+        return self._costs(X, iteration_range)[0]
 
     def acquisitions(self, X, *, iteration_range=None) -> np.ndarray:
         """The features each input pays for: bool (n_samples, n_features), True where an
         input's paths through the trees test the feature."""
-        X = self.prepare_input(X)
+        X = self.prepare_input(X, iteration_range=iteration_range)
         return self._cost_and_acquired(X, iteration_range)[1].astype(bool)
 
     def cost_report(self, X, *, iteration_range=None):
@@ -328,7 +341,8 @@ class TreeEnsemble(Model):
         -------
         CostReport
         """
-        cost, acquired = self._cost_and_acquired(self.prepare_input(X), iteration_range)
+        X = self.prepare_input(X, iteration_range=iteration_range)
+        cost, acquired = self._cost_and_acquired(X, iteration_range)
         return self.cost_model.report(cost, acquired, self.used_features(iteration_range),
                                       self.feature_names)
 

@@ -8,6 +8,8 @@ registered with ``@register_model_type`` and implements:
 * ``_cost_and_acquired(X)``: per-input cost and the (n_samples, n_features) 0/1 matrix
   of acquired features, for a prepared float matrix ``X``;
 * ``used_features()``;
+* ``read_steps(source, rows, **reads)``: the features predicting ``rows`` of a
+  :class:`cbudget.FeatureSource` reads, step by step (see ``cbudget.on_demand``);
 * ``to_dict()`` and the class method ``from_dict(doc, *, expensive_model=None)``.
 
 Models built in stages (boosting rounds, forest trees) also implement
@@ -17,6 +19,7 @@ those raise :class:`NotApplicableError`.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -26,6 +29,7 @@ from .costs import CostModel, CostReport
 from .dataset import Dataset, prediction_input
 from .metrics import check_metric, metric_maximize
 from .model_io import save_model
+from .on_demand import FeatureSource, ReadSteps
 
 __all__ = ["Model", "NotApplicableError", "BudgetChoice", "CostParts", "CostTracker"]
 
@@ -63,6 +67,10 @@ class CostTracker:
         if self.X.shape[0] == 0:
             return 0.0
         return float(model.predict_cost(self.X).mean())
+
+
+def _fetch_nothing(features, rows):
+    raise AssertionError("next_features never fetches")
 
 
 class Model:
@@ -113,6 +121,14 @@ class Model:
     def _cost_and_acquired(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
+    def read_steps(self, source: FeatureSource, rows: np.ndarray, **reads: Any) -> ReadSteps:
+        """The features that predicting the inputs ``rows`` of ``source`` reads, step
+        by step: a generator that registers the (input, feature) pairs it needs next with
+        ``source`` and yields; the source fetches them and resumes it (see
+        ``cbudget.on_demand``). ``reads``: the prediction options that change what is
+        read (``iteration_range``)."""
+        raise NotImplementedError
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON document of the model (see docs/architecture.md, "Model files")."""
         raise NotImplementedError
@@ -127,10 +143,62 @@ class Model:
         """Number of features the model was trained on."""
         return len(self.feature_names)
 
-    def prepare_input(self, X) -> np.ndarray:
+    def prepare_input(self, X, **reads: Any) -> np.ndarray:
         """``X`` (array, DataFrame, sparse or Dataset) as the float matrix the model
-        reads; ValueError for a wrong number of features or other feature names."""
+        reads; ValueError for a wrong number of features or other feature names.
+
+        For a :class:`cbudget.FeatureSource`, first fetch what predicting with the
+        options ``reads`` (``iteration_range``) reads; the matrix returned holds those
+        values (NaN elsewhere, never read)."""
+        if isinstance(X, FeatureSource):
+            self._acquire(X, **reads)
+            return X.values
         return prediction_input(X, self.feature_names)
+
+    def _acquire(self, source: FeatureSource, **reads: Any) -> Any:
+        """Fetch from ``source`` what predicting all its inputs with the options
+        ``reads`` reads; returns what :meth:`read_steps` returned."""
+        source.bind(self.feature_names, self.cost_model)
+        values = source.values
+        return source.run(self.read_steps(source, np.arange(source.n_samples, dtype=np.int64),
+                                          **reads),
+                          lambda: self._structural_costs(values, **reads))
+
+    def _structural_costs(self, X: np.ndarray, **reads: Any) -> np.ndarray:
+        """Per input of the prepared ``X``: the split and tree costs of predicting it."""
+        costs = self.cost_model
+        if not (costs.split_cost or costs.tree_cost):
+            return np.zeros(X.shape[0])
+        return costs.structural_costs(*self._cost_and_acquired(X, **reads))
+
+    def next_features(self, known_values: Mapping[int | str, float]) -> list[int]:
+        """For one input, the features to acquire next, given those known so far.
+
+        Parameters
+        ----------
+        known_values : mapping {feature index or name: value}
+            The features known so far (NaN: known to be missing).
+
+        Returns
+        -------
+        list of int
+            Indices of the features the prediction needs next (all trees, or the
+            current node, at once), sorted; [] when the prediction is ready: then
+            ``predict`` on a row holding the known values (anything elsewhere, e.g. NaN)
+            gives it, reading only known values.
+
+        Examples
+        --------
+        >>> answers = {}
+        >>> while (ask := model.next_features(answers)):
+        ...     answers.update({m: ask_user(model.feature_names[m]) for m in ask})
+        """
+        if not isinstance(known_values, Mapping):
+            raise TypeError("known_values must be a mapping {feature index or name: value}")
+        source = FeatureSource(_fetch_nothing, 1,
+                               known={key: [value] for key, value in known_values.items()})
+        source.bind(self.feature_names, self.cost_model)
+        return source.first_requests(self.read_steps(source, np.zeros(1, dtype=np.int64)))
 
     def n_threads(self) -> int:
         """Threads the model predicts with (its ``n_jobs`` parameter; None: all cores)."""

@@ -35,6 +35,7 @@ from .model_io import (
     register_model_type,
     require,
 )
+from .on_demand import FeatureSource, ReadSteps, in_lockstep
 
 if TYPE_CHECKING:  # only for type hints: the parts are read by model_from_dict
     from .booster import Booster
@@ -204,6 +205,20 @@ class ExternalModel:
         return np.unique(np.array([resolve_feature(key, list(feature_names), "features")
                                    for key in self.features], dtype=np.int64))
 
+    def read_steps(self, source: FeatureSource, rows: np.ndarray) -> ReadSteps:
+        """The declared features, for every input sent to it, in one round."""
+        assert source.feature_names is not None
+        features = self.feature_indices(source.feature_names)
+        if features is None:
+            raise NotApplicableError(
+                "on-demand prediction does not apply to a gated model whose external "
+                "expensive model declares a cost instead of its features: declare what it "
+                "reads with cbudget.ExternalModel(model, features=[...] or 'all') (the other "
+                "columns it is given are NaN)")
+        source.request(rows, features)
+        if source.has_pending():
+            yield
+
     def declared_cost(self, X: np.ndarray) -> np.ndarray:
         """The declared per-input cost of ``X`` (zeros when features are declared)."""
         if self.cost is None:
@@ -247,6 +262,12 @@ class LinearClassifier:
     def used_features(self) -> np.ndarray:
         """Sorted indices of the features with a non-zero weight."""
         return np.flatnonzero(self.weights).astype(np.int64)
+
+    def read_steps(self, source: FeatureSource, rows: np.ndarray) -> ReadSteps:
+        """The features with a non-zero weight, for every input, in one round."""
+        source.request(rows, self.used_features())
+        if source.has_pending():
+            yield
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
         """Scores of the rows of ``X`` (prepared float matrix)."""
@@ -361,6 +382,16 @@ class GatedModel(Model):
 
     def _route(self, X):
         return np.where(self._margin(self.gate, X) > self.gate_threshold, 0, 1).astype(np.int8)
+
+    def read_steps(self, source: FeatureSource, rows: np.ndarray, **reads: Any) -> ReadSteps:
+        """The gate's features first; then, together, the low-cost predictor's for the
+        inputs it keeps and the expensive model's for those it sends on."""
+        yield from self.gate.read_steps(source, rows)
+        # the route of all rows, as predict computes it (the same arithmetic); the rows
+        # not walked here are never used
+        route = self._route(source.values)[rows]
+        yield from in_lockstep(self.predictor.read_steps(source, rows[route == 1]),
+                               self._expensive().read_steps(source, rows[route == 0]))
 
     @overload  # type: ignore[override]
     def predict(self, X: InputData, *, output_margin: bool = ...,

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._core._predict import predict_raw
+from ._core._predict import add_leaf_values, predict_raw
 from ._ensemble import TreeEnsemble, read_scores, read_trees, tree_to_dict
 from .costs import CostModel
 from .dataset import InputData
@@ -23,6 +23,7 @@ from .model_io import (
     require,
 )
 from .objectives import get_objective
+from .on_demand import FeatureSource
 
 __all__ = ["Booster"]
 
@@ -115,13 +116,18 @@ class Booster(TreeEnsemble):
             (n_samples,) for regression and binary:logistic (probabilities),
             (n_samples, num_class) for multi:softprob.
         """
-        X = self.prepare_input(X)
-        t0, t1 = self._tree_range(iteration_range)
-        _, offsets, outputs, nodes = self._flat(t0, t1)
         if pred_leaf:
             return self._leaf_indices(X, iteration_range)
-        raw = np.tile(self.base_score, (X.shape[0], 1))
-        predict_raw(X, nodes, offsets, outputs, raw, self.n_threads())
+        t0, t1 = self._tree_range(iteration_range)
+        _, offsets, outputs, nodes = self._flat(t0, t1)
+        if isinstance(X, FeatureSource):      # from the leaves the walk reached
+            leaves = self._leaf_indices(X, iteration_range)
+            raw = np.tile(self.base_score, (leaves.shape[0], 1))
+            add_leaf_values(leaves, nodes, offsets, outputs, raw, self.n_threads())
+        else:
+            X = self.prepare_input(X)
+            raw = np.tile(self.base_score, (X.shape[0], 1))
+            predict_raw(X, nodes, offsets, outputs, raw, self.n_threads())
         if output_margin:
             return raw[:, 0].copy() if raw.shape[1] == 1 else raw
         return self.transform(raw)

@@ -40,6 +40,7 @@ from .model_io import (
     register_model_type,
     require,
 )
+from .on_demand import FeatureSource, ReadSteps, in_lockstep, walk_trees
 
 if TYPE_CHECKING:  # only for type hints: the basis booster is read by model_from_dict
     from .booster import Booster
@@ -140,6 +141,7 @@ class ClassifierTree(Model):
         self.n_exits = np.zeros(n_nodes, dtype=np.int64)
         self._check_structure()
         self._path_cache = None
+        self._basis_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def _check_structure(self):
         n_nodes = self.weights.shape[0]
@@ -260,6 +262,62 @@ class ClassifierTree(Model):
         predict_hard(coords, indptr, index, value, self.impute, self.bias, self.thresholds,
                      self.upper, self.lower, score, exit_node, self.n_threads())
         return score, exit_node
+
+    def _node_scores(self, k: int, coords: np.ndarray) -> np.ndarray:
+        """Node ``k``'s scores of inputs given as rows of coordinates, by the same kernel
+        (and so the same arithmetic) as :meth:`_route`."""
+        index = np.flatnonzero(self.weights[k]).astype(np.int32)
+        no_child = np.full(1, -1, dtype=np.int32)
+        score = np.empty(coords.shape[0])
+        predict_hard(np.ascontiguousarray(coords, dtype=np.float64),
+                     np.array([0, index.size], dtype=np.int64), index, self.weights[k, index],
+                     self.impute, self.bias[k:k + 1], self.thresholds[k:k + 1], no_child,
+                     no_child, score, np.empty(coords.shape[0], dtype=np.int32), 1)
+        return score
+
+    def _basis_trees(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The basis trees node ``k`` weighs, packed: (int64 offsets, nodes)."""
+        if k not in self._basis_cache:
+            assert self.basis is not None
+            trees = [self.basis.trees[c] for c in self.node_coordinates(k)]
+            offsets = np.zeros(len(trees) + 1, dtype=np.int64)
+            offsets[1:] = np.cumsum([t.shape[0] for t in trees])
+            nodes = compact_nodes(np.concatenate(trees)) if trees else \
+                compact_nodes(np.zeros(0, dtype=self.basis.trees[0].dtype))
+            self._basis_cache[k] = (offsets, nodes)
+        return self._basis_cache[k]
+
+    def read_steps(self, source: FeatureSource, rows: np.ndarray, **reads: Any) -> ReadSteps:
+        """Level by level: the inputs at node ``k`` fetch the features with a non-zero
+        weight there (with the boosting trick: walk the basis trees it weighs), then move
+        on to the child their score chooses."""
+        node = np.zeros(rows.size, dtype=np.int32)
+        live = np.arange(rows.size)
+        while live.size:
+            at = node[live]
+            groups = [(int(k), live[at == k]) for k in np.unique(at)]
+            if self.basis is None:
+                for k, members in groups:
+                    source.request(rows[members], self.node_coordinates(k))
+                if source.has_pending():
+                    yield
+                leaves = [None] * len(groups)
+            else:
+                leaves = yield from in_lockstep(*(
+                    walk_trees(source, rows[members], *self._basis_trees(k), self.n_threads())
+                    for k, members in groups))
+            for (k, members), reached in zip(groups, leaves):
+                if self.basis is None:
+                    coords = source.values[rows[members]]
+                else:
+                    assert reached is not None
+                    coords = np.zeros((members.size, self.weights.shape[1]))
+                    for j, c in enumerate(self.node_coordinates(k)):
+                        coords[:, c] = self.basis.trees[c]["value"][reached[:, j]]
+                score = self._node_scores(k, coords)
+                node[members] = np.where(score > self.thresholds[k], self.upper[k],
+                                         self.lower[k])
+            live = live[node[live] != -1]
 
     def transform(self, score: np.ndarray) -> np.ndarray:
         """Scores to predictions (see :func:`score_transform`)."""

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._core._predict import predict_node_rows
+from ._core._predict import predict_node_rows, sum_node_rows
 from ._ensemble import TreeEnsemble, read_scores, read_trees, tree_to_dict
 from .costs import CostModel
 from .dataset import InputData
@@ -23,6 +23,7 @@ from .model_io import (
     require,
 )
 from .objectives import get_objective
+from .on_demand import FeatureSource
 
 __all__ = ["Forest"]
 
@@ -122,14 +123,21 @@ class Forest(TreeEnsemble):
                                      "both": np.hstack([counts, votes])}[what]
         return self._flat_cache[key]
 
-    def leaf_sums(self, X: np.ndarray, what: Literal["counts", "votes", "both"],
+    def leaf_sums(self, X: np.ndarray | FeatureSource,
+                  what: Literal["counts", "votes", "both"],
                   iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """The class counts (``what="counts"``), one-hot votes (``"votes"``) or both
         side by side (``"both"``, 2 x num_class columns) of the leaves each input of the
-        prepared matrix ``X`` reaches, summed over the trees of ``iteration_range``."""
+        prepared matrix (or FeatureSource) ``X`` reaches, summed over the trees of
+        ``iteration_range``."""
         t0, t1 = self._tree_range(iteration_range)
         _, offsets, _, nodes = self._flat(t0, t1)
         table = self._node_table(t0, t1, what)
+        if isinstance(X, FeatureSource):      # from the leaves the walk reached
+            leaves = self._leaf_indices(X, iteration_range)
+            out = np.zeros((leaves.shape[0], table.shape[1]))
+            sum_node_rows(leaves, offsets, table, out, self.n_threads())
+            return out
         out = np.zeros((X.shape[0], table.shape[1]))
         predict_node_rows(X, nodes, offsets, table, out, self.n_threads())
         return out
@@ -155,9 +163,10 @@ class Forest(TreeEnsemble):
             Classes in ``[0, num_class)``; a forest without trees predicts the most
             frequent training class.
         """
-        X = self.prepare_input(X)
         if pred_leaf:
             return self._leaf_indices(X, iteration_range)
+        if not isinstance(X, FeatureSource):
+            X = self.prepare_input(X)
         votes = self.leaf_sums(X, "votes", iteration_range)
         return np.argmax(self._normalise(votes), axis=1).astype(np.int64)
 
@@ -171,8 +180,9 @@ class Forest(TreeEnsemble):
         ndarray of float64, shape (n_samples, num_class)
             A forest without trees gives the training class frequencies.
         """
-        return self._normalise(self.leaf_sums(self.prepare_input(X), "counts",
-                                               iteration_range))
+        if not isinstance(X, FeatureSource):
+            X = self.prepare_input(X)
+        return self._normalise(self.leaf_sums(X, "counts", iteration_range))
 
     def _normalise(self, table):
         """Rows of summed class counts or votes -> probabilities; the class prior where

@@ -9,7 +9,7 @@ block of rows walks it; each row still adds the trees in order (same sums).
 """
 from cython.parallel cimport prange, threadid
 from libc.math cimport isnan
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 from ._types cimport X_BINNED_C, node_struct, predict_node_struct, BITSET_WORD_C
 
@@ -199,3 +199,152 @@ def predict_cost(
                     goes_left = x <= nodes[offset + node].threshold
                 node = nodes[offset + node].left if goes_left else nodes[offset + node].right
         out_cost[i] += cost
+
+
+
+def walk_step(
+    const double[:, ::1] X,
+    uint8_t[:, ::1] status,
+    const predict_node_struct[::1] nodes,
+    const int64_t[::1] tree_offsets,
+    const int64_t[::1] rows,
+    int32_t[:, ::1] node_of,
+    int32_t[:, ::1] todo,
+    int32_t[::1] n_todo,
+    int64_t[::1] live,
+    Py_ssize_t n_live,
+    int32_t[:, ::1] needs,
+    int32_t[::1] n_needs,
+    int64_t[::1] feature_indptr,
+    int64_t[::1] request_rows,
+    int n_threads,
+):
+    """One step of on-demand traversal: walk each input down all its unfinished trees as
+    far as its known features allow, then list the features the blocked trees need.
+
+    Input ``i`` is row ``rows[i]`` of ``X``; ``node_of[i, t]`` is its node in tree ``t``;
+    its unfinished trees are ``todo[i, :n_todo[i]]``; the inputs with unfinished trees
+    are ``live[:n_live]`` (ascending). ``status[r, m]``: 0 when feature ``m`` of row
+    ``r`` is unknown, 1 when ``X[r, m]`` holds it, 2 when it is already requested. An
+    input moves exactly as prediction does (NaN: the default direction) while the
+    feature of its node is known; a tree is then finished (at a leaf) or blocked. Each
+    unknown feature a blocked tree needs is marked requested (``needs``: per input,
+    capacity ``min(n_trees, n_features)``).
+
+    On return ``live[:n]`` holds the inputs still walking, and the rows that need
+    feature ``m`` are ``request_rows[feature_indptr[m]:feature_indptr[m + 1]]``
+    (ascending; each (row, feature) once).
+
+    Returns
+    -------
+    (n, number of requests)
+    """
+    cdef Py_ssize_t n_features = status.shape[1]
+    cdef Py_ssize_t a, i, k, j, kept, n_new, n_still = 0
+    cdef int64_t r, total
+    cdef int32_t t, node, feature
+    cdef double value
+    cdef const predict_node_struct * tree
+    if node_of.shape[0] != rows.shape[0] or todo.shape[0] != rows.shape[0] \
+            or todo.shape[1] != node_of.shape[1] or node_of.shape[1] != tree_offsets.shape[0] - 1 \
+            or feature_indptr.shape[0] != n_features + 1 or status.shape[0] != X.shape[0] \
+            or status.shape[1] != X.shape[1] or n_live > live.shape[0] \
+            or needs.shape[1] < min(node_of.shape[1], n_features) \
+            or request_rows.shape[0] < rows.shape[0] * needs.shape[1]:
+        raise ValueError("walk_step: arrays of inconsistent shapes")
+    # one input at a time, all its trees: its row of X and status stays in cache
+    for a in prange(n_live, nogil=True, schedule="static", num_threads=n_threads):
+        i = live[a]
+        r = rows[i]
+        kept = 0
+        n_new = 0
+        for k in range(n_todo[i]):
+            t = todo[i, k]
+            tree = &nodes[tree_offsets[t]]
+            node = node_of[i, t]
+            while tree[node].left != -1:
+                feature = tree[node].feature
+                if status[r, feature] != 1:
+                    break
+                value = X[r, feature]
+                if isnan(value):
+                    node = tree[node].left if tree[node].default_left else tree[node].right
+                elif value <= tree[node].threshold:
+                    node = tree[node].left
+                else:
+                    node = tree[node].right
+            node_of[i, t] = node
+            if tree[node].left != -1:
+                todo[i, kept] = t
+                kept = kept + 1
+                feature = tree[node].feature
+                if status[r, feature] == 0:     # each row is one thread's: no race
+                    status[r, feature] = 2
+                    needs[i, n_new] = feature
+                    n_new = n_new + 1
+        n_todo[i] = kept
+        n_needs[i] = n_new
+    # sequential: keep the live inputs, bucket the requests by feature (counting sort)
+    feature_indptr[:] = 0
+    for a in range(n_live):
+        i = live[a]
+        for j in range(n_needs[i]):
+            feature_indptr[needs[i, j] + 1] += 1
+        if n_todo[i] > 0:
+            live[n_still] = i
+            n_still += 1
+    for j in range(n_features):
+        feature_indptr[j + 1] += feature_indptr[j]
+    total = feature_indptr[n_features]
+    for a in range(n_still):
+        i = live[a]
+        for j in range(n_needs[i]):
+            feature = needs[i, j]
+            request_rows[feature_indptr[feature]] = rows[i]
+            feature_indptr[feature] += 1
+    # the scatter advanced each start to its end: shift back
+    for j in range(n_features, 0, -1):
+        feature_indptr[j] = feature_indptr[j - 1]
+    feature_indptr[0] = 0
+    return n_still, total
+
+
+def sum_node_rows(
+    const int32_t[:, ::1] leaves,
+    const int64_t[::1] tree_offsets,
+    const double[:, ::1] node_rows,
+    double[:, ::1] out,
+    int n_threads,
+):
+    """``out[i] += node_rows[tree_offsets[t] + leaves[i, t]]`` for each tree ``t`` in
+    order: what ``predict_raw`` / ``predict_node_rows`` add, from known leaves."""
+    cdef Py_ssize_t n_samples = leaves.shape[0], n_trees = leaves.shape[1]
+    cdef Py_ssize_t n_columns = node_rows.shape[1], i, t, k
+    cdef int64_t node
+    if tree_offsets.shape[0] != n_trees + 1 or out.shape[0] != n_samples \
+            or out.shape[1] != n_columns or node_rows.shape[0] != tree_offsets[n_trees]:
+        raise ValueError("sum_node_rows: arrays of inconsistent shapes")
+    for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
+        for t in range(n_trees):
+            node = tree_offsets[t] + leaves[i, t]
+            for k in range(n_columns):
+                out[i, k] += node_rows[node, k]
+
+
+def add_leaf_values(
+    const int32_t[:, ::1] leaves,
+    const predict_node_struct[::1] nodes,
+    const int64_t[::1] tree_offsets,
+    const int32_t[::1] tree_outputs,
+    double[:, ::1] out,
+    int n_threads,
+):
+    """``out[i, tree_outputs[t]] +=`` the value of leaf ``leaves[i, t]`` of tree ``t``, for
+    each tree in order: what ``predict_raw`` adds, from known leaves."""
+    cdef Py_ssize_t n_samples = leaves.shape[0], n_trees = leaves.shape[1], i, t
+    if tree_offsets.shape[0] != n_trees + 1 or tree_outputs.shape[0] != n_trees \
+            or out.shape[0] != n_samples or nodes.shape[0] != tree_offsets[n_trees]:
+        raise ValueError("add_leaf_values: arrays of inconsistent shapes")
+    for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
+        for t in range(n_trees):
+            out[i, tree_outputs[t]] += nodes[tree_offsets[t] + leaves[i, t]].threshold

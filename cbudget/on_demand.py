@@ -1,0 +1,392 @@
+"""On-demand feature acquisition at prediction time (docs/architecture.md, "On-demand
+prediction").
+
+A :class:`FeatureSource` stands in for ``X`` in every prediction method of every model:
+instead of a matrix it holds a function that computes features when the model asks for
+them, so that an input pays only for the features its paths read.
+
+How a prediction runs on a source: the model's ``read_steps(source, rows)`` generator
+walks the inputs as far as the features known so far allow and registers the (input,
+feature) pairs it needs next (:meth:`FeatureSource.request`, :func:`walk_trees`), then
+yields; the source fetches everything registered in one round -- one call per feature,
+or per cost group -- and resumes it. Composite models step their parts together
+(:func:`in_lockstep`), so the rounds are bounded by the deepest path, not by the number
+of trees. The model then predicts from the leaves the walk reached, or on
+:attr:`FeatureSource.values`, whose unfetched entries it never reads: the result equals
+``predict`` on the full matrix.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple, TypeAlias
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._core._predict import walk_step
+from .costs import CostModel, resolve_feature
+
+__all__ = ["FeatureSource", "FetchCall", "ReadSteps", "walk_trees", "in_lockstep"]
+
+# What a model's read_steps returns: a generator that yields once per round of fetches
+# (and returns what it computed on the way, e.g. the leaves reached).
+ReadSteps: TypeAlias = Generator[None, None, Any]
+
+# status of each (input, feature) pair of a source
+UNKNOWN, KNOWN, REQUESTED = 0, 1, 2
+
+
+class FetchCall(NamedTuple):
+    """One call of a source's ``fetch``: which features, for how many inputs, how long
+    it took, and in which round of fetches (0 = the source's first)."""
+    features: tuple[int, ...]
+    n_rows: int
+    seconds: float
+    round: int
+
+
+class FeatureSource:
+    """Features computed on request, in place of ``X`` in any model's ``predict``,
+    ``predict_proba``, ``predict_cost``, ``acquisitions``, ``cost_report`` ...
+
+    Parameters
+    ----------
+    fetch : callable ``fetch(features, rows) -> array of shape (len(rows), len(features))``
+        ``features`` is a list of feature indices (the model's column order), ``rows``
+        an int64 array of input indices in ``[0, n_samples)``. NaN in the result means
+        missing (the trained default direction). The features of one cost group that
+        the same inputs need in the same round come in one call; otherwise each call
+        is one feature, for all the inputs that need it at that step.
+    n_samples : int
+        Number of inputs.
+    known : mapping or DataFrame, optional
+        Features available for free up front: ``{feature index or name: column of
+        n_samples values}``, or a DataFrame whose columns are named after features.
+        They are never fetched and cost nothing.
+    max_workers : int, default 1
+        With more than one, the calls of one round run concurrently in a thread pool
+        (for fetches that wait on I/O: a web service, a database, a lab).
+
+    After a prediction the source tells what happened: :attr:`acquired` (the pairs
+    fetched), :meth:`cost` (per input, with the model's cost model), :attr:`calls` (the
+    log of calls) and :attr:`n_rounds`. Each (input, feature) pair is fetched at most
+    once, across predictions: the values are kept in :attr:`values`.
+
+    Examples
+    --------
+    >>> source = cbudget.FeatureSource(lambda features, rows: X[np.ix_(rows, features)],
+    ...                                n_samples=len(X))
+    >>> model.predict(source)        # equals model.predict(X), fetching only what it reads
+    >>> source.cost().mean()         # equals model.predict_cost(X).mean()
+    """
+
+    def __init__(self, fetch: Callable[[list[int], np.ndarray], ArrayLike], n_samples: int, *,
+                 known: Mapping[int | str, ArrayLike] | Any | None = None,
+                 max_workers: int = 1) -> None:
+        if not callable(fetch):
+            raise TypeError(f"fetch must be callable, got {type(fetch).__name__}")
+        for name, value, low in (("n_samples", n_samples, 1), ("max_workers", max_workers, 1)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+                    or value < low:
+                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        if known is not None and not isinstance(known, Mapping) and not hasattr(known, "columns"):
+            raise TypeError("known must be a mapping {feature: column} or a DataFrame")
+        self.fetch = fetch
+        self.n_samples = int(n_samples)
+        self.max_workers = int(max_workers)
+        self.calls: list[FetchCall] = []
+        self.n_rounds = 0
+        self._known = known
+        self.feature_names: list[str] | None = None
+        self.cost_model: CostModel | None = None
+        self._values = np.zeros((0, 0))
+        self._status = np.zeros((0, 0), dtype=np.uint8)
+        self._free = np.zeros(0, dtype=bool)
+        # the pairs registered for the coming round: (feature, its rows)
+        self._pending: list[tuple[int, np.ndarray]] = []
+        self._other_costs: Callable[[], np.ndarray] | None = None
+
+    def __repr__(self) -> str:
+        return (f"<cbudget.FeatureSource n_samples={self.n_samples} calls={len(self.calls)} "
+                f"rounds={self.n_rounds}>")
+
+    # -- what the user reads --------------------------------------------------------------
+    def _check_used(self) -> None:
+        if self.feature_names is None:
+            raise ValueError("this FeatureSource has not been used by a model yet")
+
+    @property
+    def values(self) -> np.ndarray:
+        """float64 (n_samples, n_features): the features fetched or known so far (NaN:
+        a missing value), 0 elsewhere (see :attr:`acquired`). The models predict on it,
+        reading only what they fetched."""
+        self._check_used()
+        return self._values
+
+    @property
+    def acquired(self) -> np.ndarray:
+        """bool (n_samples, n_features): the (input, feature) pairs fetched so far (the
+        free ``known`` features excluded)."""
+        self._check_used()
+        return (self._status == KNOWN) & ~self._free
+
+    def cost(self) -> np.ndarray:
+        """Per-input cost of what was fetched, with the model's cost model: each fetched
+        feature once, its cost group once, plus the split and tree costs of the last
+        prediction made on this source. Without ``known`` features it equals the
+        model's ``predict_cost`` on the full data (up to rounding).
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,)
+        """
+        self._check_used()
+        assert self.cost_model is not None
+        cost = self.cost_model.acquisition_costs(self.acquired)
+        if self._other_costs is not None:
+            cost = cost + self._other_costs()
+        return cost
+
+    # -- what the models use ----------------------------------------------------------------
+    def bind(self, feature_names: Sequence[str], cost_model: CostModel) -> None:
+        """Take the model's features and costs (at the first use: allocate the values and
+        fill in the known features); ValueError for a model of other features."""
+        names = list(feature_names)
+        if self.feature_names is not None:
+            if names != self.feature_names:
+                raise ValueError("this FeatureSource was used with a model of other features")
+            self.cost_model = cost_model
+            return
+        n_features = len(names)
+        values = np.zeros((self.n_samples, n_features))     # zeroed lazily by the system
+        status = np.zeros((self.n_samples, n_features), dtype=np.uint8)
+        free = np.zeros(n_features, dtype=bool)
+        for key, column in self._known_columns():
+            m = resolve_feature(key, names, "known")
+            values[:, m] = self._known_column(column, names[m])
+            status[:, m] = KNOWN
+            free[m] = True
+        self.feature_names, self.cost_model = names, cost_model
+        self._values, self._status, self._free = values, status, free
+
+    def _known_columns(self):
+        known = self._known
+        if known is None:
+            return []
+        if hasattr(known, "columns") and not isinstance(known, Mapping):
+            return [(str(c), known[c].to_numpy()) for c in known.columns]
+        return list(known.items())
+
+    def _known_column(self, column, name):
+        try:
+            column = np.asarray(column)
+        except Exception as exc:  # noqa: BLE001 - report any conversion failure clearly
+            raise TypeError(f"known[{name!r}]: cannot convert to an array: {exc}") from None
+        if column.dtype.kind not in "biuf":
+            raise TypeError(f"known[{name!r}] must hold numbers, got dtype {column.dtype}")
+        if column.shape != (self.n_samples,):
+            raise ValueError(f"known[{name!r}] must have shape ({self.n_samples},), got "
+                             f"{column.shape}")
+        return column.astype(np.float64)
+
+    def request(self, rows: np.ndarray, features: ArrayLike) -> None:
+        """Register that the inputs ``rows`` need ``features`` (the pairs not known or
+        already requested are fetched in the coming round)."""
+        features = np.asarray(features, dtype=np.int64)
+        if rows.size == 0 or features.size == 0:
+            return
+        unknown = self._status[np.ix_(rows, features)] == UNKNOWN
+        for j in np.flatnonzero(unknown.any(axis=0)):
+            need = rows[unknown[:, j]]
+            self._status[need, features[j]] = REQUESTED
+            self._pending.append((int(features[j]), need))
+
+    def has_pending(self) -> bool:
+        """Whether pairs are registered for the coming round."""
+        return bool(self._pending)
+
+    def run(self, steps: ReadSteps, other_costs: Callable[[], np.ndarray] | None = None
+            ) -> Any:
+        """Drive a model's ``read_steps``: fetch what it registers at each step until it
+        is done; returns what it returned. ``other_costs`` gives the split and tree
+        costs of the prediction for :meth:`cost`."""
+        try:
+            while True:
+                try:
+                    next(steps)
+                except StopIteration as done:
+                    result = done.value
+                    break
+                self._fetch_pending()
+        finally:
+            steps.close()
+            self._cancel_pending()
+        self._other_costs = other_costs
+        return result
+
+    def first_requests(self, steps: ReadSteps) -> list[int]:
+        """The features ``steps`` registers first (those to acquire next), sorted; [] when
+        it completes without needing any."""
+        try:
+            for _ in steps:
+                if self._pending:
+                    return sorted({feature for feature, _ in self._pending})
+            return []
+        finally:
+            steps.close()
+            self._cancel_pending()
+
+    # -- fetching ---------------------------------------------------------------------------
+    def _cancel_pending(self) -> None:
+        for feature, rows in self._pending:
+            self._status[rows, feature] = UNKNOWN
+        self._pending.clear()
+
+    def _fetch_pending(self) -> None:
+        if not self._pending:
+            return
+        calls = self._plan_calls()
+        round_index = self.n_rounds
+        if self.max_workers > 1 and len(calls) > 1:
+            with ThreadPoolExecutor(max_workers=min(self.max_workers, len(calls))) as pool:
+                futures = [pool.submit(self._call, features, rows) for features, rows in calls]
+                outcomes = [_outcome(future.result) for future in futures]
+        else:
+            outcomes = [_outcome(self._call, features, rows) for features, rows in calls]
+        error = None
+        for (features, rows), (result, exc) in zip(calls, outcomes):
+            if exc is None:
+                try:
+                    values, seconds = self._checked(result, features, rows)
+                except ValueError as bad:
+                    exc = bad
+            if exc is not None:
+                error = error or exc
+                continue
+            if len(features) == 1:
+                self._values[rows, features[0]] = values[:, 0]
+                self._status[rows, features[0]] = KNOWN
+            else:
+                block = np.ix_(rows, np.asarray(features))
+                self._values[block] = values
+                self._status[block] = KNOWN
+            self.calls.append(FetchCall(tuple(features), int(rows.size), seconds, round_index))
+        self._pending.clear()
+        self.n_rounds += 1
+        if error is not None:
+            self._status[self._status == REQUESTED] = UNKNOWN
+            raise error
+
+    def _plan_calls(self) -> list[tuple[list[int], np.ndarray]]:
+        """The round's calls, by feature: one per ungrouped feature with all its rows; for
+        a cost group, one per set of its members that the same rows need."""
+        assert self.cost_model is not None
+        by_feature: dict[int, list[np.ndarray]] = {}
+        for feature, rows in self._pending:
+            by_feature.setdefault(feature, []).append(rows)
+        rows_of = {feature: parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))
+                   for feature, parts in by_feature.items()}
+        feature_group = self.cost_model.feature_group
+        calls = [([feature], rows) for feature, rows in rows_of.items()
+                 if feature_group[feature] < 0]
+        for g in sorted({int(feature_group[m]) for m in rows_of} - {-1}):
+            members = [m for m in sorted(rows_of) if feature_group[m] == g]
+            group_rows = np.unique(np.concatenate([rows_of[m] for m in members]))
+            needs = np.column_stack([np.isin(group_rows, rows_of[m], assume_unique=True)
+                                     for m in members])
+            patterns, which = np.unique(needs, axis=0, return_inverse=True)
+            for k, pattern in enumerate(patterns):
+                calls.append(([m for m, needed in zip(members, pattern) if needed],
+                              group_rows[which.ravel() == k]))
+        calls.sort(key=lambda call: call[0][0])
+        return calls
+
+    def _call(self, features: list[int], rows: np.ndarray):
+        start = time.perf_counter()
+        try:
+            result = self.fetch(list(features), rows.copy())
+        except Exception as exc:
+            note = (f"cbudget.FeatureSource: fetch failed for feature(s) {features} on "
+                    f"{rows.size} rows")
+            if hasattr(exc, "add_note"):
+                exc.add_note(note)
+            raise
+        return result, time.perf_counter() - start
+
+    def _checked(self, result, features, rows):
+        result, seconds = result
+        what = f"fetch(features={features}, rows=<{rows.size} rows>)"
+        try:
+            array = np.asarray(result)
+        except Exception as exc:  # noqa: BLE001 - report any conversion failure clearly
+            raise ValueError(f"{what} returned something that is not an array: {exc}") from None
+        if array.dtype.kind not in "biuf":
+            raise ValueError(f"{what} returned values of dtype {array.dtype}: numbers expected")
+        if array.shape != (rows.size, len(features)):
+            raise ValueError(f"{what} returned shape {array.shape}, expected "
+                             f"({rows.size}, {len(features)})")
+        return array.astype(np.float64), seconds
+
+
+def _outcome(call, *args):
+    """(result, None) or (None, the exception) of ``call(*args)``."""
+    try:
+        return call(*args), None
+    except Exception as exc:  # noqa: BLE001 - re-raised by the caller after the round
+        return None, exc
+
+
+def walk_trees(source: FeatureSource, rows: np.ndarray, tree_offsets: np.ndarray,
+               nodes: np.ndarray, n_threads: int = 1) -> ReadSteps:
+    """Read steps of trees (packed prediction nodes back to back, as
+    ``TreeEnsemble.packed_trees`` gives them) for the inputs ``rows`` (ascending), all
+    trees together: each step takes every input down every tree as far as its known
+    features allow. Returns the tree-local leaf each input reaches, int32 (len(rows),
+    n_trees)."""
+    n_trees = tree_offsets.shape[0] - 1
+    n_features = source.values.shape[1]
+    node_of = np.zeros((rows.size, n_trees), dtype=np.int32)
+    if rows.size == 0 or n_trees == 0:
+        return node_of
+    todo = np.tile(np.arange(n_trees, dtype=np.int32), (rows.size, 1))
+    n_todo = np.full(rows.size, n_trees, dtype=np.int32)
+    live = np.arange(rows.size, dtype=np.int64)
+    capacity = max(1, min(n_trees, n_features))
+    needs = np.empty((rows.size, capacity), dtype=np.int32)
+    n_needs = np.empty(rows.size, dtype=np.int32)
+    indptr = np.empty(n_features + 1, dtype=np.int64)
+    request_rows = np.empty(rows.size * capacity, dtype=np.int64)
+    n_live = rows.size
+    while n_live:
+        n_live, n_requests = walk_step(source.values, source._status, nodes, tree_offsets,
+                                       rows, node_of, todo, n_todo, live, n_live, needs,
+                                       n_needs, indptr, request_rows, n_threads)
+        if n_requests:
+            for feature in np.flatnonzero(indptr[1:] > indptr[:-1]).tolist():
+                source._pending.append(
+                    (feature, request_rows[indptr[feature]:indptr[feature + 1]].copy()))
+        if n_live:
+            yield
+    return node_of
+
+
+def in_lockstep(*steps: ReadSteps) -> ReadSteps:
+    """Read steps of several parts advanced together, one step each per round; returns
+    the list of what each returned."""
+    results: list[Any] = [None] * len(steps)
+    live: list[tuple[int, Iterator[None]]] = list(enumerate(steps))
+    while live:
+        still = []
+        for index, part in live:
+            try:
+                next(part)
+            except StopIteration as done:
+                results[index] = done.value
+            else:
+                still.append((index, part))
+        live = still
+        if live:
+            yield
+    return results

@@ -1,0 +1,342 @@
+"""On-demand feature acquisition (cbudget.FeatureSource, Model.next_features) with every
+model type: the predictions equal eager prediction bit for bit, the pairs fetched are
+exactly the acquisitions, none twice, in at most as many rounds as the deepest path."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import cbudget
+
+ALGORITHMS = ("gbdt", "cegb", "greedy_miser", "budget_rf", "cstc", "cscc", "cronus",
+              "adapt_gbrt", "adapt_lin")
+N_FEATURES = 8
+COSTS = {"feature_costs": [1.0, 1.0, 2.0, 2.0, 4.0, 4.0, 8.0, 8.0], "split_cost": 0.01}
+GROUPED = {**COSTS, "cost_groups": {"pair": [4, 5], "trio": [1, 6, 7]},
+           "group_costs": {"pair": 3.0, "trio": 1.5}}
+
+
+def _data(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, N_FEATURES))
+    margin = X[:, 0] + 0.8 * X[:, 1] * X[:, 2] - 0.6 * X[:, 4] + 0.5 * X[:, 6]
+    y = (margin + 0.3 * rng.normal(size=n)) > 0
+    X[rng.random(X.shape) < 0.08] = np.nan      # missing values: the default direction
+    return X, y.astype(np.float64)
+
+
+def _params(algorithm):
+    params = {"algorithm": algorithm, "objective": "binary:logistic", "n_jobs": 1,
+              "max_depth": 4}
+    if algorithm in ("cegb", "greedy_miser", "adapt_gbrt"):
+        params["cost_tradeoff"] = 0.01
+    if algorithm == "adapt_lin":
+        params.update(n_restarts=1, cost_tradeoff=0.01)
+        del params["max_depth"]
+    if algorithm in ("cstc", "cscc", "cronus"):
+        params.update(max_depth=2, cost_tradeoff=0.001)
+    return params
+
+
+def _train(algorithm, dtrain, f0, rounds=8, **params):
+    extra = {"expensive_model": f0} if algorithm.startswith("adapt") else {}
+    return cbudget.train({**_params(algorithm), **params}, dtrain, rounds, verbose_eval=False,
+                         **extra)
+
+
+@pytest.fixture(scope="module", params=["no_groups", "groups"])
+def setting(request):
+    X, y = _data(500, 0)
+    Xv, _ = _data(300, 1)
+    dtrain = cbudget.Dataset(X, y, **(GROUPED if request.param == "groups" else COSTS))
+    f0 = cbudget.train({"objective": "binary:logistic", "n_jobs": 1, "max_depth": 5}, dtrain,
+                       12, verbose_eval=False)
+    models = {algorithm: _train(algorithm, dtrain, f0) for algorithm in ALGORITHMS}
+    models["cstc_basis"] = _train("cstc", dtrain, f0, basis_trees=6, basis_max_depth=3)
+    return models, dtrain, Xv
+
+
+class Recorder:
+    """A fetch reading from a matrix that records every call and fails the test on a
+    pair fetched twice."""
+
+    def __init__(self, X, delay=0.0):
+        self.X, self.delay = X, delay
+        self.calls = []
+        self.fetched = np.zeros(X.shape, dtype=bool)
+        self.lock = threading.Lock()
+
+    def __call__(self, features, rows):
+        assert isinstance(features, list) and all(type(m) is int for m in features)
+        assert rows.dtype == np.int64
+        if self.delay:
+            time.sleep(self.delay)
+        with self.lock:
+            block = np.ix_(rows, features)
+            assert not self.fetched[block].any(), "a pair fetched twice"
+            self.fetched[block] = True
+            self.calls.append((list(features), rows.copy()))
+        return self.X[block]
+
+
+def _tree_depth(tree):
+    depth = np.zeros(tree.shape[0], dtype=np.int64)
+    for node in range(tree.shape[0]):
+        if tree["left"][node] != -1:
+            depth[tree["left"][node]] = depth[tree["right"][node]] = depth[node] + 1
+    return int(depth.max())
+
+
+def deepest_path(model):
+    """The most rounds on-demand prediction may take: the deepest path through the
+    model's parts (trees walked together count once; linear nodes one each)."""
+    if isinstance(model, cbudget.GatedModel):
+        return deepest_path(model.gate) + max(deepest_path(model.predictor),
+                                              deepest_path(model.expensive))
+    if isinstance(model, (cbudget.LinearClassifier, cbudget.ExternalModel)):
+        return 1
+    if isinstance(model, cbudget.ClassifierTree):
+        def cost(k):
+            if model.basis is None:
+                return 1
+            trees = [model.basis.trees[c] for c in model.node_coordinates(k)]
+            return max((_tree_depth(t) for t in trees), default=0)
+        return max(sum(cost(j) for j in model.path(k)) for k in range(model.num_nodes()))
+    return max((_tree_depth(t) for t in model.trees), default=0)
+
+
+def _check_source(model, source, recorder, X, iteration_range=None):
+    """What every on-demand prediction guarantees."""
+    reads = {} if iteration_range is None else {"iteration_range": iteration_range}
+    acquired = model.acquisitions(X, **reads)
+    np.testing.assert_array_equal(source.acquired, acquired)
+    np.testing.assert_array_equal(recorder.fetched, acquired)
+    np.testing.assert_allclose(source.cost(), model.predict_cost(X, **reads), rtol=1e-12,
+                               atol=1e-12)
+    assert source.n_rounds <= deepest_path(model)
+    assert len(source.calls) == len(recorder.calls)
+    groups = model.cost_model.feature_group
+    for r in range(source.n_rounds):
+        calls = [c for c in source.calls if c.round == r]
+        features = [m for c in calls for m in c.features]
+        # an ungrouped feature: one call per round for all the inputs that need it
+        ungrouped = [m for m in features if groups[m] < 0]
+        assert len(ungrouped) == len(set(ungrouped))
+        for c in calls:      # a call is one feature, or members of one cost group
+            assert len(c.features) == 1 or len({groups[m] for m in c.features}) == 1
+            assert len(c.features) == 1 or groups[c.features[0]] >= 0
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS + ("cstc_basis",))
+def test_predictions_equal_eager_and_fetch_exactly_the_acquisitions(setting, algorithm):
+    models, _, X = setting
+    model = models[algorithm]
+    recorder = Recorder(X)
+    source = cbudget.FeatureSource(recorder, X.shape[0])
+    np.testing.assert_array_equal(model.predict(source), model.predict(X))
+    assert 0 < recorder.fetched.sum() < X.size or algorithm == "cegb"
+    _check_source(model, source, recorder, X)
+    # the other prediction methods on the same source fetch nothing more
+    n_calls = len(recorder.calls)
+    np.testing.assert_array_equal(model.predict_cost(source), model.predict_cost(X))
+    np.testing.assert_array_equal(model.acquisitions(source), model.acquisitions(X))
+    if isinstance(model, cbudget.Forest):
+        np.testing.assert_array_equal(model.predict_proba(source), model.predict_proba(X))
+    if isinstance(model, (cbudget.Booster, cbudget.Forest)):
+        np.testing.assert_array_equal(model.predict(source, pred_leaf=True),
+                                      model.predict(X, pred_leaf=True))
+    if isinstance(model, cbudget.ClassifierTree):
+        np.testing.assert_array_equal(model.predict(source, pred_exit=True),
+                                      model.predict(X, pred_exit=True))
+    if isinstance(model, cbudget.GatedModel):
+        for got, want in zip(model.predict(source, return_route=True, output_margin=True),
+                             model.predict(X, return_route=True, output_margin=True)):
+            np.testing.assert_array_equal(got, want)
+    assert len(recorder.calls) == n_calls
+
+
+@pytest.mark.parametrize("algorithm", ("gbdt", "budget_rf"))
+def test_iteration_range_fetches_only_for_those_iterations(setting, algorithm):
+    models, _, X = setting
+    model = models[algorithm]
+    recorder = Recorder(X)
+    source = cbudget.FeatureSource(recorder, X.shape[0])
+    np.testing.assert_array_equal(model.predict(source, iteration_range=(1, 3)),
+                                  model.predict(X, iteration_range=(1, 3)))
+    _check_source(model, source, recorder, X, iteration_range=(1, 3))
+    # the rest of the model later: only the pairs still missing are fetched
+    np.testing.assert_array_equal(model.predict(source), model.predict(X))
+    np.testing.assert_array_equal(recorder.fetched, model.acquisitions(X))
+
+
+def test_known_features_are_free_and_never_fetched(setting):
+    models, _, X = setting
+    model = models["greedy_miser"]
+    known = {0: X[:, 0], "f2": X[:, 2]}
+    recorder = Recorder(X)
+    source = cbudget.FeatureSource(recorder, X.shape[0], known=known)
+    np.testing.assert_array_equal(model.predict(source), model.predict(X))
+    acquired = model.acquisitions(X)
+    assert not recorder.fetched[:, [0, 2]].any()
+    np.testing.assert_array_equal(source.acquired, acquired & ~np.isin(np.arange(8), [0, 2]))
+    np.testing.assert_allclose(source.cost(), model.cost_model.acquisition_costs(
+        source.acquired) + model.cost_parts(X).other)
+    assert np.all(source.cost() <= model.predict_cost(X) + 1e-12)
+
+
+def test_a_gated_model_fetches_its_parts_only_for_the_inputs_routed_there(setting):
+    models, _, X = setting
+    model = models["adapt_gbrt"]
+    recorder = Recorder(X)
+    source = cbudget.FeatureSource(recorder, X.shape[0])
+    _, route = model.predict(source, return_route=True)
+    gate = model.gate.acquisitions(X)
+    for z, part in ((1, model.predictor), (0, model.expensive)):
+        rows = route == z
+        np.testing.assert_array_equal(recorder.fetched[rows],
+                                      gate[rows] | part.acquisitions(X[rows]))
+
+
+class OnlySome:
+    """An external classifier that reads features 0 and 2 (NaN elsewhere is fine)."""
+
+    def predict_proba(self, X):
+        assert not np.isnan(X[:, [0, 2]][~np.isnan(X[:, [0, 2]])]).any()
+        p = 1 / (1 + np.exp(-(np.nan_to_num(X[:, 0]) - np.nan_to_num(X[:, 2]))))
+        return np.column_stack([1 - p, p])
+
+
+@pytest.mark.parametrize("features", [[0, 2], "all"])
+def test_an_external_expensive_model_gets_its_declared_features(setting, features):
+    models, dtrain, X = setting
+    f0 = cbudget.ExternalModel(OnlySome(), features=features)
+    model = _train("adapt_gbrt", dtrain, f0, rounds=4)
+    recorder = Recorder(X)
+    source = cbudget.FeatureSource(recorder, X.shape[0])
+    proba, route = model.predict(source, return_route=True)
+    np.testing.assert_array_equal(proba, model.predict(X))
+    _check_source(model, source, recorder, X)
+    sent = route == 0
+    assert sent.any()
+    declared = np.arange(N_FEATURES) if features == "all" else np.array(features)
+    assert recorder.fetched[np.ix_(sent, declared)].all()
+
+
+def test_an_external_expensive_model_with_a_declared_cost_does_not_apply(setting):
+    models, dtrain, X = setting
+    model = _train("adapt_gbrt", dtrain, cbudget.ExternalModel(OnlySome(), cost=5.0), rounds=4)
+    source = cbudget.FeatureSource(Recorder(X), X.shape[0])
+    with pytest.raises(cbudget.NotApplicableError, match="does not apply.*features="):
+        model.predict(source)
+
+
+def test_concurrent_fetches_give_the_same_predictions_faster(setting):
+    models, _, X = setting
+    model = models["gbdt"]
+    results = {}
+    for workers in (1, 8):
+        recorder = Recorder(X, delay=0.01)
+        source = cbudget.FeatureSource(recorder, X.shape[0], max_workers=workers)
+        start = time.perf_counter()
+        results[workers] = (model.predict(source), time.perf_counter() - start, source)
+    np.testing.assert_array_equal(results[1][0], results[8][0])
+    assert results[1][2].n_rounds == results[8][2].n_rounds
+    n_calls = len(results[1][2].calls)
+    assert n_calls > 2 * results[1][2].n_rounds     # rounds with several calls
+    assert results[8][1] < 0.8 * results[1][1]
+
+
+def test_an_exception_in_fetch_propagates_and_the_source_stays_usable(setting):
+    models, _, X = setting
+    model = models["gbdt"]
+    recorder = Recorder(X)
+    failing = {"on": True}
+    broken = model.used_features()[-1]
+
+    def fetch(features, rows):
+        if failing["on"] and broken in features:
+            raise ConnectionError("service down")
+        return recorder(features, rows)
+
+    source = cbudget.FeatureSource(fetch, X.shape[0])
+    with pytest.raises(ConnectionError, match="service down") as info:
+        model.predict(source)
+    note = " ".join(getattr(info.value, "__notes__", []))
+    assert "feature(s) [" in note and str(broken) in note and "rows" in note
+    failing["on"] = False
+    np.testing.assert_array_equal(model.predict(source), model.predict(X))
+    np.testing.assert_array_equal(recorder.fetched, model.acquisitions(X))
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda f, r: np.zeros((len(r), len(f) + 1)), "returned shape"),
+    (lambda f, r: np.zeros(len(r)), "returned shape"),
+    (lambda f, r: np.full((len(r), len(f)), "x"), "dtype"),
+    (lambda f, r: [[object()] * len(f)] * len(r), "dtype"),
+])
+def test_bad_returns_from_fetch_are_clear_errors(setting, bad, message):
+    models, _, X = setting
+    model = models["budget_rf"]
+    recorder = Recorder(X)
+    calls = {"n": 0}
+
+    def fetch(features, rows):
+        calls["n"] += 1
+        return bad(features, rows) if calls["n"] == 2 else recorder(features, rows)
+
+    source = cbudget.FeatureSource(fetch, X.shape[0])
+    with pytest.raises(ValueError, match=message):
+        model.predict(source)
+    np.testing.assert_array_equal(model.predict(source), model.predict(X))
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS + ("cstc_basis",))
+def test_next_features_asks_one_input_step_by_step(setting, algorithm):
+    models, _, X = setting
+    model = models[algorithm]
+    for i in range(0, X.shape[0], 37):
+        answers, asked = {}, set()
+        while ask := model.next_features(answers):
+            assert not asked & set(ask)
+            asked |= set(ask)
+            answers.update({m: X[i, m] for m in ask})
+        row = np.full((1, N_FEATURES), np.nan)
+        for m, value in answers.items():
+            row[0, m] = value
+        np.testing.assert_array_equal(model.predict(row), model.predict(X[i:i + 1]))
+        assert asked == set(np.flatnonzero(model.acquisitions(X[i:i + 1])[0]))
+
+
+def test_next_features_takes_names(setting):
+    models, _, X = setting
+    model = models["gbdt"]
+    first = model.next_features({})
+    assert first == [model.trees[0]["feature"][0]] or len(first) > 1
+    by_name = model.next_features({model.feature_names[m]: X[0, m] for m in first})
+    assert by_name == model.next_features({m: X[0, m] for m in first})
+    with pytest.raises(ValueError, match="unknown feature name"):
+        model.next_features({"nope": 1.0})
+    with pytest.raises(TypeError, match="mapping"):
+        model.next_features([1.0, 2.0])
+
+
+def test_feature_source_checks_its_arguments(setting):
+    models, _, X = setting
+    model = models["gbdt"]
+    with pytest.raises(TypeError, match="callable"):
+        cbudget.FeatureSource(None, 3)
+    with pytest.raises(ValueError, match="n_samples"):
+        cbudget.FeatureSource(Recorder(X), 0)
+    with pytest.raises(ValueError, match="max_workers"):
+        cbudget.FeatureSource(Recorder(X), 3, max_workers=0)
+    with pytest.raises(ValueError, match="not been used"):
+        cbudget.FeatureSource(Recorder(X), 3).cost()
+    with pytest.raises(ValueError, match=r"known\['f0'\] must have shape"):
+        model.predict(cbudget.FeatureSource(Recorder(X), X.shape[0], known={0: X[:5, 0]}))
+    source = cbudget.FeatureSource(Recorder(X[:, :3]), X.shape[0])
+    other = cbudget.train({"objective": "binary:logistic", "n_jobs": 1},
+                          cbudget.Dataset(X[:, :3], X[:, 0] > 0), 2, verbose_eval=False)
+    other.predict(source)
+    with pytest.raises(ValueError, match="other features"):
+        model.predict(source)

@@ -36,6 +36,9 @@ ReadSteps: TypeAlias = Generator[None, None, Any]
 
 # status of each (input, feature) pair of a source
 UNKNOWN, KNOWN, REQUESTED = 0, 1, 2
+# fewer (input, tree) pairs than this are walked by one thread: waking a second one costs
+# more (milliseconds on a busy machine)
+PARALLEL_PAIRS = 50_000
 
 
 class FetchCall(NamedTuple):
@@ -360,9 +363,10 @@ def walk_trees(source: FeatureSource, rows: np.ndarray, tree_offsets: np.ndarray
     request_rows = np.empty(rows.size * capacity, dtype=np.int64)
     n_live = rows.size
     while n_live:
+        threads = n_threads if n_live * n_trees >= PARALLEL_PAIRS else 1
         n_live, n_requests = walk_step(source.values, source._status, nodes, tree_offsets,
                                        rows, node_of, todo, n_todo, live, n_live, needs,
-                                       n_needs, indptr, request_rows, n_threads)
+                                       n_needs, indptr, request_rows, threads)
         if n_requests:
             for feature in np.flatnonzero(indptr[1:] > indptr[:-1]).tolist():
                 source._pending.append(

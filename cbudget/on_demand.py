@@ -353,6 +353,43 @@ def walk_trees(source: FeatureSource, rows: np.ndarray, tree_offsets: np.ndarray
     node_of = np.zeros((rows.size, n_trees), dtype=np.int32)
     if rows.size == 0 or n_trees == 0:
         return node_of
+    if tree_offsets[-1] >= np.iinfo(np.int32).max:
+        raise ValueError("too many tree nodes for on-demand prediction (2**31)")
+    # the walk follows global node ids: children shifted by their tree's offset
+    global_nodes = nodes.copy()
+    shift = np.repeat(tree_offsets[:-1], np.diff(tree_offsets)).astype(np.int32)
+    inner = global_nodes["left"] != -1
+    global_nodes["left"][inner] += shift[inner]
+    global_nodes["right"][inner] += shift[inner]
+    tree_of = np.tile(np.arange(n_trees, dtype=np.int32), (rows.size, 1))
+    cursor = np.tile(tree_offsets[:-1].astype(np.int32), (rows.size, 1))
+    n_todo = np.full(rows.size, n_trees, dtype=np.int32)
+    live = np.arange(rows.size, dtype=np.int64)
+    capacity = max(1, min(n_trees, n_features))
+    needs = np.empty((rows.size, capacity), dtype=np.int32)
+    n_needs = np.empty(rows.size, dtype=np.int32)
+    indptr = np.empty(n_features + 1, dtype=np.int64)
+    request_rows = np.empty(rows.size * capacity, dtype=np.int64)
+    # every input starts at every root: the first round asks for the roots' features
+    # without walking (the requests a first walk step would make)
+    roots = nodes[tree_offsets[:-1]]
+    source.request(rows, np.unique(roots["feature"][roots["left"] != -1]))
+    if source.has_pending():
+        yield
+    n_live = rows.size
+    while n_live:
+        threads = n_threads if n_live * n_trees >= PARALLEL_PAIRS else 1
+        n_live, n_requests = walk_step(source.values, source._status, global_nodes,
+                                       tree_offsets, rows, node_of, cursor, tree_of, n_todo,
+                                       live, n_live, needs, n_needs, indptr, request_rows,
+                                       threads)
+        if n_requests:
+            for feature in np.flatnonzero(indptr[1:] > indptr[:-1]).tolist():
+                source._pending.append(
+                    (feature, request_rows[indptr[feature]:indptr[feature + 1]].copy()))
+        if n_live:
+            yield
+    return node_of
     todo = np.tile(np.arange(n_trees, dtype=np.int32), (rows.size, 1))
     n_todo = np.full(rows.size, n_trees, dtype=np.int32)
     live = np.arange(rows.size, dtype=np.int64)
@@ -361,6 +398,12 @@ def walk_trees(source: FeatureSource, rows: np.ndarray, tree_offsets: np.ndarray
     n_needs = np.empty(rows.size, dtype=np.int32)
     indptr = np.empty(n_features + 1, dtype=np.int64)
     request_rows = np.empty(rows.size * capacity, dtype=np.int64)
+    # every input starts at every root: the first round asks for the roots' features
+    # without walking (the requests a first walk step would make)
+    roots = nodes[tree_offsets[:-1]]
+    source.request(rows, np.unique(roots["feature"][roots["left"] != -1]))
+    if source.has_pending():
+        yield
     n_live = rows.size
     while n_live:
         threads = n_threads if n_live * n_trees >= PARALLEL_PAIRS else 1

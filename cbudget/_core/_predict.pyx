@@ -209,7 +209,8 @@ def walk_step(
     const int64_t[::1] tree_offsets,
     const int64_t[::1] rows,
     int32_t[:, ::1] node_of,
-    int32_t[:, ::1] todo,
+    int32_t[:, ::1] cursor,
+    int32_t[:, ::1] tree_of,
     int32_t[::1] n_todo,
     int64_t[::1] live,
     Py_ssize_t n_live,
@@ -222,14 +223,16 @@ def walk_step(
     """One step of on-demand traversal: walk each input down all its unfinished trees as
     far as its known features allow, then list the features the blocked trees need.
 
-    Input ``i`` is row ``rows[i]`` of ``X``; ``node_of[i, t]`` is its node in tree ``t``;
-    its unfinished trees are ``todo[i, :n_todo[i]]``; the inputs with unfinished trees
-    are ``live[:n_live]`` (ascending). ``status[r, m]``: 0 when feature ``m`` of row
-    ``r`` is unknown, 1 when ``X[r, m]`` holds it, 2 when it is already requested. An
-    input moves exactly as prediction does (NaN: the default direction) while the
-    feature of its node is known; a tree is then finished (at a leaf) or blocked. Each
-    unknown feature a blocked tree needs is marked requested (``needs``: per input,
-    capacity ``min(n_trees, n_features)``).
+    ``nodes``: the trees back to back with *global* child ids (tree ``t`` starts at
+    ``tree_offsets[t]``). Input ``i`` is row ``rows[i]`` of ``X``; its unfinished trees
+    are ``tree_of[i, :n_todo[i]]``, at the nodes ``cursor[i, :n_todo[i]]``; the inputs
+    with unfinished trees are ``live[:n_live]`` (ascending). ``status[r, m]``: 0 when
+    feature ``m`` of row ``r`` is unknown, 1 when ``X[r, m]`` holds it, 2 when it is
+    already requested. An input moves exactly as prediction does (NaN: the default
+    direction) while the feature of its node is known; a tree is then finished (its
+    tree-local leaf goes to ``node_of[i, t]``) or blocked. Each unknown feature a blocked
+    tree needs is marked requested (``needs``: per input, capacity
+    ``min(n_trees, n_features)``).
 
     On return ``live[:n]`` holds the inputs still walking, and the rows that need
     feature ``m`` are ``request_rows[feature_indptr[m]:feature_indptr[m + 1]]``
@@ -244,9 +247,10 @@ def walk_step(
     cdef int64_t r, total
     cdef int32_t t, node, feature
     cdef double value
-    cdef const predict_node_struct * tree
-    if node_of.shape[0] != rows.shape[0] or todo.shape[0] != rows.shape[0] \
-            or todo.shape[1] != node_of.shape[1] or node_of.shape[1] != tree_offsets.shape[0] - 1 \
+    if node_of.shape[0] != rows.shape[0] or cursor.shape[0] != rows.shape[0] \
+            or tree_of.shape[0] != rows.shape[0] or cursor.shape[1] != node_of.shape[1] \
+            or tree_of.shape[1] != node_of.shape[1] \
+            or node_of.shape[1] != tree_offsets.shape[0] - 1 \
             or feature_indptr.shape[0] != n_features + 1 or status.shape[0] != X.shape[0] \
             or status.shape[1] != X.shape[1] or n_live > live.shape[0] \
             or needs.shape[1] < min(node_of.shape[1], n_features) \
@@ -259,29 +263,30 @@ def walk_step(
         kept = 0
         n_new = 0
         for k in range(n_todo[i]):
-            t = todo[i, k]
-            tree = &nodes[tree_offsets[t]]
-            node = node_of[i, t]
-            while tree[node].left != -1:
-                feature = tree[node].feature
+            node = cursor[i, k]
+            while nodes[node].left != -1:
+                feature = nodes[node].feature
                 if status[r, feature] != 1:
                     break
                 value = X[r, feature]
                 if isnan(value):
-                    node = tree[node].left if tree[node].default_left else tree[node].right
-                elif value <= tree[node].threshold:
-                    node = tree[node].left
+                    node = nodes[node].left if nodes[node].default_left else nodes[node].right
+                elif value <= nodes[node].threshold:
+                    node = nodes[node].left
                 else:
-                    node = tree[node].right
-            node_of[i, t] = node
-            if tree[node].left != -1:
-                todo[i, kept] = t
-                kept = kept + 1
-                feature = tree[node].feature
-                if status[r, feature] == 0:     # each row is one thread's: no race
-                    status[r, feature] = 2
-                    needs[i, n_new] = feature
-                    n_new = n_new + 1
+                    node = nodes[node].right
+            t = tree_of[i, k]
+            if nodes[node].left == -1:
+                node_of[i, t] = node - tree_offsets[t]
+                continue
+            cursor[i, kept] = node
+            tree_of[i, kept] = t
+            kept = kept + 1
+            feature = nodes[node].feature
+            if status[r, feature] == 0:     # each row is one thread's: no race
+                status[r, feature] = 2
+                needs[i, n_new] = feature
+                n_new = n_new + 1
         n_todo[i] = kept
         n_needs[i] = n_new
     # sequential: keep the live inputs, bucket the requests by feature (counting sort)

@@ -13,7 +13,7 @@ from ._core._predict import predict_leaf
 from ._core._types import NODE_DTYPE, compact_nodes
 from ._model import CostTracker, Model
 from .model_io import check_integer_range, invalid, require
-from .on_demand import FeatureSource, ReadSteps, walk_trees
+from .on_demand import FeatureSource, ReadSteps, global_node_ids, walk_trees
 
 __all__ = ["TreeEnsemble", "tree_to_dict", "tree_from_dict", "read_trees", "read_scores"]
 
@@ -293,8 +293,12 @@ class TreeEnsemble(Model):
                    **reads: Any) -> ReadSteps:
         """All trees of ``iteration_range`` walked together (see :func:`walk_trees`);
         returns the leaf each input reaches in each tree."""
-        offsets, nodes = self.packed_trees(iteration_range)
-        return walk_trees(source, rows, offsets, nodes, self.n_threads())
+        t0, t1 = self._tree_range(iteration_range)
+        key = ("walk", t0, t1)
+        if key not in self._flat_cache:
+            offsets, nodes = self.packed_trees(iteration_range)
+            self._flat_cache[key] = (offsets, global_node_ids(offsets, nodes))
+        return walk_trees(source, rows, *self._flat_cache[key], self.n_threads())
 
     # -- prediction cost ----------------------------------------------------------------
     def _costs(self, X, iteration_range=None, node_counts=None):

@@ -40,7 +40,7 @@ from .model_io import (
     register_model_type,
     require,
 )
-from .on_demand import FeatureSource, ReadSteps, in_lockstep, walk_trees
+from .on_demand import FeatureSource, ReadSteps, global_node_ids, in_lockstep, walk_trees
 
 if TYPE_CHECKING:  # only for type hints: the basis booster is read by model_from_dict
     from .booster import Booster
@@ -276,7 +276,8 @@ class ClassifierTree(Model):
         return score
 
     def _basis_trees(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The basis trees node ``k`` weighs, packed: (int64 offsets, nodes)."""
+        """The basis trees node ``k`` weighs, packed for :func:`walk_trees`: (int64
+        offsets, nodes)."""
         if k not in self._basis_cache:
             assert self.basis is not None
             trees = [self.basis.trees[c] for c in self.node_coordinates(k)]
@@ -284,7 +285,7 @@ class ClassifierTree(Model):
             offsets[1:] = np.cumsum([t.shape[0] for t in trees])
             nodes = compact_nodes(np.concatenate(trees)) if trees else \
                 compact_nodes(np.zeros(0, dtype=self.basis.trees[0].dtype))
-            self._basis_cache[k] = (offsets, nodes)
+            self._basis_cache[k] = (offsets, global_node_ids(offsets, nodes))
         return self._basis_cache[k]
 
     def read_steps(self, source: FeatureSource, rows: np.ndarray, **reads: Any) -> ReadSteps:

@@ -28,7 +28,8 @@ from numpy.typing import ArrayLike
 from ._core._predict import walk_step
 from .costs import CostModel, resolve_feature
 
-__all__ = ["FeatureSource", "FetchCall", "ReadSteps", "walk_trees", "in_lockstep"]
+__all__ = ["FeatureSource", "FetchCall", "ReadSteps", "global_node_ids", "walk_trees",
+           "in_lockstep"]
 
 # What a model's read_steps returns: a generator that yields once per round of fetches
 # (and returns what it computed on the way, e.g. the leaves reached).
@@ -341,26 +342,31 @@ def _outcome(call, *args):
         return None, exc
 
 
+def global_node_ids(tree_offsets: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """Packed prediction nodes of trees back to back (as ``TreeEnsemble.packed_trees``
+    gives them) with their children as global ids (shifted by their tree's offset): the
+    layout :func:`walk_trees` follows."""
+    if tree_offsets[-1] >= np.iinfo(np.int32).max:
+        raise ValueError("too many tree nodes for on-demand prediction (2**31)")
+    out = nodes.copy()
+    shift = np.repeat(tree_offsets[:-1], np.diff(tree_offsets)).astype(np.int32)
+    inner = out["left"] != -1
+    out["left"][inner] += shift[inner]
+    out["right"][inner] += shift[inner]
+    return out
+
+
 def walk_trees(source: FeatureSource, rows: np.ndarray, tree_offsets: np.ndarray,
                nodes: np.ndarray, n_threads: int = 1) -> ReadSteps:
-    """Read steps of trees (packed prediction nodes back to back, as
-    ``TreeEnsemble.packed_trees`` gives them) for the inputs ``rows`` (ascending), all
-    trees together: each step takes every input down every tree as far as its known
-    features allow. Returns the tree-local leaf each input reaches, int32 (len(rows),
-    n_trees)."""
+    """Read steps of trees (``nodes``: from :func:`global_node_ids`) for the inputs
+    ``rows`` (ascending), all trees together: each step takes every input down every
+    tree as far as its known features allow. Returns the tree-local leaf each input
+    reaches, int32 (len(rows), n_trees)."""
     n_trees = tree_offsets.shape[0] - 1
     n_features = source.values.shape[1]
     node_of = np.zeros((rows.size, n_trees), dtype=np.int32)
     if rows.size == 0 or n_trees == 0:
         return node_of
-    if tree_offsets[-1] >= np.iinfo(np.int32).max:
-        raise ValueError("too many tree nodes for on-demand prediction (2**31)")
-    # the walk follows global node ids: children shifted by their tree's offset
-    global_nodes = nodes.copy()
-    shift = np.repeat(tree_offsets[:-1], np.diff(tree_offsets)).astype(np.int32)
-    inner = global_nodes["left"] != -1
-    global_nodes["left"][inner] += shift[inner]
-    global_nodes["right"][inner] += shift[inner]
     tree_of = np.tile(np.arange(n_trees, dtype=np.int32), (rows.size, 1))
     cursor = np.tile(tree_offsets[:-1].astype(np.int32), (rows.size, 1))
     n_todo = np.full(rows.size, n_trees, dtype=np.int32)
@@ -379,7 +385,7 @@ def walk_trees(source: FeatureSource, rows: np.ndarray, tree_offsets: np.ndarray
     n_live = rows.size
     while n_live:
         threads = n_threads if n_live * n_trees >= PARALLEL_PAIRS else 1
-        n_live, n_requests = walk_step(source.values, source._status, global_nodes,
+        n_live, n_requests = walk_step(source.values, source._status, nodes,
                                        tree_offsets, rows, node_of, cursor, tree_of, n_todo,
                                        live, n_live, needs, n_needs, indptr, request_rows,
                                        threads)

@@ -340,3 +340,15 @@ def test_feature_source_checks_its_arguments(setting):
     other.predict(source)
     with pytest.raises(ValueError, match="other features"):
         model.predict(source)
+
+
+def test_known_features_from_a_dataframe(setting):
+    pd = pytest.importorskip("pandas")
+    models, _, X = setting
+    model = models["cegb"]
+    known = pd.DataFrame({"f1": X[:, 1], "f4": X[:, 4]})
+    recorder = Recorder(X)
+    source = cbudget.FeatureSource(recorder, X.shape[0], known=known)
+    np.testing.assert_array_equal(model.predict(source), model.predict(X))
+    assert not recorder.fetched[:, [1, 4]].any()
+    np.testing.assert_array_equal(source.values[:, [1, 4]], X[:, [1, 4]])

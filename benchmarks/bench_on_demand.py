@@ -170,7 +170,7 @@ def run_point(spec):
             "accuracy": float(np.mean(np.argmax(eager, axis=1) == labels)),
             "mean_cost": float(model.predict_cost(X).mean()),
             "features_used": int(model.used_features().size), "trees": len(model.trees),
-            "other_cores_during_train": 0.0}
+            "train_cpu_s": t.cpu, "other_cores_during_train": t.other}
 
 
 # ------------------------------------------------------------------------ report

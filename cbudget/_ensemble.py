@@ -298,7 +298,8 @@ class TreeEnsemble(Model):
         if key not in self._flat_cache:
             offsets, nodes = self.packed_trees(iteration_range)
             self._flat_cache[key] = (offsets, global_node_ids(offsets, nodes))
-        return walk_trees(source, rows, *self._flat_cache[key], self.n_threads())
+        offsets, nodes = self._flat_cache[key]
+        return walk_trees(source, rows, offsets, nodes, self.n_threads())
 
     # -- prediction cost ----------------------------------------------------------------
     def _costs(self, X, iteration_range=None, node_counts=None):

@@ -26,19 +26,6 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = [
-    "DATA_DIR_ENV",
-    "LETTER_FEATURES",
-    "area_resize_matrix",
-    "auc",
-    "data_dir",
-    "load_letters",
-    "load_mnist",
-    "load_mnist_multires",
-    "make_synthetic_binary",
-    "make_synthetic_costly",
-]
-
 DATA_DIR_ENV = "CBUDGET_DATA_DIR"
 
 LETTER_FEATURES = ["x-box", "y-box", "width", "high", "onpix", "x-bar", "y-bar", "x2bar",
@@ -117,21 +104,17 @@ def load_letters(seed=0, check_sha256=True):
     lines = [line for line in raw.split("\n") if line.strip()]
     if len(lines) != 20000:
         raise ValueError(f"letter-recognition.data: expected 20000 rows, got {len(lines)}")
-    y = np.fromiter((ord(line[0]) - ord("A") for line in lines), dtype=np.int32,
-                    count=len(lines))
+    y = np.fromiter((ord(line[0]) - ord("A") for line in lines), dtype=np.int32, count=len(lines))
     X = np.array([line[2:].split(",") for line in lines], dtype=np.float32)
     if X.shape != (20000, 16) or y.min() < 0 or y.max() > 25:
         raise ValueError("letter-recognition.data: unexpected content")
     train, valid, test = _split_indices(X.shape[0], (12000, 4000, 4000), seed)
-    return {
-        "name": "letters",
-        "X_train": np.ascontiguousarray(X[train]), "y_train": y[train],
-        "X_valid": np.ascontiguousarray(X[valid]), "y_valid": y[valid],
-        "X_test": np.ascontiguousarray(X[test]), "y_test": y[test],
-        "feature_costs": np.ones(16, dtype=np.float64),
-        "feature_names": list(LETTER_FEATURES),
-        "n_classes": 26,
-    }
+    return {"name": "letters",
+            "X_train": np.ascontiguousarray(X[train]), "y_train": y[train],
+            "X_valid": np.ascontiguousarray(X[valid]), "y_valid": y[valid],
+            "X_test": np.ascontiguousarray(X[test]), "y_test": y[test],
+            "feature_costs": np.ones(16, dtype=np.float64),
+            "feature_names": list(LETTER_FEATURES), "n_classes": 26}
 
 
 def _idx(raw, magic, name):
@@ -176,11 +159,8 @@ def load_mnist(seed=0, n_valid=10000, check_sha256=True):
     for part, (images, labels) in parts.items():
         out[f"X_{part}"] = images.astype(np.float32)
         out[f"y_{part}"] = labels.astype(np.int32)
-    out.update({
-        "feature_costs": np.ones(784, dtype=np.float64),
-        "feature_names": [f"px_{r}_{c}" for r in range(28) for c in range(28)],
-        "n_classes": 10,
-    })
+    out.update(feature_costs=np.ones(784, dtype=np.float64), n_classes=10,
+               feature_names=[f"px_{r}_{c}" for r in range(28) for c in range(28)])
     return out
 
 
@@ -277,13 +257,10 @@ def load_mnist_multires(seed=0, n_valid=10000, check_sha256=True, chunk_rows=819
             X[start:stop, slices[28]] = img.reshape(-1, 784)
         out[f"X_{part}"] = X
         out[f"y_{part}"] = labels.astype(np.int32)
-    out.update({
-        "feature_costs": np.ones(int(bounds[-1]), dtype=np.float64),
-        "feature_names": [f"r{s}_{y}_{x}" for s in MNIST_RESOLUTIONS for y in range(s)
-                          for x in range(s)],
-        "resolution_slices": slices,
-        "n_classes": 10,
-    })
+    out.update(feature_costs=np.ones(int(bounds[-1]), dtype=np.float64),
+               feature_names=[f"r{s}_{y}_{x}" for s in MNIST_RESOLUTIONS for y in range(s)
+                              for x in range(s)],
+               resolution_slices=slices, n_classes=10)
     return out
 
 
@@ -358,20 +335,12 @@ def make_synthetic_binary(n_samples=1_000_000, n_features=50, seed=0, test_fract
     y_test = y[n_train:]
     bayes_auc = auc(y_test, p_test)
     bayes_acc = float(np.mean((p_test > 0.5) == (y_test == 1)))
-    return {
-        "name": "synthetic",
-        "X_train": X[:n_train], "y_train": y[:n_train],
-        "X_valid": None, "y_valid": None,
-        "X_test": X[n_train:], "y_test": y_test,
-        "p_test": p_test,
-        "bayes_auc_test": bayes_auc,
-        "bayes_accuracy_test": bayes_acc,
-        "feature_costs": np.ones(n_features, dtype=np.float64),
-        "feature_names": [f"f{j}" for j in range(n_features)],
-        "n_classes": 2,
-        "informative": list(range(10)),
-        "redundant": list(range(10, 15)),
-    }
+    return {"name": "synthetic", "X_train": X[:n_train], "y_train": y[:n_train],
+            "X_valid": None, "y_valid": None, "X_test": X[n_train:], "y_test": y_test,
+            "p_test": p_test, "bayes_auc_test": bayes_auc, "bayes_accuracy_test": bayes_acc,
+            "feature_costs": np.ones(n_features, dtype=np.float64),
+            "feature_names": [f"f{j}" for j in range(n_features)], "n_classes": 2,
+            "informative": list(range(10)), "redundant": list(range(10, 15))}
 
 
 COSTLY_COST_LEVELS = (1.0, 5.0, 10.0, 20.0, 50.0, 100.0, 150.0, 200.0)
@@ -480,21 +449,15 @@ def make_synthetic_costly(n_samples=500_000, seed=0, valid_fraction=0.2, test_fr
         role = ("gate", "easy_a", "easy_b")[k] if level == 0 and k < 3 else (
             _COSTLY_ROLES[level] if k == 0 else f"noise{j}")
         names.append(f"{role}_c{int(COSTLY_COST_LEVELS[level])}")
-    return {
-        "name": "synthetic_costly",
-        "X_train": X[:n_train], "y_train": y[:n_train],
-        "X_valid": X[n_train:n_train + n_valid], "y_valid": y[n_train:n_train + n_valid],
-        "X_test": X[test], "y_test": y_test,
-        "p_test": p_test,
-        "hard_test": hard_test,
-        "bayes_accuracy_test": float(np.mean((p_test > 0.5) == (y_test == 1))),
-        "bayes_auc_test": auc(y_test, p_test),
-        "cheap_rule_accuracy_test": float(np.mean(cheap_rule == (y_test == 1))),
-        "hard_fraction_test": float(hard_test.mean()),
-        "feature_costs": np.repeat(np.asarray(COSTLY_COST_LEVELS, dtype=np.float64), 4),
-        "feature_names": names,
-        "n_classes": 2,
-    }
+    return {"name": "synthetic_costly", "X_train": X[:n_train], "y_train": y[:n_train],
+            "X_valid": X[n_train:n_train + n_valid], "y_valid": y[n_train:n_train + n_valid],
+            "X_test": X[test], "y_test": y_test, "p_test": p_test, "hard_test": hard_test,
+            "bayes_accuracy_test": float(np.mean((p_test > 0.5) == (y_test == 1))),
+            "bayes_auc_test": auc(y_test, p_test),
+            "cheap_rule_accuracy_test": float(np.mean(cheap_rule == (y_test == 1))),
+            "hard_fraction_test": float(hard_test.mean()),
+            "feature_costs": np.repeat(np.asarray(COSTLY_COST_LEVELS, dtype=np.float64), 4),
+            "feature_names": names, "n_classes": 2}
 
 
 def auc(y, score):

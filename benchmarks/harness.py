@@ -1,28 +1,16 @@
 """The machinery the benchmark scripts share (benchmarks/README.md, "Layout").
 
-A script ``bench_<name>.py`` keeps its grid, the run of one point, its tables and plot,
-and ends with ``sys.exit(harness.main(sys.modules[__name__]))``. :func:`main` does the
-rest: options, one child process per point (``--child SPEC``), waiting for idle CPUs,
-retries, the time budget, the JSON, the Markdown (header, the script's tables, the runs
-table) and ``--render-from``.
-
-It reads from the script: ``NAME`` (``results/<NAME>.md``), ``TITLE``, ``DATASETS``
-(choices of ``--datasets``), ``QUICK`` (its ``*_rows`` fill unset row options) and
-``QUICK_HELP``, optional ``QUICK_OUTPUT``, ``INFO_LIBRARIES`` (machine line), ``IDENT``
-(the spec keys naming a run), optional ``SUBSET_OPTION`` (``"methods"``: the option
-``--methods``, a subset of ``METHODS``), ``TIME_BUDGET`` (``--time-budget``);
-``add_arguments(parser)``, ``plan(args, names)`` -> ``([(results key, label, spec)],
-extra JSON fields)`` (ValueError: bad options), ``run_point(spec)`` -> JSON-able dict,
-``render(doc)`` -> Markdown lines of the JSON document ``doc``; optional
-``plot(doc, path)`` -> caption or None.
-
-Also here: matched library settings, the data sets, process measurements, the per-input
-prediction cost from leaf paths (the cost model of docs/architecture.md, one routine for
-every library) and its check, accuracy at equal cost.
+A script ``bench_<name>.py`` has its grid (``FULL``, ``QUICK``, ``plan(args, names)``),
+the run of one point (``run_point(spec)``), its tables (``render(doc)``) and plot
+(``plot(doc, path)``), and ends with ``sys.exit(harness.main(sys.modules[__name__]))``:
+:func:`main` does the rest (options, one child process per point, waiting for idle CPUs,
+retries, the time budget, the JSON and the Markdown). README.md lists what it reads.
 """
 import argparse
 import gc
 import hashlib
+import importlib
+import importlib.util
 import json
 import os
 import platform
@@ -76,14 +64,6 @@ def library_params(library, n_classes, n_threads=N_THREADS):
     return p
 
 
-def parse_values(text):
-    """Sorted distinct values >= 0 (trade-offs, alphas) from a comma-separated string."""
-    values = sorted({float(v) for v in str(text).split(",") if v.strip()})
-    if not values or values[0] < 0:
-        raise ValueError(f"need values >= 0, got {text!r}")
-    return values
-
-
 def parse_choices(text, valid, what):
     """The comma-separated names of ``text``, each one of ``valid``."""
     names = [v.strip() for v in text.split(",") if v.strip()]
@@ -93,24 +73,83 @@ def parse_choices(text, valid, what):
     return names
 
 
+def positive(text):
+    """An argparse type: an integer >= 1."""
+    if int(text) < 1:
+        raise argparse.ArgumentTypeError(f"needs an integer >= 1, got {text!r}")
+    return int(text)
+
+
+def number_list(kind):
+    """An argparse type: comma-separated numbers >= 0 of ``kind``, sorted, each once."""
+    def parse(text):
+        values = sorted({kind(v) for v in text.split(",") if v.strip()})
+        if not values or values[0] < 0:
+            raise argparse.ArgumentTypeError(f"needs numbers >= 0, got {text!r}")
+        return values
+    return parse
+
+
+def add_grid_options(parser, full):
+    """An option ``--<key>`` (numbers, comma-separated for a sequence) for every setting of
+    a script's ``FULL`` but the row limits; given, it holds for every data set."""
+    for key, value in full.items():
+        if key in ROW_OPTIONS:
+            continue
+        sample = next(iter(value.values())) if isinstance(value, dict) else value
+        if isinstance(sample, (tuple, list)):
+            kind, text = number_list(type(sample[0])), values_text(sample)
+        else:
+            kind, text = (positive if isinstance(sample, int) else float), f"{sample:g}"
+        parser.add_argument("--" + key.replace("_", "-"), type=kind, default=None,
+                            help="default " + ("per data set, FULL in the script"
+                                               if isinstance(value, dict) else text))
+
+
+def setting(args, key, name=None):
+    """The option ``--<key>`` if given, else the script's ``QUICK`` (with ``--quick``) or
+    ``FULL`` setting; a dict there holds a value per data set: the one of ``name``."""
+    value = getattr(args, key, None)
+    if value is None:
+        value = args.grid[key]
+        value = value.get(name) if isinstance(value, dict) else value
+    return list(value) if isinstance(value, tuple) else value
+
+
 # ---------------------------------------------------------------------- data sets
 COST_DATASETS = ("letters", "mnist_multires", "synthetic_costly")
 SYNTHETIC_ROWS = 500_000  # default total rows of make_synthetic_costly
-DATASET_TITLES = {
+DATASET_TITLES = {  # "<short title> (<details>)"
     "letters": "Letters (UCI, 26 classes, every feature costs 1)",
+    "letters_am": "Letters A-M vs N-Z (UCI, 16 features, cost 1 each)",
+    "letters_skewed": "Letters A vs rest, skewed (paper section 6.3 style: negatives x10 in "
+                      "training; 16 features, cost 1 each)",
+    "mnist": "MNIST (10 classes, 784 pixels)",
     "mnist_multires": "Multi-resolution MNIST (10 classes, 1120 pixels at 4x4 / 8x8 / "
                       "16x16 / 28x28, each costs 1)",
+    "mnist38": "MNIST 3 vs 8 (paper section 6.7: multi-resolution MNIST, 1,120 pixels, cost "
+               "1 each)",
+    "synthetic": "Synthetic binary (make_synthetic_binary, seed 0)",
     "synthetic_costly": "Synthetic costly binary (make_synthetic_costly, seed 0; 32 "
                         "features with costs 1 ... 200)",
 }
 
 
+def title(name, short=False):
+    """The title of a data set (``short``: without the details in parentheses)."""
+    text = DATASET_TITLES.get(name, name)
+    return text.split(" (")[0] if short else text
+
+
+NEG_REPLICATION = 10  # copies of every training negative of letters_skewed
+
+
 def load_dataset(name, n_rows=None, train_rows=None, valid_rows=None, test_rows=None,
                  keep_valid=False):
-    """A data set of benchmarks/datasets.py (seed 0): ``letters``, ``mnist``,
-    ``mnist_multires``, ``synthetic`` (binary, ``n_rows`` default 1,000,000) or
-    ``synthetic_costly`` (``n_rows`` default ``SYNTHETIC_ROWS``); ``*_rows`` keep the
-    first rows of a part; without ``keep_valid`` the validation part is dropped."""
+    """A data set of datasets.py (seed 0; ``synthetic*`` of ``n_rows`` rows) or a binary task
+    of one (``letters_am``, ``letters_skewed``: every training negative ``NEG_REPLICATION``
+    times, ``mnist38``); ``*_rows`` keep the first rows of a part (the Bayes accuracy and
+    hard fraction are the cut test set's); without ``keep_valid`` no validation part."""
     import datasets
     loaders = {
         "letters": lambda: datasets.load_letters(seed=0),
@@ -120,26 +159,52 @@ def load_dataset(name, n_rows=None, train_rows=None, valid_rows=None, test_rows=
             n_samples=n_rows or 1_000_000, n_features=50, seed=0),
         "synthetic_costly": lambda: datasets.make_synthetic_costly(
             n_samples=n_rows or SYNTHETIC_ROWS, seed=0)}
-    if name not in loaders:
-        raise ValueError(f"unknown data set {name!r}; valid: {', '.join(loaders)}")
-    data = loaders[name]()
+    tasks = {"letters_am": ("letters", lambda y: y >= 13),
+             "letters_skewed": ("letters", lambda y: y == 0),
+             "mnist38": ("mnist_multires", lambda y: y == 8)}
+    base = tasks[name][0] if name in tasks else name
+    if base not in loaders:
+        raise ValueError(f"unknown data set {name!r}; valid: {', '.join([*loaders, *tasks])}")
+    data = loaders[base]()
     for part, rows in (("train", train_rows), ("valid", valid_rows), ("test", test_rows)):
-        for key in (f"X_{part}", f"y_{part}", f"p_{part}", f"hard_{part}"):
+        X, y = f"X_{part}", f"y_{part}"
+        if name == "mnist38":  # the digits 3 and 8 only
+            keep = np.isin(data[y], (3, 8))
+            data[X], data[y] = data[X][keep], data[y][keep]
+        if name in tasks:
+            data[y], data["n_classes"] = tasks[name][1](data[y]).astype(np.int32), 2
+        for key in (X, y, f"p_{part}", f"hard_{part}"):
             if rows and key in data:
                 data[key] = data[key][:rows]
+    if name == "letters_skewed":  # every negative NEG_REPLICATION times, next to it
+        y = data["y_train"]
+        source = np.repeat(np.arange(y.shape[0]), np.where(y == 0, NEG_REPLICATION, 1))
+        data.update(n_train_original=int(y.shape[0]), train_source=source, y_train=y[source],
+                    X_train=np.ascontiguousarray(data["X_train"][source]))
+    if test_rows and "hard_test" in data:
+        data["hard_fraction_test"] = float(data["hard_test"].mean())
+        data["bayes_accuracy_test"] = float(np.mean((data["p_test"] > 0.5)
+                                                    == (data["y_test"] == 1)))
     if not keep_valid:
         data["X_valid"] = data["y_valid"] = None
     return data
 
 
-def load_for_child(name, spec, keep_valid=False):
-    """:func:`load_dataset` with the row limits of a job ``spec``, then a garbage
-    collection: (data, seconds to load, RSS after loading in bytes)."""
+def start_child(spec, library, keep_valid=False):
+    """``library`` imported (in the memory baseline), then the data set of ``spec``: (data,
+    the result fields: library, version, data set, sizes, load time, RSS after loading)."""
+    version, location = library_version(library)
     t = time.perf_counter()
-    data = load_dataset(name, keep_valid=keep_valid, **{k: spec.get(k) for k in ROW_OPTIONS})
+    data = load_dataset(spec["dataset"], keep_valid=keep_valid,
+                        **{k: spec.get(k) for k in ROW_OPTIONS})
     t_load = time.perf_counter() - t
     gc.collect()
-    return data, t_load, rss_bytes()
+    sizes = {f"n_{part}": int(data[f"X_{part}"].shape[0]) for part in ("train", "valid", "test")
+             if data.get(f"X_{part}") is not None}
+    return data, {"library": library, "version": version, "location": location,
+                  "dataset": spec["dataset"], **sizes, "n_features": int(data["X_test"].shape[1]),
+                  "n_classes": int(data["n_classes"]), "n_threads": spec["threads"],
+                  "load_s": t_load, "rss_after_load_mb": rss_bytes() / 2**20}
 
 
 # ------------------------------------------------------------------ measurements
@@ -165,17 +230,6 @@ def cpu_jiffies():
     return total - v[3] - v[4], total
 
 
-def other_cores(busy0, busy1, own_cpu_s, wall_s):
-    """Average number of cores that other processes kept busy over ``wall_s``."""
-    hz = os.sysconf("SC_CLK_TCK")
-    return max(0.0, ((busy1 - busy0) / hz - own_cpu_s) / max(wall_s, 1e-9))
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return [float(v) for v in f.read().split()[:3]]
-
-
 class Clock:
     """Elapsed time at the end of every round, from ``start()``."""
 
@@ -193,17 +247,17 @@ class Clock:
 
 
 class Timer:
-    """Wall and CPU time of a block and the cores other processes kept busy."""
+    """Wall and CPU time of a block and the cores other processes kept busy meanwhile."""
 
     def __enter__(self):
-        self.load_before = loadavg()
         self.cpu0, self.busy0, self.t0 = cpu_seconds(), cpu_jiffies()[0], time.perf_counter()
         return self
 
     def __exit__(self, *exc):
         self.wall = time.perf_counter() - self.t0
         self.cpu = cpu_seconds() - self.cpu0
-        self.other = other_cores(self.busy0, cpu_jiffies()[0], self.cpu, self.wall)
+        busy = (cpu_jiffies()[0] - self.busy0) / os.sysconf("SC_CLK_TCK")
+        self.other = max(0.0, (busy - self.cpu) / max(self.wall, 1e-9))
         return False
 
     def fields(self):
@@ -222,7 +276,6 @@ def source_hash(package_dir):
 
 def library_version(library):
     """(version text, package directory) of ``library`` (cbudget: with the source hash)."""
-    import importlib
     module = importlib.import_module(library)
     location = os.path.dirname(module.__file__)
     if library == "cbudget":
@@ -230,9 +283,8 @@ def library_version(library):
     return module.__version__, location
 
 
-def machine_info(libraries):
+def machine_info(libraries=("lightgbm", "xgboost", "sklearn", "scipy")):
     """nproc, CPU, memory, Python / numpy / ``libraries`` versions, cbudget, platform."""
-    import importlib
     try:
         import cbudget
         from cbudget._core._openmp_helpers import openmp_enabled
@@ -241,22 +293,21 @@ def machine_info(libraries):
               + ("OpenMP" if openmp_enabled() else "serial build"))
     except Exception as exc:  # noqa: BLE001 - report, do not fail
         cb = f"cbudget not importable ({exc})"
-    cpu = platform.processor() or "?"
     with open("/proc/cpuinfo") as f:
         cpu = next((line.split(":", 1)[1].strip() for line in f
-                    if line.startswith("model name")), cpu)
+                    if line.startswith("model name")), platform.processor() or "?")
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return {"nproc": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)), "cpu": cpu,
             "mem_gb": round(mem_gb, 1), "python": platform.python_version(),
             "numpy": np.__version__,
-            **{lib: importlib.import_module(lib).__version__ for lib in libraries},
+            **{lib: importlib.import_module(lib).__version__ for lib in libraries
+               if importlib.util.find_spec(lib)},
             "cbudget": cb, "platform": platform.platform()}
 
 
 LIBRARY_LABELS = {"cbudget": "cbudget", "lightgbm": "LightGBM", "xgboost": "XGBoost",
                   "sklearn": "scikit-learn", "scipy": "scipy"}
-_MACHINE_KEYS = ("nproc", "affinity", "cpu", "mem_gb", "python", "numpy", "cbudget",
-                 "platform")
+_MACHINE_KEYS = ("nproc", "affinity", "cpu", "mem_gb", "python", "numpy", "cbudget", "platform")
 
 
 def command_line():
@@ -279,8 +330,7 @@ def train_cbudget_timed(data, params, n_rounds, clock, **dataset_kwargs):
     clock.start()
     dtrain = cbudget.Dataset(data["X_train"], data["y_train"], max_bin=255, **dataset_kwargs)
     t_dataset = clock.since_start()
-    booster = cbudget.train(params, dtrain, n_rounds, verbose_eval=False,
-                            callbacks=[RoundClock()])
+    booster = cbudget.train(params, dtrain, n_rounds, verbose_eval=False, callbacks=[RoundClock()])
     return booster, t_dataset, clock.since_start(), dtrain
 
 
@@ -297,20 +347,73 @@ def train_lightgbm_timed(data, params, n_rounds, clock):
 
 
 def timed_training(trainer, data, params, n_rounds, **kwargs):
-    """``trainer(data, params, n_rounds, clock, **kwargs)`` (returning ``(model, seconds to
-    build the data set, seconds in all, ...)``), measured: ``(what it returned, fields)``
-    with ``dataset_build_s``, ``train_s``, ``after_last_round_s``, ``round_end_s``,
-    ``train_cpu_s``, ``other_cores_during_train``, ``loadavg_before`` / ``_after``."""
+    """``trainer(data, params, n_rounds, clock, **kwargs)`` -> ``(model, data set seconds,
+    seconds in all, ...)``, measured: (what it returned, the timing fields)."""
     clock = Clock()
     with Timer() as t:
         out = trainer(data, params, n_rounds, clock, **kwargs)
     if len(clock.round_ends) != n_rounds:
         raise RuntimeError(f"trained {len(clock.round_ends)} rounds, expected {n_rounds}")
-    return out, {
-        "dataset_build_s": out[1], "train_s": out[2],
-        "after_last_round_s": out[2] - clock.round_ends[-1], "round_end_s": clock.round_ends,
-        "train_cpu_s": t.cpu, "other_cores_during_train": t.other,
-        "loadavg_before": t.load_before, "loadavg_after": loadavg()}
+    return out, {"dataset_build_s": out[1], "train_s": out[2],
+                 "after_last_round_s": out[2] - clock.round_ends[-1],
+                 "round_end_s": clock.round_ends, "train_cpu_s": t.cpu,
+                 "other_cores_during_train": t.other}
+
+
+# ------------------------------------------------------------ measuring a model
+def accuracy(proba, y):
+    """Accuracy of probabilities: (n,) binary (class 1 above 0.5) or (n, K) multiclass."""
+    proba = np.asarray(proba)
+    if proba.ndim == 2 and proba.shape[1] > 1:
+        return float(np.mean(np.argmax(proba, axis=1) == y))
+    return float(np.mean((proba.reshape(-1) > 0.5) == (np.asarray(y) == 1)))
+
+
+def cost_summary(cost):
+    """Quantiles 0.1, 0.5, 0.9 and maximum of the per-input costs."""
+    q10, q50, q90 = (float(np.quantile(cost, q)) for q in (0.1, 0.5, 0.9))
+    return {"cost_q10": q10, "cost_q50": q50, "cost_q90": q90, "max_cost": float(cost.max())}
+
+
+def thin(values, n=60):
+    """About ``n`` (round, value) pairs of a per-round list."""
+    values = list(values)
+    idx = (range(len(values)) if len(values) <= n else
+           np.unique(np.round(np.linspace(0, len(values) - 1, n)).astype(int)))
+    return [[int(i), float(values[i])] for i in idx]
+
+
+def train_logged(cbudget, params, dtrain, dvalid, rounds, patience=None, **kwargs):
+    """cbudget training with ``params["eval_metric"]`` on ``dvalid`` logged (and early
+    stopping after ``patience`` rounds): (model, the metric per round, Timer)."""
+    metric, log = params["eval_metric"], {}
+    stopper = ([cbudget.EarlyStopping(patience, metric_name=metric, data_name="valid")]
+               if patience else [])
+    with Timer() as t:
+        model = cbudget.train(params, dtrain, rounds, evals=[(dvalid, "valid")],
+                              evals_result=log, verbose_eval=False, callbacks=stopper, **kwargs)
+    return model, np.asarray(log["valid"][metric]), t
+
+
+def binary_point(model, data, cost, proba):
+    """A binary model's point: validation / test accuracy, test AUC, mean costs."""
+    import datasets
+    return {"valid_accuracy": accuracy(model.predict(data["X_valid"]), data["y_valid"]),
+            "accuracy": accuracy(proba, data["y_test"]),
+            "auc": datasets.auc(data["y_test"], proba), "mean_cost": float(cost.mean()),
+            "valid_mean_cost": float(np.mean(model.predict_cost(data["X_valid"]))),
+            **cost_summary(cost)}
+
+
+def booster_point(booster, data, costs):
+    """:func:`binary_point` of a cbudget tree model with the leaf-path cost check."""
+    cost, n_acquired, _, diff = check_leaf_path_costs(booster, data["X_test"], costs)
+    used = np.asarray(booster.used_features(), dtype=np.int64)
+    proba = np.asarray(booster.predict(data["X_test"]), dtype=np.float64)
+    return {**binary_point(booster, data, cost, proba), "features_used": int(used.size),
+            "model_cost": float(costs[used].sum()),
+            "checks": {"cost_max_abs_diff": diff,
+                       "mean_features_acquired": float(n_acquired.mean())}}
 
 
 # -------------------------------------------------------------- prediction cost
@@ -354,8 +457,7 @@ def lightgbm_leaf_paths(tree_structure, values=None):
                 values[node.get("leaf_index", 0)] = float(node["leaf_value"])
         else:
             mask |= 1 << int(node["split_feature"])
-            stack += [(node["left_child"], mask, depth + 1),
-                      (node["right_child"], mask, depth + 1)]
+            stack += [(node["left_child"], mask, depth + 1), (node["right_child"], mask, depth + 1)]
     return out
 
 
@@ -366,36 +468,30 @@ class PathTables:
     def __init__(self, leaf_paths, n_features):
         self.n_features = int(n_features)
         self.n_words = max(1, -(-self.n_features // 64))
-        n_bytes = 8 * self.n_words
         sizes = [max(paths) + 1 for paths in leaf_paths]
-        self.offsets = np.zeros(len(sizes), dtype=np.int64)
-        if sizes:
-            self.offsets[1:] = np.cumsum(sizes[:-1])
-        total = int(sum(sizes))
-        raw = bytearray(total * n_bytes)
-        self.depths = np.zeros(total, dtype=np.int64)
+        self.offsets = np.cumsum([0] + sizes, dtype=np.int64)[:-1]
+        self.masks = np.zeros((sum(sizes), self.n_words), dtype=np.uint64)
+        self.depths = np.zeros(sum(sizes), dtype=np.int64)
         self.tree_masks = []
         for offset, paths in zip(self.offsets.tolist(), leaf_paths, strict=True):
             tree_mask = 0
             for leaf, (mask, depth) in paths.items():
-                row = offset + leaf
-                raw[row * n_bytes:(row + 1) * n_bytes] = mask.to_bytes(n_bytes, "little")
-                self.depths[row] = depth
+                self.masks[offset + leaf] = np.frombuffer(
+                    mask.to_bytes(8 * self.n_words, "little"), dtype="<u8")
+                self.depths[offset + leaf] = depth
                 tree_mask |= mask
             self.tree_masks.append(tree_mask)
-        self.masks = np.frombuffer(bytes(raw), dtype="<u8").reshape(total, self.n_words)
-        self.used_mask = 0
-        for mask in self.tree_masks:
-            self.used_mask |= mask
 
     @property
     def n_trees(self):
         return self.offsets.shape[0]
 
-    def used_features(self):
-        """Sorted indices of the features any split tests."""
-        return np.array([m for m in range(self.n_features) if self.used_mask >> m & 1],
-                        dtype=np.int64)
+    def used_features(self, n_trees=None):
+        """Sorted indices of the features any split of the first ``n_trees`` trees tests."""
+        used = 0
+        for mask in self.tree_masks[:n_trees]:
+            used |= mask
+        return np.array([m for m in range(self.n_features) if used >> m & 1], dtype=np.int64)
 
 
 def bits_matrix(words, n_features):
@@ -405,43 +501,42 @@ def bits_matrix(words, n_features):
     return bits[:, :n_features].astype(bool)
 
 
-def prediction_costs(leaves, tables, feature_costs, split_cost=0.0, chunk_rows=4096):
-    """Per-input prediction cost and features acquired (float64, int64 (n_samples,)) from
+def prediction_costs(leaves, tables, feature_costs, split_cost=0.0):
+    """Per-input cost, number of features acquired and the features acquired (bool) from
     ``leaves`` (n_samples, n_trees): the leaf of each input in each tree of ``tables``."""
     leaves = np.asarray(leaves)
-    n, n_trees = leaves.shape
-    if n_trees != tables.n_trees:
-        raise ValueError(f"{n_trees} trees in the leaf matrix, {tables.n_trees} tables")
-    feature_costs = np.asarray(feature_costs, dtype=np.float64)
-    cost, n_acquired = np.zeros(n), np.zeros(n, dtype=np.int64)
-    for a in range(0, n, chunk_rows):
-        b = min(n, a + chunk_rows)
-        rows = leaves[a:b].T.astype(np.int64) + tables.offsets[:, None]
-        acquired = np.zeros((b - a, tables.n_words), dtype=np.uint64)
-        for t in range(n_trees):
-            acquired |= tables.masks[rows[t]]
-        bits = bits_matrix(acquired, tables.n_features)
-        cost[a:b] = bits @ feature_costs
-        n_acquired[a:b] = bits.sum(axis=1)
-        if split_cost:
-            cost[a:b] += split_cost * tables.depths[rows].sum(axis=0)
-    return cost, n_acquired
+    if leaves.shape[1] != tables.n_trees:
+        raise ValueError(f"{leaves.shape[1]} trees in the leaf matrix, {tables.n_trees} tables")
+    trace = CostTrace(tables, feature_costs, leaves.shape[0], split_cost)
+    trace.add_trees(leaves, 0)
+    return trace.cost, trace.n_acquired, bits_matrix(trace.acquired, tables.n_features)
+
+
+def check_costs(model, X, cost, acquired=None, **options):
+    """The per-input ``cost`` (and ``acquired`` features) of a cbudget ``model`` against its
+    ``predict_cost`` (and ``cost_report``): the largest differences; AssertionError."""
+    own = np.asarray(model.predict_cost(X, **options), dtype=np.float64)
+    out = {"max_abs_cost_diff": float(np.max(np.abs(own - cost))) if cost.size else 0.0}
+    if not np.allclose(own, cost, rtol=COST_CHECK_TOL, atol=COST_CHECK_TOL):
+        raise AssertionError(f"per-input costs differ from predict_cost: {out} (means "
+                             f"{np.mean(cost)} vs {own.mean()})")
+    if acquired is not None:
+        rate = np.asarray(model.cost_report(X, **options).acquisition_rate)
+        out["max_abs_rate_diff"] = (float(np.max(np.abs(rate - acquired.mean(axis=0))))
+                                    if cost.size else 0.0)
+        if out["max_abs_rate_diff"] > 1e-12:
+            raise AssertionError(f"acquisition rates differ from cost_report: {out}")
+    return out
 
 
 def check_leaf_path_costs(booster, X, feature_costs, split_cost=0.0):
-    """The leaf-path cost check: :func:`prediction_costs` of a cbudget tree model on ``X``
-    against its own ``predict_cost`` (AssertionError on a difference). Returns (cost,
-    features acquired per input, the PathTables, max |difference|)."""
+    """The leaf-path cost check of a cbudget tree model on ``X`` (:func:`check_costs`):
+    (cost, features acquired per input, the PathTables, max |difference|)."""
     leaves = np.asarray(booster.predict(X, pred_leaf=True), dtype=np.int64)
     tables = PathTables([cbudget_leaf_paths(t) for t in booster.trees], len(feature_costs))
-    cost, n_acquired = prediction_costs(leaves.reshape(X.shape[0], -1), tables,
-                                        feature_costs, split_cost)
-    own = np.asarray(booster.predict_cost(X), dtype=np.float64)
-    diff = float(np.max(np.abs(own - cost))) if cost.size else 0.0
-    if not np.allclose(own, cost, rtol=COST_CHECK_TOL, atol=COST_CHECK_TOL):
-        raise AssertionError(f"leaf-path costs differ from predict_cost: max |diff| {diff} "
-                             f"(means {cost.mean()} vs {own.mean()})")
-    return cost, n_acquired, tables, diff
+    cost, n_acquired, _ = prediction_costs(leaves.reshape(X.shape[0], -1), tables,
+                                           feature_costs, split_cost)
+    return cost, n_acquired, tables, check_costs(booster, X, cost)["max_abs_cost_diff"]
 
 
 class CostTrace:
@@ -450,39 +545,29 @@ class CostTrace:
 
     def __init__(self, tables, feature_costs, n_samples, split_cost=0.0):
         self.tables, self.split_cost = tables, float(split_cost)
-        by_word = np.zeros(64 * tables.n_words)
-        by_word[:tables.n_features] = np.asarray(feature_costs, dtype=np.float64)
-        self.costs_by_word = by_word.reshape(tables.n_words, 64)
+        self.feature_costs = np.asarray(feature_costs, dtype=np.float64)
         self.acquired = np.zeros((n_samples, tables.n_words), dtype=np.uint64)
         self.cost = np.zeros(n_samples)
         self.n_acquired = np.zeros(n_samples, dtype=np.int64)
 
     def add_trees(self, leaves, first_tree):
         """Add trees ``first_tree, ...``; ``leaves`` (n_samples, k): their leaf ids."""
-        leaves = np.asarray(leaves)
-        k = leaves.shape[1]
-        rows = leaves.T.astype(np.int64) + self.tables.offsets[first_tree:first_tree + k, None]
+        rows = np.asarray(leaves, dtype=np.int64).T
+        rows = rows + self.tables.offsets[first_tree:first_tree + rows.shape[0], None]
         acquired = self.acquired.copy()
-        for t in range(k):
-            acquired |= self.tables.masks[rows[t]]
-        new = acquired & ~self.acquired
+        for tree_rows in rows:
+            acquired |= self.tables.masks[tree_rows]
+        new = bits_matrix(acquired & ~self.acquired, self.tables.n_features)
         self.acquired = acquired
-        inputs, words = np.nonzero(new)
-        if inputs.size:
-            bits = bits_matrix(new[inputs, words][:, None], 64)
-            n = self.cost.shape[0]
-            self.cost += np.bincount(inputs, minlength=n,
-                                     weights=(bits * self.costs_by_word[words]).sum(axis=1))
-            self.n_acquired += np.bincount(inputs, minlength=n,
-                                           weights=bits.sum(axis=1)).astype(np.int64)
+        self.cost += new @ self.feature_costs
+        self.n_acquired += new.sum(axis=1)
         if self.split_cost:
             self.cost += self.split_cost * self.tables.depths[rows].sum(axis=0)
 
 
 def cost_fields(cost, n_acquired, feature_costs, data, cut_test=False):
-    """Result fields of the per-input test costs: quantiles, maximum, full cost; on the
-    synthetic costly set the hard / easy means and the test set's references (None when
-    ``cut_test``: they describe the whole test set)."""
+    """Result fields of the per-input test costs; on the synthetic costly set also the hard
+    / easy means and the test set's references (None when ``cut_test``)."""
     out = {"cost_quantiles": {q: float(np.quantile(cost, float(q)))
                               for q in ("0.1", "0.5", "0.9")},
            "max_cost": float(cost.max()), "full_cost": float(np.sum(feature_costs)),
@@ -497,19 +582,6 @@ def cost_fields(cost, n_acquired, feature_costs, data, cut_test=False):
 
 
 # ------------------------------------------------------- accuracy at equal cost
-def dominance(points, references, cost_key="mean_cost", score_key="accuracy"):
-    """Per reference (by cost): ``{"reference", "best"`` (the best of ``points`` at no more
-    cost, None if none is that cheap), ``"ok"`` (best at least as good)}."""
-    rows = []
-    for g in sorted(references, key=lambda r: r[cost_key]):
-        cheaper = [c for c in points if c[cost_key] <= g[cost_key] * (1 + 1e-12)]
-        best = (max(cheaper, key=lambda c: (c[score_key], -c[cost_key])) if cheaper
-                else None)
-        rows.append({"reference": g, "best": best,
-                     "ok": best is not None and best[score_key] >= g[score_key]})
-    return rows
-
-
 def interpolated_accuracy(points, cost, cost_key="mean_cost", score_key="accuracy"):
     """The score of ``points`` at ``cost`` (linear in log(1 + cost)); None outside."""
     pts = sorted((c[cost_key], c[score_key]) for c in points)
@@ -519,52 +591,54 @@ def interpolated_accuracy(points, cost, cost_key="mean_cost", score_key="accurac
     return float(np.interp(np.log1p(cost), costs, [p[1] for p in pts]))
 
 
+def pareto(points, cost_key="mean_cost", score_key="accuracy"):
+    """The points no other point beats (no more cost, a higher score), by cost."""
+    front, best = [], -np.inf
+    for p in sorted(points, key=lambda p: (p[cost_key], -p[score_key])):
+        if p[score_key] > best:
+            front.append(p)
+            best = p[score_key]
+    return front
+
+
 def comparison_table(points, references, names, label, cost_key="mean_cost",
                      score_key="accuracy", shown=None, cost_fmt=",.2f", curve_points=None,
                      extra=()):
-    """The one equal-cost layout. Per reference point (by cost): its label, cost and score;
-    the best of ``points`` at no more cost (:func:`dominance`: label / cost, score,
-    difference; whether it is as good); the curve of ``curve_points`` (default ``points``)
-    at the reference's cost and the difference; ``extra`` columns ``(header, align,
-    function of the dominance row)``. ``names``: (reference, compared, cost name, score
-    name); ``shown``: the score displayed (default ``score_key``; ``"error"``: 1 - it)."""
+    """The one equal-cost layout, per reference point by cost: the best of ``points`` at no
+    more cost, whether it is as good, the curve of ``curve_points`` (default ``points``) at
+    the reference's cost, ``extra`` columns ``(header, function of the reference)``.
+    ``names``: (reference, compared, cost name, score name); ``shown``: the score shown
+    (``"error"``: 1 - it)."""
     ref, other, cost_name, score_name = names
     shown = shown or score_key
     conv = (lambda v: 1 - v) if shown != score_key else (lambda v: v)
     rows = []
-    for d in dominance(points, references, cost_key=cost_key, score_key=score_key):
-        g, c = d["reference"], d["best"]
+    for g in sorted(references, key=lambda r: r[cost_key]):
+        cheaper = [c for c in points if c[cost_key] <= g[cost_key] * (1 + 1e-12)]
+        c = max(cheaper, key=lambda c: (c[score_key], -c[cost_key])) if cheaper else None
         curve = interpolated_accuracy(curve_points or points, g[cost_key], cost_key=cost_key,
                                       score_key=score_key)
         rows.append([label(g), format(g[cost_key], cost_fmt), f"{g[shown]:.4f}"]
                     + ([f"{label(c)} / {c[cost_key]:{cost_fmt}}", f"{c[shown]:.4f}",
                         f"{c[shown] - g[shown]:+.4f}"] if c else ["none this cheap", "", ""])
-                    + ["yes" if d["ok"] else "no"]
+                    + ["yes" if c and c[score_key] >= g[score_key] else "no"]
                     + ([f"{conv(curve):.4f}", f"{conv(curve) - g[shown]:+.4f}"]
-                       if curve is not None else ["", ""])
-                    + [fn(d) for _, _, fn in extra])
-    head = [f"{ref} point", f"{ref} {cost_name}", f"{ref} {score_name}",
-            f"{other} best at {cost_name} <= (point / {cost_name})", f"its {score_name}",
-            "difference", f"{other} as good", f"{other} curve at this {cost_name}",
-            "difference"] + [e[0] for e in extra]
-    return table(head, rows, "lrrlrrcrr" + "".join(e[1] for e in extra))
+                       if curve is not None else ["", ""]) + [f(g) for _, f in extra])
+    return table([f"{ref} point", f"{ref} {cost_name}", f"{ref} {score_name}",
+                  f"{other} best at {cost_name} <= (point / {cost_name})", f"its {score_name}",
+                  "difference", f"{other} as good", f"{other} curve at this {cost_name}",
+                  "difference", *[e[0] for e in extra]], rows, "lrrlrrcrr" + "l" * len(extra))
 
 
 def spread(values):
-    """``values`` ordered to cover their range early: the ends, then the middles of the
-    largest gaps (a run cut by the time budget still has whole curves)."""
+    """``values`` with the ends first (a run cut by the time budget still spans each curve)."""
     values = list(values)
-    if len(values) <= 2:
-        return values
-    order, gaps = [0, len(values) - 1], [(0, len(values) - 1)]
-    while gaps:
-        gaps.sort(key=lambda g: g[1] - g[0], reverse=True)
-        a, b = gaps.pop(0)
-        if b - a >= 2:
-            m = (a + b) // 2
-            order.append(m)
-            gaps += [(a, m), (m, b)]
-    return [values[i] for i in order]
+    return values if len(values) <= 2 else [values[0], values[-1], *values[1:-1]]
+
+
+def round_robin(queues):
+    """The first item of every queue, then the second, ...: [[a1, a2], [b1]] -> a1, b1, a2."""
+    return [q.pop(0) for _ in range(max(map(len, queues), default=0)) for q in queues if q]
 
 
 # ------------------------------------------------------------------------ tables
@@ -584,10 +658,34 @@ def table(head, rows, align):
             + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
 
 
+def col(key, spec):
+    """A column of :func:`points_table`: ``point[key]`` formatted with ``spec``."""
+    return lambda p: fmt(p.get(key), spec)
+
+
+def points_table(points, columns, align=None):
+    """One row per point; ``columns``: (header, function of a point); ``align`` as in
+    :func:`table` (default: the first column left, the others right)."""
+    align = align or "l" + "r" * (len(columns) - 1)
+    return table([c[0] for c in columns], [[f(p) for _, f in columns] for p in points], align)
+
+
+def values_text(values):
+    return ", ".join(f"{v:g}" for v in values)
+
+
+def sizes_text(r):
+    """``12,000 train / 4,000 valid / 4,000 test rows, 16 features`` of a result."""
+    parts = [f"{r[f'n_{part}']:,} {part}" for part in ("train", "valid", "test")
+             if f"n_{part}" in r]
+    return " / ".join(parts) + f" rows, {r['n_features']} features"
+
+
 def ok_results(results):
     return [r for r in results if "error" not in r]
 
 
+# ------------------------------------------------------------------------ report
 def run_label(bench, r):
     """A run named by its ``IDENT`` values, e.g. ``library cbudget, dataset letters``."""
     return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {json.dumps(v)}"
@@ -595,47 +693,33 @@ def run_label(bench, r):
                      for k in bench.IDENT if (v := r.get(k)) is not None)
 
 
-def describe(r):
-    """The log line of a finished child."""
-    train = r.get("train_total_s", r.get("train_s"))
-    return (f"train {train:.2f} s" + (f", accuracy {r['accuracy']:.4f}" if "accuracy" in r else "")
-            + (f", mean cost {r['mean_cost']:,.2f}" if "mean_cost" in r else ""))
-
-
 def runs_table(bench, doc):
-    """Every child: wall time, training time, CPU/wall, the cores other processes kept
-    busy (each attempt), peak RSS; failed and skipped children with their error."""
+    """Every child: times, CPU/wall, the cores other processes kept busy, peak RSS."""
     rows = []
-    for results in doc["results"].values():
-        for r in results:
-            if "error" in r:
-                rows.append([run_label(bench, r), f"failed: {r['error']}", "", "", "", ""])
-                continue
-            train = r.get("train_total_s", r.get("train_s"))
-            attempts = r.get("attempts_other_cores") or []
-            rows.append([run_label(bench, r), fmt(r.get("child_wall_s"), ".1f"),
-                         fmt(train, ".2f"), fmt(ratio(r.get("train_cpu_s"), train), ".2f"),
-                         fmt(r.get("other_cores_during_train"), ".2f")
-                         + (" (attempts: " + ", ".join(f"{c:.2f}" for c in attempts) + ")"
-                            if len(attempts) > 1 else ""),
-                         fmt(r.get("peak_rss_mb"), ".0f")])
-    head = ["run", "child s", "train s", "CPU / wall", "other processes' cores",
-            "peak RSS MB"]
+    for r in (r for results in doc["results"].values() for r in results):
+        if "error" in r:
+            rows.append([run_label(bench, r), f"failed: {r['error']}", "", "", "", ""])
+            continue
+        train = r.get("train_total_s", r.get("train_s"))
+        attempts = r.get("attempts_other_cores") or []
+        rows.append([run_label(bench, r), fmt(r.get("child_wall_s"), ".1f"),
+                     fmt(train, ".2f"), fmt(ratio(r.get("train_cpu_s"), train), ".2f"),
+                     fmt(r.get("other_cores_during_train"), ".2f")
+                     + (" (attempts: " + ", ".join(f"{c:.2f}" for c in attempts) + ")"
+                        if len(attempts) > 1 else ""), fmt(r.get("peak_rss_mb"), ".0f")])
     return (["<details><summary>Runs (one child process each)</summary>", ""]
-            + table(head, rows, "lrrrrr") + ["", "</details>", ""])
+            + table(["run", "child s", "train s", "CPU / wall", "other processes' cores",
+                     "peak RSS MB"], rows, "lrrrrr") + ["", "</details>", ""])
 
 
 def header(bench, doc, rendered_from=None):
     """Title, smoke-run and skip banners, command, machine, wall time, shared machine."""
-    info = doc["machine"]
-    out = [f"# {bench.TITLE}", ""]
-    if doc.get("quick"):
-        out += [SMOKE_BANNER, ""]
-    skipped = [run_label(bench, r) for rs in doc["results"].values() for r in rs
-               if r.get("skipped")]
+    info, runs = doc["machine"], [r for rs in doc["results"].values() for r in rs]
+    title = bench.__doc__.split("\n", 1)[0].rstrip(".")
+    out = [f"# {title}", ""] + ([SMOKE_BANNER, ""] if doc.get("quick") else [])
+    skipped = [run_label(bench, r) for r in runs if r.get("skipped")]
     if skipped:
-        out += [f"**{len(skipped)} job(s) skipped by the time budget**: "
-                + ", ".join(skipped), ""]
+        out += [f"**{len(skipped)} job(s) skipped by the time budget**: " + ", ".join(skipped), ""]
     out += ["Command:", "", "```", doc["command"], "```", ""]
     if rendered_from:
         out += [f"Rendered from `{rendered_from.name}` by `{command_line()}`.", ""]
@@ -645,21 +729,15 @@ def header(bench, doc, rendered_from=None):
             f"{info['mem_gb']} GB; Python {info['python']}, numpy {info['numpy']}, {libs}"
             f"{info['cbudget']}; {info['platform']}."), "",
             f"Total wall time: {doc['wall_s'] / 60:.1f} min.", ""]
-    busy = [r["other_cores_during_train"] for rs in doc["results"].values()
-            for r in ok_results(rs) if r.get("other_cores_during_train", 0) > 0.3]
-    if busy:
-        out += [(f"**Shared machine:** other processes kept more than 0.3 cores busy (up to "
-                f"{max(busy):.2f} of {info['nproc']}) during the training of {len(busy)} "
-                "run(s), see the runs table: their times are inflated."), ""]
-    return out
+    busy = sum(r.get("other_cores_during_train", 0) > 0.3 for r in ok_results(runs))
+    return out + ([f"**Shared machine:** other processes kept more than 0.3 cores busy during "
+                   f"{busy} run(s) (runs table): their times are inflated.", ""] if busy else [])
 
 
 def jsonable(value):
     if isinstance(value, (np.integer, np.floating)):
         return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return str(value)
+    return value.tolist() if isinstance(value, np.ndarray) else str(value)
 
 
 def write_json(output, doc):
@@ -667,9 +745,8 @@ def write_json(output, doc):
 
 
 def write_markdown(path, text):
-    """Write ``text`` as the generated block of ``path`` (between BEGIN and END): an
-    existing block is replaced and the text around it kept; a file without a block
-    (results older than the markers) is kept whole, the block appended."""
+    """Write ``text`` as the generated block of ``path`` (between BEGIN and END), keeping
+    the text around it; a file without a block is kept whole, the block appended."""
     block = f"{BEGIN}\n{text.rstrip()}\n{END}"
     old = path.read_text() if path.exists() else ""
     if BEGIN in old and END in old.split(BEGIN, 1)[1]:
@@ -695,101 +772,99 @@ def write_report(bench, doc, output, rendered_from=None):
 
 
 # ------------------------------------------------------------------------ runner
-def add_row_arguments(parser, parts=("train", "test"), synthetic_rows=None):
-    """``--n-rows`` (with ``synthetic_rows``) and ``--<part>-rows`` options."""
-    if synthetic_rows:
-        parser.add_argument("--n-rows", type=int, default=None,
-                            help=f"total rows of the synthetic set (default {synthetic_rows:,})")
-    for part in parts:
-        parser.add_argument(f"--{part}-rows", type=int, default=None,
-                            help=f"keep only the first N {part} rows of every data set")
+SHARED_OPTIONS = (  # (option, type, default, help) of every script
+    ("--threads", int, N_THREADS, f"threads for every library (default {N_THREADS})"),
+    ("--wait-idle", float, 0.0, "wait up to this many seconds before each child for other "
+                                "processes to use less than --idle-cores cores"),
+    ("--idle-cores", float, 0.3, "threshold of --wait-idle"),
+    ("--retries", int, 0, "rerun a child up to this many times while other processes kept "
+                          "more than --max-other-cores cores busy; report the least disturbed"),
+    ("--max-other-cores", float, 0.2, "threshold of --retries"),
+    ("--child-timeout", float, 4 * 3600, "seconds before a child is killed"),
+)
 
 
 def main(bench, argv=None):
     """Options, then a child (``--child``), a re-render (``--render-from``) or a run."""
     parser = argparse.ArgumentParser(description=bench.__doc__.split("\n\n")[0])
+    name = Path(bench.__file__).stem.removeprefix("bench_")  # results/<name>.md
     parser.add_argument("--datasets", "--tasks", dest="datasets",
                         default=",".join(bench.DATASETS),
                         help="comma-separated subset of " + ",".join(bench.DATASETS))
-    parser.add_argument("--quick", action="store_true", help="smoke run: " + bench.QUICK_HELP)
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: small data and few rounds (QUICK in the script)")
     parser.add_argument("--output", default=None,
-                        help=f"Markdown output (default results/{bench.NAME}.md); .json "
-                             "and .png go next to it")
-    parser.add_argument("--threads", type=int, default=N_THREADS,
-                        help=f"threads for every library (default {N_THREADS})")
-    parser.add_argument("--wait-idle", type=float, default=0.0,
-                        help="before each child, wait up to this many seconds for other "
-                             "processes to use less than --idle-cores cores")
-    parser.add_argument("--idle-cores", type=float, default=0.3,
-                        help="threshold of --wait-idle (cores busy with other processes)")
-    parser.add_argument("--retries", type=int, default=0,
-                        help="rerun a child up to this many times while other processes "
-                             "kept more than --max-other-cores cores busy during its "
-                             "training; the least disturbed run is reported")
-    parser.add_argument("--max-other-cores", type=float, default=0.2,
-                        help="threshold of --retries")
-    parser.add_argument("--child-timeout", type=float, default=4 * 3600,
-                        help="seconds before a child is killed")
+                        help=f"Markdown output (default results/{name}.md, with --quick "
+                             f"/tmp/{name}_quick.md); .json and .png go next to it")
+    for option, kind, default, text in SHARED_OPTIONS:
+        parser.add_argument(option, type=kind, default=default, help=text)
     parser.add_argument("--render-from", metavar="JSON", default=None,
                         help="run nothing: re-render the Markdown (and plot) of an earlier "
                              "run from its JSON (to --output, default next to it)")
     parser.add_argument("--child", metavar="SPEC", default=None, help=argparse.SUPPRESS)
-    option = getattr(bench, "SUBSET_OPTION", None)  # "methods": a subset of bench.METHODS
-    if option:
+    option = next((o for o in ("methods", "libraries") if hasattr(bench, o.upper())), None)
+    if option:  # --methods, a subset of the script's METHODS (or --libraries)
         valid = ",".join(getattr(bench, option.upper()))
-        parser.add_argument(f"--{option}", default=valid, help="comma-separated subset of "
-                            + valid)
+        parser.add_argument(f"--{option}", default=valid, help="comma-separated subset of " + valid)
     if hasattr(bench, "TIME_BUDGET"):
         parser.add_argument("--time-budget", type=float, default=bench.TIME_BUDGET,
                             help="minutes of wall time for the whole run: later jobs are "
                                  "skipped, a running child is stopped; 0: no limit")
-    bench.add_arguments(parser)
+    if getattr(bench, "SYNTHETIC_ROWS", None):
+        parser.add_argument("--n-rows", type=int, default=None, help="total rows of the "
+                            f"synthetic set (default {bench.SYNTHETIC_ROWS:,})")
+    for part in bench.ROWS:
+        parser.add_argument(f"--{part}-rows", type=int, default=None,
+                            help=f"keep only the first N {part} rows of every data set")
+    add_grid_options(parser, bench.FULL)
+    if hasattr(bench, "add_arguments"):
+        bench.add_arguments(parser)
     args = parser.parse_args(argv)
+    args.grid = {**bench.FULL, **bench.QUICK} if args.quick else bench.FULL
     if args.child:
-        print(json.dumps(bench.run_point(json.loads(args.child)), default=jsonable),
-              flush=True)
+        result = bench.run_point(json.loads(args.child))
+        result.setdefault("peak_rss_mb", maxrss_bytes() / 2**20)
+        print(json.dumps(result, default=jsonable), flush=True)
         return 0
     if args.render_from:
         path = Path(args.render_from)
-        doc = json.loads(path.read_text())
-        write_report(bench, doc, Path(args.output) if args.output else path.with_suffix(".md"),
-                     rendered_from=path)
+        write_report(bench, json.loads(path.read_text()),
+                     Path(args.output) if args.output else path.with_suffix(".md"), path)
         return 0
-    if args.quick:
-        for key in ROW_OPTIONS:
-            if key in bench.QUICK and hasattr(args, key):
-                setattr(args, key, getattr(args, key) or bench.QUICK[key])
+    for key in ROW_OPTIONS if args.quick else ():
+        if key in bench.QUICK and hasattr(args, key):
+            setattr(args, key, getattr(args, key) or bench.QUICK[key])
     try:
-        jobs, extra = bench.plan(args, parse_choices(args.datasets, bench.DATASETS,
-                                                     "data set"))
+        jobs, extra = bench.plan(args, parse_choices(args.datasets, bench.DATASETS, "data set"))
     except ValueError as exc:
         parser.error(str(exc))
-    output = Path(args.output) if args.output else (
-        Path(getattr(bench, "QUICK_OUTPUT", RESULTS / f"{bench.NAME}_quick.md"))
-        if args.quick else RESULTS / f"{bench.NAME}.md")
+    output = Path(args.output or (f"/tmp/{name}_quick.md" if args.quick
+                                  else RESULTS / f"{name}.md"))
     output.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"command": command_line(), "machine": machine_info(bench.INFO_LIBRARIES),
+    doc = {"command": command_line(), "machine": machine_info(),
            "wall_s": 0.0, "quick": args.quick, "results": {}, **extra}
-    log = sys.stderr
-    print(f"# {doc['command']}", file=log, flush=True)
+    log(f"# {doc['command']}")
     t_start = time.perf_counter()
     budget = getattr(args, "time_budget", 0) or 0
     deadline = t_start + 60.0 * budget if budget > 0 else None
     for key, label, spec in jobs:
-        print(f"[{time.strftime('%H:%M:%S')}] {label} ...", file=log, flush=True)
-        ident = {k: spec.get(k) for k in bench.IDENT}
-        r = run_with_retries(bench, label, spec, ident, args, deadline, log)
+        log(f"[{time.strftime('%H:%M:%S')}] {label} ...")
+        r = run_with_retries(bench, label, spec, args, deadline)
         doc["results"].setdefault(key, []).append(r)
         if "error" not in r:
-            print(f"    done in {r['child_wall_s']:.1f} s: {describe(r)}", file=log,
-                  flush=True)
+            log(f"    done in {r['child_wall_s']:.1f} s"
+                + "".join(f", {k} {r[k]:,.4g}" for k in ("accuracy", "mean_cost") if k in r))
         doc["wall_s"] = time.perf_counter() - t_start
         write_json(output, doc)  # partial results survive a crash of a later child
     png = write_report(bench, doc, output)
-    print(f"# wrote {output}, {output.with_suffix('.json')}" + (f", {png}" if png else "")
-          + f" (total wall time {doc['wall_s'] / 60:.1f} min)", file=log, flush=True)
+    log(f"# wrote {output}, {output.with_suffix('.json')}" + (f", {png}" if png else "")
+        + f" (total wall time {doc['wall_s'] / 60:.1f} min)")
     return int(any("error" in r and not r.get("skipped")
                    for rs in doc["results"].values() for r in rs))
+
+
+def log(text):
+    print(text, file=sys.stderr, flush=True)
 
 
 def busy_cores(seconds=3.0):
@@ -800,10 +875,9 @@ def busy_cores(seconds=3.0):
     return (b1 - b0) / max(t1 - t0, 1) * (os.cpu_count() or 1)
 
 
-def run_with_retries(bench, label, spec, ident, args, deadline, log):
-    """Run one child (after waiting for idle CPUs with ``--wait-idle``); again, up to
-    ``--retries`` times, while other processes kept more than ``--max-other-cores``
-    cores busy during its training; return the least disturbed result."""
+def run_with_retries(bench, label, spec, args, deadline):
+    """Run one child (after waiting for idle CPUs), again while other processes kept more
+    than ``--max-other-cores`` busy (``--retries``): the least disturbed result."""
     best, history = None, []
     for attempt in range(1 + max(0, args.retries)):
         if args.wait_idle > 0:
@@ -813,9 +887,8 @@ def run_with_retries(bench, label, spec, ident, args, deadline, log):
                 if busy < args.idle_cores or waited >= args.wait_idle:
                     break
                 time.sleep(min(10.0, max(0.0, args.wait_idle - waited)))
-            print(f"    waited {waited:.0f} s for idle CPUs (other processes: {busy:.2f} "
-                  "cores)", file=log, flush=True)
-        r = run_child(bench, label, spec, ident, args, deadline, log)
+            log(f"    waited {waited:.0f} s for idle CPUs (other processes: {busy:.2f} cores)")
+        r = run_child(bench, label, spec, args, deadline)
         if "error" in r:
             return best or r
         history.append(r["other_cores_during_train"])
@@ -824,19 +897,18 @@ def run_with_retries(bench, label, spec, ident, args, deadline, log):
         if history[-1] <= args.max_other_cores:
             break
         if attempt < args.retries:
-            print(f"    other processes kept {history[-1]:.2f} cores busy: running it again",
-                  file=log, flush=True)
+            log(f"    other processes kept {history[-1]:.2f} cores busy: running it again")
     best["attempts_other_cores"] = history
     return best
 
 
-def run_child(bench, label, spec, ident, args, deadline, log):
-    """The script in ``--child`` mode for ``spec``: the dict of the last JSON line it
-    printed, with ``child_wall_s``; on a failure, a timeout or when the time budget is
-    spent, ``ident`` with ``error`` (and ``skipped``)."""
+def run_child(bench, label, spec, args, deadline):
+    """The last JSON line of the script in ``--child`` mode, with ``child_wall_s``; on a
+    failure, timeout or spent time budget the ``IDENT`` keys with ``error``."""
+    ident = {k: spec.get(k) for k in bench.IDENT}
     left = deadline - time.perf_counter() if deadline else args.child_timeout
     if left < 1.0:
-        print(f"  {label}: skipped (time budget spent)", file=log, flush=True)
+        log(f"  {label}: skipped (time budget spent)")
         return dict(ident, error="skipped: time budget spent", skipped=True, child_wall_s=0.0)
     cmd = [sys.executable, str(Path(bench.__file__).resolve()), "--child", json.dumps(spec)]
     t = time.perf_counter()
@@ -845,24 +917,22 @@ def run_child(bench, label, spec, ident, args, deadline, log):
                               timeout=min(args.child_timeout, left))
     except subprocess.TimeoutExpired:
         wall = time.perf_counter() - t
-        print(f"  {label} timed out after {wall:.0f} s", file=log, flush=True)
+        log(f"  {label} timed out after {wall:.0f} s")
         return dict(ident, error=f"timed out after {wall:.0f} s", child_wall_s=wall)
     wall = time.perf_counter() - t
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("{"):
             return dict(json.loads(line), child_wall_s=wall)
     tail = (proc.stderr or proc.stdout).strip().splitlines()[-15:]
-    print(f"  {label} FAILED (exit {proc.returncode}):\n    " + "\n    ".join(tail),
-          file=log, flush=True)
+    log(f"  {label} FAILED (exit {proc.returncode}):\n    " + "\n    ".join(tail))
     return dict(ident, error=f"exit {proc.returncode}: " + (tail[-1] if tail else "no output"),
                 child_wall_s=wall)
 
 
 # ------------------------------------------------------------------------- plots
 def plot_panels(path, doc, panels, draw, title, caption, size, n_rows=1, fontsize=9):
-    """A figure of one column per panel, ``draw(axes, panel, plt)`` (``axes``: the
-    column's ``n_rows`` axes, or the axis when ``n_rows`` is 1), saved to ``path`` (Agg
-    backend): ``caption``; None without matplotlib or panels."""
+    """One column per panel drawn by ``draw(axes, panel, plt)`` (the axis when ``n_rows``
+    is 1), saved to ``path``: ``caption``; None without matplotlib or panels."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -874,10 +944,8 @@ def plot_panels(path, doc, panels, draw, title, caption, size, n_rows=1, fontsiz
     fig, axes = plt.subplots(n_rows, len(panels), squeeze=False,
                              figsize=(size[0] * len(panels), size[1] * n_rows))
     for col, panel in enumerate(panels):
-        draw(axes[0][col] if n_rows == 1 else [axes[r][col] for r in range(n_rows)], panel,
-             plt)
-    fig.suptitle(title + (" - smoke run (--quick)" if doc.get("quick") else ""),
-                 fontsize=fontsize)
+        draw(axes[0][col] if n_rows == 1 else [axes[r][col] for r in range(n_rows)], panel, plt)
+    fig.suptitle(title + (" - smoke run (--quick)" if doc.get("quick") else ""), fontsize=fontsize)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -1,4 +1,4 @@
-"""On-demand prediction benchmark: cbudget.FeatureSource against eager predict.
+"""On-demand prediction: cbudget.FeatureSource vs eager predict.
 
 CEGB (10 classes) on multi-resolution MNIST, the model of examples/on_demand_mnist.py
 for each lambda, 10,000 test images. Three parts, each repeated with eager and
@@ -22,40 +22,28 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import on_demand_mnist as example  # noqa: E402
 
-NAME, TITLE = "on_demand", "On-demand prediction: cbudget.FeatureSource vs eager predict"
 DATASETS = ("overhead", "payoff", "latency")        # the parts (--datasets)
 IDENT = ("part", "lambda", "busy")
-INFO_LIBRARIES = ()
-LAMBDAS = (0.0, 0.001, 0.01, 0.03)
-LATENCY_LAMBDA = 0.01
-QUICK = {"train_rows": 3_000, "test_rows": 2_000}
-QUICK_HELP = "3,000 training / 2,000 test images, 10 rounds, lambda 0.01, 3 repeats"
-QUICK_OUTPUT = "/tmp/on_demand_quick.md"
+ROWS = ("train", "test")
+FULL = {"lambdas": (0.0, 0.001, 0.01, 0.03), "rounds": 40, "repeats": 7, "latency_ms": 2.0}
+QUICK = {"lambdas": (0.01,), "rounds": 10, "repeats": 3, "train_rows": 3_000,
+         "test_rows": 2_000}
+LATENCY_LAMBDA = 0.01     # the latency part's lambda, when in the grid
 
 
 def add_arguments(parser):
-    parser.add_argument("--lambdas", default=None, help="CEGB cost_tradeoff values "
-                        "(default " + ",".join(f"{v:g}" for v in LAMBDAS) + ")")
-    parser.add_argument("--rounds", type=int, default=None, help="boosting rounds (default 40)")
-    parser.add_argument("--repeats", type=int, default=None, help="repeats (default 7)")
     parser.add_argument("--busy", type=int, default=2,
                         help="spinning processes of the busy runs (default 2; 0: idle only)")
-    parser.add_argument("--latency-ms", type=float, default=2.0,
-                        help="sleep per fetch call of the latency part (default 2)")
     parser.add_argument("--workdir", default=None, help="directory of the trained models")
-    h.add_row_arguments(parser, ("train", "test"))
 
 
 def plan(args, parts):
-    lambdas = (h.parse_values(args.lambdas) if args.lambdas
-               else [0.01] if args.quick else list(LAMBDAS))
-    spec = {"rounds": args.rounds or (10 if args.quick else 40),
-            "repeats": args.repeats or (3 if args.quick else 7),
-            "train_rows": args.train_rows or 20_000, "test_rows": args.test_rows or 10_000,
-            "latency_ms": args.latency_ms, "threads": args.threads,
-            "workdir": args.workdir or tempfile.mkdtemp(prefix="bench_on_demand_")}
+    lambdas = list(h.setting(args, "lambdas"))
+    spec = {key: h.setting(args, key) for key in ("rounds", "repeats", "latency_ms")}
+    spec.update(train_rows=args.train_rows or 20_000, test_rows=args.test_rows or 10_000,
+                threads=args.threads,
+                workdir=args.workdir or tempfile.mkdtemp(prefix="bench_on_demand_"))
     loads = [0] + ([args.busy] if args.busy else [])
-    # the latency part at one lambda: LATENCY_LAMBDA when in the grid
     one = [LATENCY_LAMBDA if LATENCY_LAMBDA in lambdas else lambdas[0]]
     jobs = [(part, f"{part} / lambda {lam:g} / {busy} busy",
              dict(spec, part=part, **{"lambda": lam}, busy=busy))

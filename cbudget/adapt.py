@@ -156,7 +156,9 @@ class ExternalModel:
         added to the gate's cost: nothing is shared with the gate.
     features : "all" or list of feature names / indices, optional
         The features it reads instead: an input sent to it pays for those it has not
-        acquired in the gate (each once, cost groups included).
+        acquired in the gate (each once, cost groups included). On-demand prediction
+        (:class:`cbudget.FeatureSource`) fetches them for the inputs sent to it, and
+        gives it 0 in the other columns.
 
     Give exactly one of ``cost`` and ``features``. A per-input cost array of a given
     data set can also be passed to :meth:`GatedModel.predict_cost`.
@@ -214,7 +216,7 @@ class ExternalModel:
                 "on-demand prediction does not apply to a gated model whose external "
                 "expensive model declares a cost instead of its features: declare what it "
                 "reads with cbudget.ExternalModel(model, features=[...] or 'all') (the other "
-                "columns it is given are NaN)")
+                "columns it is given are 0)")
         source.request(rows, features)
         if source.has_pending():
             yield

@@ -396,33 +396,6 @@ def walk_trees(source: FeatureSource, rows: np.ndarray, tree_offsets: np.ndarray
         if n_live:
             yield
     return node_of
-    todo = np.tile(np.arange(n_trees, dtype=np.int32), (rows.size, 1))
-    n_todo = np.full(rows.size, n_trees, dtype=np.int32)
-    live = np.arange(rows.size, dtype=np.int64)
-    capacity = max(1, min(n_trees, n_features))
-    needs = np.empty((rows.size, capacity), dtype=np.int32)
-    n_needs = np.empty(rows.size, dtype=np.int32)
-    indptr = np.empty(n_features + 1, dtype=np.int64)
-    request_rows = np.empty(rows.size * capacity, dtype=np.int64)
-    # every input starts at every root: the first round asks for the roots' features
-    # without walking (the requests a first walk step would make)
-    roots = nodes[tree_offsets[:-1]]
-    source.request(rows, np.unique(roots["feature"][roots["left"] != -1]))
-    if source.has_pending():
-        yield
-    n_live = rows.size
-    while n_live:
-        threads = n_threads if n_live * n_trees >= PARALLEL_PAIRS else 1
-        n_live, n_requests = walk_step(source.values, source._status, nodes, tree_offsets,
-                                       rows, node_of, todo, n_todo, live, n_live, needs,
-                                       n_needs, indptr, request_rows, threads)
-        if n_requests:
-            for feature in np.flatnonzero(indptr[1:] > indptr[:-1]).tolist():
-                source._pending.append(
-                    (feature, request_rows[indptr[feature]:indptr[feature + 1]].copy()))
-        if n_live:
-            yield
-    return node_of
 
 
 def in_lockstep(*steps: ReadSteps) -> ReadSteps:

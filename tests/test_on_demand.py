@@ -146,6 +146,7 @@ def test_predictions_equal_eager_and_fetch_exactly_the_acquisitions(setting, alg
     if isinstance(model, (cbudget.Booster, cbudget.Forest)):
         np.testing.assert_array_equal(model.predict(source, pred_leaf=True),
                                       model.predict(X, pred_leaf=True))
+        np.testing.assert_array_equal(model.cost_curve(source), model.cost_curve(X))
     if isinstance(model, cbudget.ClassifierTree):
         np.testing.assert_array_equal(model.predict(source, pred_exit=True),
                                       model.predict(X, pred_exit=True))
@@ -153,6 +154,7 @@ def test_predictions_equal_eager_and_fetch_exactly_the_acquisitions(setting, alg
         for got, want in zip(model.predict(source, return_route=True, output_margin=True),
                              model.predict(X, return_route=True, output_margin=True)):
             np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(model.route(source), model.route(X))
     assert len(recorder.calls) == n_calls
 
 

@@ -25,7 +25,13 @@ except ImportError as exc:  # pragma: no cover - depends on how cbudget was run
 from ._model import BudgetChoice, CostParts, Model, NotApplicableError
 from .adapt import ExternalModel, GatedModel, LinearClassifier
 from .booster import Booster
-from .callback import BudgetStopping, EarlyStopping, EvaluationMonitor, TrainingCallback
+from .callback import (
+    BudgetStopping,
+    EarlyStopping,
+    EvaluationMonitor,
+    ProgressMonitor,
+    TrainingCallback,
+)
 from .costs import CostModel, CostReport
 from .cstc import Cascade, ClassifierTree
 from .dataset import Dataset
@@ -55,6 +61,7 @@ __all__ = [
     "LinearClassifier",
     "Model",
     "NotApplicableError",
+    "ProgressMonitor",
     "TrainingCallback",
     "load_model",
     "train",

@@ -118,6 +118,10 @@ class Model:
         """Sorted indices of the features the model can read."""
         raise NotImplementedError
 
+    def used_feature_names(self, **options: Any) -> list[str]:
+        """The names of :meth:`used_features` (same options), in feature order."""
+        return [self.feature_names[m] for m in self.used_features(**options)]
+
     def _cost_and_acquired(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
@@ -361,6 +365,13 @@ class Model:
         """Per-feature importance (see the model class for the kinds it offers)."""
         raise NotApplicableError(f"feature_importance does not apply to a "
                                  f"{type(self).__name__}")
+
+    def feature_importance_by_name(self, kind: str = "split", **options: Any) -> dict[str, float]:
+        """:meth:`feature_importance` (same arguments) as ``{feature name: importance}``
+        for the features with a non-zero importance, the most important first."""
+        importance = self.feature_importance(kind, **options)
+        order = np.argsort(-importance, kind="stable")
+        return {self.feature_names[m]: float(importance[m]) for m in order if importance[m]}
 
     # -- files --------------------------------------------------------------------------
     def save_model(self, path: str | os.PathLike) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO, TypeAlias
@@ -14,8 +15,8 @@ if TYPE_CHECKING:  # only for type hints: the loop imports this module and the m
     from ._model import CostTracker, Model
     from .dataset import InputData
 
-__all__ = ["TrainingCallback", "EvaluationMonitor", "EarlyStopping", "BudgetStopping",
-           "CallbackContainer"]
+__all__ = ["TrainingCallback", "EvaluationMonitor", "ProgressMonitor", "EarlyStopping",
+           "BudgetStopping", "CallbackContainer"]
 
 # {data name: {metric name: [value per iteration]}}
 EvalsLog: TypeAlias = dict[str, dict[str, list[float]]]
@@ -133,6 +134,53 @@ class EvaluationMonitor(TrainingCallback):
         if self._last_line and self._last_line[0] != self._last_printed:
             print(self._last_line[1], file=self.stream or sys.stdout, flush=True)
         return model
+
+
+class ProgressMonitor(TrainingCallback):
+    """On long training, a line every ``interval`` seconds with the iterations done and
+    an estimate of the time left (nothing when training takes less than ``interval``):
+    training without evaluation sets, or printing them rarely, is not silent for minutes.
+
+    Parameters
+    ----------
+    n_iterations : int
+        The iterations training runs at most (early stopping may end it sooner).
+    interval : float, default 10
+        Seconds between lines.
+    stream : text stream, default sys.stdout
+    clock : callable, default time.perf_counter
+        Seconds (for tests).
+    """
+
+    def __init__(self, n_iterations: int, interval: float = 10.0, stream: TextIO | None = None,
+                 clock=time.perf_counter) -> None:
+        if not interval > 0:
+            raise ValueError(f"interval must be > 0, got {interval!r}")
+        self.n_iterations = int(n_iterations)
+        self.interval = float(interval)
+        self.stream = stream
+        self.clock = clock
+        self._start = self._last = 0.0
+        self._first_epoch = 0
+
+    def before_training(self, model: Model) -> Model:
+        self._start = self._last = self.clock()
+        self._first_epoch = -1
+        return model
+
+    def after_iteration(self, model: Model, epoch: int, evals_log: EvalsLog) -> bool:
+        if self._first_epoch < 0:   # a continued model's iterations are numbered on
+            self._first_epoch = epoch
+        now = self.clock()
+        if now - self._last >= self.interval:
+            done = epoch - self._first_epoch + 1
+            elapsed = now - self._start
+            left = elapsed / done * max(self.n_iterations - done, 0)
+            print(f"[{epoch}] {done}/{self.n_iterations} iterations in {elapsed:.0f} s, "
+                  f"about {left:.0f} s left at most", file=self.stream or sys.stdout,
+                  flush=True)
+            self._last = now
+        return False
 
 
 class EarlyStopping(TrainingCallback):

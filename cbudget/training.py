@@ -7,7 +7,13 @@ import numpy as np
 from ._core._openmp_helpers import resolve_n_threads
 from ._model import Model
 from .algorithms import REGISTRY, get_algorithm, resolve_params
-from .callback import CallbackContainer, EarlyStopping, EvaluationMonitor, TrainingCallback
+from .callback import (
+    CallbackContainer,
+    EarlyStopping,
+    EvaluationMonitor,
+    ProgressMonitor,
+    TrainingCallback,
+)
 from .dataset import Dataset
 from .engine import TrainingSetup, run_training
 from .metrics import check_metric
@@ -74,7 +80,10 @@ def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals=()
     evals_result : dict, optional
         Filled with ``{data name: {metric: [values]}}``.
     verbose_eval : bool or int, default True
-        Print the metrics every iteration (or every ``verbose_eval`` iterations).
+        True: print the metrics every 10th iteration (and the last), and on long
+        training a progress line every 10 seconds (:class:`ProgressMonitor`), with or
+        without ``evals``; an int: the metrics every ``verbose_eval`` iterations (1:
+        every one), and the progress lines; False: nothing.
     callbacks : list of TrainingCallback, optional
     xgb_model : model or path, optional
         Continue training this model (gbdt, cegb, greedy_miser, budget_rf; same
@@ -118,7 +127,8 @@ def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals=()
                           xgb_model=xgb_model, expensive_model=expensive_model)
     monitors = list(callbacks or [])
     if verbose_eval:
-        monitors.append(EvaluationMonitor(period=1 if verbose_eval is True else int(verbose_eval)))
+        monitors.append(EvaluationMonitor(period=10 if verbose_eval is True else int(verbose_eval)))
+        monitors.append(ProgressMonitor(int(num_boost_round)))
     if early_stopping_rounds is not None:
         monitors.append(EarlyStopping(early_stopping_rounds))
     CallbackContainer(monitors)   # checked before the trainer's set-up work

@@ -142,6 +142,11 @@ def test_feature_importance_works_or_says_it_does_not_apply(models, algorithm):
         used = np.zeros(6, dtype=bool)
         used[model.used_features()] = True
         assert not importance[~used].any()
+        by_name = model.feature_importance_by_name(kind)
+        assert by_name == {f"f{m}": importance[m] for m in np.argsort(-importance, kind="stable")
+                           if importance[m]}
+        assert list(by_name.values()) == sorted(by_name.values(), reverse=True)
+    assert model.used_feature_names() == [f"f{m}" for m in model.used_features()]
     with pytest.raises((ValueError, cbudget.NotApplicableError)):
         model.feature_importance("nope")
 

@@ -1,4 +1,5 @@
 """Tests of cbudget.train, Booster prediction / cost accounting, callbacks, parameters."""
+import io
 import math
 
 import numpy as np
@@ -270,6 +271,35 @@ def test_verbose_eval_prints(capsys):
     assert all("train-rmse:" in line for line in lines)
     train(dict(FAST), d, 5, evals=[(d, "train")], verbose_eval=False)
     assert capsys.readouterr().out == ""
+
+
+def test_verbose_eval_true_prints_every_tenth_round(capsys):
+    X, y = regression_data(200)
+    d = Dataset(X, y)
+    train(dict(FAST), d, 25, evals=[(d, "train")])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[")]
+    assert [line.split("\t")[0] for line in lines] == ["[0]", "[10]", "[20]", "[24]"]
+
+
+def test_progress_monitor_reports_rounds_and_time_left():
+    """A line each ``interval`` seconds (a fake clock: one second per round), without
+    evaluation sets; nothing when training is shorter than the interval."""
+    X, y = regression_data(200)
+    ticks = iter(range(1000))
+    stream = io.StringIO()
+    monitor = cbudget.ProgressMonitor(20, interval=5, stream=stream,
+                                      clock=lambda: float(next(ticks)))
+    train(dict(FAST), Dataset(X, y), 20, callbacks=[monitor], verbose_eval=False)
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "[4] 5/20 iterations in 5 s, about 15 s left at most"
+    assert lines[-1] == "[19] 20/20 iterations in 20 s, about 0 s left at most"
+    assert len(lines) == 4
+    quiet = io.StringIO()
+    train(dict(FAST), Dataset(X, y), 20, verbose_eval=False,
+          callbacks=[cbudget.ProgressMonitor(20, interval=3600, stream=quiet)])
+    assert quiet.getvalue() == ""
+    with pytest.raises(ValueError, match="interval"):
+        cbudget.ProgressMonitor(20, interval=0)
 
 
 def _noisy_validation():

@@ -32,13 +32,14 @@ from .callback import (
     ProgressMonitor,
     TrainingCallback,
 )
+from .cost_path import CostPath, cost_path
 from .costs import CostModel, CostReport
 from .cstc import Cascade, ClassifierTree
 from .dataset import Dataset
 from .forest import Forest
 from .model_io import load_model
 from .on_demand import FeatureSource, FetchCall
-from .training import train
+from .training import lambda_max, train
 
 __all__ = [
     "__version__",
@@ -49,6 +50,7 @@ __all__ = [
     "ClassifierTree",
     "CostModel",
     "CostParts",
+    "CostPath",
     "CostReport",
     "Dataset",
     "EarlyStopping",
@@ -63,6 +65,8 @@ __all__ = [
     "NotApplicableError",
     "ProgressMonitor",
     "TrainingCallback",
+    "cost_path",
+    "lambda_max",
     "load_model",
     "train",
 ]

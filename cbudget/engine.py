@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, NamedTuple
 
-from ._model import Model
+from ._model import Model, NotApplicableError
 from .callback import CallbackContainer
 from .dataset import Dataset, check_model_matches
 from .metrics import evaluate_metric
@@ -31,6 +31,10 @@ class TrainingSetup(NamedTuple):
     verbose: bool
     xgb_model: Any = None  # a model to continue (algorithms with ``continues``)
     expensive_model: Any = None  # the gated models' f0
+
+    def without_evals(self) -> TrainingSetup:
+        """The same set-up with no evaluation sets (a trainer built to inspect data)."""
+        return self._replace(evals=[])
 
 
 class Trainer:
@@ -170,6 +174,22 @@ class Algorithm:
 
     def default_metric(self, p: dict, objective: Objective) -> str:
         return objective.default_metric
+
+    def lambda_max(self, p: dict, dtrain: Dataset, setup: TrainingSetup) -> float:
+        """The smallest ``cost_tradeoff`` at which training makes no costly split
+        (:func:`cbudget.lambda_max`)."""
+        raise self._no_split_penalty("lambda_max")
+
+    def root_split_terms(self, p: dict, dtrain: Dataset, setup: TrainingSetup) -> list:
+        """Per tree of the first round: each feature's best root-split gain and cost
+        increment (:func:`cbudget.training.root_split_terms`)."""
+        raise self._no_split_penalty("root_split_terms")
+
+    def _no_split_penalty(self, what: str) -> NotApplicableError:
+        return NotApplicableError(
+            f"{what} is computed for the boosted trees whose splits pay cost_tradeoff "
+            f"times their cost (cegb, greedy_miser), not for {self.name}: give the "
+            "trade-offs to try yourself")
 
     def prepare_data(self, dtrain: Dataset, evals: list) -> tuple[Dataset, list]:
         """The training and evaluation data as the algorithm reads them (e.g. labels

@@ -19,7 +19,7 @@ from .engine import TrainingSetup, run_training
 from .metrics import check_metric
 from .objectives import get_objective
 
-__all__ = ["train"]
+__all__ = ["train", "lambda_max", "root_split_terms"]
 
 
 def check_evals(evals, dtrain: Dataset) -> list:
@@ -96,6 +96,70 @@ def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals=()
     Model
         Booster, Forest, ClassifierTree, Cascade or GatedModel (see ``algorithm``).
     """
+    algorithm, p, dtrain, setup = _set_up(params, dtrain, num_boost_round, evals,
+                                          verbose_eval, xgb_model, expensive_model)
+    monitors = list(callbacks or [])
+    if verbose_eval:
+        monitors.append(EvaluationMonitor(period=10 if verbose_eval is True else int(verbose_eval)))
+        monitors.append(ProgressMonitor(int(num_boost_round)))
+    if early_stopping_rounds is not None:
+        monitors.append(EarlyStopping(early_stopping_rounds))
+    CallbackContainer(monitors)   # checked before the trainer's set-up work
+    trainer = algorithm.trainer(p, dtrain, int(num_boost_round), setup)
+    return run_training(trainer, CallbackContainer(monitors + trainer.callbacks()),
+                        evals_result)
+
+
+def lambda_max(params: dict, dtrain: Dataset, *, xgb_model=None) -> float:
+    """The smallest ``cost_tradeoff`` at which :func:`train` with ``params`` on
+    ``dtrain`` makes no split that costs anything: no root split of the first tree can
+    pay ``cost_tradeoff`` times its cost (its gain minus the penalty is at most
+    ``gamma``), so the model predicts a constant (splits on free features aside).
+    ``cost_tradeoff`` is meaningful below it, usually 1e-3 to 1e-1 times it;
+    :func:`cbudget.cost_path` scans down from it. It scales with the loss's gains over
+    the costs: double every cost and it halves. Computed on all rows and features: with
+    ``subsample`` or ``colsample_bytree`` below 1, a round's sample may still find a
+    split that pays.
+
+    Parameters
+    ----------
+    params : dict
+        As for :func:`train`; ``algorithm`` "cegb" or "greedy_miser" (its
+        ``cost_tradeoff`` is ignored).
+    dtrain : Dataset
+    xgb_model : model or path, optional
+        For training that continues this model: its trees' acquisitions count.
+
+    Returns
+    -------
+    float
+        0 when no costly split has a positive gain.
+
+    Raises
+    ------
+    NotApplicableError
+        For algorithms whose trade-off is not a split's cost penalty.
+    """
+    algorithm, p, dtrain, setup = _set_up(params, dtrain, 1, (), False, xgb_model, None)
+    return algorithm.lambda_max(p, dtrain, setup)
+
+
+def root_split_terms(params: dict, dtrain: Dataset, *, xgb_model=None) -> list:
+    """What :func:`lambda_max` is computed from: per tree of the first round, the best
+    raw gain of a root split on each feature (``-inf``: none allowed) and its cost
+    increment (the penalty at ``cost_tradeoff=1``), on all rows and features.
+
+    Returns
+    -------
+    list of (raw_gain, increment) pairs of float64 arrays (n_features,)
+    """
+    algorithm, p, dtrain, setup = _set_up(params, dtrain, 1, (), False, xgb_model, None)
+    return algorithm.root_split_terms(p, dtrain, setup)
+
+
+def _set_up(params, dtrain, num_boost_round, evals, verbose_eval, xgb_model, expensive_model):
+    """The checks of :func:`train`: (algorithm, resolved params, training data as the
+    algorithm reads it, TrainingSetup)."""
     p = resolve_params(params)
     algorithm = get_algorithm(p["algorithm"])
     if not isinstance(dtrain, Dataset):
@@ -125,13 +189,4 @@ def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals=()
                           n_threads=resolve_n_threads(p["n_jobs"]),
                           verbose=bool(verbose_eval) and p["verbosity"] > 0,
                           xgb_model=xgb_model, expensive_model=expensive_model)
-    monitors = list(callbacks or [])
-    if verbose_eval:
-        monitors.append(EvaluationMonitor(period=10 if verbose_eval is True else int(verbose_eval)))
-        monitors.append(ProgressMonitor(int(num_boost_round)))
-    if early_stopping_rounds is not None:
-        monitors.append(EarlyStopping(early_stopping_rounds))
-    CallbackContainer(monitors)   # checked before the trainer's set-up work
-    trainer = algorithm.trainer(p, dtrain, int(num_boost_round), setup)
-    return run_training(trainer, CallbackContainer(monitors + trainer.callbacks()),
-                        evals_result)
+    return algorithm, p, dtrain, setup

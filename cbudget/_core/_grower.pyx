@@ -562,6 +562,64 @@ cdef class TreeGrower:
         self.n_nodes = n_nodes
         return self._to_array(n_nodes)
 
+    def root_split_terms(self, const double[::1] gradients, const double[::1] hessians,
+                         int32_t[::1] rows, const unsigned char[::1] feature_mask):
+        """What deciding the root split of a tree grown now weighs, per feature: the
+        best raw gain of a split on it and its cost increment (the penalty at
+        ``cost_tradeoff = 1``; zeros without a cost penalty). A split on ``f`` is made
+        when ``raw_gain[f] - cost_tradeoff * increment[f] > gamma`` for the best ``f``:
+        from these, the smallest trade-off at which no root split pays its cost.
+
+        Returns
+        -------
+        raw_gain, increment : float64 arrays (n_features,)
+            ``raw_gain[f] = -inf`` where no split on ``f`` is allowed.
+        """
+        if gradients.shape[0] != self.n_samples or hessians.shape[0] != self.n_samples:
+            raise ValueError("gradients/hessians do not match the binned data")
+        if feature_mask.shape[0] != self.n_features:
+            raise ValueError("feature_mask does not match the number of features")
+        if rows.shape[0] == 0:
+            raise ValueError("no rows")
+        raw_gain = np.full(self.n_features, -np.inf)
+        increment = np.zeros(self.n_features)
+        cdef double[::1] gain_view = raw_gain
+        cdef double[::1] increment_view = increment
+        cdef grow_node * node = &self.nodes[0]
+        cdef const unsigned char * mask = &feature_mask[0]
+        cdef double sum_g = 0.0, sum_h = 0.0, tradeoff = self.cost_tradeoff
+        cdef Py_ssize_t i, f
+        for i in range(rows.shape[0]):
+            sum_g += gradients[rows[i]]
+            sum_h += hessians[rows[i]]
+        node.start, node.stop, node.depth = 0, rows.shape[0], 0
+        node.sum_gradients, node.sum_hessians = sum_g, sum_h
+        node.histograms = NULL
+        node.left = node.right = node.parent = -1
+        if not self._can_split(node):
+            return raw_gain, increment
+        if self.has_penalty:
+            self._prepare_costs(mask)
+        self._build(node, &rows[0], &gradients[0], &hessians[0], mask)
+        if node.histograms == NULL:
+            raise MemoryError("cannot allocate histograms")
+        find_best_split_core(
+            node.histograms, self.n_features, self.n_bins, &self.n_value_bins[0],
+            self.missing_bin, mask, sum_g, sum_h, <uint32_t> rows.shape[0], self.reg_lambda,
+            self.min_child_weight, self.min_data_in_leaf, NULL, self.per_feature,
+            self.n_threads)
+        if self.has_penalty:
+            self.cost_tradeoff = 1.0
+            self._fill_penalty(node, 0, self.n_features)
+            self.cost_tradeoff = tradeoff
+        for f in range(self.n_features):
+            if self.per_feature[f].feature >= 0:
+                gain_view[f] = self.per_feature[f].raw_gain
+            if self.has_penalty:
+                increment_view[f] = self.penalty[f]
+        self._release_histograms(node)
+        return raw_gain, increment
+
     def add_leaf_values(self, const int32_t[::1] rows, double[:, ::1] raw, int output):
         """``raw[r, output] += value of r's leaf`` for the rows of the last tree grown,
         from its partition (``rows`` as left by :meth:`grow`): no traversal needed."""

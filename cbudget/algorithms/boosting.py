@@ -34,6 +34,7 @@ floating-point rounding of the restored scores).
 """
 from __future__ import annotations
 
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -72,7 +73,10 @@ SAMPLING_PARAMS = (
 OBJECTIVE = Param("objective", "reg:squarederror", None,
                   "reg:squarederror, binary:logistic or multi:softprob")
 COST_TRADEOFF = Param("cost_tradeoff", 1.0, number(low=0, finite=True),
-                      "lambda: weight of the cost penalty of a split")
+                      "lambda: weight of the cost penalty of a split, in units of the "
+                      "loss's gain per unit of cost (it scales with the data size and "
+                      "inversely with the costs); cbudget.lambda_max(params, dtrain) is "
+                      "where nothing is bought any more, cbudget.cost_path scans below it")
 GREEDY_MISER_TREES = {"grow_policy": "depthwise", "reg_lambda": 0.0}
 
 
@@ -238,10 +242,11 @@ class BoostingTrainer(Trainer):
     def grow_trees(self, grower_index, jobs):
         return [self.grow_tree(grower_index, *job) for job in jobs]
 
-    def iterate(self, iteration):
+    def round_jobs(self, iteration):
+        """The gradients of round ``iteration`` (into ``grad`` / ``hess``) and its trees'
+        samples: ``(output, in_bag rows, out_of_bag rows, feature_mask)`` per tree."""
         p, dtrain, objective = self.p, self.dtrain, self.setup.objective
         n_samples, n_features = dtrain.data.shape
-        n_outputs = objective.n_outputs
         objective.gradients(self.raw_train, dtrain.label, dtrain.weight, self.grad, self.hess,
                             self.setup.n_threads)
         # sampling depends on the seed and the round only (continuation repeats it)
@@ -255,13 +260,29 @@ class BoostingTrainer(Trainer):
         else:
             in_bag = self.all_rows
         jobs = []
-        for k in range(n_outputs):
+        for k in range(objective.n_outputs):
             feature_mask = self.splittable.copy()
             if self.n_sub_features < n_features:
                 sampled = np.zeros(n_features, dtype=np.uint8)
                 sampled[rng.choice(n_features, self.n_sub_features, replace=False)] = 1
                 feature_mask &= sampled
             jobs.append((k, in_bag, out_of_bag, feature_mask))
+        return jobs
+
+    def root_split_terms(self):
+        """Per tree of the next round, per feature: the best raw gain of a root split
+        and its cost increment (:meth:`TreeGrower.root_split_terms`)."""
+        terms = []
+        for k, in_bag, _, feature_mask in self.round_jobs(self.first_iteration):
+            rows = np.array(in_bag, dtype=np.int32)
+            terms.append(self.growers[0].root_split_terms(
+                self.grad[:, k], self.grow_hess[:, k], rows, feature_mask))
+        return terms
+
+    def iterate(self, iteration):
+        dtrain, n_outputs = self.dtrain, self.setup.objective.n_outputs
+        n_samples = dtrain.data.shape[0]
+        jobs = self.round_jobs(iteration)
         if self.pool is None:
             trees = self.grow_trees(0, jobs)
         else:
@@ -289,10 +310,50 @@ class BoostingTrainer(Trainer):
     def record_training(self, model):
         model.finalize(self.dtrain, self.named_evals,
                        self.train_cost_curve if self.track_costs else None)
+        if (self.cost_state is not None and self.p["cost_tradeoff"] > 0 and model.trees
+                and all(tree.shape[0] == 1 for tree in model.trees)):
+            limit = smallest_blocking_tradeoff(self.p, self.dtrain, self.setup)
+            if 0 < limit <= self.p["cost_tradeoff"]:
+                warnings.warn(
+                    f"{self.p['algorithm']}: no split could pay its cost at cost_tradeoff="
+                    f"{self.p['cost_tradeoff']:g}, so the model predicts a constant: "
+                    f"lambda_max for this data is {limit:.4g}, the smallest trade-off at "
+                    "which no split pays; try 1e-3 to 1e-1 times that, or "
+                    "cbudget.cost_path, which scans down from lambda_max",
+                    UserWarning, stacklevel=2)
 
     def close(self):
         if self.pool is not None:
             self.pool.shutdown()
+
+
+def first_root_split_terms(p: dict, dtrain, setup) -> list:
+    """Per tree of the first round, on all rows and features: the best raw gain of a
+    root split on each feature and its cost increment
+    (:meth:`TreeGrower.root_split_terms`)."""
+    trainer = BoostingTrainer(dict(p, subsample=1.0, colsample_bytree=1.0), dtrain, 1,
+                              setup.without_evals())
+    try:
+        return trainer.root_split_terms()
+    finally:
+        trainer.close()
+
+
+def smallest_blocking_tradeoff(p: dict, dtrain, setup) -> float:
+    """lambda_max: the smallest ``cost_tradeoff`` at which no root split of the first
+    round pays its cost, i.e. ``raw_gain - lambda * increment <= gamma`` for every
+    feature with a cost increment (features without one split at any trade-off); 0
+    when no costly split has a gain above ``gamma``. On all rows and features: with
+    ``subsample`` or ``colsample_bytree`` below 1, a later round's sample may still
+    find a split that pays."""
+    limit, gamma = 0.0, p["gamma"]
+    for raw_gain, increment in first_root_split_terms(p, dtrain, setup):
+        costly = (raw_gain > gamma) & (increment > 0)
+        if costly.any():
+            limit = max(limit, float(np.max((raw_gain[costly] - gamma) / increment[costly])))
+    # a relative 1e-6 above the ratio: at the ratio itself, rounding (and the next
+    # rounds' leaf values of order 1e-17 moving the gradients) may still let it split
+    return limit * (1.0 + 1e-6)
 
 
 class Boosting(Algorithm):
@@ -304,6 +365,16 @@ class Boosting(Algorithm):
 
     def complete(self, p):
         complete_tree_params(p, self.depthwise_depth)
+
+    def root_split_terms(self, p, dtrain, setup):
+        if self.name == "gbdt":
+            return super().root_split_terms(p, dtrain, setup)
+        return first_root_split_terms(p, dtrain, setup)
+
+    def lambda_max(self, p, dtrain, setup):
+        if self.name == "gbdt":
+            return super().lambda_max(p, dtrain, setup)
+        return smallest_blocking_tradeoff(p, dtrain, setup)
 
 
 GBDT = Boosting("gbdt", (OBJECTIVE,) + TREE_PARAMS + SAMPLING_PARAMS,

@@ -205,9 +205,14 @@ class TreeEnsemble(Model):
         return len(self.iteration_indptr) - 1
 
     def _tree_range(self, iteration_range):
+        """Trees ``[t0, t1)`` of ``iteration_range``: None is up to the best iteration
+        after early stopping (as LightGBM and the scikit-learn wrappers predict), else
+        every iteration; ``(0, 0)`` is every iteration."""
         n_iterations = self.num_iterations()
         if iteration_range is None:
             begin, end = 0, n_iterations
+            if self.best_iteration is not None and self.best_iteration < n_iterations:
+                end = self.best_iteration + 1
         else:
             try:
                 begin, end = (int(v) for v in iteration_range)
@@ -395,7 +400,9 @@ class TreeEnsemble(Model):
             self._flat_cache.clear()
         else:
             curve = np.asarray(train_cost_curve[:self.num_iterations()], dtype=np.float64)
-        self._summarise_costs(curve[-1] if curve.size else 0.0, evals,
+        # the summary describes the model as it predicts by default (the best iteration)
+        end = self.iteration_indptr.index(self._tree_range(None)[1])
+        self._summarise_costs(curve[end - 1] if end else 0.0, evals,
                               train_cost_per_iteration=curve.tolist())
 
     # -- importance ---------------------------------------------------------------------

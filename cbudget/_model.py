@@ -13,8 +13,8 @@ registered with ``@register_model_type`` and implements:
 * ``to_dict()`` and the class method ``from_dict(doc, *, expensive_model=None)``.
 
 Models built in stages (boosting rounds, forest trees) also implement
-``num_iterations``, slicing, ``cost_curve`` and ``_staged_metric``; on the other models
-those raise :class:`NotApplicableError`.
+``num_iterations``, slicing, ``cost_curve`` and ``_staged_metric`` (behind
+``staged_scores``); on the other models those raise :class:`NotApplicableError`.
 """
 from __future__ import annotations
 
@@ -279,6 +279,31 @@ class Model:
     def _staged_metric(self, data: Dataset, metric: str) -> np.ndarray:
         raise self._no_stages("staged scores")
 
+    def staged_scores(self, data: Dataset, metric: str | None = None) -> np.ndarray:
+        """``metric`` on ``data`` of the model of iterations ``0..r``, for each ``r``
+        (with :meth:`cost_curve`, the accuracy-against-cost curve of training).
+
+        Parameters
+        ----------
+        data : Dataset with labels
+        metric : str, optional
+            Default: the model's (:attr:`default_metric`).
+
+        Returns
+        -------
+        ndarray of shape (num_iterations,)
+
+        Raises
+        ------
+        NotApplicableError
+            For models not built in stages.
+        """
+        if not isinstance(data, Dataset) or data.label is None:
+            raise TypeError("data must be a cbudget.Dataset with labels")
+        metric = metric or self.default_metric
+        check_metric(metric, self.objective)
+        return self._staged_metric(data, metric)
+
     @property
     def default_metric(self) -> str:
         """The metric evaluation and budget choices use by default."""
@@ -319,13 +344,13 @@ class Model:
         if self.num_iterations() == 0:
             raise ValueError("the model has no iterations")
         metric = metric or self.default_metric
-        check_metric(metric, self.objective)
+        scores = self.staged_scores(data, metric)
         curve = self.cost_curve(data)
         within = np.flatnonzero(curve <= budget)
         if within.size == 0:
             raise ValueError(f"no iteration is within budget {budget}: the first alone "
                              f"costs {curve[0]:.6g} per input")
-        scores = self._staged_metric(data, metric)[within]
+        scores = scores[within]
         best = int(np.argmax(scores) if metric_maximize(metric) else np.argmin(scores))
         r = int(within[best])
         return BudgetChoice(iteration=r, cost=float(curve[r]), score=float(scores[best]),

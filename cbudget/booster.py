@@ -107,8 +107,10 @@ class Booster(TreeEnsemble):
         pred_leaf : bool
             Return the leaf index reached in each tree, int32 (n_samples, n_trees).
         iteration_range : (begin, end), optional
-            Use rounds ``begin <= r < end`` (``end = 0``: up to the last). Default: all.
-            After early stopping: ``(0, booster.best_iteration + 1)``.
+            Use rounds ``begin <= r < end`` (``end = 0``: up to the last). Default: up
+            to ``best_iteration`` after early stopping, else all; ``(0, 0)``: all. The
+            cost methods (``predict_cost``, ``acquisitions``, ``cost_report``) take the
+            same argument and default.
 
         Returns
         -------

@@ -86,17 +86,34 @@ def resolve_feature(key: str | int | np.integer, feature_names: Sequence[str],
     raise TypeError(f"{what}: a feature is named by an int index or a str name, got {key!r}")
 
 
-def _per_feature_costs(costs, feature_names, name) -> np.ndarray:
-    """float64 array of length n_features from None, an array-like or a dict by name."""
+def _per_feature_costs(costs, feature_names, name, default_cost: float | None = 0.0
+                       ) -> np.ndarray:
+    """float64 array of length n_features from None, an array-like or a dict by name.
+
+    A dict leaves the features it does not name at ``default_cost``; with None it must
+    name every feature (a forgotten expensive feature must not become free silently)."""
     n_features = len(feature_names)
     if costs is None:
         return np.zeros(n_features)
     if isinstance(costs, dict):
+        named = np.zeros(n_features, dtype=bool)
         out = np.zeros(n_features)
         for key, value in costs.items():
-            out[resolve_feature(key, feature_names, name)] = _check_scalar_cost(
-                value, f"{name}[{key!r}]")
+            m = resolve_feature(key, feature_names, name)
+            out[m] = _check_scalar_cost(value, f"{name}[{key!r}]")
+            named[m] = True
+        if not named.all():
+            if default_cost is None:
+                missing = [feature_names[m] for m in np.flatnonzero(~named)]
+                shown = ", ".join(repr(n) for n in missing[:20])
+                more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+                raise ValueError(
+                    f"{name} does not name {len(missing)} of the {n_features} features: "
+                    f"{shown}{more}; give them costs, or default_cost= for the rest")
+            out[~named] = default_cost
         return out
+    if default_cost:
+        raise ValueError(f"default_cost applies to a dict of {name}, not to an array")
     try:
         out = np.asarray(costs, dtype=np.float64)
     except (TypeError, ValueError):
@@ -192,18 +209,23 @@ class CostModel:
     def from_user(cls, feature_names: Iterable[str], feature_costs: FeatureCosts | None = None,
                   cost_groups: CostGroups | None = None, group_costs: GroupCosts | None = None,
                   coupled_costs: FeatureCosts | None = None, split_cost: float = 0.0,
-                  tree_cost: float = 0.0) -> CostModel:
+                  tree_cost: float = 0.0, default_cost: float | None = None) -> CostModel:
         """Validate user-given costs.
 
         Parameters
         ----------
         feature_names : list of str
-        feature_costs, coupled_costs : None, array-like of shape (n_features,) or dict
+        feature_costs : None, array-like of shape (n_features,) or dict
+            A dict maps feature names (or indices) to costs. It must name every feature
+            unless ``default_cost`` is given (ValueError listing the missing ones).
+        coupled_costs : None, array-like of shape (n_features,) or dict
             A dict maps feature names (or indices) to costs; features left out cost 0.
         cost_groups : None, dict {group name: list of features} or list of lists
             Features are given by name or index; a feature belongs to at most one group.
         group_costs : None, array-like of shape (n_groups,) or dict {group name: cost}
         split_cost, tree_cost : float >= 0
+        default_cost : float >= 0, optional
+            The cost of the features a ``feature_costs`` dict does not name.
 
         Returns
         -------
@@ -217,7 +239,10 @@ class CostModel:
         """
         feature_names = list(feature_names)
         n_features = len(feature_names)
-        feature_costs = _per_feature_costs(feature_costs, feature_names, "feature_costs")
+        if default_cost is not None:
+            default_cost = _check_scalar_cost(default_cost, "default_cost")
+        feature_costs = _per_feature_costs(feature_costs, feature_names, "feature_costs",
+                                           default_cost)
         coupled_costs = _per_feature_costs(coupled_costs, feature_names, "coupled_costs")
         feature_group = np.full(n_features, -1, dtype=np.int32)
         group_names: list[str] = []

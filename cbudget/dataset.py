@@ -171,6 +171,8 @@ class Dataset:
         Default: DataFrame columns, else ``f0, f1, ...``.
     feature_costs : array-like of shape (n_features,) or dict {name: cost}, optional
         Per-input acquisition cost of each feature (docs/architecture.md, "Cost model").
+        A dict names every feature (ValueError listing the ones it misses), or gives
+        ``default_cost`` for the others. None: every feature is free.
     cost_groups : dict {group name: [features]} or list of lists, optional
         Features that share one acquisition, paid ``group_costs[g]`` once per input.
     group_costs : array-like of shape (n_groups,) or dict {group name: cost}, optional
@@ -178,6 +180,8 @@ class Dataset:
         Once-per-model cost of using a feature at all.
     split_cost, tree_cost : float, default 0
         Cost of evaluating one split node / one tree for one input.
+    default_cost : float, optional
+        The cost of the features a ``feature_costs`` dict does not name.
     max_bin : int, default 255
         Maximum number of value bins per feature (2..255); NaN gets one more bin.
     reference : Dataset, optional
@@ -206,7 +210,8 @@ class Dataset:
                  cost_groups: CostGroups | None = None,
                  group_costs: GroupCosts | None = None,
                  coupled_costs: FeatureCosts | None = None,
-                 split_cost: float = 0.0, tree_cost: float = 0.0, max_bin: int = 255,
+                 split_cost: float = 0.0, tree_cost: float = 0.0,
+                 default_cost: float | None = None, max_bin: int = 255,
                  reference: Dataset | None = None) -> None:
         X, column_names = as_float_matrix(data, "data")
         n_samples, n_features = X.shape
@@ -225,7 +230,7 @@ class Dataset:
             given = {k: v for k, v in dict(
                 feature_costs=feature_costs, cost_groups=cost_groups, group_costs=group_costs,
                 coupled_costs=coupled_costs).items() if v is not None}
-            if given or split_cost or tree_cost:
+            if given or split_cost or tree_cost or default_cost is not None:
                 raise ValueError("costs come from the reference Dataset; do not pass "
                                  f"{sorted(given) or ['split_cost/tree_cost']} with reference")
             if n_features != reference.num_feature():
@@ -256,7 +261,7 @@ class Dataset:
             self.cost_model = CostModel.from_user(
                 names, feature_costs=feature_costs, cost_groups=cost_groups,
                 group_costs=group_costs, coupled_costs=coupled_costs,
-                split_cost=split_cost, tree_cost=tree_cost)
+                split_cost=split_cost, tree_cost=tree_cost, default_cost=default_cost)
             self.bin_edges = self._fit_bin_edges(X)
         self.missing_bin = self.max_bin
         self.n_value_bins = np.array([e.shape[0] + 1 for e in self.bin_edges], dtype=np.uint32)

@@ -153,7 +153,8 @@ class Forest(TreeEnsemble):
         ----------
         X : array-like of shape (n_samples, n_features), DataFrame, sparse or Dataset
         iteration_range : (begin, end), optional
-            Use trees ``begin <= t < end`` (``end = 0``: up to the last).
+            Use trees ``begin <= t < end`` (``end = 0``: up to the last). Default: up
+            to ``best_iteration`` after early stopping, else all.
         pred_leaf : bool
             Return the leaf index reached in each tree, int32 (n_samples, n_trees).
 

@@ -69,8 +69,8 @@ def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals=()
     early_stopping_rounds : int, optional
         Stop when the last metric on the last eval set has not improved for this many
         iterations; ``best_iteration`` / ``best_score`` are set. Boosters and forests
-        keep all iterations (predict with ``iteration_range=(0, best_iteration + 1)`` or
-        slice); the other models are cut to the best iteration.
+        keep all iterations and predict (and count costs) up to the best one by default
+        (``iteration_range=(0, 0)``: all); the other models are cut to the best one.
     evals_result : dict, optional
         Filled with ``{data name: {metric: [values]}}``.
     verbose_eval : bool or int, default True

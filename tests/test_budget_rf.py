@@ -439,8 +439,19 @@ def test_early_stopping_and_slicing():
     assert head.num_trees() == 2 and len(head.class_counts) == 2
     np.testing.assert_array_equal(head.predict_proba(X),
                                   forest.predict_proba(X, iteration_range=(0, 2)))
-    assert forest.feature_importance("split").sum() == sum(
+    assert forest.feature_importance("split", iteration_range=(0, 0)).sum() == sum(
         int((t["left"] != -1).sum()) for t in forest.trees)
+    # by default, everything uses the trees up to the best one (as LightGBM does)
+    best = forest[: forest.best_iteration + 1]
+    assert forest.best_iteration + 1 < forest.num_trees()
+    np.testing.assert_array_equal(forest.predict_proba(X), best.predict_proba(X))
+    np.testing.assert_array_equal(forest.predict(X), best.predict(X))
+    np.testing.assert_array_equal(forest.predict_cost(X), best.predict_cost(X))
+    np.testing.assert_array_equal(forest.acquisitions(X), best.acquisitions(X))
+    np.testing.assert_array_equal(forest.used_features(), best.used_features())
+    np.testing.assert_array_equal(forest.feature_importance(), best.feature_importance())
+    assert forest.cost_report(X).mean_cost == best.cost_report(X).mean_cost
+    assert forest.cost_curve(X).size == forest.num_trees()   # staged: every tree
 
 
 def test_forest_json_round_trip(tmp_path):

@@ -49,20 +49,27 @@ def external_expensive_model():
     return cbudget.ExternalModel(FixedLogistic(), cost=EXTERNAL_COST)
 
 
+def every(m):
+    """v0.1.0 predicted with every iteration by default; since then an early-stopped
+    booster or forest predicts up to its best iteration (as LightGBM does): the stored
+    outputs are compared with every iteration, ``predict_best_iteration`` with the best."""
+    return {"iteration_range": (0, 0)} if m.best_iteration is not None else {}
+
+
 # what is checked, by output name: how to compute it from a loaded model
 OUTPUTS = {
-    "predict": lambda m, X: m.predict(X),
-    "predict_margin": lambda m, X: m.predict(X, output_margin=True),
-    "predict_proba": lambda m, X: m.predict_proba(X),
-    "predict_leaf": lambda m, X: m.predict(X, pred_leaf=True),
+    "predict": lambda m, X: m.predict(X, **every(m)),
+    "predict_margin": lambda m, X: m.predict(X, output_margin=True, **every(m)),
+    "predict_proba": lambda m, X: m.predict_proba(X, **every(m)),
+    "predict_leaf": lambda m, X: m.predict(X, pred_leaf=True, **every(m)),
     "predict_exit": lambda m, X: m.predict(X, pred_exit=True),
     "route": lambda m, X: m.predict(X, return_route=True)[1],
     "predict_best_iteration": lambda m, X: m.predict(
         X, iteration_range=(0, m.best_iteration + 1)),
-    "predict_cost": lambda m, X: m.predict_cost(X),
-    "acquisition_rate": lambda m, X: m.cost_report(X).acquisition_rate,
-    "mean_cost": lambda m, X: np.float64(m.cost_report(X).mean_cost),
-    "used_features": lambda m, X: m.used_features(),
+    "predict_cost": lambda m, X: m.predict_cost(X, **every(m)),
+    "acquisition_rate": lambda m, X: m.cost_report(X, **every(m)).acquisition_rate,
+    "mean_cost": lambda m, X: np.float64(m.cost_report(X, **every(m)).mean_cost),
+    "used_features": lambda m, X: m.used_features(**every(m)),
 }
 COMMON = ["predict", "predict_cost", "acquisition_rate", "mean_cost", "used_features"]
 # the outputs each model class has (the Booster's predict_best_iteration: when
@@ -132,6 +139,8 @@ def test_fixture_loads_and_predicts_bit_identically(name, tmp_path):
         assert model.best_iteration == int(stored["attr_best_iteration"])
         assert_bit_identical(np.float64(model.best_score), stored["attr_best_score"],
                              "best_score")
+        assert_bit_identical(model.predict(stored["X"]), stored["out_predict_best_iteration"],
+                             "predict by default: up to the best iteration")
     check_outputs(model, stored, "loaded")
 
     # saved again by this version and loaded again: the same predictions

@@ -163,12 +163,30 @@ def test_default_costs_are_zero():
 
 def test_feature_costs_array_and_dict_agree():
     arr = named_dataset(feature_costs=[1.0, 0.0, 2.5, 4.0]).cost_model
-    by_name = named_dataset(feature_costs={"a": 1, "c": 2.5, "d": 4}).cost_model
-    by_index = named_dataset(feature_costs={0: 1, 2: 2.5, 3: 4}).cost_model
-    for cm in (arr, by_name, by_index):
+    by_name = named_dataset(feature_costs={"a": 1, "b": 0, "c": 2.5, "d": 4}).cost_model
+    by_index = named_dataset(feature_costs={0: 1, 1: 0, 2: 2.5, 3: 4}).cost_model
+    with_default = named_dataset(feature_costs={"a": 1, "c": 2.5, "d": 4},
+                                 default_cost=0).cost_model
+    for cm in (arr, by_name, by_index, with_default):
         np.testing.assert_array_equal(cm.feature_costs, [1.0, 0.0, 2.5, 4.0])
         assert cm.feature_costs.dtype == np.float64
     assert not arr.is_zero()
+
+
+def test_a_cost_dict_names_every_feature_or_gives_a_default():
+    """A forgotten expensive feature must not become free silently."""
+    with pytest.raises(ValueError, match=r"does not name 2 of the 4 features: 'b', 'd'"):
+        named_dataset(feature_costs={"a": 1, "c": 2.5})
+    cm = named_dataset(feature_costs={"c": 2.5}, default_cost=3).cost_model
+    np.testing.assert_array_equal(cm.feature_costs, [3.0, 3.0, 2.5, 3.0])
+    # coupled costs are extras: a dict names the features that have one
+    cm = named_dataset(feature_costs=[1, 1, 1, 1], coupled_costs={"b": 7}).cost_model
+    np.testing.assert_array_equal(cm.coupled_costs, [0, 7, 0, 0])
+    for bad in (-1, float("nan"), "x"):
+        with pytest.raises((ValueError, TypeError), match="default_cost"):
+            named_dataset(feature_costs={"c": 2.5}, default_cost=bad)
+    with pytest.raises(ValueError, match="default_cost applies to a dict"):
+        named_dataset(feature_costs=[1, 1, 1, 1], default_cost=2)
 
 
 def test_feature_costs_array_is_copied():
@@ -479,7 +497,7 @@ def test_validation_dataset_shares_bin_edges():
     Xtr, Xva = rng.normal(size=(500, 3)), rng.normal(size=(100, 3)) * 2
     Xva[0, 1] = np.nan
     train = Dataset(Xtr, np.zeros(500), feature_names=["x", "y", "z"],
-                    feature_costs={"y": 2.0}, max_bin=20)
+                    feature_costs={"y": 2.0}, default_cost=0, max_bin=20)
     valid = Dataset(Xva, np.zeros(100), reference=train)
     assert valid.bin_edges is train.bin_edges
     assert valid.cost_model is train.cost_model

@@ -299,11 +299,38 @@ def test_early_stopping(metrics):
     assert booster.best_iteration == best
     assert booster.best_score == values[best]
     assert n == best + 1 + 5
-    # predicting with the best rounds gives the best score
+    # predicting with the best rounds gives the best score, and so does the default
     p = booster.predict(Xva, iteration_range=(0, booster.best_iteration + 1))
+    np.testing.assert_array_equal(booster.predict(Xva), p)
     if metrics[-1] == "logloss":
         assert -np.mean(yva * np.log(p) + (1 - yva) * np.log(1 - p)) == pytest.approx(
             booster.best_score, rel=1e-9)
+
+
+def test_early_stopped_booster_predicts_and_costs_up_to_the_best_round():
+    """As LightGBM's Booster: the default is the best iteration; (0, 0) is every round."""
+    Xtr, ytr, Xva, yva = _noisy_validation()
+    dtrain = Dataset(Xtr, ytr, feature_costs=np.arange(1.0, 7.0))
+    dvalid = Dataset(Xva, yva, reference=dtrain)
+    booster = train(dict(FAST, objective="binary:logistic", algorithm="cegb",
+                         cost_tradeoff=1e-3, learning_rate=0.5), dtrain, 300,
+                    evals=[(dvalid, "valid")], early_stopping_rounds=5, verbose_eval=False)
+    best = booster[: booster.best_iteration + 1]
+    assert best.num_boosted_rounds() < booster.num_boosted_rounds()
+    for method in ("predict", "predict_cost", "acquisitions"):
+        np.testing.assert_array_equal(getattr(booster, method)(Xva),
+                                      getattr(best, method)(Xva))
+    np.testing.assert_array_equal(booster.predict(Xva, iteration_range=(0, 0)),
+                                  booster.predict(
+        Xva, iteration_range=(0, booster.num_boosted_rounds())))
+    assert not np.array_equal(booster.predict(Xva, iteration_range=(0, 0)), best.predict(Xva))
+    np.testing.assert_array_equal(booster.used_features(), best.used_features())
+    np.testing.assert_array_equal(booster.feature_importance("gain"),
+                                  best.feature_importance("gain"))
+    assert booster.cost_report(Xva).mean_cost == best.cost_report(Xva).mean_cost
+    assert booster.summary["valid_cost"]["valid"] == pytest.approx(
+        best.predict_cost(Xva).mean())
+    assert booster.cost_curve(Xva).size == booster.num_boosted_rounds()
 
 
 def test_no_early_stopping_leaves_best_iteration_unset():

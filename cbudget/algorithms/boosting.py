@@ -140,7 +140,7 @@ def initial_raw(init, data, base_score) -> np.ndarray:
     """Raw scores (n_samples, n_outputs) before the first new round."""
     if init is None:
         return np.tile(base_score, (data.num_data(), 1))
-    raw = init.predict(data, output_margin=True)
+    raw = init.predict(data, output_margin=True, iteration_range=(0, 0))   # every round
     return np.ascontiguousarray(raw.reshape(data.num_data(), -1), dtype=np.float64)
 
 
@@ -183,8 +183,10 @@ class BoostingTrainer(Trainer):
                                                dtrain.cost_model.n_groups)
             if init is not None and init.num_boosted_rounds():
                 # restored by routing the training inputs through the existing trees
-                bitsets = init.acquired_bitsets(dtrain.data)
-                self.cost_state.load_bitsets(bitsets[0], bitsets[1], init.used_features())
+                every_round = (0, 0)
+                bitsets = init.acquired_bitsets(dtrain.data, every_round)
+                self.cost_state.load_bitsets(bitsets[0], bitsets[1],
+                                             init.used_features(every_round))
         # Greedy Miser is first order: CART on the residuals, the hessian is the weight.
         if p["algorithm"] == "greedy_miser":
             unit = np.ones(n_samples) if weight is None else weight

@@ -159,9 +159,9 @@ def training_params(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def feature_costs(args: argparse.Namespace, feature_names: list[str]) -> dict[str, Any]:
-    """The cost keywords of the training Dataset: the ``--costs`` dict (features it does
-    not name cost ``--default-cost``, else the Dataset refuses it), or without ``--costs``
-    every feature at ``--default-cost`` (1 by default: a prediction's cost is then the
+    """The cost keywords of the training Dataset: the ``--costs`` dict (the features it
+    does not name cost ``--default-cost``; without it they are an error), or without
+    ``--costs`` every feature at ``--default-cost`` (1 by default: a prediction's cost is then the
     number of features it reads)."""
     if args.costs is None:
         default = 1.0 if args.default_cost is None else args.default_cost
@@ -170,10 +170,18 @@ def feature_costs(args: argparse.Namespace, feature_names: list[str]) -> dict[st
     if not isinstance(costs, dict):
         raise CommandError("--costs must hold a JSON object {feature name: cost}, got "
                            f"{type(costs).__name__}")
-    keywords: dict[str, Any] = {"feature_costs": costs}
-    if args.default_cost is not None:
-        keywords["default_cost"] = args.default_cost
-    return keywords
+    unknown = [str(name) for name in costs if name not in feature_names]
+    if unknown:
+        raise CommandError(f"--costs names {', '.join(unknown)}, not among the feature "
+                           f"columns of {args.data} (the label column is not a feature)")
+    missing = [name for name in feature_names if name not in costs]
+    if missing and args.default_cost is None:
+        # the Dataset refuses it too; this message names the command's option
+        more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+        raise CommandError(f"--costs does not name {len(missing)} of the "
+                           f"{len(feature_names)} features: {', '.join(missing[:20])}{more}; "
+                           "give them costs, or --default-cost X for the rest")
+    return {"feature_costs": costs, "default_cost": args.default_cost}
 
 
 class _IterationCounter(cbudget.TrainingCallback):
@@ -185,15 +193,6 @@ class _IterationCounter(cbudget.TrainingCallback):
     def after_iteration(self, model, epoch, evals_log) -> bool:
         self.count += 1
         return False
-
-
-def is_staged(model: cbudget.Model) -> bool:
-    """Whether the model is built in stages (a Booster's rounds, a Forest's trees)."""
-    try:
-        model.num_iterations()
-    except cbudget.NotApplicableError:
-        return False
-    return True
 
 
 def train_command(args: argparse.Namespace) -> None:
@@ -228,16 +227,12 @@ def train_command(args: argparse.Namespace) -> None:
                           evals_result=evals_result,
                           verbose_eval=False if args.quiet else max(1, args.rounds // 10),
                           callbacks=[counter], expensive_model=expensive_model)
-    best = model.best_iteration
-    if best is not None and is_staged(model) and model.num_iterations() > best + 1:
-        # boosters and forests keep the rounds after the best one; the file the command
-        # writes is the model to use, so it keeps the rounds up to the best
-        best_score = model.best_score
-        model = model[: best + 1]
-        model.best_iteration, model.best_score = best, best_score
+    # boosters and forests keep the iterations after the best one, but predict (and
+    # report costs) up to the best by default, as the other models are cut to it
     model.save_model(args.output)
 
-    best_text = "" if best is None else f", the best on validation: {best + 1} (saved)"
+    best = model.best_iteration
+    best_text = "" if best is None else f", the best on validation: {best + 1}"
     print(f"trained {model.algorithm} ({type(model).__name__}): {counter.count} "
           f"iteration(s){best_text}")
     for metric, values in evals_result.get("valid", {}).items():
@@ -543,7 +538,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(default 100)")
     train_parser.add_argument("--early-stopping", type=positive_int, metavar="N",
                               help="stop when the validation metric has not improved for N "
-                                   "iterations; the model saved keeps those up to the best")
+                                   "iterations; the model predicts with those up to the "
+                                   "best")
     train_parser.add_argument("--expensive-model", metavar="MODEL.json",
                               help="adapt_gbrt / adapt_lin: the saved expensive model the "
                                    "gate sends hard inputs to")

@@ -1,7 +1,6 @@
 """The ``cbudget`` command: train -> predict -> report on CSV and Parquet files, every model
 type ``load_model`` returns, and bad input (exit status 2, a one-line message). Commands
 run in-process through ``main`` (one subprocess checks the program name in --help)."""
-import inspect
 import json
 import os
 import subprocess
@@ -79,9 +78,11 @@ def test_train_predict_report_round_trip(files, capsys):
     assert isinstance(model, cbudget.Booster) and model.algorithm == "cegb"
     assert model.feature_names == FEATURES
     assert model.cost_model.feature_costs.tolist() == [COSTS[f] for f in FEATURES]
-    # stopped early; the file keeps the rounds up to the best one
+    # stopped early; predictions and costs use the rounds up to the best one
     ran = int(out.split("): ")[1].split(" iteration")[0])
-    assert model.num_iterations() == model.best_iteration + 1 < ran < 60
+    best_range = (0, model.best_iteration + 1)
+    assert model.num_iterations() == ran and model.best_iteration + 1 < ran < 60
+    assert f"the best on validation: {model.best_iteration + 1}" in out
     assert "[0]" not in out                       # --quiet: no per-round log
     X_valid = valid_matrix(files / "valid.csv")
     assert f"validation logloss: {model.best_score:.6g}" in out
@@ -94,8 +95,10 @@ def test_train_predict_report_round_trip(files, capsys):
                 "-o", str(out_path), "--cost"]) == 0
     written = pd.read_csv(out_path)
     assert list(written.columns) == ["prediction", "cost"]
-    np.testing.assert_array_equal(written["prediction"], model.predict(X_valid))
-    np.testing.assert_array_equal(written["cost"], model.predict_cost(X_valid))
+    np.testing.assert_array_equal(written["prediction"],
+                                  model.predict(X_valid, iteration_range=best_range))
+    np.testing.assert_array_equal(written["cost"],
+                                  model.predict_cost(X_valid, iteration_range=best_range))
 
     # report --json: the per-input figures and the per-feature shares of the model's API
     capsys.readouterr()
@@ -148,16 +151,18 @@ def test_multiclass_probabilities_and_default_costs(tmp_path, capsys):
     np.testing.assert_array_equal(written["cost"], 2.5 * model.acquisitions(X).sum(axis=1))
 
 
-@pytest.mark.skipif("default_cost" not in inspect.signature(cbudget.Dataset).parameters,
-                    reason="this cbudget's Dataset takes no default_cost yet")
-def test_default_cost_fills_in_the_features_costs_leave_out(files):
+def test_default_cost_fills_in_the_features_costs_leave_out(files, capsys):
     (files / "some.json").write_text(json.dumps({"mri": 20.0}))
     base = ["train", str(files / "train.csv"), "--label", "label", "--rounds", "2", "--quiet",
             "--costs", str(files / "some.json"), "-o", str(files / "m.json")]
     assert run(base + ["--default-cost", "3"]) == 0
     costs = cbudget.load_model(files / "m.json").cost_model.feature_costs
     assert costs.tolist() == [3.0, 3.0, 3.0, 20.0]
-    assert run(base) == 2     # a costs dict that leaves features out, without a default
+    # a costs dict that leaves features out, without a default: none silently free
+    assert run(base) == 2
+    assert error_line(capsys) == (
+        "cbudget: error: --costs does not name 3 of the 4 features: age, bmi, blood_test; "
+        "give them costs, or --default-cost X for the rest")
 
 
 def test_params_json_and_param_overrides(files):
@@ -278,7 +283,7 @@ def _bad_inputs(files):
     frame.drop(columns=["mri", "bmi"]).to_csv(files / "no_mri.csv", index=False)
     frame.assign(bmi="high").to_csv(files / "text.csv", index=False)
     (files / "broken.json").write_text('{"format": "cbudget"')
-    (files / "unknown_cost.json").write_text(json.dumps({"height": 1.0}))
+    (files / "unknown_cost.json").write_text(json.dumps({**COSTS, "height": 1.0}))
     out = ["-o", str(files / "m.json")]
     return [
         (["train", train, "--label", "outcome", *out], "no label column 'outcome'"),
@@ -289,7 +294,7 @@ def _bad_inputs(files):
         (["train", train, "--label", "label", "--early-stopping", "3", *out],
          "--early-stopping needs a validation file"),
         (["train", train, "--label", "label", "--costs", str(files / "unknown_cost.json"),
-          *out], "height"),
+          *out], "--costs names height, not among the feature columns"),
         (["train", train, "--label", "label", "--valid", str(files / "no_mri.csv"), *out],
          "lacks 2 feature column(s) of the model: bmi, mri"),
         (["train", str(files / "text.csv"), "--label", "label", *out], "'bmi'"),

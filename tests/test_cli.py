@@ -282,6 +282,7 @@ def _bad_inputs(files):
     frame = pd.read_csv(files / "valid.csv")
     frame.drop(columns=["mri", "bmi"]).to_csv(files / "no_mri.csv", index=False)
     frame.assign(bmi="high").to_csv(files / "text.csv", index=False)
+    frame.assign(label="yes").to_csv(files / "text_label.csv", index=False)
     (files / "broken.json").write_text('{"format": "cbudget"')
     (files / "unknown_cost.json").write_text(json.dumps({**COSTS, "height": 1.0}))
     out = ["-o", str(files / "m.json")]
@@ -299,6 +300,10 @@ def _bad_inputs(files):
          "lacks 2 feature column(s) of the model: bmi, mri"),
         (["train", str(files / "text.csv"), "--label", "label", *out], "'bmi'"),
         (["train", str(files / "missing.csv"), "--label", "label", *out], "no such file"),
+        (["train", str(files / "text_label.csv"), "--label", "label", *out],
+         "label column 'label' is not numeric"),
+        (["train", train, "--label", "label", "--params-json", "[1, 2]", *out],
+         "--params-json must hold a JSON object"),
         (["predict", model, str(files / "no_mri.csv"), *out],
          "lacks 2 feature column(s) of the model: bmi, mri"),
         (["predict", str(files / "broken.json"), valid, *out], "not a valid JSON model"),

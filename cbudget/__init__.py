@@ -22,6 +22,7 @@ except ImportError as exc:  # pragma: no cover - depends on how cbudget was run
         "(or use the `cbudget` command), or build in place with "
         "`python setup.py build_ext --inplace`.") from exc
 
+from . import datasets  # cbudget.datasets: the shipped and generated data sets
 from ._model import BudgetChoice, CostParts, Model, NotApplicableError
 from .adapt import ExternalModel, GatedModel, LinearClassifier
 from .booster import Booster
@@ -66,6 +67,7 @@ __all__ = [
     "ProgressMonitor",
     "TrainingCallback",
     "cost_path",
+    "datasets",
     "lambda_max",
     "load_model",
     "train",

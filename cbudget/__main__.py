@@ -1,15 +1,368 @@
-"""``python -m cbudget demo`` / ``python -m cbudget --version``."""
+"""The ``cbudget`` command (also ``python -m cbudget``).
+
+``cbudget train DATA --label COL -o MODEL.json`` trains a model on a CSV or Parquet file,
+``cbudget predict MODEL.json DATA -o OUT.csv`` writes its predictions (and per-input
+costs), ``cbudget report MODEL.json DATA`` summarises what its predictions on a file cost,
+``cbudget demo`` trains every algorithm on the shipped Letters data, and
+``cbudget --version`` prints the version. Bad input ends with exit status 2 and a one-line
+``cbudget: error: ...`` message.
+"""
+from __future__ import annotations
+
 import argparse
+import json
+import os
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
 import cbudget
+from cbudget.dataset import as_float_matrix
 from cbudget.datasets import load_letters, train_valid_test_split
 
+# file name endings read (and written) as Parquet; everything else is CSV
+PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+
+
+class CommandError(Exception):
+    """A problem with the command's input: reported as one line, exit status 2."""
+
+
+# --------------------------------------------------------------------------------------
+# data files
+# --------------------------------------------------------------------------------------
+def _import_pandas() -> Any:
+    try:
+        import pandas
+    except ImportError:
+        raise CommandError("reading and writing data files needs pandas: "
+                           "pip install pandas") from None
+    return pandas
+
+
+def is_parquet(path: str) -> bool:
+    """Whether ``path`` names a Parquet file (by its ending)."""
+    return path.lower().endswith(PARQUET_SUFFIXES)
+
+
+def read_table(path: str) -> Any:
+    """The pandas DataFrame of a CSV or Parquet file (by its ending), column names as
+    str; CommandError for a missing, unreadable or empty file."""
+    pandas = _import_pandas()
+    if not os.path.isfile(path):
+        raise CommandError(f"{path}: no such file")
+    try:
+        if is_parquet(path):
+            frame = pandas.read_parquet(path)
+        else:
+            frame = pandas.read_csv(path)
+    except ImportError:
+        # pandas found neither Parquet engine
+        raise CommandError(f"{path}: reading Parquet files needs pyarrow: "
+                           "pip install pyarrow") from None
+    except (ValueError, OSError, pandas.errors.ParserError) as exc:
+        # EmptyDataError is a ValueError; pyarrow's errors are ValueErrors or OSErrors
+        raise CommandError(f"{path}: cannot read it as "
+                           f"{'Parquet' if is_parquet(path) else 'CSV'}: {exc}") from None
+    frame.columns = [str(c) for c in frame.columns]
+    if len(frame) == 0:
+        raise CommandError(f"{path}: no rows")
+    return frame
+
+
+def write_table(columns: dict[str, np.ndarray], path: str) -> None:
+    """Write ``{column name: values}`` to ``path``, Parquet or CSV by its ending."""
+    pandas = _import_pandas()
+    frame = pandas.DataFrame(columns)
+    if is_parquet(path):
+        try:
+            frame.to_parquet(path, index=False)
+        except ImportError:
+            raise CommandError(f"{path}: writing Parquet files needs pyarrow: "
+                               "pip install pyarrow") from None
+    else:
+        # pandas writes floats with repr precision: read back, they are the same numbers
+        frame.to_csv(path, index=False)
+
+
+def feature_matrix(frame: Any, feature_names: list[str], path: str) -> np.ndarray:
+    """The columns ``feature_names`` of ``frame`` (in that order) as a float matrix;
+    CommandError listing the missing ones, TypeError for a non-numeric one."""
+    missing = [name for name in feature_names if name not in frame.columns]
+    if missing:
+        raise CommandError(f"{path} lacks {len(missing)} feature column(s) of the model: "
+                           f"{', '.join(missing)}")
+    X, _ = as_float_matrix(frame[feature_names], path)
+    return X
+
+
+def label_column(frame: Any, label: str, path: str) -> np.ndarray:
+    """The label column of ``frame`` as float64; CommandError when it is missing, has
+    missing values or is not numeric."""
+    if label not in frame.columns:
+        raise CommandError(f"{path} has no label column {label!r}; its columns: "
+                           f"{', '.join(frame.columns)}")
+    column = frame[label]
+    if column.dtype.kind not in "biuf":
+        raise CommandError(f"{path}: label column {label!r} is not numeric (dtype "
+                           f"{column.dtype}); classes must be numbered 0..K-1")
+    values = column.to_numpy(dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        raise CommandError(f"{path}: label column {label!r} has missing or infinite values")
+    return values
+
+
+# --------------------------------------------------------------------------------------
+# train
+# --------------------------------------------------------------------------------------
+def json_argument(text: str, option: str) -> Any:
+    """The JSON of an option given as JSON text or as the path of a JSON file."""
+    if os.path.isfile(text):
+        try:
+            with open(text, encoding="utf-8") as f:
+                return json.load(f)
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"{option}: {text} is not valid JSON ({exc})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise CommandError(f"{option}: {text!r} is neither a file nor valid JSON") from None
+
+
+def parse_param(item: str) -> tuple[str, Any]:
+    """``key=value`` of ``--param``: the value as JSON when it parses (numbers, true,
+    null, lists), else as the string itself (``algorithm=cegb``)."""
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise CommandError(f"--param expects key=value, got {item!r}")
+    try:
+        return key.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return key.strip(), value
+
+
+def training_params(args: argparse.Namespace) -> dict[str, Any]:
+    """``--params-json`` updated by the ``--param`` items, in the order given."""
+    params: dict[str, Any] = {}
+    if args.params_json is not None:
+        loaded = json_argument(args.params_json, "--params-json")
+        if not isinstance(loaded, dict):
+            raise CommandError("--params-json must hold a JSON object {name: value}, got "
+                               f"{type(loaded).__name__}")
+        params.update(loaded)
+    for item in args.param:
+        key, value = parse_param(item)
+        params[key] = value
+    return params
+
+
+def feature_costs(args: argparse.Namespace, feature_names: list[str]) -> dict[str, Any]:
+    """The cost keywords of the training Dataset: the ``--costs`` dict (the features it
+    does not name cost ``--default-cost``; without it they are an error), or without
+    ``--costs`` every feature at ``--default-cost`` (1 by default: a prediction's cost is then the
+    number of features it reads)."""
+    if args.costs is None:
+        default = 1.0 if args.default_cost is None else args.default_cost
+        return {"feature_costs": np.full(len(feature_names), default)}
+    costs = json_argument(args.costs, "--costs")
+    if not isinstance(costs, dict):
+        raise CommandError("--costs must hold a JSON object {feature name: cost}, got "
+                           f"{type(costs).__name__}")
+    unknown = [str(name) for name in costs if name not in feature_names]
+    if unknown:
+        raise CommandError(f"--costs names {', '.join(unknown)}, not among the feature "
+                           f"columns of {args.data} (the label column is not a feature)")
+    missing = [name for name in feature_names if name not in costs]
+    if missing and args.default_cost is None:
+        # the Dataset refuses it too; this message names the command's option
+        more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+        raise CommandError(f"--costs does not name {len(missing)} of the "
+                           f"{len(feature_names)} features: {', '.join(missing[:20])}{more}; "
+                           "give them costs, or --default-cost X for the rest")
+    return {"feature_costs": costs, "default_cost": args.default_cost}
+
+
+class _IterationCounter(cbudget.TrainingCallback):
+    """Counts the iterations training ran (the models not built in stages keep no count)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def after_iteration(self, model, epoch, evals_log) -> bool:
+        self.count += 1
+        return False
+
+
+def train_command(args: argparse.Namespace) -> None:
+    """``cbudget train``: train on a file, save the model, print a summary."""
+    if args.early_stopping is not None and args.valid is None:
+        raise CommandError("--early-stopping needs a validation file (--valid)")
+    params = training_params(args)
+    frame = read_table(args.data)
+    label = label_column(frame, args.label, args.data)
+    feature_names = [c for c in frame.columns if c != args.label]
+    if not feature_names:
+        raise CommandError(f"{args.data} has no feature columns besides the label")
+    X = feature_matrix(frame, feature_names, args.data)
+    dtrain = cbudget.Dataset(X, label, feature_names=feature_names,
+                             **feature_costs(args, feature_names))
+    evals = []
+    X_eval, eval_path = X, args.data
+    if args.valid is not None:
+        valid_frame = read_table(args.valid)
+        X_eval = feature_matrix(valid_frame, feature_names, args.valid)
+        dvalid = cbudget.Dataset(X_eval, label_column(valid_frame, args.label, args.valid),
+                                 reference=dtrain)
+        evals, eval_path = [(dvalid, "valid")], args.valid
+    expensive_model = None
+    if args.expensive_model is not None:
+        expensive_model = cbudget.load_model(args.expensive_model)
+
+    counter = _IterationCounter()
+    evals_result: dict[str, dict[str, list[float]]] = {}
+    model = cbudget.train(params, dtrain, args.rounds, evals=evals,
+                          early_stopping_rounds=args.early_stopping,
+                          evals_result=evals_result,
+                          verbose_eval=False if args.quiet else max(1, args.rounds // 10),
+                          callbacks=[counter], expensive_model=expensive_model)
+    # boosters and forests keep the iterations after the best one, but predict (and
+    # report costs) up to the best by default, as the other models are cut to it
+    model.save_model(args.output)
+
+    best = model.best_iteration
+    best_text = "" if best is None else f", the best on validation: {best + 1}"
+    print(f"trained {model.algorithm} ({type(model).__name__}): {counter.count} "
+          f"iteration(s){best_text}")
+    for metric, values in evals_result.get("valid", {}).items():
+        score = values[best] if best is not None else values[-1]
+        print(f"validation {metric}: {score:.6g}")
+    report = model.cost_report(X_eval)
+    print(f"mean cost per input on {eval_path}: {report.mean_cost:.6g} "
+          f"({len(report.features_used)} of {len(feature_names)} features used)")
+    print(f"saved {args.output}")
+
+
+# --------------------------------------------------------------------------------------
+# predict
+# --------------------------------------------------------------------------------------
+def load_model_file(path: str) -> cbudget.Model:
+    """``cbudget.load_model`` with the command's errors (the file's name in them)."""
+    if not os.path.isfile(path):
+        raise CommandError(f"{path}: no such model file")
+    try:
+        return cbudget.load_model(path)
+    except ValueError as exc:
+        hint = ""
+        if "expensive_model" in str(exc):
+            # only Python can hand load_model an estimator that is not a cbudget model
+            hint = " (the cbudget command cannot: use the model from Python)"
+        raise CommandError(f"{path}: {exc}{hint}") from None
+
+
+def prediction_columns(predictions: np.ndarray) -> dict[str, np.ndarray]:
+    """The model's ``predict`` output as named columns: ``prediction`` (regression value,
+    probability of class 1, or a forest's class), or ``proba_0 .. proba_{K-1}`` (a
+    multi-class model's probability per class)."""
+    predictions = np.asarray(predictions)
+    if predictions.ndim == 1:
+        return {"prediction": predictions}
+    return {f"proba_{k}": predictions[:, k] for k in range(predictions.shape[1])}
+
+
+def predict_command(args: argparse.Namespace) -> None:
+    """``cbudget predict``: write a model's predictions (and costs) on a file."""
+    model = load_model_file(args.model)
+    X = feature_matrix(read_table(args.data), model.feature_names, args.data)
+    columns = prediction_columns(model.predict(X))
+    if args.cost:
+        columns["cost"] = model.predict_cost(X)
+    write_table(columns, args.output)
+    print(f"wrote {X.shape[0]} predictions ({', '.join(columns)}) to {args.output}")
+
+
+# --------------------------------------------------------------------------------------
+# report
+# --------------------------------------------------------------------------------------
+def cost_summary(model: cbudget.Model, X: np.ndarray) -> dict[str, Any]:
+    """What predicting ``X`` costs: the per-input cost's mean / median / p90 / max, and
+    per feature the model uses its cost, the share of inputs that acquire it and what it
+    adds to the mean cost (sorted by that, largest first); cost groups likewise; the rest
+    of the mean (split, tree and declared costs) as ``other_cost``."""
+    report = model.cost_report(X)
+    acquired = model.acquisitions(X)
+    costs = model.cost_model
+    cost = report.per_input_cost
+    share = acquired.mean(axis=0)
+    # (name, cost, share of inputs that acquire it, what it adds to the mean cost)
+    feature_rows = [(model.feature_names[m], float(costs.feature_costs[m]), float(share[m]),
+                     float(costs.feature_costs[m] * share[m])) for m in model.used_features()]
+    group_rows = []
+    for g, name in enumerate(costs.group_names):
+        touched = float(acquired[:, costs.feature_group == g].any(axis=1).mean())
+        group_rows.append((name, float(costs.group_costs[g]), touched,
+                           float(costs.group_costs[g] * touched)))
+    # largest contribution first; sorting is stable: ties keep the model's order
+    features, groups = ([{"name": name, "cost": cost, "acquired_share": acquired_share,
+                          "mean_cost": mean_cost}
+                         for name, cost, acquired_share, mean_cost
+                         in sorted(rows, key=lambda row: -row[3])]
+                        for rows in (feature_rows, group_rows))
+    other = report.mean_cost - sum(row[3] for row in feature_rows + group_rows)
+    return {
+        "model_type": model.model_type, "algorithm": model.algorithm,
+        "n_inputs": int(X.shape[0]),
+        "cost_per_input": {"mean": report.mean_cost, "median": float(np.median(cost)),
+                           "p90": float(np.percentile(cost, 90)), "max": float(cost.max())},
+        "coupled_cost": report.coupled_cost,
+        "features_used": list(report.features_used),
+        "n_features": model.num_features(),
+        "features": features,
+        "groups": groups,
+        # rounding aside, 0 without split / tree / declared costs
+        "other_cost": other if abs(other) > 1e-9 * max(1.0, report.mean_cost) else 0.0,
+    }
+
+
+def print_cost_summary(summary: dict[str, Any], model_path: str, data_path: str) -> None:
+    """The text form of :func:`cost_summary`."""
+    per_input = summary["cost_per_input"]
+    print(f"{model_path}: {summary['model_type']} ({summary['algorithm']}) on "
+          f"{summary['n_inputs']} inputs of {data_path}")
+    print("cost per input: " + "  ".join(f"{k} {v:.6g}" for k, v in per_input.items()))
+    if summary["coupled_cost"]:
+        print(f"coupled (once per model) cost: {summary['coupled_cost']:.6g}")
+    print(f"features used: {len(summary['features_used'])} of {summary['n_features']}")
+    for title, rows in (("feature", summary["features"]), ("cost group", summary["groups"])):
+        if not rows:
+            continue
+        width = max(len(title), *(len(r["name"]) for r in rows))
+        print(f"  {title:<{width}} {'cost':>10} {'acquired by':>12} {'mean cost':>10}")
+        for r in rows:
+            print(f"  {r['name']:<{width}} {r['cost']:>10.6g} "
+                  f"{100 * r['acquired_share']:>11.2f}% {r['mean_cost']:>10.6g}")
+    if summary["other_cost"]:
+        print(f"split, tree and declared costs: {summary['other_cost']:.6g} per input")
+
+
+def report_command(args: argparse.Namespace) -> None:
+    """``cbudget report``: the cost and acquisition summary of a model on a file."""
+    model = load_model_file(args.model)
+    X = feature_matrix(read_table(args.data), model.feature_names, args.data)
+    summary = cost_summary(model, X)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print_cost_summary(summary, args.model, args.data)
+
+
+# --------------------------------------------------------------------------------------
+# demo
+# --------------------------------------------------------------------------------------
 # the demo's split of the 20,000 Letters rows and the boosted trees CSTC's nodes weigh;
 # --quick: the same steps on less data and fewer basis trees (a smoke test of the CLI)
+DEMO_ROUNDS = 200
 FULL = {"split": (12000, 4000, 4000), "basis_trees": 100}
 QUICK = {"split": (2000, 1000, 1000), "basis_trees": 10}
 
@@ -123,24 +476,139 @@ def _print_table(rows, count_name, n_features):
               f"{n_used:>11} / {n_features:<2} {seconds:>6.1f}")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m cbudget", description=cbudget.__doc__
-                                     .splitlines()[0])
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not (np.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``cbudget`` argument parser and its subcommands."""
+    parser = argparse.ArgumentParser(prog="cbudget",
+                                     description=cbudget.__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"cbudget {cbudget.__version__}")
     sub = parser.add_subparsers(dest="command")
+    data_help = "CSV file with a header row, or Parquet (.parquet, .pq; needs pyarrow)"
+
+    train_parser = sub.add_parser(
+        "train", help="train a model on a CSV / Parquet file and save it",
+        description="Train a model on DATA (every column but the label is a feature, named "
+                    "by the header) with cbudget.train and save it as JSON; print the "
+                    "iterations, the validation metric and the mean cost per input.")
+    train_parser.add_argument("data", metavar="DATA", help=data_help)
+    train_parser.add_argument("--label", required=True, metavar="COL",
+                              help="the label column (classes numbered 0..K-1)")
+    train_parser.add_argument("-o", "--output", required=True, metavar="MODEL.json",
+                              help="where to save the model")
+    train_parser.add_argument("--valid", metavar="FILE",
+                              help="validation file with the same columns (evaluation, "
+                                   "early stopping, the cost in the summary)")
+    train_parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                              help="a training parameter, repeatable; the value is read as "
+                                   "JSON when it is JSON (num_leaves=15, cost_tradeoff=0.01,"
+                                   " algorithm=cegb, objective=binary:logistic)")
+    train_parser.add_argument("--params-json", metavar="JSON",
+                              help="parameters as a JSON object, or the path of a JSON file "
+                                   "holding one (--param items override it)")
+    train_parser.add_argument("--costs", metavar="FILE.json",
+                              help="feature costs: a JSON file (or JSON text) "
+                                   "{column: cost}; without it every feature costs "
+                                   "--default-cost")
+    train_parser.add_argument("--default-cost", type=non_negative_float, metavar="X",
+                              help="the cost of the features --costs does not name (without "
+                                   "--costs: of every feature; default 1)")
+    train_parser.add_argument("--rounds", type=positive_int, default=100, metavar="N",
+                              help="iterations: boosting rounds, forest trees, CSTC sweeps "
+                                   "(default 100)")
+    train_parser.add_argument("--early-stopping", type=positive_int, metavar="N",
+                              help="stop when the validation metric has not improved for N "
+                                   "iterations; the model predicts with those up to the "
+                                   "best")
+    train_parser.add_argument("--expensive-model", metavar="MODEL.json",
+                              help="adapt_gbrt / adapt_lin: the saved expensive model the "
+                                   "gate sends hard inputs to")
+    train_parser.add_argument("--quiet", action="store_true",
+                              help="no per-iteration log (the summary is still printed)")
+
+    predict_parser = sub.add_parser(
+        "predict", help="write a saved model's predictions on a file",
+        description="Predict DATA's rows with a saved model. DATA's columns are matched to "
+                    "the model's features by name (others, such as the label, are ignored). "
+                    "Columns written: 'prediction' (regression value, probability of class "
+                    "1, or a forest's class) or 'proba_0' .. 'proba_{K-1}' (multi-class "
+                    "probabilities), and 'cost' with --cost.")
+    predict_parser.add_argument("model", metavar="MODEL.json")
+    predict_parser.add_argument("data", metavar="DATA", help=data_help)
+    predict_parser.add_argument("-o", "--output", required=True, metavar="OUT.csv",
+                                help="CSV, or Parquet by its ending (.parquet, .pq)")
+    predict_parser.add_argument("--cost", action="store_true",
+                                help="add each input's prediction cost")
+
+    report_parser = sub.add_parser(
+        "report", help="what a saved model's predictions on a file cost",
+        description="Per-input cost of predicting DATA with a saved model (mean, median, "
+                    "90th percentile, max), the features it uses and, per feature, its "
+                    "cost, the share of inputs that acquire it and what it adds to the "
+                    "mean cost, largest first.")
+    report_parser.add_argument("model", metavar="MODEL.json")
+    report_parser.add_argument("data", metavar="DATA", help=data_help)
+    report_parser.add_argument("--json", action="store_true", help="print it as JSON")
+
     demo_parser = sub.add_parser("demo", help="train on the shipped Letters data and report "
                                               "accuracy and prediction cost")
-    demo_parser.add_argument("--rounds", type=int, default=200,
-                             help="boosting rounds (Greedy Miser: 5x)")
+    demo_parser.add_argument("--rounds", type=positive_int, default=DEMO_ROUNDS,
+                             help=f"boosting rounds, >= 1 (Greedy Miser: 5x; default "
+                                  f"{DEMO_ROUNDS})")
     demo_parser.add_argument("--quick", action="store_true",
                              help="the same steps on a 2,000 / 1,000 / 1,000 split with 10 "
                                   "boosted trees for CSTC's nodes (a quick check)")
+    return parser
+
+
+COMMANDS = {"train": train_command, "predict": predict_command, "report": report_command}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``cbudget`` command with ``argv`` (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 2 for bad input (after a one-line ``cbudget: error: ...``
+        on stderr). Errors in the arguments themselves exit through argparse (status 2).
+    """
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "demo":
         demo(args.rounds, quick=args.quick)
         return 0
-    parser.print_help()
-    return 2
+    if args.command not in COMMANDS:
+        parser.print_help()
+        return 2
+    try:
+        COMMANDS[args.command](args)
+    except (CommandError, ValueError, TypeError, OSError) as exc:
+        # the library's own checks say what is wrong with the input; one line, no traceback
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"cbudget: error: {message}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":

@@ -104,6 +104,9 @@ def main():
                                                    for m in miser.values()))),
         "plain boosting": tuple(np.array([v]) for v in test_point(gbdt, X_test, y_test)),
     }
+    for label, (costs, accuracy) in paths.items():
+        print(f"{label}: " + ", ".join(f"cost {c:.2f} accuracy {a:.4f}"
+                                       for c, a in zip(costs, accuracy)))
     ax = plot_frontier(paths, metric="accuracy")
     ax.set_ylabel("test accuracy")
     ax.set_title("Letters A-M vs N-Z: accuracy against cost (each feature costs 1)")

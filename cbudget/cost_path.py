@@ -26,15 +26,16 @@ __all__ = ["CostPath", "cost_path", "pareto_mask"]
 
 def pareto_mask(costs: np.ndarray, scores: np.ndarray, maximize: bool) -> np.ndarray:
     """True for the points no other point beats: none is at most as costly and scores
-    strictly better, or is cheaper and scores as well (ties go to the cheaper point).
+    strictly better, or is cheaper and scores as well (of equal points the first is
+    kept; a NaN score is never optimal).
     """
     costs = np.asarray(costs, dtype=np.float64)
     signed = np.asarray(scores, dtype=np.float64) * (1.0 if maximize else -1.0)
     mask = np.zeros(costs.shape[0], dtype=bool)
     best = -np.inf
     # cheapest first; among equal costs the best score first
-    for i in np.lexsort((-signed, costs)):
-        if signed[i] > best:
+    for i in np.lexsort((-np.nan_to_num(signed, nan=-np.inf), costs)):
+        if signed[i] > best:   # False for NaN
             mask[i] = True
             best = signed[i]
     return mask

@@ -35,6 +35,7 @@ def _train_quietly(params, dtrain, rounds):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = cbudget.train(params, dtrain, rounds, verbose_eval=False)
+    assert all(w.filename == __file__ for w in caught)   # points at the train() call
     return model, [str(w.message) for w in caught]
 
 

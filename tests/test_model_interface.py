@@ -39,6 +39,8 @@ def _params(algorithm):
         params["n_restarts"] = 1
     if algorithm in ("cstc", "cscc", "cronus"):
         params["max_depth"] = 2
+    if algorithm == "cegb":   # below lambda_max (0.2 here): models that split
+        params["cost_tradeoff"] = 0.01
     return params
 
 

@@ -320,7 +320,7 @@ class BoostingTrainer(Trainer):
                     f"lambda_max for this data is {limit:.4g}, the smallest trade-off at "
                     "which no split pays; try 1e-3 to 1e-1 times that, or "
                     "cbudget.cost_path, which scans down from lambda_max",
-                    UserWarning, stacklevel=2)
+                    UserWarning, stacklevel=4)   # train()'s caller
 
     def close(self):
         if self.pool is not None:

@@ -222,7 +222,7 @@ class Dataset:
             if np.any(self.weight < 0):
                 raise ValueError("weight must be >= 0")
             if not self.weight.sum() > 0:
-                raise ValueError("weight sums to 0")
+                raise ValueError("weight sums to 0: all weights are zero")
 
         if reference is not None:
             if not isinstance(reference, Dataset):

@@ -172,9 +172,19 @@ class Forest(TreeEnsemble):
         return np.argmax(self._normalise(votes), axis=1).astype(np.int64)
 
     def predict_proba(self, X: InputData, *,
-                      iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+                      iteration_range: tuple[int, int] | None = None,
+                      votes: bool = False) -> np.ndarray:
         """Class probabilities: the training examples of each class in the leaves the
         input reaches, summed over the trees and normalised (the paper's confidence).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), DataFrame, sparse or Dataset
+        iteration_range : (begin, end), optional
+            As for :meth:`predict`.
+        votes : bool, default False
+            The share of the trees voting for each class instead, whose argmax is
+            :meth:`predict`.
 
         Returns
         -------
@@ -183,7 +193,8 @@ class Forest(TreeEnsemble):
         """
         if not isinstance(X, FeatureSource):
             X = self.prepare_input(X)
-        return self._normalise(self.leaf_sums(X, "counts", iteration_range))
+        return self._normalise(self.leaf_sums(X, "votes" if votes else "counts",
+                                              iteration_range))
 
     def _normalise(self, table):
         """Rows of summed class counts or votes -> probabilities; the class prior where

@@ -1,0 +1,826 @@
+"""scikit-learn estimators of cbudget's algorithms.
+
+``from cbudget.sklearn import CEGBClassifier``: estimators that follow scikit-learn's
+conventions (``fit`` / ``predict`` / ``predict_proba`` / ``score``, ``get_params`` /
+``set_params``, ``clone``, pipelines, grid search) and train cbudget models with
+:func:`cbudget.train`:
+
+=====================================================  ====================================
+estimators                                              cbudget algorithm (model)
+=====================================================  ====================================
+``GBDTClassifier``, ``GBDTRegressor``                   ``gbdt`` (Booster)
+``CEGBClassifier``, ``CEGBRegressor``                   ``cegb`` (Booster)
+``GreedyMiserClassifier``, ``GreedyMiserRegressor``     ``greedy_miser`` (Booster)
+``BudgetRFClassifier``                                  ``budget_rf`` (Forest)
+``CSTCClassifier``, ``CSTCRegressor``                   ``cstc``, ``cscc``, ``cronus``
+``ADAPTClassifier``                                     ``adapt_gbrt``, ``adapt_lin``
+=====================================================  ====================================
+
+scikit-learn is an optional dependency (``pip install cbudget[sklearn]``); ``import
+cbudget`` does not import this module.
+"""
+from __future__ import annotations
+
+import numbers
+import textwrap
+from collections.abc import Sequence
+from typing import Any, ClassVar, TypeVar, Union
+
+import numpy as np
+import scipy.sparse
+from numpy.typing import ArrayLike
+
+try:
+    from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_regressor
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils import check_random_state
+    from sklearn.utils.multiclass import check_classification_targets
+    from sklearn.utils.validation import check_is_fitted, validate_data
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("cbudget.sklearn needs scikit-learn >= 1.6: pip install scikit-learn "
+                      "(or cbudget[sklearn])") from exc
+
+from ._model import Model
+from .adapt import ExternalModel
+from .costs import CostGroups, CostReport, FeatureCosts, GroupCosts
+from .dataset import Dataset, MatrixLike
+from .forest import Forest
+from .params import ALIASES
+from .training import train
+
+__all__ = ["GBDTClassifier", "GBDTRegressor", "CEGBClassifier", "CEGBRegressor",
+           "GreedyMiserClassifier", "GreedyMiserRegressor", "BudgetRFClassifier",
+           "CSTCClassifier", "CSTCRegressor", "ADAPTClassifier"]
+
+# what validate_data accepts: cbudget reads NaN as a missing value, and densifies sparse
+# input as cbudget.Dataset does (implicit zeros are zeros)
+_X_CHECKS = dict(accept_sparse=True, ensure_all_finite="allow-nan",
+                 dtype=[np.float64, np.float32])
+EstimatorT = TypeVar("EstimatorT", bound="_CostAwareEstimator")
+RandomStateLike = Union[int, np.random.RandomState, None]
+# an eval_set: (X, y) pairs
+EvalSet = Sequence[tuple[MatrixLike, ArrayLike]]
+
+# training parameters every estimator sets itself, and from what
+_SET_BY_ESTIMATOR = {"algorithm": "the estimator's class (or its `algorithm` parameter)",
+                     "objective": "y", "num_class": "y", "seed": "random_state",
+                     "n_jobs": "n_jobs", "n_estimators": "n_estimators"}
+
+
+def _dense(X: Any) -> np.ndarray:
+    return X.toarray() if scipy.sparse.issparse(X) else X
+
+
+class _CostAwareEstimator(BaseEstimator):
+    """What every estimator shares: the costs, the training data and evaluation sets,
+    the one place the training parameters are built (:meth:`_training_params`), fit,
+    and the cost methods."""
+
+    # the cbudget algorithm of estimators without an `algorithm` parameter
+    _algorithm: ClassVar[str] = ""
+    # the kind of model_.feature_importance behind feature_importances_
+    _importance_kind: ClassVar[str] = "gain"
+
+    def __init__(self, *, n_estimators: int, feature_costs: FeatureCosts | None,
+                 cost_groups: CostGroups | None, group_costs: GroupCosts | None,
+                 default_cost: float | None, coupled_costs: FeatureCosts | None,
+                 split_cost: float | None, tree_cost: float | None,
+                 early_stopping_rounds: int | None, random_state: RandomStateLike,
+                 n_jobs: int | None, verbose: bool | int, params: dict[str, Any] | None
+                 ) -> None:
+        self.n_estimators = n_estimators
+        self.feature_costs = feature_costs
+        self.cost_groups = cost_groups
+        self.group_costs = group_costs
+        self.default_cost = default_cost
+        self.coupled_costs = coupled_costs
+        self.split_cost = split_cost
+        self.tree_cost = tree_cost
+        self.early_stopping_rounds = early_stopping_rounds
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.params = params
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True      # NaN is a missing value
+        tags.input_tags.sparse = True
+        return tags
+
+    # -- what the subclasses give -------------------------------------------------------
+    def _algorithm_params(self) -> dict[str, Any]:
+        """The cbudget training parameters of the estimator's own parameters (None: the
+        algorithm's default), ``algorithm`` included."""
+        raise NotImplementedError
+
+    def _encode_target(self, y: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        """The labels as cbudget reads them, and the objective parameters they imply."""
+        raise NotImplementedError
+
+    def _encode_eval_target(self, y: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _eval_set_needed_for(self) -> list[str]:
+        """The parameters set that need ``eval_set`` (their cost or metric is measured
+        on its last data set)."""
+        return ["early_stopping_rounds"] if self.early_stopping_rounds is not None else []
+
+    def _expensive_model(self, dtrain: Dataset, seed: int) -> Any:
+        """The expensive model of a gated model (ADAPT); None for the others."""
+        return None
+
+    # -- parameters ---------------------------------------------------------------------
+    def _seed(self) -> int:
+        """``random_state`` as cbudget's integer seed (None or a RandomState: drawn from
+        it, as scikit-learn does)."""
+        if isinstance(self.random_state, numbers.Integral) \
+                and not isinstance(self.random_state, bool):
+            return int(self.random_state)
+        return int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+
+    def _training_params(self, objective: dict[str, Any], seed: int) -> dict[str, Any]:
+        """The params dict given to :func:`cbudget.train`: the objective, the estimator's
+        parameters, and ``params`` for any other parameter of the algorithm (checked by
+        cbudget: an unknown one raises). The one place training parameters are built."""
+        own = {"seed": seed, "n_jobs": self.n_jobs, **objective, **self._algorithm_params()}
+        extra = {} if self.params is None else self.params
+        if not isinstance(extra, dict):
+            raise TypeError(f"params must be a dict or None, got {type(extra).__name__}")
+        for key in extra:
+            name = ALIASES.get(key, key)
+            if name in own or name in _SET_BY_ESTIMATOR:
+                source = _SET_BY_ESTIMATOR.get(name, f"the parameter {name!r}")
+                raise ValueError(f"params[{key!r}]: {type(self).__name__} sets {name!r} "
+                                 f"from {source}; set that instead")
+        return {name: value for name, value in {**own, **extra}.items() if value is not None}
+
+    def _feature_names(self) -> list[str] | None:
+        return list(self.feature_names_in_) if hasattr(self, "feature_names_in_") else None
+
+    def _check_names_available(self) -> None:
+        """Features named by string keys need column names: a ValueError that says what
+        to do instead (a dict keyed by str would otherwise meet cbudget's default names
+        f0, f1, ...)."""
+        if self._feature_names() is not None:
+            return
+        named = [key for costs in (self.feature_costs, self.coupled_costs)
+                 if isinstance(costs, dict) for key in costs if isinstance(key, str)]
+        groups = self.cost_groups
+        members = groups.values() if isinstance(groups, dict) else (groups or [])
+        named += [m for group in members for m in group if isinstance(m, str)]
+        if named:
+            raise ValueError(
+                f"features named {named[:5]} in the costs or cost_groups, but X has no "
+                "column names: use integer positions as keys, an array of costs, or a "
+                "pandas DataFrame (in a Pipeline, set_output(transform='pandas') on the "
+                "steps before this one)")
+
+    # -- fit ----------------------------------------------------------------------------
+    def fit(self: EstimatorT, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None = None,
+            eval_set: EvalSet | None = None,
+            eval_sample_weight: Sequence[ArrayLike | None] | None = None) -> EstimatorT:
+        """Train the model.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            NaN is a missing value; a DataFrame's string column names become the feature
+            names (``feature_names_in_``) that ``feature_costs`` may refer to.
+        y : array-like of shape (n_samples,)
+            Class labels of any type (classifiers) or finite values (regressors).
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights.
+        eval_set : list of (X, y) pairs, optional
+            Data evaluated after every iteration (named ``valid_0``, ``valid_1``, ... in
+            ``evals_result_``); early stopping, and BudgetRF's budget, use the last one.
+        eval_sample_weight : list of array-like, optional
+            The weights of each ``eval_set`` pair.
+
+        Returns
+        -------
+        self
+        """
+        data, target = validate_data(self, X, y, y_numeric=is_regressor(self), **_X_CHECKS)
+        label, objective = self._encode_target(target)
+        self._check_names_available()
+        dtrain = Dataset(_dense(data), label, weight=sample_weight,
+                         feature_names=self._feature_names(),
+                         feature_costs=self.feature_costs, cost_groups=self.cost_groups,
+                         group_costs=self.group_costs, default_cost=self.default_cost,
+                         coupled_costs=self.coupled_costs, split_cost=self.split_cost or 0.0,
+                         tree_cost=self.tree_cost or 0.0)
+        evals = self._evals(dtrain, eval_set, eval_sample_weight)
+        seed = self._seed()
+        params = self._training_params(objective, seed)
+        evals_result: dict = {}
+        expensive = self._expensive_model(dtrain, seed)
+        if expensive is not None:
+            self.expensive_model_ = expensive
+        self.model_ = train(params, dtrain, self.n_estimators, evals=evals,
+                            early_stopping_rounds=self.early_stopping_rounds,
+                            evals_result=evals_result, verbose_eval=self.verbose,
+                            expensive_model=expensive)
+        self.evals_result_ = evals_result
+        self.best_iteration_ = self.model_.best_iteration
+        return self
+
+    def _evals(self, dtrain: Dataset, eval_set: EvalSet | None,
+               eval_sample_weight: Sequence[ArrayLike | None] | None) -> list:
+        """The evaluation sets as (Dataset, name) pairs, on the training data's bins."""
+        if eval_set is None:
+            needs = self._eval_set_needed_for()
+            if needs:
+                raise ValueError(f"{', '.join(needs)} need(s) validation data: pass "
+                                 "fit(..., eval_set=[(X_valid, y_valid)])")
+            if eval_sample_weight is not None:
+                raise ValueError("eval_sample_weight is given without eval_set")
+            return []
+        if not isinstance(eval_set, (list, tuple)) or not all(
+                isinstance(pair, (list, tuple)) and len(pair) == 2 for pair in eval_set):
+            raise TypeError("eval_set must be a list of (X, y) pairs")
+        weights = [None] * len(eval_set) if eval_sample_weight is None else eval_sample_weight
+        if len(weights) != len(eval_set):
+            raise ValueError(f"eval_sample_weight has {len(weights)} entries for "
+                             f"{len(eval_set)} eval_set pairs")
+        evals = []
+        for i, ((X_eval, y_eval), weight) in enumerate(zip(eval_set, weights)):
+            X_eval = validate_data(self, X_eval, reset=False, **_X_CHECKS)
+            y_eval = np.asarray(y_eval).ravel()
+            if y_eval.shape[0] != X_eval.shape[0]:
+                raise ValueError(f"eval_set[{i}]: X has {X_eval.shape[0]} rows, y "
+                                 f"{y_eval.shape[0]}")
+            evals.append((Dataset(_dense(X_eval), self._encode_eval_target(y_eval),
+                                  weight=weight, reference=dtrain), f"valid_{i}"))
+        return evals
+
+    # -- prediction and costs -----------------------------------------------------------
+    def _prediction_input(self, X: MatrixLike) -> np.ndarray:
+        check_is_fitted(self, "model_")   # not partial state of a failed fit
+        return _dense(validate_data(self, X, reset=False, **_X_CHECKS))
+
+    def predict_cost(self, X: MatrixLike) -> np.ndarray:
+        """The prediction cost of each input (docs/architecture.md, "Cost model"); with
+        early stopping, of the model up to the best iteration.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,)
+        """
+        X = self._prediction_input(X)
+        return self.model_.predict_cost(X)
+
+    def cost_report(self, X: MatrixLike) -> CostReport:
+        """Mean and per-input cost, per-feature acquisition rates, features used and the
+        coupled cost of predicting ``X`` (see :meth:`cbudget.Model.cost_report`).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        cbudget.CostReport
+        """
+        X = self._prediction_input(X)
+        return self.model_.cost_report(X)
+
+    def acquisitions(self, X: MatrixLike) -> np.ndarray:
+        """The features each input pays for.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of bool, shape (n_samples, n_features)
+        """
+        X = self._prediction_input(X)
+        return self.model_.acquisitions(X)
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """The model's importance of each feature, normalised to sum 1 (all zeros when
+        the model uses no feature): the splits' total gain for boosters, forests and the
+        gated models (their gate's and predictor's added), the number of nodes that
+        read the feature for trees and cascades of linear classifiers."""
+        check_is_fitted(self, "model_")   # not partial state of a failed fit
+        importance = self.model_.feature_importance(self._importance_kind)
+        total = importance.sum()
+        return importance / total if total > 0 else importance
+
+
+class _Classifier(ClassifierMixin, _CostAwareEstimator):
+    """Labels of any type encoded as 0..K-1 (``classes_``); predict is the class of
+    highest probability."""
+
+    # the algorithm fits two classes only
+    _binary_only: ClassVar[bool] = False
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = not self._binary_only
+        return tags
+
+    def _encode_target(self, y: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        check_classification_targets(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        n_classes = len(self.classes_)
+        if n_classes < 2:
+            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes; "
+                             f"y has 1 class ({self.classes_[0]!r})")
+        if n_classes > 2 and self._binary_only:
+            raise ValueError(f"Only binary classification is supported: "
+                             f"{type(self).__name__} fits two classes, y has {n_classes}")
+        objective = ({"objective": "binary:logistic"} if n_classes == 2
+                     else {"objective": "multi:softprob", "num_class": n_classes})
+        return codes.astype(np.float64), objective
+
+    def _encode_eval_target(self, y: np.ndarray) -> np.ndarray:
+        unknown = ~np.isin(y, self.classes_)
+        if unknown.any():
+            raise ValueError(f"eval_set labels {np.unique(y[unknown])[:5].tolist()} are not "
+                             f"among the training classes {self.classes_.tolist()}")
+        return np.searchsorted(self.classes_, y).astype(np.float64)
+
+    def _class_probabilities(self, X: np.ndarray) -> np.ndarray:
+        """(n_samples, n_classes) probabilities of the model for the prepared ``X``."""
+        proba = self.model_.predict(X)
+        return proba if proba.ndim == 2 else np.column_stack([1.0 - proba, proba])
+
+    def predict_proba(self, X: MatrixLike) -> np.ndarray:
+        """Class probabilities, in the order of ``classes_``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples, n_classes)
+        """
+        return self._class_probabilities(self._prediction_input(X))
+
+    def predict(self, X: MatrixLike) -> np.ndarray:
+        """The class of highest probability (ties: the first in ``classes_``).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels of ``classes_``.
+        """
+        proba = self.predict_proba(X)      # first: NotFittedError before fit
+        return self.classes_[np.argmax(proba, axis=1)]
+
+
+class _Regressor(RegressorMixin, _CostAwareEstimator):
+    def _encode_target(self, y: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        return np.asarray(y, dtype=np.float64), {"objective": "reg:squarederror"}
+
+    def _encode_eval_target(self, y: np.ndarray) -> np.ndarray:
+        return np.asarray(y, dtype=np.float64)
+
+    def predict(self, X: MatrixLike) -> np.ndarray:
+        """Predicted values.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,)
+        """
+        X = self._prediction_input(X)     # first: NotFittedError before fit
+        return self.model_.predict(X)
+
+
+# -- the estimators' own parameters, by family ------------------------------------------
+class _GradientBoosting(_CostAwareEstimator):
+    def __init__(self, *, n_estimators: int = 100, learning_rate: float | None = None,
+                 num_leaves: int | None = None, max_depth: int | None = None,
+                 feature_costs: FeatureCosts | None = None,
+                 cost_groups: CostGroups | None = None, group_costs: GroupCosts | None = None,
+                 default_cost: float | None = None, coupled_costs: FeatureCosts | None = None,
+                 split_cost: float | None = None, tree_cost: float | None = None,
+                 early_stopping_rounds: int | None = None, random_state: RandomStateLike = None,
+                 n_jobs: int | None = None, verbose: bool | int = False,
+                 params: dict[str, Any] | None = None) -> None:
+        super().__init__(n_estimators=n_estimators, feature_costs=feature_costs,
+                         cost_groups=cost_groups, group_costs=group_costs,
+                         default_cost=default_cost, coupled_costs=coupled_costs,
+                         split_cost=split_cost, tree_cost=tree_cost,
+                         early_stopping_rounds=early_stopping_rounds,
+                         random_state=random_state, n_jobs=n_jobs, verbose=verbose,
+                         params=params)
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.max_depth = max_depth
+
+    def _algorithm_params(self) -> dict[str, Any]:
+        return {"algorithm": self._algorithm, "learning_rate": self.learning_rate,
+                "num_leaves": self.num_leaves, "max_depth": self.max_depth}
+
+
+class _CostAwareBoosting(_CostAwareEstimator):
+    def __init__(self, *, n_estimators: int = 100, cost_tradeoff: float | None = None,
+                 learning_rate: float | None = None, num_leaves: int | None = None,
+                 max_depth: int | None = None,
+                 feature_costs: FeatureCosts | None = None,
+                 cost_groups: CostGroups | None = None, group_costs: GroupCosts | None = None,
+                 default_cost: float | None = None, coupled_costs: FeatureCosts | None = None,
+                 split_cost: float | None = None, tree_cost: float | None = None,
+                 early_stopping_rounds: int | None = None, random_state: RandomStateLike = None,
+                 n_jobs: int | None = None, verbose: bool | int = False,
+                 params: dict[str, Any] | None = None) -> None:
+        super().__init__(n_estimators=n_estimators, feature_costs=feature_costs,
+                         cost_groups=cost_groups, group_costs=group_costs,
+                         default_cost=default_cost, coupled_costs=coupled_costs,
+                         split_cost=split_cost, tree_cost=tree_cost,
+                         early_stopping_rounds=early_stopping_rounds,
+                         random_state=random_state, n_jobs=n_jobs, verbose=verbose,
+                         params=params)
+        self.cost_tradeoff = cost_tradeoff
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.max_depth = max_depth
+
+    def _algorithm_params(self) -> dict[str, Any]:
+        return {"algorithm": self._algorithm, "cost_tradeoff": self.cost_tradeoff,
+                "learning_rate": self.learning_rate, "num_leaves": self.num_leaves,
+                "max_depth": self.max_depth}
+
+
+class _ClassifierTrees(_CostAwareEstimator):
+    _importance_kind = "split"        # linear nodes have no split gain
+
+    def __init__(self, *, algorithm: str = "cstc", n_estimators: int = 100,
+                 cost_tradeoff: float | None = None, max_depth: int | None = None,
+                 feature_costs: FeatureCosts | None = None,
+                 cost_groups: CostGroups | None = None, group_costs: GroupCosts | None = None,
+                 default_cost: float | None = None, coupled_costs: FeatureCosts | None = None,
+                 split_cost: float | None = None, tree_cost: float | None = None,
+                 early_stopping_rounds: int | None = None, random_state: RandomStateLike = None,
+                 n_jobs: int | None = None, verbose: bool | int = False,
+                 params: dict[str, Any] | None = None) -> None:
+        super().__init__(n_estimators=n_estimators, feature_costs=feature_costs,
+                         cost_groups=cost_groups, group_costs=group_costs,
+                         default_cost=default_cost, coupled_costs=coupled_costs,
+                         split_cost=split_cost, tree_cost=tree_cost,
+                         early_stopping_rounds=early_stopping_rounds,
+                         random_state=random_state, n_jobs=n_jobs, verbose=verbose,
+                         params=params)
+        self.algorithm = algorithm
+        self.cost_tradeoff = cost_tradeoff
+        self.max_depth = max_depth
+
+    def _algorithm_params(self) -> dict[str, Any]:
+        if self.algorithm not in ("cstc", "cscc", "cronus"):
+            raise ValueError(f"algorithm must be 'cstc', 'cscc' or 'cronus', got "
+                             f"{self.algorithm!r}")
+        return {"algorithm": self.algorithm, "cost_tradeoff": self.cost_tradeoff,
+                "max_depth": self.max_depth}
+
+    def _eval_set_needed_for(self) -> list[str]:
+        structure = self.params.get("tree_structure") if isinstance(self.params, dict) \
+            else None
+        return super()._eval_set_needed_for() + (
+            [f"tree_structure={structure!r}"] if structure in ("prune", "greedy") else [])
+
+
+_COMMON_DOC = """\
+n_estimators : int, default 100
+    %(iterations)s
+feature_costs : array-like of shape (n_features,) or dict, optional
+    Each feature's per-input acquisition cost: an array by position, or a dict
+    ``{column name or integer position: cost}``. Column names need a DataFrame ``X``
+    (in a Pipeline, ``set_output(transform="pandas")`` on the steps before); integer
+    positions work whatever the steps before do to the names. A dict names every
+    feature or gives ``default_cost``. None: every feature is free.
+cost_groups : dict {group name: [features]} or list of lists, optional
+    Features acquired together, by column name or position.
+group_costs : array-like or dict {group name: cost}, optional
+    The cost of each group, paid once per input that acquires any of its features.
+default_cost : float, optional
+    The cost of the features a ``feature_costs`` dict does not name.
+coupled_costs : array-like of shape (n_features,) or dict, optional
+    Once-per-model cost of using a feature at all.
+split_cost, tree_cost : float, optional
+    The cost of evaluating one split node / one tree for one input (default 0).
+early_stopping_rounds : int, optional
+    Stop when the last metric on the last ``eval_set`` has not improved for this many
+    iterations; prediction then uses the model up to ``best_iteration_``.
+random_state : int, RandomState or None, default None
+    Seed of the algorithm's sampling (None: drawn from numpy's global generator).
+n_jobs : int, optional
+    Threads (None or -1: all cores).
+verbose : bool or int, default False
+    Print the evaluation metrics every iteration (or every ``verbose`` iterations).
+params : dict, optional
+    Any other parameter of the algorithm by its cbudget name
+    (``cbudget.algorithms.parameter_docs(name)`` lists them); unknown names raise.
+
+Attributes
+----------
+model_ : cbudget.Model
+    The trained model (%(model)s).
+classes_ : ndarray of shape (n_classes,)
+    The class labels (classifiers).
+n_features_in_ : int
+feature_names_in_ : ndarray of str
+    Only when ``X`` has string column names.
+best_iteration_ : int or None
+    The best iteration of early stopping.
+evals_result_ : dict
+    ``{"valid_0": {metric: [values per iteration]}, ...}``.
+feature_importances_ : ndarray of shape (n_features,)
+    %(importance)s, normalised to sum 1.
+    """
+
+
+def _documented(iterations: str, model: str, importance: str) -> Any:
+    """Complete the class docstring with the parameters every estimator shares."""
+    def document(cls: type) -> type:
+        common = _COMMON_DOC % {"iterations": iterations, "model": model,
+                                "importance": importance}
+        cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n" + textwrap.indent(common, "    ")
+        return cls
+    return document
+
+
+_BOOSTER_DOC = dict(iterations="Boosting rounds.", model="a cbudget.Booster",
+                    importance="The total gain of each feature's splits")
+_CSTC_DOC = dict(iterations="Sweeps of block coordinate descent (fewer once converged).",
+                 model="a cbudget.ClassifierTree or cbudget.Cascade",
+                 importance="The number of nodes that read each feature")
+
+
+@_documented(**_BOOSTER_DOC)
+class GBDTClassifier(_Classifier, _GradientBoosting):
+    """Gradient boosting (``algorithm="gbdt"``) with cost accounting: binary or
+    multi-class.
+
+    Parameters
+    ----------
+    learning_rate, num_leaves, max_depth : optional
+        As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
+    """
+    _algorithm = "gbdt"
+
+
+@_documented(**_BOOSTER_DOC)
+class GBDTRegressor(_Regressor, _GradientBoosting):
+    """Gradient boosting (``algorithm="gbdt"``) with cost accounting: squared error.
+
+    Parameters
+    ----------
+    learning_rate, num_leaves, max_depth : optional
+        As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
+    """
+    _algorithm = "gbdt"
+
+
+@_documented(**_BOOSTER_DOC)
+class CEGBClassifier(_Classifier, _CostAwareBoosting):
+    """Cost-efficient gradient boosting (``algorithm="cegb"``, Peter et al., NIPS 2017):
+    binary or multi-class.
+
+    Parameters
+    ----------
+    cost_tradeoff : float, optional
+        lambda, the weight of a split's cost increment (None: 1).
+    learning_rate, num_leaves, max_depth : optional
+        As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
+    """
+    _algorithm = "cegb"
+
+
+@_documented(**_BOOSTER_DOC)
+class CEGBRegressor(_Regressor, _CostAwareBoosting):
+    """Cost-efficient gradient boosting (``algorithm="cegb"``, Peter et al., NIPS 2017):
+    squared error.
+
+    Parameters
+    ----------
+    cost_tradeoff : float, optional
+        lambda, the weight of a split's cost increment (None: 1).
+    learning_rate, num_leaves, max_depth : optional
+        As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
+    """
+    _algorithm = "cegb"
+
+
+@_documented(**_BOOSTER_DOC)
+class GreedyMiserClassifier(_Classifier, _CostAwareBoosting):
+    """The Greedy Miser (``algorithm="greedy_miser"``, Xu et al., ICML 2012): binary or
+    multi-class.
+
+    Parameters
+    ----------
+    cost_tradeoff : float, optional
+        lambda, the weight of a feature's cost the first time the model uses it
+        (None: 1).
+    learning_rate, num_leaves, max_depth : optional
+        As in cbudget (None: its defaults, 0.1, depth 4 level by level).
+    """
+    _algorithm = "greedy_miser"
+
+
+@_documented(**_BOOSTER_DOC)
+class GreedyMiserRegressor(_Regressor, _CostAwareBoosting):
+    """The Greedy Miser (``algorithm="greedy_miser"``, Xu et al., ICML 2012): squared
+    error.
+
+    Parameters
+    ----------
+    cost_tradeoff : float, optional
+        lambda, the weight of a feature's cost the first time the model uses it
+        (None: 1).
+    learning_rate, num_leaves, max_depth : optional
+        As in cbudget (None: its defaults, 0.1, depth 4 level by level).
+    """
+    _algorithm = "greedy_miser"
+
+
+@_documented(iterations="The most trees (fewer when ``budget`` is reached).",
+             model="a cbudget.Forest",
+             importance="The total impurity decrease of each feature's splits")
+class BudgetRFClassifier(_Classifier, _CostAwareEstimator):
+    """The feature-budgeted random forest (``algorithm="budget_rf"``, Nan, Wang and
+    Saligrama, ICML 2015): binary or multi-class.
+
+    ``predict`` is the forest's majority vote (as ``model_.predict``) and
+    ``predict_proba`` the share of the trees voting for each class, so that the vote is
+    its argmax; ``model_.predict_proba(X)`` gives the summed leaf class counts instead.
+
+    Parameters
+    ----------
+    budget : float, optional
+        Trees are added until the mean prediction cost per input on the last
+        ``eval_set`` exceeds it (that tree is dropped).
+    alpha : float, optional
+        threshold-Pairs alpha: larger gives shallower trees (None: 0).
+    max_depth : int, optional
+        Depth limit of a tree (None: none).
+    """
+    _algorithm = "budget_rf"
+
+    def __init__(self, *, n_estimators: int = 100, budget: float | None = None,
+                 alpha: float | None = None, max_depth: int | None = None,
+                 feature_costs: FeatureCosts | None = None,
+                 cost_groups: CostGroups | None = None, group_costs: GroupCosts | None = None,
+                 default_cost: float | None = None, coupled_costs: FeatureCosts | None = None,
+                 split_cost: float | None = None, tree_cost: float | None = None,
+                 early_stopping_rounds: int | None = None, random_state: RandomStateLike = None,
+                 n_jobs: int | None = None, verbose: bool | int = False,
+                 params: dict[str, Any] | None = None) -> None:
+        super().__init__(n_estimators=n_estimators, feature_costs=feature_costs,
+                         cost_groups=cost_groups, group_costs=group_costs,
+                         default_cost=default_cost, coupled_costs=coupled_costs,
+                         split_cost=split_cost, tree_cost=tree_cost,
+                         early_stopping_rounds=early_stopping_rounds,
+                         random_state=random_state, n_jobs=n_jobs, verbose=verbose,
+                         params=params)
+        self.budget = budget
+        self.alpha = alpha
+        self.max_depth = max_depth
+
+    def _algorithm_params(self) -> dict[str, Any]:
+        return {"algorithm": self._algorithm, "budget": self.budget, "alpha": self.alpha,
+                "max_depth": self.max_depth}
+
+    def _eval_set_needed_for(self) -> list[str]:
+        return super()._eval_set_needed_for() + (["budget"] if self.budget is not None
+                                                 else [])
+
+    def _class_probabilities(self, X: np.ndarray) -> np.ndarray:
+        forest = self.model_
+        assert isinstance(forest, Forest)     # what budget_rf trains
+        return forest.predict_proba(X, votes=True)
+
+
+@_documented(**_CSTC_DOC)
+class CSTCClassifier(_Classifier, _ClassifierTrees):
+    """A tree (``algorithm="cstc"``) or cascade (``"cscc"``, ``"cronus"``) of linear
+    classifiers (Xu et al., JMLR 2014): binary classification only.
+
+    Parameters
+    ----------
+    algorithm : {"cstc", "cscc", "cronus"}, default "cstc"
+    cost_tradeoff : float, optional
+        lambda, the weight of the relaxed expected feature cost (None: 0.01).
+    max_depth : int, optional
+        Levels of the tree, stages of a cascade (None: 3 for a tree, 4 for a cascade).
+    """
+    _binary_only = True
+
+
+@_documented(**_CSTC_DOC)
+class CSTCRegressor(_Regressor, _ClassifierTrees):
+    """A tree (``algorithm="cstc"``) or cascade (``"cscc"``, ``"cronus"``) of linear
+    regressors (Xu et al., JMLR 2014): squared error.
+
+    Parameters
+    ----------
+    algorithm : {"cstc", "cscc", "cronus"}, default "cstc"
+    cost_tradeoff : float, optional
+        lambda, the weight of the relaxed expected feature cost (None: 0.01).
+    max_depth : int, optional
+        Levels of the tree, stages of a cascade (None: 3 for a tree, 4 for a cascade).
+    """
+
+
+@_documented(iterations="ADAPT-GBRT's rounds, ADAPT-LIN's alternations (at most).",
+             model="a cbudget.GatedModel",
+             importance="The total gain of the gate's and the predictor's splits "
+                        "(ADAPT-LIN: their weights' magnitudes)")
+class ADAPTClassifier(_Classifier, _CostAwareEstimator):
+    """A cheap gate and predictor in front of an expensive model
+    (``algorithm="adapt_gbrt"`` or ``"adapt_lin"``, Nan and Saligrama, NIPS 2017):
+    binary classification only.
+
+    Parameters
+    ----------
+    algorithm : {"adapt_gbrt", "adapt_lin"}, default "adapt_gbrt"
+    expensive_model : fitted estimator or model, optional
+        The expensive model f0, fitted with the same classes: a fitted cbudget estimator
+        (same features and costs) or cbudget Model, a ``cbudget.ExternalModel``, or any
+        fitted classifier with ``predict_proba``, taken as
+        ``cbudget.ExternalModel(clf, features="all")`` (an input sent to it pays for every
+        feature). ``clone`` (grid search, cross-validation) leaves an estimator unfitted:
+        wrap it in ``sklearn.frozen.FrozenEstimator``. None: a ``GBDTClassifier`` with
+        the same ``n_estimators``, costs and seed is fitted as f0 on the training data.
+        After fit, ``expensive_model_`` is the f0 used (a cbudget Model or
+        ``ExternalModel``).
+    p_full : float, optional
+        At most this share of the training inputs goes to f0 (None: 0.2).
+    cost_tradeoff : float, optional
+        gamma, the weight of the cost penalty (None: 1 for adapt_gbrt, 0.01 for
+        adapt_lin).
+    """
+    _binary_only = True
+
+    def __init__(self, *, algorithm: str = "adapt_gbrt", expensive_model: Any = None,
+                 n_estimators: int = 100, p_full: float | None = None,
+                 cost_tradeoff: float | None = None,
+                 feature_costs: FeatureCosts | None = None,
+                 cost_groups: CostGroups | None = None, group_costs: GroupCosts | None = None,
+                 default_cost: float | None = None, coupled_costs: FeatureCosts | None = None,
+                 split_cost: float | None = None, tree_cost: float | None = None,
+                 early_stopping_rounds: int | None = None, random_state: RandomStateLike = None,
+                 n_jobs: int | None = None, verbose: bool | int = False,
+                 params: dict[str, Any] | None = None) -> None:
+        super().__init__(n_estimators=n_estimators, feature_costs=feature_costs,
+                         cost_groups=cost_groups, group_costs=group_costs,
+                         default_cost=default_cost, coupled_costs=coupled_costs,
+                         split_cost=split_cost, tree_cost=tree_cost,
+                         early_stopping_rounds=early_stopping_rounds,
+                         random_state=random_state, n_jobs=n_jobs, verbose=verbose,
+                         params=params)
+        self.algorithm = algorithm
+        self.expensive_model = expensive_model
+        self.p_full = p_full
+        self.cost_tradeoff = cost_tradeoff
+
+    def _algorithm_params(self) -> dict[str, Any]:
+        if self.algorithm not in ("adapt_gbrt", "adapt_lin"):
+            raise ValueError(f"algorithm must be 'adapt_gbrt' or 'adapt_lin', got "
+                             f"{self.algorithm!r}")
+        return {"algorithm": self.algorithm, "p_full": self.p_full,
+                "cost_tradeoff": self.cost_tradeoff}
+
+    def _expensive_model(self, dtrain: Dataset, seed: int) -> Any:
+        f0 = self.expensive_model
+        if f0 is None:
+            default = GBDTClassifier(n_estimators=self.n_estimators, n_jobs=self.n_jobs)
+            return train(default._training_params({"objective": "binary:logistic"}, seed),
+                         dtrain, self.n_estimators, verbose_eval=False)
+        if isinstance(f0, (Model, ExternalModel)):
+            return f0
+        if not callable(getattr(f0, "predict_proba", None)):
+            raise TypeError(f"expensive_model must be a fitted classifier with predict_proba, "
+                            f"a cbudget Model or a cbudget.ExternalModel, got "
+                            f"{type(f0).__name__}")
+        if callable(getattr(f0, "fit", None)):
+            try:
+                check_is_fitted(f0)
+            except NotFittedError:
+                raise ValueError(
+                    f"expensive_model {type(f0).__name__} is not fitted: fit it first; "
+                    "clone() (GridSearchCV, cross_val_score) copies estimator parameters "
+                    "unfitted, so wrap it in sklearn.frozen.FrozenEstimator") from None
+        classes = getattr(f0, "classes_", None)
+        if classes is not None and not np.array_equal(np.asarray(classes), self.classes_):
+            raise ValueError(f"expensive_model was fitted on classes {list(classes)}, "
+                             f"not {self.classes_.tolist()}")
+        model = getattr(f0, "model_", None)     # a fitted cbudget estimator
+        return model if isinstance(model, Model) else ExternalModel(f0, features="all")

@@ -1,0 +1,294 @@
+"""cbudget.sklearn: the scikit-learn estimators pass scikit-learn's estimator checks and
+work in its tools (pipelines, grid search, cross-validation, clone), with costs by
+column name or position, early stopping, the cost methods and ADAPT's expensive
+models."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+sklearn = pytest.importorskip("sklearn")
+
+from sklearn.base import clone  # noqa: E402
+from sklearn.datasets import make_classification, make_regression  # noqa: E402
+from sklearn.exceptions import NotFittedError  # noqa: E402
+from sklearn.frozen import FrozenEstimator  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.model_selection import GridSearchCV, cross_val_score  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+import cbudget  # noqa: E402
+from cbudget.sklearn import (  # noqa: E402
+    ADAPTClassifier,
+    BudgetRFClassifier,
+    CEGBClassifier,
+    CEGBRegressor,
+    CSTCClassifier,
+    CSTCRegressor,
+    GBDTClassifier,
+    GBDTRegressor,
+    GreedyMiserClassifier,
+    GreedyMiserRegressor,
+)
+
+# small models: the checks fit each estimator a few hundred times
+CHECKED = [
+    GBDTClassifier(n_estimators=5), GBDTRegressor(n_estimators=5, learning_rate=0.5),
+    CEGBClassifier(n_estimators=5), CEGBRegressor(n_estimators=5, learning_rate=0.5),
+    GreedyMiserClassifier(n_estimators=5),
+    GreedyMiserRegressor(n_estimators=5, learning_rate=0.5),
+    BudgetRFClassifier(n_estimators=5),
+    CSTCClassifier(n_estimators=2, max_depth=2), CSTCRegressor(n_estimators=2, max_depth=2),
+    ADAPTClassifier(n_estimators=5),
+    ADAPTClassifier(algorithm="adapt_lin", n_estimators=2, params={"n_restarts": 1}),
+]
+
+SKLEARN_VERSION = tuple(int(part) for part in sklearn.__version__.split(".")[:2])
+SAMPLE_WEIGHT_EQUIVALENCE = ("check_sample_weight_equivalence_on_dense_data",
+                             "check_sample_weight_equivalence_on_sparse_data")
+
+
+def expected_failed_checks(estimator):
+    """The checks that cannot apply, with the reason."""
+    if isinstance(estimator, BudgetRFClassifier):
+        reason = ("a weight is not a repeated row: each tree's bootstrap draws rows "
+                  "uniformly, so a row of weight 2 is not drawn as often as two copies")
+    elif isinstance(estimator, (CSTCClassifier, CSTCRegressor)):
+        reason = ("a weight is not a repeated row: the l1 and cost penalties act on "
+                  "weights of features standardised by their unweighted mean and deviation "
+                  "over all rows (weight 0 included)")
+    elif isinstance(estimator, ADAPTClassifier) and estimator.algorithm == "adapt_lin":
+        reason = ("the same objective with weights as with repeated rows, but scipy's "
+                  "L-BFGS stops at its tolerance: the two end about 1e-5 apart")
+    elif isinstance(estimator, ADAPTClassifier) and SKLEARN_VERSION < (1, 7):
+        reason = ("scikit-learn 1.6's check makes the labels of a binary-only classifier "
+                  "binary by the first row's class, which differs between its repeated and "
+                  "its shuffled weighted data (1.7 fixed it)")
+    else:
+        return {}
+    return {check: reason for check in SAMPLE_WEIGHT_EQUIVALENCE}
+
+
+@parametrize_with_checks(CHECKED, expected_failed_checks=expected_failed_checks)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+def _binary(n=300, seed=0):
+    X, y = make_classification(n, 5, n_informative=3, random_state=seed)
+    return X, y
+
+
+def test_import_cbudget_does_not_import_sklearn():
+    code = ("import sys, cbudget; assert 'cbudget.sklearn' not in sys.modules; "
+            "assert 'sklearn' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_grid_search_over_cost_tradeoff_with_string_labels():
+    X, y = _binary()
+    labels = np.array(["no", "yes"])[y]
+    costs = [1.0, 2.0, 4.0, 8.0, 16.0]
+    search = GridSearchCV(CEGBClassifier(n_estimators=10, feature_costs=costs),
+                          {"cost_tradeoff": [0.0, 0.01, 1.0]}, cv=3).fit(X, labels)
+    assert search.best_params_["cost_tradeoff"] in (0.0, 0.01, 1.0)
+    assert set(search.predict(X)) <= {"no", "yes"}
+    best = search.best_estimator_
+    assert list(best.classes_) == ["no", "yes"]
+    assert best.model_.params["cost_tradeoff"] == search.best_params_["cost_tradeoff"]
+    # a larger trade-off buys cheaper models
+    cheap = clone(best).set_params(cost_tradeoff=1.0).fit(X, labels)
+    free = clone(best).set_params(cost_tradeoff=0.0).fit(X, labels)
+    assert cheap.predict_cost(X).mean() < free.predict_cost(X).mean()
+
+
+def test_pipeline_costs_by_column_name_and_by_position():
+    pd = pytest.importorskip("pandas")
+    X, y = _binary()
+    names = ["age", "blood", "scan", "biopsy", "genome"]
+    costs = dict(zip(names, [1.0, 2.0, 10.0, 50.0, 100.0]))
+    frame = pd.DataFrame(X, columns=names)
+    pipe = make_pipeline(StandardScaler().set_output(transform="pandas"),
+                         CEGBClassifier(n_estimators=10, feature_costs=costs)).fit(frame, y)
+    model = pipe[-1]
+    assert list(model.feature_names_in_) == names
+    assert model.model_.feature_names == names
+    np.testing.assert_array_equal(model.model_.cost_model.feature_costs, list(costs.values()))
+    # integer positions: what works when the previous steps drop the column names
+    by_position = make_pipeline(StandardScaler(), CEGBClassifier(
+        n_estimators=10, feature_costs={2: 10.0, 3: 50.0, 4: 100.0}, default_cost=1.0))
+    by_position.fit(frame, y)
+    assert not hasattr(by_position[-1], "feature_names_in_")
+    np.testing.assert_array_equal(by_position[-1].model_.cost_model.feature_costs,
+                                  [1.0, 1.0, 10.0, 50.0, 100.0])
+    # names without names: a clear error, not cbudget's default names f0, f1, ...
+    nameless = make_pipeline(StandardScaler(), CEGBClassifier(feature_costs=costs))
+    with pytest.raises(ValueError, match="set_output"):
+        nameless.fit(frame, y)
+    with pytest.raises(ValueError, match="does not name 3 of the 5"):
+        CEGBClassifier(feature_costs={0: 1.0, 1: 2.0}).fit(X, y)
+
+
+def test_cross_val_score():
+    X, y = make_regression(200, 4, noise=1.0, random_state=0)
+    scores = cross_val_score(GreedyMiserRegressor(n_estimators=20, learning_rate=0.3), X, y,
+                             cv=3)
+    assert scores.shape == (3,) and np.all(scores > 0.5)
+
+
+@pytest.mark.parametrize("estimator", [CEGBClassifier(learning_rate=0.5, num_leaves=31),
+                                       BudgetRFClassifier()])
+def test_prediction_uses_the_best_iteration_of_early_stopping(estimator):
+    # noisy labels: the validation metric gets worse after a few iterations
+    X, y = _binary(400)
+    flip = np.random.default_rng(0).random(y.shape[0]) < 0.3
+    y = np.where(flip, 1 - y, y)
+    X_train, y_train, X_valid, y_valid = X[:250], y[:250], X[250:], y[250:]
+    estimator.set_params(n_estimators=60, early_stopping_rounds=5, random_state=0)
+    estimator.fit(X_train, y_train, eval_set=[(X_valid, y_valid)])
+    model, best = estimator.model_, estimator.best_iteration_
+    assert best is not None and model.num_iterations() > best + 1   # it stopped early
+    assert len(estimator.evals_result_["valid_0"]) == 1
+    prefix = model[:best + 1]
+    if isinstance(estimator, CEGBClassifier):
+        expected = prefix.predict(X_valid)
+        every_iteration = model.predict(X_valid, iteration_range=(0, 0))
+        proba = estimator.predict_proba(X_valid)[:, 1]
+    else:
+        expected = prefix.predict_proba(X_valid, votes=True)
+        every_iteration = model.predict_proba(X_valid, iteration_range=(0, 0), votes=True)
+        proba = estimator.predict_proba(X_valid)
+    np.testing.assert_array_equal(proba, expected)
+    assert not np.array_equal(proba, every_iteration)
+    np.testing.assert_array_equal(estimator.predict_cost(X_valid), prefix.predict_cost(X_valid))
+
+
+def test_models_cut_to_the_best_iteration_predict_as_one_trained_that_long():
+    X, y = _binary(300)
+    flip = np.random.default_rng(0).random(y.shape[0]) < 0.3
+    y = np.where(flip, 1 - y, y)
+    params = {"tol": 1e-9, "loss": "logistic"}     # no stop by convergence
+    stopped = CSTCClassifier(n_estimators=30, early_stopping_rounds=2, max_depth=2,
+                             params=params)
+    stopped.fit(X[:200], y[:200], eval_set=[(X[200:], y[200:])])
+    best = stopped.best_iteration_
+    assert best is not None and best + 1 < len(stopped.evals_result_["valid_0"]["logloss"])
+    short = CSTCClassifier(n_estimators=best + 1, max_depth=2, params=params)
+    short.fit(X[:200], y[:200])
+    np.testing.assert_array_equal(stopped.predict_proba(X), short.predict_proba(X))
+
+
+def test_cost_methods_delegate_to_the_model():
+    X, y = _binary()
+    costs = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    estimator = GreedyMiserClassifier(n_estimators=20, feature_costs=costs,
+                                      cost_tradeoff=0.1).fit(X, y)
+    acquired = estimator.acquisitions(X)
+    assert acquired.dtype == bool and acquired.shape == X.shape
+    np.testing.assert_allclose(estimator.predict_cost(X), acquired @ costs)
+    report = estimator.cost_report(X)
+    assert report.mean_cost == pytest.approx(estimator.predict_cost(X).mean())
+    importances = estimator.feature_importances_
+    assert importances.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(importances, estimator.model_.feature_importance("gain")
+                               / estimator.model_.feature_importance("gain").sum())
+
+
+def test_missing_values_are_read_as_missing():
+    X, y = _binary()
+    X[::7, 0] = np.nan
+    estimator = CEGBClassifier(n_estimators=10).fit(X, y)
+    np.testing.assert_array_equal(estimator.predict_proba(X)[:, 1], estimator.model_.predict(X))
+    X[0, 1] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        estimator.predict(X)
+
+
+def test_adapt_with_a_fitted_sklearn_expensive_model():
+    X, y = _binary()
+    costs = np.array([1.0, 1.0, 1.0, 5.0, 5.0])
+    f0 = LogisticRegression().fit(X, y)
+    adapt = ADAPTClassifier(expensive_model=f0, n_estimators=10, feature_costs=costs,
+                            p_full=0.3).fit(X, y)
+    assert isinstance(adapt.expensive_model_, cbudget.ExternalModel)
+    _, route = adapt.model_.predict(X, return_route=True)
+    to_f0 = route == 0
+    assert 0 < to_f0.sum() < X.shape[0]
+    # the inputs sent to f0 get its probabilities and pay for every feature
+    np.testing.assert_allclose(adapt.predict_proba(X)[to_f0], f0.predict_proba(X[to_f0]))
+    np.testing.assert_allclose(adapt.predict_cost(X)[to_f0], costs.sum())
+    # clone() copies the expensive model unfitted: a clear error, or FrozenEstimator
+    with pytest.raises(ValueError, match="FrozenEstimator"):
+        clone(adapt).fit(X, y)
+    frozen = clone(adapt.set_params(expensive_model=FrozenEstimator(f0))).fit(X, y)
+    np.testing.assert_array_equal(frozen.predict(X), adapt.predict(X))
+    with pytest.raises(ValueError, match="classes"):
+        ADAPTClassifier(expensive_model=f0).fit(X, np.where(y == 1, "b", "a"))
+
+
+def test_adapt_with_a_fitted_cbudget_expensive_model():
+    X, y = _binary()
+    labels = np.array(["neg", "pos"])[y]
+    costs = [1.0, 1.0, 1.0, 5.0, 5.0]
+    f0 = GBDTClassifier(n_estimators=20, feature_costs=costs).fit(X, labels)
+    adapt = ADAPTClassifier(algorithm="adapt_lin", expensive_model=f0, n_estimators=5,
+                            feature_costs=costs, params={"n_restarts": 1}).fit(X, labels)
+    assert adapt.expensive_model_ is f0.model_
+    _, route = adapt.model_.predict(X, return_route=True)
+    to_f0 = route == 0
+    assert to_f0.any()
+    np.testing.assert_allclose(adapt.predict_proba(X)[to_f0], f0.predict_proba(X[to_f0]))
+    assert set(adapt.predict(X)) <= {"neg", "pos"}
+    with pytest.raises(ValueError, match="costs differ"):
+        ADAPTClassifier(expensive_model=f0).fit(X, labels)
+
+
+def test_clone_round_trip():
+    estimator = CSTCClassifier(algorithm="cscc", n_estimators=5, cost_tradeoff=0.1,
+                               feature_costs={0: 1.0, 1: 2.0}, default_cost=3.0,
+                               random_state=3, params={"reg_alpha": 0.1})
+    copy = clone(estimator)
+    assert copy.get_params() == estimator.get_params()
+    X, y = _binary(200)
+    estimator.fit(X, y)
+    assert isinstance(estimator.model_, cbudget.Cascade)
+    np.testing.assert_array_equal(clone(estimator).fit(X, y).predict_proba(X),
+                                  estimator.predict_proba(X))
+
+
+def test_budget_rf_predicts_the_vote_and_its_share():
+    X, y = make_classification(300, 6, n_informative=4, n_classes=3, random_state=0)
+    labels = np.array(["a", "b", "c"])[y]
+    forest = BudgetRFClassifier(n_estimators=7, random_state=0).fit(X, labels)
+    proba = forest.predict_proba(X)
+    np.testing.assert_allclose(proba * 7, np.round(proba * 7))    # shares of 7 votes
+    np.testing.assert_array_equal(forest.predict(X), forest.classes_[forest.model_.predict(X)])
+
+
+def test_bad_parameters_raise_clear_errors():
+    X, y = _binary(100)
+    with pytest.raises(ValueError, match="sets 'seed' from random_state"):
+        CEGBClassifier(params={"random_state": 1}).fit(X, y)
+    with pytest.raises(ValueError, match="sets 'learning_rate'"):
+        CEGBClassifier(params={"eta": 0.3}).fit(X, y)
+    with pytest.raises(ValueError, match="unknown parameter"):
+        CEGBClassifier(params={"no_such_parameter": 1}).fit(X, y)
+    with pytest.raises(ValueError, match="applies to"):
+        GBDTClassifier(params={"cost_tradeoff": 1.0}).fit(X, y)
+    with pytest.raises(ValueError, match="eval_set"):
+        GBDTClassifier(early_stopping_rounds=3).fit(X, y)
+    with pytest.raises(ValueError, match="eval_set"):
+        BudgetRFClassifier(budget=3.0).fit(X, y)
+    with pytest.raises(ValueError, match="not among the training classes"):
+        GBDTClassifier().fit(X, y, eval_set=[(X, y + 1)])
+    with pytest.raises(ValueError, match="'cstc', 'cscc' or 'cronus'"):
+        CSTCRegressor(algorithm="gbdt").fit(X, y)
+    # a fit that failed after setting classes_ leaves the estimator unfitted
+    binary_only = CSTCClassifier()
+    with pytest.raises(ValueError, match="Only binary"):
+        binary_only.fit(X, np.arange(X.shape[0]) % 3)
+    with pytest.raises(NotFittedError):
+        binary_only.predict(X)

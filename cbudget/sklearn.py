@@ -42,6 +42,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from ._model import Model
 from .adapt import ExternalModel
+from .cost_path import cost_path
 from .costs import CostGroups, CostReport, FeatureCosts, GroupCosts
 from .dataset import Dataset, MatrixLike
 from .forest import Forest
@@ -69,6 +70,13 @@ _SET_BY_ESTIMATOR = {"algorithm": "the estimator's class (or its `algorithm` par
 
 def _dense(X: Any) -> np.ndarray:
     return X.toarray() if scipy.sparse.issparse(X) else X
+
+
+def _holdout(n_samples: int, seed: int, fraction: float = 0.2) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted (training, validation) rows: ``fraction`` of them, at random, held out."""
+    order = np.random.default_rng(seed).permutation(n_samples)
+    n_valid = max(1, int(round(fraction * n_samples)))
+    return np.sort(order[n_valid:]), np.sort(order[:n_valid])
 
 
 class _CostAwareEstimator(BaseEstimator):
@@ -204,26 +212,62 @@ class _CostAwareEstimator(BaseEstimator):
         data, target = validate_data(self, X, y, y_numeric=is_regressor(self), **_X_CHECKS)
         label, objective = self._encode_target(target)
         self._check_names_available()
-        dtrain = Dataset(_dense(data), label, weight=sample_weight,
-                         feature_names=self._feature_names(),
-                         feature_costs=self.feature_costs, cost_groups=self.cost_groups,
-                         group_costs=self.group_costs, default_cost=self.default_cost,
-                         coupled_costs=self.coupled_costs, split_cost=self.split_cost or 0.0,
-                         tree_cost=self.tree_cost or 0.0)
+        data = _dense(data)
+        dtrain = self._dataset(data, label, sample_weight)
         evals = self._evals(dtrain, eval_set, eval_sample_weight)
         seed = self._seed()
         params = self._training_params(objective, seed)
         evals_result: dict = {}
-        expensive = self._expensive_model(dtrain, seed)
-        if expensive is not None:
-            self.expensive_model_ = expensive
-        self.model_ = train(params, dtrain, self.n_estimators, evals=evals,
-                            early_stopping_rounds=self.early_stopping_rounds,
-                            evals_result=evals_result, verbose_eval=self.verbose,
-                            expensive_model=expensive)
+        if self._cost_tradeoff_from_path():
+            self.model_ = self._model_on_cost_path(params, dtrain, evals, seed)
+        else:
+            expensive = self._expensive_model(dtrain, seed)
+            if expensive is not None:
+                self.expensive_model_ = expensive
+            self.model_ = train(params, dtrain, self.n_estimators, evals=evals,
+                                early_stopping_rounds=self.early_stopping_rounds,
+                                evals_result=evals_result, verbose_eval=self.verbose,
+                                expensive_model=expensive)
         self.evals_result_ = evals_result
         self.best_iteration_ = self.model_.best_iteration
         return self
+
+    def _dataset(self, data: np.ndarray, label: np.ndarray,
+                 weight: ArrayLike | None) -> Dataset:
+        """Training data with the estimator's costs."""
+        return Dataset(data, label, weight=weight, feature_names=self._feature_names(),
+                       feature_costs=self.feature_costs, cost_groups=self.cost_groups,
+                       group_costs=self.group_costs, default_cost=self.default_cost,
+                       coupled_costs=self.coupled_costs, split_cost=self.split_cost or 0.0,
+                       tree_cost=self.tree_cost or 0.0)
+
+    def _cost_tradeoff_from_path(self) -> bool:
+        """Whether ``cost_tradeoff="path"`` asks for the trade-off to be chosen on a
+        cost path (the boosters that have a ``lambda_max``)."""
+        return False
+
+    def _model_on_cost_path(self, params: dict[str, Any], dtrain: Dataset, evals: list,
+                            seed: int) -> Model:
+        """The model of the trade-off chosen on a cost path (``cost_path_``,
+        ``cost_tradeoff_``), validated on the last evaluation set, else on 20% of the
+        training rows held out."""
+        if not evals:
+            fit_rows, valid_rows = _holdout(dtrain.num_data(), seed)
+            weight = dtrain.weight
+            full = dtrain
+            dtrain = self._dataset(full.data[fit_rows], full.label[fit_rows],
+                                   None if weight is None else weight[fit_rows])
+            evals = [(Dataset(full.data[valid_rows], full.label[valid_rows], reference=dtrain,
+                              weight=None if weight is None else weight[valid_rows]),
+                      "valid_0")]
+        self.cost_path_ = cost_path(
+            {k: v for k, v in params.items() if k != "cost_tradeoff"}, dtrain, evals[-1][0],
+            n_points=self.path_points, num_boost_round=self.n_estimators,
+            early_stopping_rounds=self.early_stopping_rounds)
+        chosen = self.cost_path_.best_index(
+            np.inf if self.cost_budget is None else self.cost_budget)
+        self.cost_tradeoff_ = float(self.cost_path_.lambdas[chosen])
+        return self.cost_path_.models[chosen]
 
     def _evals(self, dtrain: Dataset, eval_set: EvalSet | None,
                eval_sample_weight: Sequence[ArrayLike | None] | None) -> list:
@@ -432,7 +476,8 @@ class _GradientBoosting(_CostAwareEstimator):
 
 
 class _CostAwareBoosting(_CostAwareEstimator):
-    def __init__(self, *, n_estimators: int = 100, cost_tradeoff: float | None = None,
+    def __init__(self, *, n_estimators: int = 100, cost_tradeoff: float | str | None = None,
+                 cost_budget: float | None = None, path_points: int = 10,
                  learning_rate: float | None = None, num_leaves: int | None = None,
                  max_depth: int | None = None,
                  feature_costs: FeatureCosts | None = None,
@@ -450,6 +495,8 @@ class _CostAwareBoosting(_CostAwareEstimator):
                          random_state=random_state, n_jobs=n_jobs, verbose=verbose,
                          params=params)
         self.cost_tradeoff = cost_tradeoff
+        self.cost_budget = cost_budget
+        self.path_points = path_points
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
         self.max_depth = max_depth
@@ -458,6 +505,14 @@ class _CostAwareBoosting(_CostAwareEstimator):
         return {"algorithm": self._algorithm, "cost_tradeoff": self.cost_tradeoff,
                 "learning_rate": self.learning_rate, "num_leaves": self.num_leaves,
                 "max_depth": self.max_depth}
+
+    def _cost_tradeoff_from_path(self) -> bool:
+        if isinstance(self.cost_tradeoff, str) and self.cost_tradeoff != "path":
+            raise ValueError(f"cost_tradeoff must be a number >= 0 or 'path', got "
+                             f"{self.cost_tradeoff!r}")
+        if self.cost_budget is not None and self.cost_tradeoff != "path":
+            raise ValueError("cost_budget applies with cost_tradeoff='path'")
+        return self.cost_tradeoff == "path"
 
 
 class _ClassifierTrees(_CostAwareEstimator):
@@ -596,8 +651,17 @@ class CEGBClassifier(_Classifier, _CostAwareBoosting):
 
     Parameters
     ----------
-    cost_tradeoff : float, optional
-        lambda, the weight of a split's cost increment (None: 1).
+    cost_tradeoff : float or "path", optional
+        lambda, the weight of a split's cost increment (None: 1). "path": chosen on
+        a :func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max``
+        down, measured on the last ``eval_set`` (or on 20% of the training rows held
+        out): the best validation score, or with
+        ``cost_budget`` the best whose mean cost per input is within it. The path is
+        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
+    cost_budget : float, optional
+        With ``cost_tradeoff="path"``: the most a prediction may cost on average.
+    path_points : int, default 10
+        With ``cost_tradeoff="path"``: the trade-offs tried.
     learning_rate, num_leaves, max_depth : optional
         As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
     """
@@ -611,8 +675,17 @@ class CEGBRegressor(_Regressor, _CostAwareBoosting):
 
     Parameters
     ----------
-    cost_tradeoff : float, optional
-        lambda, the weight of a split's cost increment (None: 1).
+    cost_tradeoff : float or "path", optional
+        lambda, the weight of a split's cost increment (None: 1). "path": chosen on
+        a :func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max``
+        down, measured on the last ``eval_set`` (or on 20% of the training rows held
+        out): the best validation score, or with
+        ``cost_budget`` the best whose mean cost per input is within it. The path is
+        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
+    cost_budget : float, optional
+        With ``cost_tradeoff="path"``: the most a prediction may cost on average.
+    path_points : int, default 10
+        With ``cost_tradeoff="path"``: the trade-offs tried.
     learning_rate, num_leaves, max_depth : optional
         As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
     """
@@ -626,9 +699,17 @@ class GreedyMiserClassifier(_Classifier, _CostAwareBoosting):
 
     Parameters
     ----------
-    cost_tradeoff : float, optional
+    cost_tradeoff : float or "path", optional
         lambda, the weight of a feature's cost the first time the model uses it
-        (None: 1).
+        (None: 1). "path": chosen on a :func:`cbudget.cost_path` of ``path_points``
+        trade-offs from ``lambda_max`` down, measured on the last ``eval_set`` (or on
+        20% of the training rows held out): the best validation score, or with
+        ``cost_budget`` the best whose mean cost per input is within it. The path is
+        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
+    cost_budget : float, optional
+        With ``cost_tradeoff="path"``: the most a prediction may cost on average.
+    path_points : int, default 10
+        With ``cost_tradeoff="path"``: the trade-offs tried.
     learning_rate, num_leaves, max_depth : optional
         As in cbudget (None: its defaults, 0.1, depth 4 level by level).
     """
@@ -642,9 +723,17 @@ class GreedyMiserRegressor(_Regressor, _CostAwareBoosting):
 
     Parameters
     ----------
-    cost_tradeoff : float, optional
+    cost_tradeoff : float or "path", optional
         lambda, the weight of a feature's cost the first time the model uses it
-        (None: 1).
+        (None: 1). "path": chosen on a :func:`cbudget.cost_path` of ``path_points``
+        trade-offs from ``lambda_max`` down, measured on the last ``eval_set`` (or on
+        20% of the training rows held out): the best validation score, or with
+        ``cost_budget`` the best whose mean cost per input is within it. The path is
+        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
+    cost_budget : float, optional
+        With ``cost_tradeoff="path"``: the most a prediction may cost on average.
+    path_points : int, default 10
+        With ``cost_tradeoff="path"``: the trade-offs tried.
     learning_rate, num_leaves, max_depth : optional
         As in cbudget (None: its defaults, 0.1, depth 4 level by level).
     """

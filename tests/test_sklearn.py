@@ -292,3 +292,28 @@ def test_bad_parameters_raise_clear_errors():
         binary_only.fit(X, np.arange(X.shape[0]) % 3)
     with pytest.raises(NotFittedError):
         binary_only.predict(X)
+
+
+@pytest.mark.parametrize("estimator", [CEGBClassifier, GreedyMiserClassifier])
+def test_cost_tradeoff_chosen_on_a_cost_path(estimator):
+    X, y = _binary()
+    costs = [1.0, 2.0, 4.0, 8.0, 16.0]
+    best = estimator(n_estimators=20, cost_tradeoff="path", path_points=4,
+                     feature_costs=costs, random_state=0).fit(X, y)
+    path = best.cost_path_
+    assert len(path) == 4 and path.lambdas[0] == path.lambda_max
+    chosen = int(np.flatnonzero(path.lambdas == best.cost_tradeoff_)[0])
+    assert best.model_ is path.models[chosen]
+    assert path.scores[chosen] == path.scores.min()      # logloss: lower is better
+    # within a budget: the best model whose validation cost fits, on the eval_set given
+    budget = float(np.sort(path.costs)[1])
+    cheap = estimator(n_estimators=20, cost_tradeoff="path", path_points=4, cost_budget=budget,
+                      feature_costs=costs, random_state=0).fit(X[:200], y[:200],
+                                                              eval_set=[(X[200:], y[200:])])
+    assert cheap.cost_path_.costs[list(cheap.cost_path_.models).index(cheap.model_)] <= budget
+    assert cheap.predict_cost(X[200:]).mean() == pytest.approx(
+        cheap.cost_path_.costs[cheap.cost_path_.best_index(budget)])
+    with pytest.raises(ValueError, match="'path'"):
+        estimator(cost_tradeoff="auto").fit(X, y)
+    with pytest.raises(ValueError, match="cost_budget applies"):
+        estimator(cost_budget=3.0).fit(X, y)

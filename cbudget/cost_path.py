@@ -105,7 +105,14 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
               eps: float = 1e-3, lambdas=None, num_boost_round: int = 100,
               early_stopping_rounds: int | None = None, metric: str | None = None,
               n_jobs: int = 1, **train_kwargs) -> CostPath:
-    """Train one model per trade-off along a geometric grid and return the frontier.
+    """Train one model per trade-off from ``lambda_max`` down and return the frontier.
+
+    The grid: about half of ``n_points`` geometric from ``lambda_max`` to ``lambda_max *
+    eps``, and 0 (no cost penalty, the most accurate end); the other points are placed
+    one at a time in the widest gap of mean validation cost between neighbouring
+    trade-offs (on a log(1 + cost) scale; below the smallest positive one, one geometric
+    step further), so that the frontier covers the costs evenly wherever along lambda
+    they change.
 
     Parameters
     ----------
@@ -115,12 +122,13 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         Training and validation data (``dvalid`` built with ``reference=dtrain``); the
         costs and scores are measured on ``dvalid``.
     n_points : int, default 10
-        Grid size: ``lambda_max * eps ** (i / (n_points - 1))`` for i = 0..n_points-1.
+        Models trained (at least 3).
     eps : float, default 1e-3
-        The smallest trade-off as a fraction of ``lambda_max``.
+        The smallest positive trade-off of the geometric part, as a fraction of
+        ``lambda_max``.
     lambdas : sequence of float, optional
-        The trade-offs to train instead of the grid: for the algorithms without a
-        ``lambda_max`` (CSTC, CSCC, Cronus, ADAPT), or a grid of your own.
+        The trade-offs to train instead: for the algorithms without a ``lambda_max``
+        (CSTC, CSCC, Cronus, ADAPT), or a grid of your own.
     num_boost_round, early_stopping_rounds, **train_kwargs
         Passed to :func:`cbudget.train` (e.g. ``expensive_model``, ``callbacks``).
     metric : str, optional
@@ -128,26 +136,31 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
     n_jobs : int, default 1
         Models trained at the same time (threads; -1: one per core). With more than
         one, each model trains on ``cores / n_jobs`` threads unless ``params`` sets
-        ``n_jobs``.
+        ``n_jobs``. The models do not depend on it.
 
     Returns
     -------
     CostPath
+        Its entries ordered by trade-off, largest first.
     """
     if not isinstance(dvalid, Dataset) or dvalid.label is None:
         raise TypeError("dvalid must be a cbudget.Dataset with labels")
     start = None
+    n_refine = 0
     if lambdas is None:
         if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) \
-                or n_points < 2:
-            raise ValueError(f"n_points must be an integer >= 2, got {n_points!r}")
+                or n_points < 3:
+            raise ValueError(f"n_points must be an integer >= 3, got {n_points!r}")
         if not 0 < eps < 1:
             raise ValueError(f"eps must be in (0, 1), got {eps!r}")
         start = find_lambda_max(params, dtrain, xgb_model=train_kwargs.get("xgb_model"))
         if start == 0:
             raise ValueError("no split that costs anything has a positive gain on this "
                              "data: every trade-off gives the same model")
-        grid = start * eps ** (np.arange(n_points) / (n_points - 1))
+        n_geometric = max(2, (n_points - 1) // 2 + 1)
+        step = eps ** (1.0 / (n_geometric - 1))
+        grid = np.append(start * step ** np.arange(n_geometric), 0.0)
+        n_refine = n_points - grid.size
     else:
         grid = np.sort(np.asarray(lambdas, dtype=np.float64).reshape(-1))[::-1]
         if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid < 0):
@@ -159,7 +172,7 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
     if workers > 1 and "n_jobs" not in base:
         base["n_jobs"] = max(1, resolve_n_threads(-1) // workers)
 
-    def fit(lam: float) -> tuple[Model, str, float]:
+    def fit(lam: float) -> tuple[Model, str, float, float]:
         log: dict = {}
         model = train(dict(base, cost_tradeoff=float(lam)), dtrain, num_boost_round,
                       evals=[(dvalid, "valid")], early_stopping_rounds=early_stopping_rounds,
@@ -167,22 +180,45 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         name = list(log["valid"])[-1]    # the metric early stopping watches
         values = log["valid"][name]
         best = model.best_iteration if model.best_iteration is not None else len(values) - 1
-        return model, name, float(values[min(best, len(values) - 1)])
+        return (model, name, float(values[min(best, len(values) - 1)]),
+                float(model.predict_cost(dvalid).mean()))
 
     with warnings.catch_warnings():
         # the model at lambda_max has no split by design: no warning about it
         warnings.filterwarnings("ignore", message=".*no split could pay its cost")
         if workers > 1:
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                fitted = list(pool.map(fit, grid))
+                fitted = dict(zip(grid.tolist(), pool.map(fit, grid)))
         else:
-            fitted = [fit(lam) for lam in grid]
-    models = [model for model, _, _ in fitted]
-    metric_name = fitted[0][1]
-    scores = np.array([score for _, _, score in fitted])
-    costs = np.array([float(model.predict_cost(dvalid).mean()) for model in models])
+            fitted = {lam: fit(lam) for lam in grid.tolist()}
+        for _ in range(n_refine):   # one at a time: the same models whatever n_jobs
+            lam = _widest_cost_gap(fitted, step)
+            if lam is None:
+                break
+            fitted[lam] = fit(lam)
+    order = sorted(fitted, reverse=True)
+    models = [fitted[lam][0] for lam in order]
+    metric_name = fitted[order[0]][1]
+    scores = np.array([fitted[lam][2] for lam in order])
+    costs = np.array([fitted[lam][3] for lam in order])
     maximize = metric_maximize(metric_name)
-    return CostPath(lambdas=grid, costs=costs, scores=scores, metric=metric_name,
+    return CostPath(lambdas=np.array(order), costs=costs, scores=scores, metric=metric_name,
                     maximize=maximize, models=models,
                     pareto=pareto_mask(costs, scores, maximize), lambda_max=start)
 
+
+def _widest_cost_gap(fitted: dict, step: float) -> float | None:
+    """The trade-off between the two neighbours (by lambda) whose mean costs differ most
+    on a log(1 + cost) scale: their geometric mean, or one ``step`` below the smallest
+    positive one next to 0. None when no neighbours differ in cost."""
+    lambdas = sorted(fitted, reverse=True)
+    log_costs = np.log1p([fitted[lam][3] for lam in lambdas])
+    gaps = np.abs(np.diff(log_costs))
+    for i in np.argsort(-gaps, kind="stable"):
+        if gaps[i] <= 0:
+            return None
+        high, low = lambdas[i], lambdas[i + 1]
+        middle = float(np.sqrt(high * low)) if low > 0 else high * step
+        if low < middle < high:   # not a gap rounding has closed
+            return middle
+    return None

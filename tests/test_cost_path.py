@@ -153,7 +153,11 @@ def test_cost_path_from_lambda_max(binary):
                                  num_boost_round=40)
     assert len(path) == 6 and path.metric == "error" and not path.maximize
     assert path.lambda_max == pytest.approx(cbudget.lambda_max(params, dtrain))
-    np.testing.assert_allclose(path.lambdas, path.lambda_max * np.logspace(0, -2, 6))
+    # lambda_max, two geometric steps to lambda_max * eps, 0, and 2 points in cost gaps
+    assert path.lambdas[0] == path.lambda_max and path.lambdas[-1] == 0
+    assert np.all(np.diff(path.lambdas) < 0)
+    for lam in path.lambda_max * np.array([0.1, 0.01]):
+        assert np.isclose(path.lambdas, lam, rtol=1e-12).any()
     assert _n_splits(path.models[0]) == 0 and path.costs[0] == 0
     assert np.all(np.diff(path.costs) >= 0)      # cheaper as lambda grows
     assert path.scores[-1] < path.scores[0]
@@ -203,3 +207,16 @@ def test_cost_path_rejects_bad_grids(binary, kwargs, match):
                           dvalid, **kwargs)
     with pytest.raises(TypeError, match="dvalid"):
         cbudget.cost_path({"algorithm": "cegb"}, dtrain, cbudget.Dataset(dtrain.data))
+
+
+def test_refinement_fills_the_widest_cost_gap():
+    from cbudget.cost_path import _widest_cost_gap
+
+    def fitted(costs):
+        return {lam: (None, "error", 0.0, cost) for lam, cost in costs.items()}
+
+    costs = {1.0: 0.0, 0.1: 10.0, 0.01: 11.0, 0.0: 50.0}
+    assert _widest_cost_gap(fitted(costs), 0.1) == pytest.approx(np.sqrt(0.1))
+    costs[np.sqrt(0.1)] = 3.0            # now 11 -> 50 (next to 0) is the widest
+    assert _widest_cost_gap(fitted(costs), 0.1) == pytest.approx(0.001)
+    assert _widest_cost_gap(fitted({1.0: 3.0, 0.5: 3.0, 0.0: 3.0}), 0.1) is None

@@ -35,6 +35,7 @@ def test_blocks_are_found():
     assert python_blocks(text) == [(3, "a = 1\n"), (9, "b = a\n")]
 
 
+@pytest.mark.filterwarnings("error::UserWarning")   # e.g. a model that buys nothing
 def test_readme_python_blocks_run(readme_text, tmp_path, monkeypatch):
     blocks = python_blocks(readme_text)
     assert len(blocks) >= 7, "README's Python examples went missing"

@@ -2,6 +2,7 @@
 work in its tools (pipelines, grid search, cross-validation, clone), with costs by
 column name or position, early stopping, the cost methods and ADAPT's expensive
 models."""
+import os
 import subprocess
 import sys
 
@@ -82,10 +83,12 @@ def _binary(n=300, seed=0):
     return X, y
 
 
-def test_import_cbudget_does_not_import_sklearn():
+def test_import_cbudget_does_not_import_sklearn(tmp_path):
     code = ("import sys, cbudget; assert 'cbudget.sklearn' not in sys.modules; "
             "assert 'sklearn' not in sys.modules")
-    subprocess.run([sys.executable, "-c", code], check=True)
+    # this cbudget (installed, or an in-place build), not a source tree in the cwd
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(cbudget.__file__)))
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True)
 
 
 def test_grid_search_over_cost_tradeoff_with_string_labels():

@@ -14,7 +14,7 @@ DATASETS = ("letters", "synthetic_costly")
 IDENT = ("dataset", "method")
 ROWS, SYNTHETIC_ROWS = ("train", "valid", "test"), h.SYNTHETIC_ROWS
 FULL = {"rounds": bench_cegb.FULL["rounds"], "lambdas": bench_cegb.FULL["lambdas"],
-        "n_points": 10, "eps": 1e-3}
+        "n_points": 16, "eps": 1e-3}
 QUICK = {"rounds": {"letters": 10, "synthetic_costly": 10},
          "lambdas": bench_cegb.QUICK["lambdas"], "n_points": 4,
          "train_rows": 2000, "n_rows": 20_000}

@@ -23,6 +23,12 @@ from .training import train
 
 __all__ = ["CostPath", "cost_path", "pareto_mask"]
 
+# A point placed in a cost gap whose log(1 + cost) is within this share of the gap from
+# an end's did not narrow it: the path jumps there (not split again). Small, because a
+# cost only a little above the jump's lower end (Letters: 9.9 next to 10.9, below a jump
+# from 0) is still a model worth having.
+STEP_TOLERANCE = 0.02
+
 
 def pareto_mask(costs: np.ndarray, scores: np.ndarray, maximize: bool) -> np.ndarray:
     """True for the points no other point beats: none is at most as costly and scores
@@ -101,7 +107,7 @@ class CostPath:
         return "\n".join(lines)
 
 
-def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int = 10,
+def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int = 16,
               eps: float = 1e-3, lambdas=None, num_boost_round: int = 100,
               early_stopping_rounds: int | None = None, metric: str | None = None,
               n_jobs: int = 1, **train_kwargs) -> CostPath:
@@ -112,7 +118,10 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
     one at a time in the widest gap of mean validation cost between neighbouring
     trade-offs (on a log(1 + cost) scale; below the smallest positive one, one geometric
     step further), so that the frontier covers the costs evenly wherever along lambda
-    they change.
+    they change. A gap that a point between does not narrow (the point's log(1 + cost)
+    within 2% of the gap from an end's) is a jump of the path, e.g. right below
+    ``lambda_max``, where the first affordable split makes the next ones cheap: it is
+    not split again.
 
     Parameters
     ----------
@@ -121,7 +130,7 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
     dtrain, dvalid : Dataset
         Training and validation data (``dvalid`` built with ``reference=dtrain``); the
         costs and scores are measured on ``dvalid``.
-    n_points : int, default 10
+    n_points : int, default 16
         Models trained (at least 3).
     eps : float, default 1e-3
         The smallest positive trade-off of the geometric part, as a fraction of
@@ -191,11 +200,19 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
                 fitted = dict(zip(grid.tolist(), pool.map(fit, grid)))
         else:
             fitted = {lam: fit(lam) for lam in grid.tolist()}
+        steps: set = set()   # gaps a point between did not narrow: jumps of the path
         for _ in range(n_refine):   # one at a time: the same models whatever n_jobs
-            lam = _widest_cost_gap(fitted, step)
-            if lam is None:
+            pick = _widest_cost_gap(fitted, step, steps)
+            if pick is None:
                 break
+            lam, high, low = pick
             fitted[lam] = fit(lam)
+            # the point's cost next to one end's: the whole jump is on its other side
+            cost, cost_high, cost_low = np.log1p([fitted[x][3] for x in (lam, high, low)])
+            if abs(cost - cost_low) < STEP_TOLERANCE * abs(cost_low - cost_high):
+                steps.add((high, lam))
+            elif abs(cost - cost_high) < STEP_TOLERANCE * abs(cost_low - cost_high):
+                steps.add((lam, low))
     order = sorted(fitted, reverse=True)
     models = [fitted[lam][0] for lam in order]
     metric_name = fitted[order[0]][1]
@@ -207,18 +224,21 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
                     pareto=pareto_mask(costs, scores, maximize), lambda_max=start)
 
 
-def _widest_cost_gap(fitted: dict, step: float) -> float | None:
-    """The trade-off between the two neighbours (by lambda) whose mean costs differ most
-    on a log(1 + cost) scale: their geometric mean, or one ``step`` below the smallest
-    positive one next to 0. None when no neighbours differ in cost."""
+def _widest_cost_gap(fitted: dict, step: float, steps: set) -> tuple | None:
+    """``(lambda, high, low)``: a trade-off between the two neighbours ``high > low`` whose
+    mean costs differ most on a log(1 + cost) scale, ``steps`` (pairs a point between did
+    not narrow: the cost jumps there) left out. Their geometric mean, or one ``step``
+    below the smallest positive one next to 0. None when no such neighbours differ."""
     lambdas = sorted(fitted, reverse=True)
     log_costs = np.log1p([fitted[lam][3] for lam in lambdas])
     gaps = np.abs(np.diff(log_costs))
     for i in np.argsort(-gaps, kind="stable"):
+        high, low = lambdas[i], lambdas[i + 1]
         if gaps[i] <= 0:
             return None
-        high, low = lambdas[i], lambdas[i + 1]
+        if (high, low) in steps:
+            continue
         middle = float(np.sqrt(high * low)) if low > 0 else high * step
         if low < middle < high:   # not a gap rounding has closed
-            return middle
+            return middle, high, low
     return None

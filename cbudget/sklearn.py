@@ -477,7 +477,7 @@ class _GradientBoosting(_CostAwareEstimator):
 
 class _CostAwareBoosting(_CostAwareEstimator):
     def __init__(self, *, n_estimators: int = 100, cost_tradeoff: float | str | None = None,
-                 cost_budget: float | None = None, path_points: int = 10,
+                 cost_budget: float | None = None, path_points: int = 16,
                  learning_rate: float | None = None, num_leaves: int | None = None,
                  max_depth: int | None = None,
                  feature_costs: FeatureCosts | None = None,
@@ -660,7 +660,7 @@ class CEGBClassifier(_Classifier, _CostAwareBoosting):
         ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
     cost_budget : float, optional
         With ``cost_tradeoff="path"``: the most a prediction may cost on average.
-    path_points : int, default 10
+    path_points : int, default 16
         With ``cost_tradeoff="path"``: the trade-offs tried.
     learning_rate, num_leaves, max_depth : optional
         As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
@@ -684,7 +684,7 @@ class CEGBRegressor(_Regressor, _CostAwareBoosting):
         ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
     cost_budget : float, optional
         With ``cost_tradeoff="path"``: the most a prediction may cost on average.
-    path_points : int, default 10
+    path_points : int, default 16
         With ``cost_tradeoff="path"``: the trade-offs tried.
     learning_rate, num_leaves, max_depth : optional
         As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
@@ -708,7 +708,7 @@ class GreedyMiserClassifier(_Classifier, _CostAwareBoosting):
         ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
     cost_budget : float, optional
         With ``cost_tradeoff="path"``: the most a prediction may cost on average.
-    path_points : int, default 10
+    path_points : int, default 16
         With ``cost_tradeoff="path"``: the trade-offs tried.
     learning_rate, num_leaves, max_depth : optional
         As in cbudget (None: its defaults, 0.1, depth 4 level by level).
@@ -732,7 +732,7 @@ class GreedyMiserRegressor(_Regressor, _CostAwareBoosting):
         ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
     cost_budget : float, optional
         With ``cost_tradeoff="path"``: the most a prediction may cost on average.
-    path_points : int, default 10
+    path_points : int, default 16
         With ``cost_tradeoff="path"``: the trade-offs tried.
     learning_rate, num_leaves, max_depth : optional
         As in cbudget (None: its defaults, 0.1, depth 4 level by level).

@@ -216,7 +216,11 @@ def test_refinement_fills_the_widest_cost_gap():
         return {lam: (None, "error", 0.0, cost) for lam, cost in costs.items()}
 
     costs = {1.0: 0.0, 0.1: 10.0, 0.01: 11.0, 0.0: 50.0}
-    assert _widest_cost_gap(fitted(costs), 0.1) == pytest.approx(np.sqrt(0.1))
+    assert _widest_cost_gap(fitted(costs), 0.1, set()) == pytest.approx(
+        (np.sqrt(0.1), 1.0, 0.1))
     costs[np.sqrt(0.1)] = 3.0            # now 11 -> 50 (next to 0) is the widest
-    assert _widest_cost_gap(fitted(costs), 0.1) == pytest.approx(0.001)
-    assert _widest_cost_gap(fitted({1.0: 3.0, 0.5: 3.0, 0.0: 3.0}), 0.1) is None
+    assert _widest_cost_gap(fitted(costs), 0.1, set()) == pytest.approx((0.001, 0.01, 0.0))
+    # a jump that a point between did not narrow is left alone
+    assert _widest_cost_gap(fitted(costs), 0.1, {(0.01, 0.0)}) == pytest.approx(
+        (np.sqrt(np.sqrt(0.1)), 1.0, np.sqrt(0.1)))
+    assert _widest_cost_gap(fitted({1.0: 3.0, 0.5: 3.0, 0.0: 3.0}), 0.1, set()) is None

@@ -51,8 +51,14 @@ def files(tmp_path):
     return tmp_path
 
 
+def read_csv(path):
+    """A CSV as the command reads it: the floats written, exactly (pandas < 2 parses
+    them to within an ulp by default)."""
+    return pd.read_csv(path, float_precision="round_trip")
+
+
 def valid_matrix(path):
-    return pd.read_csv(path)[FEATURES].to_numpy()
+    return read_csv(path)[FEATURES].to_numpy()
 
 
 def error_line(capsys):
@@ -89,11 +95,11 @@ def test_train_predict_report_round_trip(files, capsys):
     assert f"on {files / 'valid.csv'}: {model.predict_cost(X_valid).mean():.6g}" in out
 
     # predict: columns found by name (reordered here, the label left in)
-    frame = pd.read_csv(files / "valid.csv")
+    frame = read_csv(files / "valid.csv")
     frame[frame.columns[::-1]].to_csv(files / "reversed.csv", index=False)
     assert run(["predict", str(model_path), str(files / "reversed.csv"),
                 "-o", str(out_path), "--cost"]) == 0
-    written = pd.read_csv(out_path)
+    written = read_csv(out_path)
     assert list(written.columns) == ["prediction", "cost"]
     np.testing.assert_array_equal(written["prediction"],
                                   model.predict(X_valid, iteration_range=best_range))
@@ -143,9 +149,9 @@ def test_multiclass_probabilities_and_default_costs(tmp_path, capsys):
         assert model.cost_model.feature_costs.tolist() == [default_cost or 1.0] * 4
     assert run(["predict", str(tmp_path / "m.json"), str(tmp_path / "data.csv"), "--cost",
                 "-o", str(tmp_path / "p.csv")]) == 0
-    written = pd.read_csv(tmp_path / "p.csv")
+    written = read_csv(tmp_path / "p.csv")
     assert list(written.columns) == ["proba_0", "proba_1", "proba_2", "cost"]
-    X = pd.read_csv(tmp_path / "data.csv")[FEATURES].to_numpy()
+    X = read_csv(tmp_path / "data.csv")[FEATURES].to_numpy()
     np.testing.assert_array_equal(written[["proba_0", "proba_1", "proba_2"]],
                                   model.predict(X))
     np.testing.assert_array_equal(written["cost"], 2.5 * model.acquisitions(X).sum(axis=1))
@@ -199,7 +205,7 @@ def test_every_model_type_predicts_and_reports(files, capsys, algorithm, params,
     assert type(model) is model_type
     assert run(["predict", str(files / "m.json"), valid, "--cost",
                 "-o", str(files / "p.csv")]) == 0
-    written, X = pd.read_csv(files / "p.csv"), valid_matrix(files / "valid.csv")
+    written, X = read_csv(files / "p.csv"), valid_matrix(files / "valid.csv")
     np.testing.assert_array_equal(written["prediction"], model.predict(X))
     np.testing.assert_array_equal(written["cost"], model.predict_cost(X))
     capsys.readouterr()
@@ -235,7 +241,7 @@ def test_report_with_cost_groups_and_split_costs(tmp_path, capsys):
 
 def test_parquet_in_and_out(files):
     pytest.importorskip("pyarrow")
-    pd.read_csv(files / "train.csv").to_parquet(files / "train.parquet")
+    read_csv(files / "train.csv").to_parquet(files / "train.parquet")
     assert run(["train", str(files / "train.parquet"), "--label", "label", "--quiet",
                 "--param", "objective=binary:logistic", "--rounds", "3",
                 "-o", str(files / "m.json")]) == 0
@@ -262,7 +268,7 @@ def test_gated_model_with_an_external_expensive_model_is_a_clear_error(files, ca
             p = 1 / (1 + np.exp(-X[:, 0]))
             return np.column_stack([1 - p, p])
 
-    frame = pd.read_csv(files / "train.csv")
+    frame = read_csv(files / "train.csv")
     dtrain = cbudget.Dataset(frame[FEATURES], frame["label"], feature_costs=COSTS)
     gated = cbudget.train({"algorithm": "adapt_gbrt", "p_full": 0.3}, dtrain, 3,
                           verbose_eval=False,
@@ -279,7 +285,7 @@ def _bad_inputs(files):
     """(argv, what the message must say) of bad invocations."""
     train, valid = str(files / "train.csv"), str(files / "valid.csv")
     model = str(files / "good.json")
-    frame = pd.read_csv(files / "valid.csv")
+    frame = read_csv(files / "valid.csv")
     frame.drop(columns=["mri", "bmi"]).to_csv(files / "no_mri.csv", index=False)
     frame.assign(bmi="high").to_csv(files / "text.csv", index=False)
     frame.assign(label="yes").to_csv(files / "text_label.csv", index=False)

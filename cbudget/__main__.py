@@ -292,14 +292,15 @@ def cost_summary(model: cbudget.Model, X: np.ndarray) -> dict[str, Any]:
     adds to the mean cost (sorted by that, largest first); cost groups likewise; the rest
     of the mean (split, tree and declared costs) as ``other_cost``."""
     report = model.cost_report(X)
-    acquired = model.acquisitions(X)
     costs = model.cost_model
     cost = report.per_input_cost
-    share = acquired.mean(axis=0)
+    share = report.acquisition_rate
     # (name, cost, share of inputs that acquire it, what it adds to the mean cost)
     feature_rows = [(model.feature_names[m], float(costs.feature_costs[m]), float(share[m]),
                      float(costs.feature_costs[m] * share[m])) for m in model.used_features()]
     group_rows = []
+    if costs.n_groups:   # the groups' shares need the acquisitions themselves
+        acquired = model.acquisitions(X)
     for g, name in enumerate(costs.group_names):
         touched = float(acquired[:, costs.feature_group == g].any(axis=1).mean())
         group_rows.append((name, float(costs.group_costs[g]), touched,

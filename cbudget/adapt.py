@@ -25,6 +25,7 @@ from ._model import CostParts, Model, NotApplicableError
 from .costs import CostModel, CostReport, resolve_feature
 from .dataset import Dataset, InputData, prediction_input
 from .model_io import (
+    checked_params,
     finite_number,
     invalid,
     model_from_dict,
@@ -41,7 +42,7 @@ if TYPE_CHECKING:  # only for type hints: the parts are read by model_from_dict
     from .booster import Booster
 
 __all__ = ["ExternalModel", "GatedModel", "LinearClassifier", "calibrated_threshold", "q_step",
-           "positive_probability"]
+           "positive_probability", "is_binary_classifier"]
 
 # probabilities of the expensive model are clipped to [EPS, 1 - EPS] before logs
 PROBABILITY_EPS = 1e-12
@@ -123,6 +124,11 @@ def calibrated_threshold(margin: np.ndarray, weight: np.ndarray, p_full: float) 
     if k == 0:
         return float(ranked[0])
     return float(0.5 * (ranked[k - 1] + ranked[k]))
+
+
+def is_binary_classifier(model: Model) -> bool:
+    """Whether a cbudget model predicts P(y = 1), as an expensive model must."""
+    return model.objective == "binary:logistic" and model.num_class in (1, 2)
 
 
 def positive_probability(model: Model | ExternalModel, X: np.ndarray) -> np.ndarray:
@@ -599,7 +605,9 @@ class GatedModel(Model):
         threshold = require(section, "gate_threshold", (int, float), "adapt.")
         if not math.isfinite(threshold):
             raise invalid("adapt.gate_threshold must be finite")
-        params.update({k: v for k, v in section.items() if k != "gate_threshold"})
+        params = checked_params(
+            {**params, **{k: v for k, v in section.items() if k != "gate_threshold"}},
+            "adapt")
         gate = read_part(require(doc, "gate", dict), "gate", feature_names, cost_model)
         predictor = read_part(require(doc, "predictor", dict), "predictor", feature_names,
                               cost_model)
@@ -611,6 +619,9 @@ class GatedModel(Model):
                 raise ValueError("this gated model stores its expensive model: do not pass "
                                  "expensive_model")
             expensive = model_from_dict(stored)
+            if not is_binary_classifier(expensive):
+                raise invalid(f"the expensive model must be a binary classifier "
+                              f"(binary:logistic), not {expensive.objective!r}")
             if expensive.feature_names != feature_names or \
                     expensive.cost_model.to_dict() != cost_model.to_dict():
                 raise invalid("the expensive model's features or costs differ from the "

@@ -14,7 +14,7 @@ from .dataset import InputData
 from .metrics import evaluate_metric
 from .model_io import (
     build,
-    finite_number,
+    checked_params,
     invalid,
     model_header,
     read_attributes,
@@ -179,8 +179,10 @@ class Booster(TreeEnsemble):
             raise invalid(f"num_class {num_class} does not fit objective {objective!r}")
         if params["algorithm"] in COST_AWARE_SECTIONS:
             section = require(doc, params["algorithm"], dict)
-            params["cost_tradeoff"] = finite_number(section, "cost_tradeoff",
-                                                    f"{params['algorithm']}.")
+            params = checked_params(
+                {**params, "cost_tradeoff": require(section, "cost_tradeoff", (int, float),
+                                                    f"{params['algorithm']}.")},
+                params["algorithm"])
         base_score = np.asarray(read_scores(doc), dtype=np.float64)
         n_scores = num_class if objective == "multi:softprob" else 1
         if base_score.shape != (n_scores,) or not np.all(np.isfinite(base_score)):

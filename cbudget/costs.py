@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike
 from ._core._acquisition import bitset_to_bool
 from ._core._predict import predict_cost as _predict_cost_kernel
 from ._core._types import BITSET_WORD_DTYPE
+from ._json_checks import invalid, number_list, require
 
 __all__ = ["CostModel", "CostReport"]
 
@@ -42,13 +43,28 @@ def _n_words(n_bits):
     return max(1, (int(n_bits) + 63) // 64)
 
 
+# The largest cost: a prediction's cost sums at most a few billion of them, which must
+# stay finite (costs of 1e308 would add up to inf).
+MAX_COST = 1e100
+
+
 def _check_scalar_cost(value, name):
     if isinstance(value, bool) or not isinstance(value, Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     value = float(value)
-    if not np.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be finite and >= 0, got {value}")
+    if not 0 <= value <= MAX_COST:
+        raise ValueError(f"{name} must be finite and >= 0 (at most {MAX_COST:g}), got {value}")
     return value
+
+
+def _check_cost_array(costs: np.ndarray, name: str) -> None:
+    """Every entry of ``costs`` in [0, MAX_COST] (ValueError naming the first bad one)."""
+    bad = np.flatnonzero(~((costs >= 0) & (costs <= MAX_COST)))
+    if bad.size:
+        raise ValueError(f"{name} must be finite and >= 0 (at most {MAX_COST:g}); got "
+                         f"{costs[bad[0]]} at "
+                         f"index {bad[0]}" + (f" (and {bad.size - 1} more)" if bad.size > 1
+                                              else ""))
 
 
 def resolve_feature(key: str | int | np.integer, feature_names: Sequence[str],
@@ -115,19 +131,18 @@ def _per_feature_costs(costs, feature_names, name, default_cost: float | None = 
     if default_cost:
         raise ValueError(f"default_cost applies to a dict of {name}, not to an array")
     try:
-        out = np.asarray(costs, dtype=np.float64)
+        given = np.asarray(costs)
+        if given.dtype.kind not in "iuf":   # no bools or strings taken for numbers
+            raise TypeError
+        out = given.astype(np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be an array of numbers or a dict keyed by feature "
                         "name") from None
     if out.ndim != 1 or out.shape[0] != n_features:
         raise ValueError(f"{name} must have one entry per feature ({n_features}), "
                          f"got shape {out.shape}")
-    if not np.all(np.isfinite(out)):
-        raise ValueError(f"{name} must be finite")
-    if np.any(out < 0):
-        raise ValueError(f"{name} must be >= 0; negative at feature(s) "
-                         f"{np.flatnonzero(out < 0).tolist()}")
-    return out.copy()
+    _check_cost_array(out, name)
+    return out
 
 
 @dataclass
@@ -302,31 +317,35 @@ class CostModel:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], n_features: int) -> CostModel:
-        """Inverse of :meth:`to_dict`, validating lengths and values (ValueError)."""
+        """Inverse of :meth:`to_dict`, validating types, lengths and values exactly as
+        saved (ValueError naming the field; nothing converted)."""
+        if not isinstance(d, Mapping):
+            raise invalid("cost_model must be an object")
+        group_names = require(d, "group_names", list, "cost_model.")
+        if not all(isinstance(g, str) for g in group_names):
+            raise invalid("cost_model.group_names must be a list of str")
+        if len(set(group_names)) != len(group_names):
+            raise invalid("cost_model.group_names holds a name twice")
+        arrays = {}
+        for name, length in (("feature_costs", n_features), ("coupled_costs", n_features),
+                             ("group_costs", len(group_names))):
+            arrays[name] = np.asarray(number_list(require(d, name, list, "cost_model."),
+                                                  f"cost_model.{name}", length),
+                                      dtype=np.float64)
+        feature_group = number_list(require(d, "feature_group", list, "cost_model."),
+                                    "cost_model.feature_group", n_features, integer=True)
+        if not all(-1 <= g < len(group_names) for g in feature_group):
+            raise invalid("cost_model.feature_group refers to a missing group")
+        split_cost = float(require(d, "split_cost", (int, float), "cost_model."))
+        tree_cost = float(require(d, "tree_cost", (int, float), "cost_model."))
         try:
-            feature_costs = np.asarray(d["feature_costs"], dtype=np.float64)
-            feature_group = np.asarray(d["feature_group"], dtype=np.int64)
-            group_costs = np.asarray(d["group_costs"], dtype=np.float64)
-            coupled_costs = np.asarray(d["coupled_costs"], dtype=np.float64)
-            group_names = [str(g) for g in d["group_names"]]
-            split_cost, tree_cost = float(d["split_cost"]), float(d["tree_cost"])
-        except (KeyError, TypeError, ValueError, OverflowError) as exc:
-            raise ValueError(f"invalid cost_model section: {exc!r}") from None
-        for name, arr, length in (("feature_costs", feature_costs, n_features),
-                                  ("feature_group", feature_group, n_features),
-                                  ("coupled_costs", coupled_costs, n_features),
-                                  ("group_costs", group_costs, len(group_names))):
-            if arr.ndim != 1 or arr.shape[0] != length:
-                raise ValueError(f"cost_model.{name} must have length {length}")
-        for name, arr in (("feature_costs", feature_costs), ("group_costs", group_costs),
-                          ("coupled_costs", coupled_costs),
-                          ("split_cost", np.array([split_cost])),
-                          ("tree_cost", np.array([tree_cost]))):
-            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-                raise ValueError(f"cost_model.{name} must be finite and >= 0")
-        if np.any(feature_group < -1) or np.any(feature_group >= len(group_names)):
-            raise ValueError("cost_model.feature_group refers to a missing group")
-        return cls(feature_costs, feature_group, group_costs, group_names, coupled_costs,
+            for name, arr in (*arrays.items(), ("split_cost", np.array([split_cost])),
+                              ("tree_cost", np.array([tree_cost]))):
+                _check_cost_array(arr, f"cost_model.{name}")
+        except ValueError as exc:
+            raise invalid(str(exc)) from None
+        return cls(arrays["feature_costs"], np.asarray(feature_group, dtype=np.int64),
+                   arrays["group_costs"], group_names, arrays["coupled_costs"],
                    split_cost, tree_cost)
 
     def is_zero(self) -> bool:

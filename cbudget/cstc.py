@@ -31,6 +31,7 @@ from .dataset import Dataset, InputData
 from .model_io import (
     build,
     check_integer_range,
+    checked_params,
     invalid,
     model_from_dict,
     model_header,
@@ -485,9 +486,7 @@ class ClassifierTree(Model):
         missing = [name for name in CLASSIFIER_TREE_SETTINGS if name not in section]
         if missing:
             raise invalid(f"classifier_tree lacks {missing}")
-        params.update(section)
-        if params["loss"] not in LOSSES:
-            raise invalid(f"unknown loss {params['loss']!r}")
+        params = checked_params({**params, **section}, "classifier_tree")
         nodes = require(doc, "nodes", dict)
         n_nodes = require(nodes, "num_nodes", int, "nodes.")
         if n_nodes < 1:

@@ -149,10 +149,14 @@ class Algorithm:
         Why it cannot continue a model (``xgb_model``); None if it can.
     takes_expensive_model : bool
         Whether it approximates an expensive model (``expensive_model``).
+    retired_params : dict, optional
+        Parameters it no longer takes -> the value it always used, which older model
+        files may still list (reading them drops those entries).
     """
 
     def __init__(self, name: str, params: tuple, trainer: type, doc: str, *,
-                 cannot_continue: str | None = None, takes_expensive_model: bool = False):
+                 cannot_continue: str | None = None, takes_expensive_model: bool = False,
+                 retired_params: dict | None = None):
         self.name = name
         self.declared: dict[str, Param] = {param.name: param for param in COMMON_PARAMS}
         self.declared.update((param.name, param) for param in params)
@@ -160,6 +164,7 @@ class Algorithm:
         self.doc = doc
         self.cannot_continue = cannot_continue
         self.takes_expensive_model = takes_expensive_model
+        self.retired_params = retired_params or {}
 
     def resolve(self, given: dict) -> dict:
         """The parameters of a training run: defaults filled in, values checked, the

@@ -14,7 +14,7 @@ from .dataset import InputData
 from .metrics import evaluate_metric
 from .model_io import (
     build,
-    finite_number,
+    checked_params,
     invalid,
     model_header,
     read_attributes,
@@ -30,6 +30,8 @@ __all__ = ["Forest"]
 # a forest votes: its default metric is the error of the vote
 VOTE_METRICS = {"binary:logistic": "error", "multi:softprob": "merror"}
 IMPURITIES = ("threshold_pairs", "gini", "entropy")
+# the training parameters the budget_rf section of a file restates
+SECTION_PARAMS = ("alpha", "budget", "impurity", "path_free")
 
 
 @register_model_type
@@ -253,19 +255,16 @@ class Forest(TreeEnsemble):
         header = read_header(doc, cls.algorithms)
         num_class = require(doc, "num_class", int)
         objective, params = header.objective, header.params
-        if num_class < 2 or (objective == "binary:logistic") != (num_class == 2) \
+        if num_class < 2 or (objective == "binary:logistic" and num_class != 2) \
                 or objective not in VOTE_METRICS:
             raise invalid(f"num_class {num_class} does not fit a forest with objective "
                           f"{objective!r}")
         section = require(doc, "budget_rf", dict)
-        params["alpha"] = finite_number(section, "alpha", "budget_rf.")
-        params["budget"] = finite_number(section, "budget", "budget_rf.", allow_none=True)
-        params["impurity"] = require(section, "impurity", str, "budget_rf.")
-        if params["impurity"] not in IMPURITIES:
-            raise invalid(f"unknown impurity {params['impurity']!r}")
-        params["path_free"] = section.get("path_free")
-        if not isinstance(params["path_free"], bool):
-            raise invalid("budget_rf.path_free must be true or false")
+        missing = [name for name in SECTION_PARAMS if name not in section]
+        if missing:
+            raise invalid(f"budget_rf lacks {missing}")
+        params = checked_params({**params, **{name: section[name] for name in SECTION_PARAMS}},
+                                "budget_rf")
         prior = np.asarray(read_scores(doc), dtype=np.float64)
         if prior.shape != (num_class,) or not np.all(np.isfinite(prior)) \
                 or np.any(prior < 0) or not prior.sum() > 0:

@@ -14,10 +14,17 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, TypeVar
 
-import numpy as np
-
+from ._json_checks import (
+    check_finite_json,
+    check_integer_range,
+    finite_number,
+    invalid,
+    json_values,
+    number_list,
+    require,
+)
 from ._version import __version__
 from .costs import CostModel
 
@@ -25,15 +32,27 @@ if TYPE_CHECKING:  # only for type hints: the model classes import this module
     from ._model import Model
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "model_from_dict", "model_to_dict",
-           "save_model", "register_model_type", "model_header", "read_header", "read_attributes",
-           "require", "number_list", "finite_number", "check_integer_range", "invalid",
-           "build"]
+           "save_model", "register_model_type", "register_params_check", "model_header",
+           "read_header", "read_attributes", "require", "checked_params", "number_list",
+           "finite_number", "check_integer_range", "invalid", "build"]
 
 FORMAT_NAME = "cbudget"
 FORMAT_VERSION = (1, 5)
 
 # model_type -> model class; filled by register_model_type when the classes are defined
 MODEL_TYPES: dict[str, type[Model]] = {}
+
+# checks a file's training_params against the algorithm's declared parameters; set by
+# cbudget.algorithms (which imports the model classes, so this module cannot import it)
+_params_check: Callable[[dict], dict] | None = None
+
+
+def register_params_check(check: Callable[[dict], dict]) -> None:
+    """Set the function that checks a document's ``training_params`` (with its
+    ``algorithm``) and returns them completed; it raises TypeError/ValueError naming the
+    parameter."""
+    global _params_check
+    _params_check = check
 
 
 def register_model_type(cls):
@@ -43,50 +62,6 @@ def register_model_type(cls):
         raise ValueError(f"model_type {cls.model_type!r} is registered twice")
     MODEL_TYPES[cls.model_type] = cls
     return cls
-
-
-# -- checks of a document's fields ----------------------------------------------------
-def invalid(message: str) -> ValueError:
-    """The error for a document that is not a valid model."""
-    return ValueError(f"invalid cbudget model: {message}")
-
-
-def require(d: dict, key: str, kind, where: str = ""):
-    """``d[key]``, which must exist and be of ``kind`` (bool never counts as a number)."""
-    if key not in d:
-        raise invalid(f"missing field {where}{key!r}")
-    value = d[key]
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise invalid(f"field {where}{key!r} has the wrong type ({type(value).__name__})")
-    return value
-
-
-def number_list(values, where: str, length: int | None = None) -> list:
-    """``values``, which must be a list of numbers (of ``length`` entries if given)."""
-    if not isinstance(values, list) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        raise invalid(f"{where} must be a list of numbers")
-    if length is not None and len(values) != length:
-        raise invalid(f"{where} has {len(values)} entries, expected {length}")
-    return values
-
-
-def finite_number(d: dict, key: str, where: str, *, allow_none: bool = False) -> float | None:
-    """A finite number >= 0 (or None when allowed) from ``d[key]``."""
-    if allow_none and d.get(key, 0) is None:
-        return None
-    value = require(d, key, (int, float), where)
-    if not (math.isfinite(value) and value >= 0):
-        raise invalid(f"{where}{key} must be finite and >= 0")
-    return float(value)
-
-
-def check_integer_range(values, dtype, where: str) -> None:
-    """Reject integers that do not fit ``dtype``: numpy 1.x wraps them silently on
-    conversion (2**32 + 3 would become node 3), numpy 2 raises OverflowError."""
-    info = np.iinfo(dtype)
-    if not all(info.min <= v <= info.max for v in values):
-        raise invalid(f"{where} value out of range")
 
 
 # -- the header -----------------------------------------------------------------------
@@ -132,11 +107,20 @@ def read_header(doc: dict, algorithms) -> Header:
     if params["algorithm"] not in algorithms:
         raise invalid(f"unknown algorithm {params['algorithm']!r} for a "
                       f"{doc.get('model_type')} (made by {', '.join(map(repr, algorithms))})")
-    try:
-        cost_model = CostModel.from_dict(require(doc, "cost_model", dict), len(feature_names))
-    except (TypeError, KeyError, ValueError) as exc:
-        raise invalid(str(exc)) from None
+    params = checked_params(params, "training_params")
+    cost_model = CostModel.from_dict(require(doc, "cost_model", dict), len(feature_names))
     return Header(feature_names, objective, params, cost_model)
+
+
+def checked_params(params: dict, where: str) -> dict:
+    """A document's training parameters (with ``algorithm``), checked by the declarations
+    of the algorithm (see :func:`register_params_check`) and completed."""
+    if _params_check is None:
+        raise RuntimeError("import cbudget before reading model files")
+    try:
+        return _params_check(params)
+    except (TypeError, ValueError) as exc:
+        raise invalid(f"{where}: {exc}") from None
 
 
 def build(model_class, **fields):
@@ -159,8 +143,11 @@ def read_attributes(model: ModelT, doc: dict, n_iterations: int | None = None) -
         best_score = require(attributes, "best_score", (int, float), "attributes.")
         if n_iterations is not None and not 0 <= best_iteration < max(n_iterations, 1):
             raise invalid("attributes.best_iteration out of range")
+        if not math.isfinite(best_score):
+            raise invalid("attributes.best_score must be finite")
         model.best_iteration, model.best_score = best_iteration, float(best_score)
     model.summary = require(doc, "summary", dict)
+    check_finite_json(model.summary, "summary")
     return model
 
 
@@ -183,6 +170,8 @@ def model_from_dict(doc: dict, *, expensive_model=None) -> Model:
         raise ValueError(f"unsupported cbudget model format_version {version}; this is "
                          f"cbudget {__version__}, which reads {FORMAT_VERSION[0]}.0 to "
                          f"{FORMAT_VERSION[0]}.{FORMAT_VERSION[1]}")
+    for _ in json_values(doc):   # the depth, before anything recurses into it
+        pass
     model_type = require(doc, "model_type", str)
     if model_type not in MODEL_TYPES:
         raise ValueError(f"model_type {model_type!r} is not supported by this version")
@@ -217,10 +206,15 @@ def load_model(path: str | os.PathLike, *, expensive_model=None) -> Model:
     inconsistently, unknown format version), or for a gated model saved with an external
     expensive model when ``expensive_model`` is not given.
     """
-    with open(path, "r", encoding="utf-8") as f:
-        text = f.read()
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a valid JSON model file ({exc})") from None
     try:
         doc = json.loads(text, parse_constant=lambda c: math.nan)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not a valid JSON model file ({exc})") from None
+    except RecursionError:
+        raise invalid(f"{path}: the document nests too deeply") from None
     return model_from_dict(doc, expensive_model=expensive_model)

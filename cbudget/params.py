@@ -13,8 +13,8 @@ import numbers
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-__all__ = ["Param", "ALIASES", "COMMON_PARAMS", "number", "choice", "flag", "int_tuple",
-           "metric_list", "depth_limit", "resolve_declared"]
+__all__ = ["Param", "ALIASES", "COMMON_PARAMS", "INT_MAX", "number", "any_integer", "choice",
+           "flag", "int_tuple", "metric_list", "depth_limit", "resolve_declared"]
 
 ALIASES = {
     "eta": "learning_rate",
@@ -48,10 +48,22 @@ class Param:
 
 
 # -- checks -----------------------------------------------------------------------------
+# Integers reach the kernels as C ints: larger ones are refused with the parameter's name
+# instead of an OverflowError (or a wrapped value) deep inside.
+INT_MAX = 2 ** 31 - 1
+
+
 def number(*, integer: bool = False, low: float | None = None, high: float | None = None,
-           low_open: bool = False, allow_none: bool = False, finite: bool = False):
-    """A number (an integer) in [low, high] (low excluded with ``low_open``); NaN is
-    refused, infinity with ``finite``; None with ``allow_none``."""
+           low_open: bool = False, allow_none: bool = False, allow_inf: bool = False):
+    """A finite number (an integer) in [low, high] (low excluded with ``low_open``).
+
+    NaN is always refused, infinity unless ``allow_inf``; None only with ``allow_none``.
+    Integers are bounded by :data:`INT_MAX` when no ``high`` is given; a float is never
+    taken for an integer (1.5 or 1.0 for a count is a TypeError), nor a bool for either.
+    """
+    if integer and high is None:
+        high = INT_MAX
+
     def check(value, name):
         if value is None and allow_none:
             return None
@@ -61,15 +73,24 @@ def number(*, integer: bool = False, low: float | None = None, high: float | Non
                             f", got {value!r}")
         if value != value:
             raise ValueError(f"parameter {name} is NaN")
+        if not allow_inf and math.isinf(value):
+            raise ValueError(f"parameter {name} must be finite, got {value}")
         if low is not None and (value < low or (low_open and value == low)):
             raise ValueError(f"parameter {name} must be {'>' if low_open else '>='} {low}, "
                              f"got {value}")
         if high is not None and value > high:
             raise ValueError(f"parameter {name} must be <= {high}, got {value}")
-        if finite and math.isinf(value):
-            raise ValueError(f"parameter {name} must be finite")
         return int(value) if integer else float(value)
     return check
+
+
+def any_integer(value, name):
+    """An integer of any size, or None (``n_jobs``: the thread count is capped later)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"parameter {name} must be an integer, got {value!r}")
+    return int(value)
 
 
 def choice(*values, allow_none: bool = False):
@@ -97,8 +118,9 @@ def int_tuple(length: int, *, also=()):
             return value
         if (not isinstance(value, (list, tuple)) or len(value) != length
                 or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
-                           and v >= 1 for v in value)):
-            raise ValueError(f"parameter {name} must be {length} integers >= 1, got {value!r}")
+                           and 1 <= v <= INT_MAX for v in value)):
+            raise ValueError(f"parameter {name} must be {length} integers in [1, {INT_MAX}], "
+                             f"got {value!r}")
         return tuple(int(v) for v in value)
     return check
 
@@ -122,9 +144,9 @@ COMMON_PARAMS = (
     Param("num_class", None, number(integer=True, low=1, allow_none=True),
           "number of classes (multi:softprob)"),
     Param("eval_metric", None, metric_list, "metric(s) to evaluate; default: the model's"),
-    Param("seed", 0, number(integer=True, low=0), "random seed"),
-    Param("n_jobs", None, number(integer=True, allow_none=True),
-          "threads; None / -1: all cores"),
+    Param("seed", 0, number(integer=True, low=0, high=2 ** 63 - 1), "random seed"),
+    Param("n_jobs", None, any_integer,
+          "threads; None / -1: all the CPUs this process may use (more are capped)"),
     Param("verbosity", 1, number(integer=True, low=0),
           "0: no progress messages of the algorithms (verbose_eval prints the metrics)"),
 )

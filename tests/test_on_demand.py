@@ -66,12 +66,18 @@ class Recorder:
         self.calls = []
         self.fetched = np.zeros(X.shape, dtype=bool)
         self.lock = threading.Lock()
+        self.in_flight = self.most_in_flight = 0
 
     def __call__(self, features, rows):
         assert isinstance(features, list) and all(type(m) is int for m in features)
         assert rows.dtype == np.int64
         if self.delay:
+            with self.lock:
+                self.in_flight += 1
+                self.most_in_flight = max(self.most_in_flight, self.in_flight)
             time.sleep(self.delay)
+            with self.lock:
+                self.in_flight -= 1
         with self.lock:
             block = np.ix_(rows, features)
             assert not self.fetched[block].any(), "a pair fetched twice"
@@ -233,20 +239,22 @@ def test_an_external_expensive_model_with_a_declared_cost_does_not_apply(setting
         model.predict(source)
 
 
-def test_concurrent_fetches_give_the_same_predictions_faster(setting):
+def test_concurrent_fetches_give_the_same_predictions(setting):
+    # the calls of a round overlap with max_workers > 1 (counted, not timed: the speed-up
+    # is measured in benchmarks/bench_on_demand.py)
     models, _, X = setting
     model = models["gbdt"]
     results = {}
     for workers in (1, 8):
         recorder = Recorder(X, delay=0.01)
         source = cbudget.FeatureSource(recorder, X.shape[0], max_workers=workers)
-        start = time.perf_counter()
-        results[workers] = (model.predict(source), time.perf_counter() - start, source)
+        results[workers] = (model.predict(source), recorder, source)
     np.testing.assert_array_equal(results[1][0], results[8][0])
     assert results[1][2].n_rounds == results[8][2].n_rounds
     n_calls = len(results[1][2].calls)
     assert n_calls > 2 * results[1][2].n_rounds     # rounds with several calls
-    assert results[8][1] < 0.8 * results[1][1]
+    assert results[1][1].most_in_flight == 1
+    assert results[8][1].most_in_flight > 1
 
 
 def test_an_exception_in_fetch_propagates_and_the_source_stays_usable(setting):

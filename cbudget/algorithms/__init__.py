@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine import Algorithm
+from ..model_io import register_params_check
 from ..params import ALIASES
 from . import boosting, budget_rf, classifier_tree, gated
 
@@ -70,6 +71,35 @@ def resolve_params(params: dict | None) -> dict:
             f" {', '.join(map(repr, TAKEN_BY[name]))}" for name in others)
             + f", not to algorithm {algorithm.name!r}")
     return algorithm.resolve(given)
+
+
+def check_saved_params(params: dict) -> dict:
+    """The ``training_params`` of a model file (with its ``algorithm``), checked as
+    training checks them and completed with the defaults of parameters added since the
+    file was written. Unlike training, nothing is converted: a stored value the check
+    would change (a float where an integer belongs, a bool where a number belongs) is
+    refused, so what loads is what was saved."""
+    algorithm = get_algorithm(params.get("algorithm"))
+    # files of version 0.1 list other algorithms' parameters as None
+    params = {name: value for name, value in params.items()
+              if name in algorithm.declared or not (
+                  value is None or (name in algorithm.retired_params
+                                    and not isinstance(value, bool)
+                                    and value == algorithm.retired_params[name]))}
+    for name, value in params.items():
+        if name not in algorithm.declared:
+            raise ValueError(f"{name!r} is not a parameter of algorithm {algorithm.name!r}")
+        check = algorithm.declared[name].check
+        if value is not None and check is not None:
+            checked = check(value, name)
+            if (isinstance(value, (int, float)) and type(checked) is not type(value)
+                    and not (type(value) is int and type(checked) is float)):
+                raise TypeError(f"parameter {name} holds {value!r}, not a "
+                                f"{type(checked).__name__}")
+    return algorithm.resolve(params)
+
+
+register_params_check(check_saved_params)
 
 
 def parameter_docs(name: str) -> str:

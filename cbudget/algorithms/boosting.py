@@ -46,14 +46,18 @@ from ..booster import Booster
 from ..engine import Algorithm, Trainer, model_to_continue
 from ..params import Param, choice, depth_limit, number
 
-__all__ = ["ALGORITHMS", "TREE_PARAMS", "BoostingTrainer", "binned_like", "penalty_costs",
-           "tree_grower", "complete_tree_params", "greedy_miser_trees"]
+__all__ = ["ALGORITHMS", "GREEDY_MISER", "TREE_PARAMS", "BoostingTrainer", "binned_like",
+           "penalty_costs", "tree_grower", "complete_tree_params", "greedy_miser_trees"]
+
+# LightGBM's limit too: more leaves than this is never a useful tree, and the grower's
+# per-leaf arrays are sized by it
+MAX_LEAVES = 131072
 
 TREE_PARAMS = (
     Param("learning_rate", 0.1, number(low=0, low_open=True), "shrinkage of each tree"),
     Param("grow_policy", "lossguide", choice("lossguide", "depthwise"),
           '"lossguide" (best-first) or "depthwise" (level by level)'),
-    Param("num_leaves", None, number(integer=True, low=2, allow_none=True),
+    Param("num_leaves", None, number(integer=True, low=2, high=MAX_LEAVES, allow_none=True),
           "leaves per tree; default 31 for lossguide, no cap for depthwise"),
     Param("max_depth", None, depth_limit,
           "depth limit (0 or None: none); default none for lossguide, 6 for depthwise "
@@ -72,7 +76,7 @@ SAMPLING_PARAMS = (
 )
 OBJECTIVE = Param("objective", "reg:squarederror", None,
                   "reg:squarederror, binary:logistic or multi:softprob")
-COST_TRADEOFF = Param("cost_tradeoff", 1.0, number(low=0, finite=True),
+COST_TRADEOFF = Param("cost_tradeoff", 1.0, number(low=0),
                       "lambda: weight of the cost penalty of a split, in units of the "
                       "loss's gain per unit of cost (it scales with the data size and "
                       "inversely with the costs); cbudget.lambda_max(params, dtrain) is "

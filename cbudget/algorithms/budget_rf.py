@@ -34,7 +34,7 @@ __all__ = ["BUDGET_RF", "ForestTrainer"]
 PARAMS = (
     Param("objective", None, None,
           "binary:logistic, or multi:softprob (the default when num_class is given)"),
-    Param("alpha", 0.0, number(low=0, finite=True),
+    Param("alpha", 0.0, number(low=0),
           "threshold-Pairs alpha: larger gives shallower trees"),
     Param("impurity", "threshold_pairs", choice(*IMPURITIES),
           '"threshold_pairs", or "gini" / "entropy" (not admissible; for comparison)'),

@@ -41,9 +41,9 @@ __all__ = ["ALGORITHMS", "ClassifierTreeTrainer"]
 PARAMS = (
     Param("objective", "reg:squarederror", None,
           "reg:squarederror (regression) or binary:logistic"),
-    Param("cost_tradeoff", 0.01, number(low=0, finite=True),
+    Param("cost_tradeoff", 0.01, number(low=0),
           "lambda: weight of the relaxed expected feature cost"),
-    Param("reg_alpha", 0.01, number(low=0, finite=True),
+    Param("reg_alpha", 0.01, number(low=0),
           "rho: l1 weight of every node's coefficients"),
     Param("max_depth", None, number(integer=True, low=1, high=12, allow_none=True),
           "levels of the tree (stages of a cascade); default 3 (cascades 4)"),

@@ -52,6 +52,7 @@ from ..adapt import (
     GatedModel,
     LinearClassifier,
     calibrated_threshold,
+    is_binary_classifier,
     positive_log_loss,
     positive_probability,
     q_step,
@@ -61,6 +62,7 @@ from ..dataset import check_model_matches
 from ..engine import Algorithm, Trainer
 from ..params import Param, choice, number
 from .boosting import (
+    GREEDY_MISER,
     TREE_PARAMS,
     binned_like,
     complete_tree_params,
@@ -97,9 +99,7 @@ def check_expensive_model(expensive_model, dtrain):
         expensive_model.feature_indices(dtrain.feature_names)   # names checked now
         return expensive_model
     if isinstance(expensive_model, Model):
-        binary = (expensive_model.objective == "binary:logistic"
-                  and expensive_model.num_class in (1, 2))
-        if not binary:
+        if not is_binary_classifier(expensive_model):
             raise ValueError(f"the expensive model must be a binary classifier "
                              f"(binary:logistic), not {expensive_model.objective!r}")
         check_model_matches(expensive_model, dtrain, "the expensive model",
@@ -162,10 +162,11 @@ def _gate_threshold(p, margin, weight):
 
 def _part_params(p):
     """Training parameters of the gate's and the predictor's boosters: Greedy Miser's
-    trees (the adapt settings live in the gated model's own section)."""
+    trees, every Greedy Miser parameter listed (as a file of the part lists them); the
+    adapt settings live in the gated model's own section."""
     part = {k: v for k, v in p.items() if k not in ADAPT_PARAM_NAMES}
     part["algorithm"] = "greedy_miser"
-    return part
+    return GREEDY_MISER.resolve(part)
 
 
 class GatedTrainer(Trainer):
@@ -547,13 +548,13 @@ ADAPT_PARAMS = (
     Param("objective", "binary:logistic", None, "binary:logistic (labels 0/1 or -1/+1)"),
     Param("p_full", 0.2, number(low=0, high=1),
           "at most this share of the training inputs goes to the expensive model"),
-    Param("gate_threshold", None, number(allow_none=True, finite=True),
+    Param("gate_threshold", None, number(allow_none=True),
           "an input goes to the expensive model when the gate's margin is above it; None: "
           "calibrated so that the p_full share of the training inputs with the highest "
           "margins go (0: the paper's sigmoid(g) > 1/2)"),
 )
 ADAPT_GBRT_PARAMS = ADAPT_PARAMS + greedy_miser_trees(TREE_PARAMS) + (
-    Param("cost_tradeoff", 1.0, number(low=0, finite=True),
+    Param("cost_tradeoff", 1.0, number(low=0),
           "gamma: weight of the cost penalty of a split"),
     Param("q_update_period", 10, number(integer=True, low=1),
           "rounds between q-steps (T of Algorithm 2)"),
@@ -562,10 +563,10 @@ ADAPT_GBRT_PARAMS = ADAPT_PARAMS + greedy_miser_trees(TREE_PARAMS) + (
           'it; "input": CEGB\'s per-input state'),
 )
 ADAPT_LIN_PARAMS = ADAPT_PARAMS + (
-    Param("cost_tradeoff", 0.01, number(low=0, finite=True),
+    Param("cost_tradeoff", 0.01, number(low=0),
           "gamma: weight of the group-lasso cost penalty"),
-    Param("reg_lambda", 1e-4, number(low=0, finite=True), "ridge on the (centred) features"),
-    Param("tol", 1e-5, number(low=0, low_open=True, finite=True),
+    Param("reg_lambda", 1e-4, number(low=0), "ridge on the (centred) features"),
+    Param("tol", 1e-5, number(low=0, low_open=True),
           "relative objective change that ends the alternations"),
     Param("n_restarts", 4, number(integer=True, low=1),
           "starts of the alternating minimisation (the first from zero, the others from "
@@ -588,9 +589,12 @@ def zero_one_labels(data):
 
 class Adapt(Algorithm):
     def __init__(self, name, params, trainer, doc):
+        # cbudget 0.1's files list adapt_gbrt's row and column sampling, always 1.0
+        retired = ({"subsample": 1.0, "colsample_bytree": 1.0} if name == "adapt_gbrt"
+                   else None)
         super().__init__(name, params, trainer, doc, takes_expensive_model=True,
                          cannot_continue="the gate and the predictor are trained together "
-                                         "from the start")
+                                         "from the start", retired_params=retired)
 
     def complete(self, p):
         if p["objective"] != "binary:logistic" or p["num_class"] not in (None, 1):

@@ -1,0 +1,91 @@
+"""Checks of the fields of a JSON model document, shared by the model readers
+(:mod:`cbudget.model_io` and the ``from_dict`` of each model class and of the cost
+model): types exactly as saved (a bool is never a number, a float never an integer),
+finite numbers, integer ranges, and a bounded nesting depth walked without recursion.
+Every failure is a ValueError that names the field."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["invalid", "require", "number_list", "finite_number", "check_integer_range",
+           "json_values", "check_finite_json", "MAX_NESTING"]
+
+
+def invalid(message: str) -> ValueError:
+    """The error for a document that is not a valid model."""
+    return ValueError(f"invalid cbudget model: {message}")
+
+
+def require(d: dict, key: str, kind, where: str = ""):
+    """``d[key]``, which must exist and be of ``kind`` (bool never counts as a number)."""
+    if key not in d:
+        raise invalid(f"missing field {where}{key!r}")
+    value = d[key]
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise invalid(f"field {where}{key!r} has the wrong type ({type(value).__name__})")
+    return value
+
+
+def number_list(values, where: str, length: int | None = None, *,
+                integer: bool = False) -> list:
+    """``values``, which must be a list of finite numbers (integers with ``integer``; of
+    ``length`` entries if given)."""
+    kind = int if integer else (int, float)
+    if not isinstance(values, list) or not all(
+            isinstance(v, kind) and not isinstance(v, bool) for v in values):
+        raise invalid(f"{where} must be a list of {'integers' if integer else 'numbers'}")
+    if not integer and not all(math.isfinite(v) for v in values):
+        raise invalid(f"{where} must hold finite numbers")
+    if length is not None and len(values) != length:
+        raise invalid(f"{where} has {len(values)} entries, expected {length}")
+    return values
+
+
+def finite_number(d: dict, key: str, where: str, *, allow_none: bool = False) -> float | None:
+    """A finite number >= 0 (or None when allowed) from ``d[key]``."""
+    if allow_none and d.get(key, 0) is None:
+        return None
+    value = require(d, key, (int, float), where)
+    if not (math.isfinite(value) and value >= 0):
+        raise invalid(f"{where}{key} must be finite and >= 0")
+    return float(value)
+
+
+def check_integer_range(values, dtype, where: str) -> None:
+    """Reject integers that do not fit ``dtype``: numpy 1.x wraps them silently on
+    conversion (2**32 + 3 would become node 3), numpy 2 raises OverflowError."""
+    info = np.iinfo(dtype)
+    if not all(info.min <= v <= info.max for v in values):
+        raise invalid(f"{where} value out of range")
+
+
+# A document nests a handful of levels (a gated model's parts hold trees that hold
+# lists); far deeper nesting is refused before anything walks it recursively.
+MAX_NESTING = 32
+
+
+def json_values(value, max_depth: int = MAX_NESTING):
+    """Every value inside the JSON value ``value`` (itself included), walked iteratively;
+    ValueError once one lies deeper than ``max_depth`` containers."""
+    stack = [(value, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > max_depth:
+            raise invalid(f"the document nests more than {max_depth} levels deep")
+        yield value
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
+def check_finite_json(value, where: str) -> None:
+    """``value`` holds only JSON values that save again as they are: no NaN or infinity
+    (Python's json would read them, but a saved model never holds them)."""
+    for v in json_values(value):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise invalid(f"{where} holds {v}")
+        if not isinstance(v, (dict, list, str, int, float, type(None))):
+            raise invalid(f"{where} holds a {type(v).__name__}")

@@ -13,7 +13,7 @@ results do not depend on the number of threads.
 import numpy as np
 
 from cython.parallel cimport prange
-from libc.math cimport exp, log1p, isnan
+from libc.math cimport exp, isfinite, log1p
 from libc.stdint cimport int32_t, int64_t
 
 cdef Py_ssize_t ROW_BLOCK = 256
@@ -165,8 +165,9 @@ def predict_hard(const double[:, ::1] X, const int64_t[::1] weight_indptr,
     ``f_k(x) > thresholds[k]``, else ``lower[k]``, until a terminal; the prediction is
     the score of the last node. Only the visited nodes' scores are computed, from
     their non-zero weights (node ``k``'s are ``weight_index/weight_value[
-    weight_indptr[k]:weight_indptr[k + 1]]``); a missing value (NaN) counts as
-    ``impute[m]``.
+    weight_indptr[k]:weight_indptr[k + 1]]``); a missing or infinite value counts as
+    ``impute[m]`` (as in ADAPT-LIN's linear parts: +inf and -inf in one input would
+    otherwise give inf - inf = NaN).
     """
     cdef Py_ssize_t n = X.shape[0], i
     cdef int64_t j
@@ -178,7 +179,7 @@ def predict_hard(const double[:, ::1] X, const int64_t[::1] weight_indptr,
             f = bias[k]
             for j in range(weight_indptr[k], weight_indptr[k + 1]):
                 x = X[i, weight_index[j]]
-                if isnan(x):
+                if not isfinite(x):
                     x = impute[weight_index[j]]
                 f = f + weight_value[j] * x
             child = upper[k] if f > thresholds[k] else lower[k]

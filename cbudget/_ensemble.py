@@ -36,6 +36,8 @@ TREE_FIELDS = {
     "path_cost": ("path_cost", float),
     "depth": ("depth", int),
 }
+# counts, sums of hessians and costs
+NON_NEGATIVE_FIELDS = ("n_samples", "sum_hessian", "new_acquisitions", "path_cost", "depth")
 
 
 def tree_to_dict(tree: np.ndarray, output: int) -> dict:
@@ -90,9 +92,14 @@ def tree_from_dict(d: dict, index: int, n_features: int, n_outputs: int):
         raise invalid(f"{where} nodes do not form one tree")
     if np.any(internal & ((feature < 0) | (feature >= n_features))):
         raise invalid(f"{where} split feature out of range")
-    for field in ("threshold", "value"):
-        if not np.all(np.isfinite(tree[field])):
-            raise invalid(f"{where} non-finite {field}")
+    for key, (field, kind) in TREE_FIELDS.items():
+        if kind is float and not np.all(np.isfinite(tree[field])):
+            raise invalid(f"{where}{key} must hold finite numbers")
+    for key in NON_NEGATIVE_FIELDS:
+        if np.any(tree[TREE_FIELDS[key][0]] < 0):
+            raise invalid(f"{where}{key} must be >= 0")
+    if np.any(tree["default_left"] > 1):
+        raise invalid(f"{where}default_left must hold 0 or 1")
     return tree, output
 
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 __all__ = ["invalid", "require", "number_list", "finite_number", "check_integer_range",
-           "json_values", "check_finite_json", "MAX_NESTING"]
+           "json_values", "check_finite_json", "first_difference", "MAX_NESTING"]
 
 
 def invalid(message: str) -> ValueError:
@@ -67,25 +67,62 @@ MAX_NESTING = 32
 
 
 def json_values(value, max_depth: int = MAX_NESTING):
-    """Every value inside the JSON value ``value`` (itself included), walked iteratively;
-    ValueError once one lies deeper than ``max_depth`` containers."""
-    stack = [(value, 0)]
+    """(path, value) of every value inside the JSON value ``value`` (itself included,
+    path ""), walked iteratively; ValueError once one lies deeper than ``max_depth``
+    containers."""
+    stack = [("", value, 0)]
     while stack:
-        value, depth = stack.pop()
+        path, value, depth = stack.pop()
         if depth > max_depth:
             raise invalid(f"the document nests more than {max_depth} levels deep")
-        yield value
+        yield path, value
         if isinstance(value, dict):
-            stack.extend((v, depth + 1) for v in value.values())
+            stack.extend((f"{path}.{k}", v, depth + 1) for k, v in value.items())
         elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value)
+            stack.extend((f"{path}[{i}]", v, depth + 1) for i, v in enumerate(value))
 
 
 def check_finite_json(value, where: str) -> None:
     """``value`` holds only JSON values that save again as they are: no NaN or infinity
     (Python's json would read them, but a saved model never holds them)."""
-    for v in json_values(value):
+    for path, v in json_values(value):
         if isinstance(v, float) and not math.isfinite(v):
-            raise invalid(f"{where} holds {v}")
+            raise invalid(f"{where}{path} holds {v}")
         if not isinstance(v, (dict, list, str, int, float, type(None))):
-            raise invalid(f"{where} holds a {type(v).__name__}")
+            raise invalid(f"{where}{path} holds a {type(v).__name__}")
+
+
+def _same_scalar(a, b) -> bool:
+    """JSON scalars equal as saved: a bool only equals a bool; 1 equals 1.0."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def first_difference(stored, rebuilt, ignore=()) -> str | None:
+    """Where ``rebuilt`` (a document as a model writes it: tuples count as lists) differs
+    from the JSON value ``stored`` (a path and both values),
+    or None. Keys present on one side only and keys in ``ignore`` are not compared (files
+    of older versions lack newer fields; unknown fields are ignored). Walked
+    iteratively."""
+    stack = [("", stored, rebuilt)]
+    while stack:
+        path, a, b = stack.pop()
+        if isinstance(a, dict) and isinstance(b, dict):
+            stack.extend((f"{path}.{k}", a[k], b[k]) for k in a
+                         if k in b and k not in ignore)
+        elif isinstance(a, list) and isinstance(b, (list, tuple)):
+            if len(a) != len(b):
+                return f"{path.lstrip('.')} has {len(a)} entries, the model {len(b)}"
+            stack.extend((f"{path}[{i}]", x, y) for i, (x, y) in enumerate(zip(a, b)))
+        elif isinstance(a, (dict, list)) or isinstance(b, (dict, list, tuple)) \
+                or not _same_scalar(a, b):
+            return f"{path.lstrip('.')} is {_short(a)}, the model {_short(b)}"
+    return None
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -193,8 +193,8 @@ class Booster(TreeEnsemble):
         trees, model.iteration_indptr = read_trees(doc, len(header.feature_names),
                                                    model.n_outputs, one_tree_each=False)
         for _, tree, output in trees:
-            model.trees.append(tree)      # path costs as stored, not recomputed
-            model.tree_outputs.append(output)
+            # path costs recomputed: a file whose stored ones differ is refused
+            model._add_tree(tree, output)
         return read_attributes(model, doc, model.num_iterations())
 
     def __repr__(self) -> str:

@@ -20,6 +20,7 @@ from ._json_checks import (
     check_finite_json,
     check_integer_range,
     finite_number,
+    first_difference,
     invalid,
     json_values,
     number_list,
@@ -102,8 +103,12 @@ def read_header(doc: dict, algorithms) -> Header:
     if not feature_names or not all(isinstance(n, str) for n in feature_names):
         raise invalid("feature_names must be a non-empty list of str")
     objective = require(doc, "objective", str)
+    require(doc, "library_version", str)
     params = dict(require(doc, "training_params", dict))
-    params["algorithm"] = require(doc, "algorithm", str)
+    algorithm = require(doc, "algorithm", str)
+    if params.setdefault("algorithm", algorithm) != algorithm:
+        raise invalid(f"training_params.algorithm {params['algorithm']!r} is not the "
+                      f"document's algorithm {algorithm!r}")
     if params["algorithm"] not in algorithms:
         raise invalid(f"unknown algorithm {params['algorithm']!r} for a "
                       f"{doc.get('model_type')} (made by {', '.join(map(repr, algorithms))})")
@@ -152,6 +157,10 @@ def read_attributes(model: ModelT, doc: dict, n_iterations: int | None = None) -
 
 
 # -- documents and files --------------------------------------------------------------
+# fields saving always writes anew: they describe the writer, not the model
+WRITTEN_ANEW = ("library_version", "format_version")
+
+
 def model_to_dict(model: Model) -> dict[str, Any]:
     """The JSON document of any cbudget model (``model.to_dict()``)."""
     return model.to_dict()
@@ -178,7 +187,13 @@ def model_from_dict(doc: dict, *, expensive_model=None) -> Model:
     model_class = MODEL_TYPES[model_type]
     if expensive_model is not None and not model_class.loads_expensive_model:
         raise ValueError(f"expensive_model is for gated models; this is a {model_type}")
-    return model_class.from_dict(doc, expensive_model=expensive_model)
+    model = model_class.from_dict(doc, expensive_model=expensive_model)
+    # What loads is what was saved: a field the model would save differently (a derived
+    # one edited, a value the reader normalised) means the file is not a saved model.
+    difference = first_difference(doc, model.to_dict(), ignore=WRITTEN_ANEW)
+    if difference is not None:
+        raise invalid(f"{difference}: the document does not describe one model")
+    return model
 
 
 def save_model(model: Model, path: str | os.PathLike) -> None:

@@ -488,12 +488,17 @@ def _same_number(a: Any, b: Any) -> bool:
         return False
 
 
+# what the saving library writes of itself, not of the model (docs/architecture.md,
+# "Model files")
+WRITTEN_ANEW = ("library_version", "format_version")
+
+
 def changed_values(original: Any, saved: Any, path: tuple = (), limit: int = 3) -> list[str]:
     """The values of the file ``original`` that saving the loaded model changed (up to
     ``limit``): where both documents hold a value, it must be the same (an integer may
     come back as the equal float; a bool stays a bool, a string a string; lists keep
     their length). Keys only one of them has are not compared (unknown keys a loader
-    ignores, defaults it adds)."""
+    ignores, defaults it adds), nor :data:`WRITTEN_ANEW`."""
     found: list[str] = []
 
     def walk(a: Any, b: Any, path: tuple) -> None:
@@ -501,7 +506,7 @@ def changed_values(original: Any, saved: Any, path: tuple = (), limit: int = 3) 
             return
         if isinstance(a, dict) and isinstance(b, dict):
             for key in a:
-                if key in b:
+                if key in b and key not in WRITTEN_ANEW:
                     walk(a[key], b[key], path + (key,))
             return
         if isinstance(a, list) and isinstance(b, list):

@@ -103,9 +103,10 @@ else:
 # -- the reproductions of issue 20 --------------------------------------------------------
 @pytest.mark.parametrize("name", ["gbdt_regression", "budget_rf_binary", "cstc_regression",
                                   "adapt_gbrt"])
-@pytest.mark.parametrize("n_jobs", [10**6, 2**31 - 1])
+@pytest.mark.parametrize("n_jobs", [10**6, 2**31 - 1, 2**63, -2**63 - 1])
 def test_a_huge_n_jobs_does_not_kill_the_process(worker, name, n_jobs):
-    """training_params.n_jobs 10**6 segfaulted at predict time (in a subprocess here)."""
+    """training_params.n_jobs 10**6 segfaulted at predict time (in a subprocess here);
+    any integer is capped to the CPUs the process may use."""
     d = doc(name)
     for part in (d, d.get("gate"), d.get("predictor"), d.get("expensive")):
         if part:
@@ -114,7 +115,7 @@ def test_a_huge_n_jobs_does_not_kill_the_process(worker, name, n_jobs):
     assert_refused_or_works(outcome, f"{name} with n_jobs={n_jobs}", "n_jobs")
 
 
-@pytest.mark.parametrize("n_jobs", ["2", 2.5, True, [1], {}, 2**63, -2**63 - 1, math.nan])
+@pytest.mark.parametrize("n_jobs", ["2", 2.5, True, [1], {}, math.nan])
 def test_n_jobs_of_the_wrong_type_is_refused(worker, n_jobs):
     """Bad n_jobs types failed at predict time (TypeError, OverflowError)."""
     d = doc("gbdt_regression")

@@ -96,7 +96,12 @@ def check_saved_params(params: dict) -> dict:
                     and not (type(value) is int and type(checked) is float)):
                 raise TypeError(f"parameter {name} holds {value!r}, not a "
                                 f"{type(checked).__name__}")
-    return algorithm.resolve(params)
+    resolved = algorithm.resolve(params)
+    for name, value in params.items():
+        if resolved[name] != value and not isinstance(value, list):
+            raise ValueError(f"parameter {name} holds {value!r}, but a model of algorithm "
+                             f"{algorithm.name!r} saves it as {resolved[name]!r}")
+    return resolved
 
 
 register_params_check(check_saved_params)

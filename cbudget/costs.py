@@ -132,7 +132,9 @@ def _per_feature_costs(costs, feature_names, name, default_cost: float | None = 
         raise ValueError(f"default_cost applies to a dict of {name}, not to an array")
     try:
         given = np.asarray(costs)
-        if given.dtype.kind not in "iuf":   # no bools or strings taken for numbers
+        # no bools or strings taken for numbers (numpy makes [True, 2.0] floats)
+        if given.dtype.kind not in "iuf" or (isinstance(costs, (list, tuple)) and any(
+                isinstance(v, (bool, np.bool_)) for v in costs)):
             raise TypeError
         out = given.astype(np.float64)
     except (TypeError, ValueError):

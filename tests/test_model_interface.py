@@ -224,3 +224,27 @@ def test_none_stands_for_the_default():
         defaults = resolve_params({"algorithm": algorithm})
         given = {name: None for name in defaults if name != "algorithm"}
         assert resolve_params({"algorithm": algorithm, **given}) == defaults
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_infinite_inputs_give_finite_predictions(models, algorithm):
+    """+inf and -inf in one input gave inf - inf = NaN in linear nodes; every model type
+    predicts a finite value and cost (trees send +-inf past any threshold; linear nodes
+    read an infinite value as missing: the node's impute value)."""
+    model = models[0][algorithm]
+    X = np.array([[np.inf, -np.inf, np.inf, -np.inf, np.inf, -np.inf],
+                  [-np.inf, np.inf, 0.0, 0.0, -np.inf, np.inf],
+                  [np.inf] * 6, [-np.inf] * 6])
+    assert np.all(np.isfinite(model.predict(X)))
+    assert np.all(np.isfinite(model.predict_cost(X)))
+
+
+def test_a_stored_expensive_model_must_be_a_binary_classifier(models):
+    """A gated model's f0 read from its file was not checked: a regression booster there
+    gave "probabilities" outside [0, 1]."""
+    gated = models[0]["adapt_gbrt"]
+    doc = gated.to_dict()
+    doc["expensive"]["objective"] = "reg:squarederror"
+    doc["expensive"]["training_params"]["objective"] = "reg:squarederror"
+    with pytest.raises(ValueError, match="expensive model must be a binary classifier"):
+        cbudget.model_io.model_from_dict(doc)

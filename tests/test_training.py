@@ -513,6 +513,51 @@ def test_bad_parameter_values(params, match):
         train(dict(FAST, **params), Dataset(X, y), 1, verbose_eval=False)
 
 
+# issue 20: values that used to be accepted (every prediction NaN) or that failed deep
+# inside with an OverflowError or an empty MemoryError
+@pytest.mark.parametrize("params,match", [
+    ({"learning_rate": math.inf}, "learning_rate must be finite"),
+    ({"base_score": math.inf}, "base_score must be finite"),
+    ({"gamma": math.inf}, "gamma must be finite"),
+    ({"reg_lambda": -math.inf}, "reg_lambda"),
+    ({"num_leaves": 2**30 + 1}, "num_leaves must be <= 131072"),
+    ({"min_data_in_leaf": 2**40}, "min_data_in_leaf must be <= 2147483647"),
+    ({"max_depth": 10**30}, "max_depth must be <= 2147483647"),
+    ({"seed": 2**70}, "seed must be <= "),
+    ({"num_class": 2**31, "objective": "multi:softprob"}, "num_class must be <= "),
+    ({"algorithm": "budget_rf", "n_stumps": (2**40, 1, 1)}, "n_stumps"),
+    ({"algorithm": "budget_rf", "budget": math.inf}, "budget must be finite"),
+    ({"algorithm": "cstc", "basis_trees": 2**31}, "basis_trees must be <= "),
+    ({"algorithm": "adapt_lin", "n_restarts": 10**20}, "n_restarts must be <= "),
+])
+def test_extreme_parameter_values_name_the_parameter(params, match):
+    X, y = binary_data(100)
+    params = dict({"objective": "binary:logistic"}, **params)
+    with pytest.raises(ValueError, match=match):
+        train(params, Dataset(X, y), 1, verbose_eval=False)
+
+
+@pytest.mark.parametrize("n_jobs", [1.5, True, "2"])
+def test_n_jobs_must_be_an_integer(n_jobs):
+    X, y = binary_data(100)
+    with pytest.raises(TypeError, match="n_jobs must be an integer"):
+        train({"n_jobs": n_jobs}, Dataset(X, y), 1, verbose_eval=False)
+
+
+def test_costs_are_bounded_so_that_predicted_costs_stay_finite():
+    X, y = binary_data(100, m=3)
+    with pytest.raises(ValueError, match=r"feature_costs must be finite and >= 0 \(at most"):
+        Dataset(X, y, feature_costs=[1e308, 1e308, 1.0])
+    with pytest.raises(ValueError, match="split_cost must be finite and >= 0"):
+        Dataset(X, y, split_cost=1e200)
+    with pytest.raises(TypeError, match="feature_costs must be an array of numbers"):
+        Dataset(X, y, feature_costs=[True, 1.0, 1.0])
+    # the largest allowed costs: every predicted cost finite
+    data = Dataset(X, y, feature_costs=[1e100] * 3, split_cost=1e100, tree_cost=1e100)
+    booster = train({"objective": "binary:logistic"}, data, 5, verbose_eval=False)
+    assert np.all(np.isfinite(booster.predict_cost(X)))
+
+
 @pytest.mark.parametrize("params", [{"num_leaves": 2.5}, {"learning_rate": "0.1"},
                                     {"max_depth": True}])
 def test_bad_parameter_types(params):

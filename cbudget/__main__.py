@@ -57,8 +57,11 @@ def read_table(path: str) -> Any:
         if is_parquet(path):
             frame = pandas.read_parquet(path)
         else:
-            # round_trip: the floats written, exactly (pandas < 2 parses to within an ulp)
-            frame = pandas.read_csv(path, float_precision="round_trip")
+            # the floats written, exactly: pandas < 2 parses to within an ulp by default;
+            # pandas 3 parses exactly and deprecates the option
+            exact = ({} if int(pandas.__version__.split(".")[0]) >= 3
+                     else {"float_precision": "round_trip"})
+            frame = pandas.read_csv(path, **exact)
     except ImportError:
         # pandas found neither Parquet engine
         raise CommandError(f"{path}: reading Parquet files needs pyarrow: "

@@ -190,11 +190,12 @@ class Booster(TreeEnsemble):
         model = build(cls, objective=objective, num_class=num_class, base_score=base_score,
                       feature_names=header.feature_names, cost_model=header.cost_model,
                       params=params)
-        trees, model.iteration_indptr = read_trees(doc, len(header.feature_names),
-                                                   model.n_outputs, one_tree_each=False)
-        for _, tree, output in trees:
-            # path costs recomputed: a file whose stored ones differ is refused
-            model._add_tree(tree, output)
+        trees, indptr = read_trees(doc, len(header.feature_names), model.n_outputs,
+                                   one_tree_each=False)
+        # rebuilt round by round, path costs recomputed: a file whose stored path costs or
+        # tree outputs differ is refused by model_io's final comparison
+        for t0, t1 in zip(indptr[:-1], indptr[1:]):
+            model.add_round(tree for _, tree, _ in trees[t0:t1])
         return read_attributes(model, doc, model.num_iterations())
 
     def __repr__(self) -> str:

@@ -106,12 +106,12 @@ def read_header(doc: dict, algorithms) -> Header:
     require(doc, "library_version", str)
     params = dict(require(doc, "training_params", dict))
     algorithm = require(doc, "algorithm", str)
+    if algorithm not in algorithms:
+        raise invalid(f"unknown algorithm {algorithm!r} for a {doc.get('model_type')} "
+                      f"(made by {', '.join(map(repr, algorithms))})")
     if params.setdefault("algorithm", algorithm) != algorithm:
         raise invalid(f"training_params.algorithm {params['algorithm']!r} is not the "
                       f"document's algorithm {algorithm!r}")
-    if params["algorithm"] not in algorithms:
-        raise invalid(f"unknown algorithm {params['algorithm']!r} for a "
-                      f"{doc.get('model_type')} (made by {', '.join(map(repr, algorithms))})")
     params = checked_params(params, "training_params")
     cost_model = CostModel.from_dict(require(doc, "cost_model", dict), len(feature_names))
     return Header(feature_names, objective, params, cost_model)

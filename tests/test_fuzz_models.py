@@ -145,13 +145,15 @@ def test_shallow_nesting_in_free_form_fields_round_trips():
 
 @pytest.mark.parametrize("name", ["budget_rf_binary", "budget_rf_multiclass"])
 @pytest.mark.parametrize("value", ["num_class", -1, 0.5, 1e308, -1e308, 2**63, True, None, "1"])
-def test_forest_leaf_values_must_be_classes(worker, name, value):
-    """A forest's leaf_values are the leaves' majority classes: anything but a class in
-    [0, num_class) failed at predict time (IndexError)."""
+@pytest.mark.parametrize("node", ["leaf", "internal"])
+def test_forest_leaf_values_must_be_classes(worker, name, value, node):
+    """A forest's leaf_values are the leaves' majority classes (0 at internal nodes):
+    anything else failed at predict time (IndexError)."""
     d = doc(name)
     value = d["num_class"] if value == "num_class" else value
     for tree in d["trees"]:
-        tree["leaf_values"][tree["left_children"].index(-1)] = value
+        leaf = tree["left_children"].index(-1)
+        tree["leaf_values"][leaf if node == "leaf" else 0] = value
     assert_refused(worker.check(to_text(d).encode()), f"{name} leaf value {value!r}",
                    "leaf_values")
 

@@ -18,6 +18,7 @@ from .dataset import Dataset
 from .engine import TrainingSetup, run_training
 from .metrics import check_metric
 from .objectives import get_objective
+from .params import INT_MAX
 
 __all__ = ["train", "lambda_max", "root_split_terms"]
 
@@ -174,8 +175,9 @@ def _set_up(params, dtrain, num_boost_round, evals, verbose_eval, xgb_model, exp
         raise ValueError(f"{algorithm.name} cannot continue a model (xgb_model): "
                          f"{algorithm.cannot_continue}")
     if isinstance(num_boost_round, bool) or not isinstance(num_boost_round, (int, np.integer)) \
-            or num_boost_round < 0:
-        raise ValueError(f"num_boost_round must be an integer >= 0, got {num_boost_round!r}")
+            or not 0 <= num_boost_round <= INT_MAX:
+        raise ValueError(f"num_boost_round must be an integer in [0, {INT_MAX}], got "
+                         f"{num_boost_round!r}")
     dtrain, evals = algorithm.prepare_data(dtrain, check_evals(evals, dtrain))
     objective = get_objective(p["objective"], p["num_class"])
     algorithm.check_data(p, objective, dtrain)

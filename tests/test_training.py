@@ -537,6 +537,13 @@ def test_extreme_parameter_values_name_the_parameter(params, match):
         train(params, Dataset(X, y), 1, verbose_eval=False)
 
 
+@pytest.mark.parametrize("rounds", [2**70, -1, 2.5, True])
+def test_num_boost_round_is_a_bounded_integer(rounds):
+    X, y = binary_data(100)
+    with pytest.raises(ValueError, match=r"num_boost_round must be an integer in \[0, "):
+        train({}, Dataset(X, y), rounds, verbose_eval=False)
+
+
 @pytest.mark.parametrize("n_jobs", [1.5, True, "2"])
 def test_n_jobs_must_be_an_integer(n_jobs):
     X, y = binary_data(100)

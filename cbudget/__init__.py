@@ -11,10 +11,14 @@ Every model type (Booster, Forest, ClassifierTree, Cascade, GatedModel) is a
 :class:`cbudget.Model`. The design (layers, cost model, model files, adding an algorithm)
 is in docs/architecture.md.
 """
+from . import _threads
 from ._version import __version__
 
 try:
-    from ._core import _types  # noqa: F401  (compiled: fails in an unbuilt source tree)
+    # compiled: fails in an unbuilt source tree; the first import of the kernels starts
+    # their OpenMP runtime, which reads its wait policy then (_threads)
+    with _threads.bounded_openmp_waiting():
+        from ._core import _openmp_helpers, _types  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on how cbudget was run
     raise ImportError(
         "cbudget's compiled kernels are missing: this looks like an unbuilt source tree "

@@ -143,7 +143,8 @@ cdef class TreeGrower:
         for f in range(binned.shape[1]):
             n_edges = edges_indptr[f + 1] - edges_indptr[f]
             # a split's threshold is edge number bin_threshold <= n_value_bins[f] - 2
-            if n_edges < 0 or n_value_bins[f] > n_edges + 1 or n_value_bins[f] > missing_bin:
+            if (n_edges < 0 or n_value_bins[f] > n_edges + 1
+                    or <Py_ssize_t> n_value_bins[f] > missing_bin):
                 raise ValueError(f"feature {f}: {n_value_bins[f]} value bins for {n_edges} "
                                  f"edges and missing bin {missing_bin} (edges_indptr must "
                                  f"be non-decreasing, n_value_bins[f] <= its edges + 1 and "
@@ -614,7 +615,8 @@ cdef class TreeGrower:
             for i in range(n_nodes):
                 self._release_histograms(&self.nodes[i])
         if allocation_error:
-            raise MemoryError("cannot allocate histograms")
+            raise MemoryError(f"cannot allocate a leaf's histograms: "
+                              f"{self.histograms_bytes} bytes")
         if partition_error:
             raise RuntimeError("internal error: row partition disagrees with the histogram")
         self.n_nodes = n_nodes
@@ -656,7 +658,8 @@ cdef class TreeGrower:
             self._prepare_costs(mask)
         self._build(node, &rows[0], &gradients[0], &hessians[0], mask)
         if node.histograms == NULL:
-            raise MemoryError("cannot allocate histograms")
+            raise MemoryError(f"cannot allocate a leaf's histograms: "
+                              f"{self.histograms_bytes} bytes")
         find_best_split_core(
             node.histograms, self.n_features, self.n_bins, &self.n_value_bins[0],
             self.missing_bin, mask, sum_g, sum_h, <uint32_t> rows.shape[0], self.reg_lambda,

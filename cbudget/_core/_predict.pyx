@@ -324,6 +324,11 @@ def walk_step(
     tree needs is marked requested (``needs``: per input, capacity
     ``min(n_trees, n_features)``).
 
+    The shapes, ``rows`` (rows of ``X``), ``live[:n_live]`` (inputs) and ``n_todo``
+    (at most n_trees) are checked; ``cursor`` and ``tree_of`` are the walk's own state
+    (set up by ``on_demand.walk_trees``, then kept by this function) and trusted like the
+    nodes.
+
     On return ``live[:n]`` holds the inputs still walking, and the rows that need
     feature ``m`` are ``request_rows[feature_indptr[m]:feature_indptr[m + 1]]``
     (ascending; each (row, feature) once).

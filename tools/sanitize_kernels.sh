@@ -41,6 +41,9 @@ if [ "${#TESTS[@]}" -eq 0 ]; then
          tests/test_adapt.py tests/test_on_demand.py)
 fi
 
+# the interpreter itself, not a wrapper script (pyenv's shims run helper processes that
+# LeakSanitizer would stop)
+PYTHON="$(python -c 'import sys; print(sys.executable)')"
 LIBASAN="$(gcc -print-file-name=libasan.so)"
 if [ ! -e "$LIBASAN" ]; then
   echo "sanitize_kernels: gcc has no libasan.so (install gcc's sanitizer runtimes)" >&2
@@ -65,7 +68,7 @@ echo "=== build: $SAN_FLAGS, $([ "$SERIAL" -eq 1 ] && echo 'serial (CBUDGET_NO_O
 BUILD_LOG="$WORK/build.log"
 if ! (cd "$SRC" && CBUDGET_NO_OPENMP="$SERIAL" CFLAGS="$SAN_FLAGS" \
       LDFLAGS="-fsanitize=address,undefined" \
-      python setup.py build_ext --inplace -j 2 >"$BUILD_LOG" 2>&1); then
+      "$PYTHON" setup.py build_ext --inplace -j 2 >"$BUILD_LOG" 2>&1); then
   tail -40 "$BUILD_LOG"
   echo "sanitize_kernels: the sanitized build failed" >&2
   exit 2
@@ -85,7 +88,7 @@ done
 CANARY="$WORK/canary"
 mkdir -p "$CANARY"
 (cd "$SRC" && env LD_PRELOAD="$LIBASAN" ASAN_OPTIONS="detect_leaks=0:log_path=$CANARY/asan" \
-   PYTHONMALLOC=malloc PYTHONPATH="$SRC" python - >/dev/null 2>&1 <<'EOF'
+   PYTHONMALLOC=malloc PYTHONPATH="$SRC" "$PYTHON" - >/dev/null 2>&1 <<'EOF'
 import numpy as np
 from cbudget._core._predict import predict_raw
 from cbudget._core._types import PREDICT_NODE_DTYPE
@@ -116,7 +119,7 @@ START=$SECONDS
 set +e
 (cd "$SRC" && env LD_PRELOAD="$LIBASAN" ASAN_OPTIONS="$ASAN_OPTIONS" \
    UBSAN_OPTIONS="$UBSAN_OPTIONS" PYTHONMALLOC=malloc PYTHONPATH="$SRC" \
-   python -m pytest -q -p no:cacheprovider \
+   "$PYTHON" -m pytest -q -p no:cacheprovider \
      --deselect tests/test_packaging.py::test_python_m_cbudget_version \
      --deselect tests/test_on_demand.py::test_concurrent_fetches_give_the_same_predictions_faster \
      "${TESTS[@]}" \

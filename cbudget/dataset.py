@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike
 
 from ._core._binning import map_to_bins
 from ._core._openmp_helpers import resolve_n_threads
-from ._core._types import X_BINNED_DTYPE
+from ._core._types import MAX_ROWS, X_BINNED_DTYPE
 from .costs import CostGroups, CostModel, FeatureCosts, GroupCosts
 
 if TYPE_CHECKING:  # only for type hints: the model classes import this module
@@ -106,6 +106,25 @@ def check_model_matches(model: Model, data: Dataset, what: str, hint: str) -> No
         raise ValueError(f"{what}'s costs differ from dtrain's: {hint}")
 
 
+def check_row_count(data: object, what: str = "data") -> None:
+    """ValueError when ``data`` has more rows than training takes (``MAX_ROWS``, 2**30:
+    docs/architecture.md, "Limits"). Reads only the shape (or the length), so it costs
+    nothing whatever the size of ``data``; data of unknown shape passes (the Dataset
+    checks again after converting it)."""
+    shape = getattr(data, "shape", None)
+    if isinstance(shape, tuple) and shape and isinstance(shape[0], numbers.Integral):
+        n_rows = int(shape[0])
+    else:
+        try:
+            n_rows = len(data)  # type: ignore[arg-type]  # anything with a length
+        except TypeError:
+            return
+    if n_rows > MAX_ROWS:
+        raise ValueError(f"{what} has {n_rows} rows; cbudget trains on at most {MAX_ROWS} "
+                         f"(2**30) rows (row indices and tree node ids are 32-bit): "
+                         f"subsample the data")
+
+
 def _vector(values, n, name, *, allow_none=True):
     if values is None:
         if allow_none:
@@ -188,6 +207,10 @@ class Dataset:
         Share this training Dataset's bin edges, feature names and costs (for
         validation data). Costs cannot be given together with ``reference``.
 
+    At most ``2**30`` (1,073,741,824) rows: training indexes rows and tree nodes with
+    32-bit integers (docs/architecture.md, "Limits"). More rows raise a ValueError before
+    anything is copied. Prediction has no such limit.
+
     Attributes
     ----------
     binned : ndarray of uint8, shape (n_samples, n_features), Fortran order
@@ -213,7 +236,9 @@ class Dataset:
                  split_cost: float = 0.0, tree_cost: float = 0.0,
                  default_cost: float | None = None, max_bin: int = 255,
                  reference: Dataset | None = None) -> None:
+        check_row_count(data)       # before any conversion copies the data
         X, column_names = as_float_matrix(data, "data")
+        check_row_count(X)
         n_samples, n_features = X.shape
         self.data = X
         self.label = _vector(label, n_samples, "label")

@@ -44,7 +44,7 @@ from ._model import Model
 from .adapt import ExternalModel
 from .cost_path import cost_path
 from .costs import CostGroups, CostReport, FeatureCosts, GroupCosts
-from .dataset import Dataset, MatrixLike
+from .dataset import Dataset, MatrixLike, check_row_count
 from .forest import Forest
 from .params import ALIASES
 from .training import train
@@ -209,6 +209,7 @@ class _CostAwareEstimator(BaseEstimator):
         -------
         self
         """
+        check_row_count(X, "X")     # before validate_data converts anything
         data, target = validate_data(self, X, y, y_numeric=is_regressor(self), **_X_CHECKS)
         label, objective = self._encode_target(target)
         self._check_names_available()

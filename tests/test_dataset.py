@@ -440,6 +440,38 @@ def test_reference_with_different_feature_names():
         Dataset(make_X(20, 4), feature_names=["a", "b", "x", "d"], reference=train)
 
 
+# Row limit (docs/architecture.md, "Limits"): training indexes rows and tree nodes with
+# int32, so a Dataset takes at most 2**30 rows. Checked on the shape, before anything is
+# converted or copied: zero-memory broadcast views of 2**31 rows are refused at once (a
+# copy would be 48 GB).
+@pytest.mark.parametrize("n_rows", [2**30 + 1, 2**31, 2**40])
+def test_more_rows_than_training_takes_refused_before_copying(n_rows):
+    from cbudget._core._types import MAX_ROWS
+    assert MAX_ROWS == 2**30
+    X = np.broadcast_to(np.zeros((1, 3)), (n_rows, 3))
+    y = np.broadcast_to(0.0, (n_rows,))
+    with pytest.raises(ValueError, match=r"at most 1073741824 \(2\*\*30\) rows"):
+        Dataset(X, y)
+    with pytest.raises(ValueError, match="at most 1073741824"):
+        Dataset(X, y, reference=named_dataset())
+
+
+def test_row_limit_reads_only_the_shape():
+    class Huge:
+        """Has a shape but no data: converting it would fail with a TypeError."""
+        shape = (2**31, 3)
+
+    with pytest.raises(ValueError, match="has 2147483648 rows"):
+        Dataset(Huge())
+
+
+def test_row_limit_of_sparse_input():
+    sparse = pytest.importorskip("scipy.sparse")
+    X = sparse.coo_matrix((2**30 + 1, 3))       # no stored entries: no memory
+    with pytest.raises(ValueError, match="at most 1073741824"):
+        Dataset(X)
+
+
 # --------------------------------------------------------------------------------------
 # binning
 # --------------------------------------------------------------------------------------

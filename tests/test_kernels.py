@@ -12,13 +12,32 @@ import numpy as np
 import pytest
 
 import cbudget
-from cbudget._core._acquisition import bitset_to_bool, mark_acquired
+from cbudget._core._acquisition import AcquisitionState, bitset_to_bool, mark_acquired
 from cbudget._core._binning import map_to_bins
+from cbudget._core._grower import TreeGrower
 from cbudget._core._histogram import build_histograms, subtract_histograms
+from cbudget._core._linear import (
+    dense_gradient,
+    dense_scores,
+    node_objective,
+    pointwise_loss,
+    predict_hard,
+    soft_route,
+)
+from cbudget._core._loss import logistic_gradients, softmax_gradients
 from cbudget._core._partition import split_rows
-from cbudget._core._predict import predict_binned_add, predict_leaf, predict_raw
+from cbudget._core._predict import (
+    add_leaf_values,
+    predict_binned_add,
+    predict_cost,
+    predict_leaf,
+    predict_node_rows,
+    predict_raw,
+    sum_node_rows,
+)
 from cbudget._core._split import find_best_split, leaf_value
-from cbudget._core._types import HISTOGRAM_DTYPE, NODE_DTYPE, compact_nodes
+from cbudget._core._stumps import grow_greedy_tree
+from cbudget._core._types import HISTOGRAM_DTYPE, MAX_ROWS, NODE_DTYPE, compact_nodes
 from cbudget.costs import CostModel
 from cbudget.dataset import Dataset, find_bin_edges
 
@@ -1027,7 +1046,8 @@ limit = mapped_bytes() + 64 * 2**20      # room for the interpreter, not the scr
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 try:
     {call}
-except MemoryError:
+except MemoryError as exc:
+    print(exc)
     sys.exit(0)
 sys.exit(3)                              # the limit did not bite
 """
@@ -1083,6 +1103,19 @@ def test_find_best_split_out_of_memory_raises():
 
 
 @linux_only
+def test_tree_grower_out_of_memory_raises():
+    # 2**30 rows without features (no memory): 16 GB of partition and gradient buffers;
+    # the MemoryError says which, and the half-built grower is freed without a crash
+    result = run_under_memory_limit(
+        "from cbudget._core._grower import TreeGrower",
+        "binned = np.zeros((2**30, 0), np.uint8, order='F')",
+        "TreeGrower(binned, np.zeros(0), np.zeros(1, np.int64), np.zeros(0, np.uint32), "
+        "255, 0.1, 1.0, 0.0, 0.0, 1, -1, -1, True, 1)")
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    assert "cannot allocate the row partition buffer" in result.stdout
+
+
+@linux_only
 def test_build_histograms_frees_its_buffers_when_it_raises():
     rng = np.random.default_rng(0)
     binned, _, g, h, nvb = random_leaf(rng, 50, 3, 10)
@@ -1109,3 +1142,342 @@ def test_build_histograms_rejects_incomplete_acquisition_arguments():
     with pytest.raises(ValueError, match="do not match the number of features"):
         build_histograms(*args, acquired, acquired, np.full(3, -1, np.int32), counts,
                          np.zeros(2, dtype=np.uint32))
+
+
+# ---------------------------------------------------------------------------------------
+# 12. Input checks: a public kernel raises ValueError on arrays that do not fit together
+#     (the kernels are compiled with boundscheck=False: a wrong length would read or write
+#     out of bounds)
+# ---------------------------------------------------------------------------------------
+def small_problem(seed=0, n_samples=40, n_features=3):
+    """Valid inputs of every kernel: bins, edges, gradients, rows, a forest and its
+    packed layout, a cost model's arrays."""
+    rng = np.random.default_rng(seed)
+    X = random_raw_data(rng, n_samples, n_features, p_nan=0.1)
+    edges_list = [find_bin_edges(X[:, f], 8) for f in range(n_features)]
+    edges, indptr = concat_edges(edges_list)
+    binned = np.empty(X.shape, np.uint8, order="F")
+    map_to_bins(X, edges, indptr, MISSING, binned, 1)
+    nvb = np.array([len(e) + 1 for e in edges_list], dtype=np.uint32)
+    trees, nodes, offsets = random_forest(rng, edges_list, [3, 5])
+    return dict(rng=rng, X=X, edges=edges, indptr=indptr, binned=binned, nvb=nvb,
+                g=rng.normal(size=n_samples), h=rng.uniform(0.5, 1.0, n_samples),
+                rows=np.arange(n_samples, dtype=np.int32), trees=trees, nodes=nodes,
+                packed=compact_nodes(nodes), offsets=offsets,
+                outputs=np.zeros(len(trees), np.int32), mask=np.ones(n_features, np.uint8))
+
+
+def bad_tree(tree, field, node, value):
+    tree = tree.copy()
+    tree[field][node] = value
+    return tree
+
+
+def test_kernels_reject_inconsistent_inputs():
+    """A valid call of each kernel, then the same call with one array of a wrong length,
+    an index out of range or a malformed tree: ValueError each time."""
+    p = small_problem()
+    n, m = p["X"].shape
+    X, binned, g, h, rows, nvb, mask = (p[k] for k in ("X", "binned", "g", "h", "rows",
+                                                       "nvb", "mask"))
+    edges, indptr, packed, offsets, outputs = (p[k] for k in ("edges", "indptr", "packed",
+                                                             "offsets", "outputs"))
+    tree = p["trees"][1]
+    hist = sentinel_histograms(m)
+    counts = np.zeros(m, np.uint32)
+    bits = np.zeros((n, 1), np.uint64, order="F")
+    no_group = np.full(m, -1, np.int32)
+
+    def grower(**changes):
+        args = dict(binned=binned, bin_edges=edges, edges_indptr=indptr, n_value_bins=nvb,
+                    missing_bin=MISSING, learning_rate=0.1, reg_lambda=1.0,
+                    min_child_weight=1e-3, gamma=0.0, min_data_in_leaf=1, num_leaves=8,
+                    max_depth=-1, best_first=True, n_threads=1)
+        args.update(changes)
+        return TreeGrower(*args.values())
+
+    def cost(**changes):
+        args = dict(X=X, nodes=packed, offsets=offsets, fc=np.ones(m), fg=no_group,
+                    gc=np.zeros(0), split_cost=0.0, tree_cost=0.0, out=np.zeros(n),
+                    acq=np.zeros((n, 1), np.uint64), grp=np.zeros((n, 1), np.uint64),
+                    per_thread=np.zeros((1, len(packed)), np.int64), n_threads=1)
+        args.update(changes)
+        predict_cost(*args.values())
+
+    def greedy(indptr_=indptr, rows_=rows, **options):
+        grow_greedy_tree(binned, (rows % 2).astype(np.int32), rows_.copy(), 2, np.ones(m),
+                         no_group, np.zeros(0), edges, indptr_, mask, **options)
+
+    valid_and_bad = {
+        "map_to_bins": (
+            lambda: map_to_bins(X, edges, indptr, MISSING, np.empty((n, m), np.uint8, "F"), 1),
+            [lambda: map_to_bins(X, edges, indptr, MISSING, np.empty((n - 1, m), np.uint8,
+                                                                      "F"), 1),
+             lambda: map_to_bins(X, edges, indptr[:-1], MISSING,
+                                 np.empty((n, m), np.uint8, "F"), 1),
+             lambda: map_to_bins(X, edges[:-1], indptr, MISSING,
+                                 np.empty((n, m), np.uint8, "F"), 1),
+             # a feature with as many edges as missing_bin: its top bin would be missing
+             lambda: map_to_bins(X, edges, indptr, int(np.diff(indptr).max()),
+                                 np.empty((n, m), np.uint8, "F"), 1),
+             lambda: map_to_bins(X, edges, indptr, MISSING, np.empty((n, m), np.uint8, "F"),
+                                 0)]),
+        "gradients": (
+            lambda: logistic_gradients(g, np.ones(n), None, np.empty(n), np.empty(n), 1),
+            [lambda: logistic_gradients(g, np.ones(n - 1), None, np.empty(n), np.empty(n), 1),
+             lambda: logistic_gradients(g, np.ones(n), np.ones(2), np.empty(n), np.empty(n),
+                                        1),
+             lambda: logistic_gradients(g, np.ones(n), None, np.empty(n), np.empty(1), 1),
+             lambda: softmax_gradients(np.zeros((n, 3)), np.ones(n), None,
+                                       np.empty((n, 2), order="F"),
+                                       np.empty((n, 3), order="F"), 1)]),
+        "build_histograms": (
+            lambda: build_histograms(binned, rows, g, h, mask, nvb, MISSING, hist, 1),
+            [lambda: build_histograms(binned, rows, g[:-1], h, mask, nvb, MISSING, hist, 1),
+             lambda: build_histograms(binned, rows, g, h, mask[:-1], nvb, MISSING, hist, 1),
+             lambda: build_histograms(binned, np.array([0, n], np.int32), g, h, mask, nvb,
+                                      MISSING, hist, 1),
+             lambda: build_histograms(binned, np.array([-1], np.int32), g, h, mask, nvb,
+                                      MISSING, hist, 1),
+             # bins up to 255 but histograms of 16 bins
+             lambda: build_histograms(binned, rows, g, h, mask, np.minimum(nvb, 15), 15,
+                                      sentinel_histograms(m, 16), 1),
+             lambda: build_histograms(binned, rows, g, h, mask, nvb, MISSING, hist, 1,
+                                      bits, bits, np.full(m, 64, np.int32), counts, counts),
+             lambda: build_histograms(np.zeros((n, 70), np.uint8, "F"), rows, g, h,
+                                      np.ones(70, np.uint8), np.ones(70, np.uint32), MISSING,
+                                      sentinel_histograms(70), 1, bits, bits,
+                                      np.full(70, -1, np.int32), np.zeros(70, np.uint32),
+                                      np.zeros(70, np.uint32))]),
+        "subtract_histograms": (
+            lambda: subtract_histograms(hist, hist, mask, nvb, MISSING, hist.copy()),
+            [lambda: subtract_histograms(hist, hist[:-1], mask, nvb, MISSING, hist.copy()),
+             lambda: subtract_histograms(hist, hist, mask, nvb, MISSING, hist[:, :16].copy()),
+             lambda: subtract_histograms(hist, hist, mask[:-1], nvb, MISSING, hist.copy()),
+             lambda: subtract_histograms(hist, hist, mask, nvb[:-1], MISSING, hist.copy()),
+             lambda: subtract_histograms(hist, hist, mask, nvb, N_BINS, hist.copy())]),
+        "find_best_split": (
+            lambda: find_best_split(hist, nvb, MISSING, mask, 0.0, 1.0, n, 1.0, 0.0, 1, None,
+                                    1),
+            [lambda: find_best_split(hist, nvb[:-1], MISSING, mask, 0.0, 1.0, n, 1.0, 0.0, 1,
+                                     None, 1),
+             lambda: find_best_split(hist, nvb, MISSING, mask[:-1], 0.0, 1.0, n, 1.0, 0.0, 1,
+                                     None, 1),
+             lambda: find_best_split(hist, nvb, MISSING, mask, 0.0, 1.0, n, 1.0, 0.0, 1,
+                                     np.zeros(m - 1), 1),
+             lambda: find_best_split(hist, nvb, N_BINS, mask, 0.0, 1.0, n, 1.0, 0.0, 1, None,
+                                     1),
+             lambda: find_best_split(hist[:, :4].copy(), nvb, 3, mask, 0.0, 1.0, n, 1.0, 0.0,
+                                     1, None, 1),
+             lambda: find_best_split(hist, nvb, MISSING, mask, 0.0, 1.0, n, 1.0, 0.0, 1, None,
+                                     -1)]),
+        "split_rows": (
+            lambda: split_rows(rows.copy(), binned, 0, 2, False, MISSING, np.empty(n, np.int32)),
+            [lambda: split_rows(rows.copy(), binned, m, 2, False, MISSING,
+                                np.empty(n, np.int32)),
+             lambda: split_rows(np.array([n], np.int32), binned, 0, 2, False, MISSING,
+                                np.empty(n, np.int32))]),
+        "mark_acquired": (
+            lambda: mark_acquired(np.zeros((n, 1), np.uint64), rows, 63),
+            [lambda: mark_acquired(np.zeros((n, 1), np.uint64), rows, 64),
+             lambda: mark_acquired(np.zeros((n, 1), np.uint64), np.array([n], np.int32), 0)]),
+        "bitset_to_bool": (
+            lambda: bitset_to_bool(np.zeros((n, 1), np.uint64), 64, np.zeros((n, 64), np.uint8)),
+            [lambda: bitset_to_bool(np.zeros((n, 1), np.uint64), 65,
+                                    np.zeros((n, 65), np.uint8)),
+             lambda: bitset_to_bool(np.zeros((n, 1), np.uint64), 64,
+                                    np.zeros((n - 1, 64), np.uint8)),
+             lambda: bitset_to_bool(np.zeros((n, 1), np.uint64), 64,
+                                    np.zeros((n, 63), np.uint8))]),
+        "AcquisitionState": (
+            lambda: AcquisitionState(n, no_group, 0).acquire_along_paths(binned, tree.copy(),
+                                                                         MISSING, rows),
+            [lambda: AcquisitionState(n, no_group, 0).acquire_along_paths(
+                binned, tree.copy(), MISSING, np.array([n], np.int32)),
+             lambda: AcquisitionState(n, no_group, 0).acquire_along_paths(
+                binned, tree[:0].copy(), MISSING, rows),
+             lambda: AcquisitionState(n, no_group, 0).acquire_along_paths(
+                binned, bad_tree(tree, "feature", 0, m), MISSING, rows),
+             lambda: AcquisitionState(n, no_group, 0).acquire_along_paths(
+                binned, bad_tree(tree, "left", 0, 0), MISSING, rows),      # a loop
+             lambda: AcquisitionState(n, no_group, 0).acquire_along_paths(
+                binned, bad_tree(tree, "right", 0, len(tree)), MISSING, rows),
+             lambda: AcquisitionState(n, no_group, 0).load_bitsets(
+                np.zeros((n, 2), np.uint64), np.zeros((n, 1), np.uint64), []),
+             lambda: AcquisitionState(n, no_group, 0).load_bitsets(
+                np.zeros((n, 1), np.uint64), np.zeros((n, 1), np.uint64), [m]),
+             lambda: AcquisitionState(n, no_group, -1),
+             lambda: AcquisitionState(MAX_ROWS + 1, no_group, 0)]),
+        "TreeGrower": (
+            lambda: grower().grow(g, h, rows.copy(), mask),
+            [lambda: grower(n_value_bins=nvb[:-1]),
+             lambda: grower(edges_indptr=indptr[:-1]),
+             lambda: grower(bin_edges=edges[:-1]),
+             lambda: grower(n_value_bins=nvb + 1),             # a value bin without edge
+             lambda: grower(missing_bin=256),
+             # more rows than training takes (no features: no memory)
+             lambda: grower(binned=np.zeros((MAX_ROWS + 1, 0), np.uint8, "F"),
+                            bin_edges=np.zeros(0), edges_indptr=np.zeros(1, np.int64),
+                            n_value_bins=np.zeros(0, np.uint32)),
+             lambda: grower(n_threads=0),
+             # missing_bin 7 but the data hold bin 255
+             lambda: grower(n_value_bins=np.minimum(nvb, 7), missing_bin=7),
+             lambda: grower().grow(g[:-1], h, rows.copy(), mask),
+             lambda: grower().grow(g, h, rows.copy(), mask[:-1]),
+             lambda: grower().grow(g, h, np.zeros(n + 1, np.int32), mask),   # > n rows
+             lambda: grower().grow(g, h, np.array([0, n], np.int32), mask),
+             lambda: grower().root_split_terms(g, h, np.array([-1], np.int32), mask),
+             lambda: grower().add_leaf_values(rows, np.zeros((n, 1)), 0),  # nothing grown
+             lambda: grower().set_cost_penalty(
+                 AcquisitionState(n, no_group, 1), 1.0, np.ones(m), np.full(m, 1, np.int32),
+                 np.ones(1), np.zeros(m), np.zeros(1), 0.0)]),
+        "grow_greedy_tree": (
+            lambda: greedy(),
+            [lambda: greedy(indptr_=indptr[::-1].copy()),
+             lambda: greedy(indptr_=indptr + 1),
+             lambda: greedy(n_stumps=(3, 2)),
+             lambda: greedy(stump_node_sizes=(10,)),
+             lambda: greedy(rows_=np.array([n], np.int32))]),
+        "predict_raw": (
+            lambda: predict_raw(X, packed, offsets, outputs, np.zeros((n, 1)), 1),
+            [lambda: predict_raw(X, packed, offsets, outputs, np.zeros((n - 1, 1)), 1),
+             lambda: predict_raw(X, packed, offsets, outputs[:-1], np.zeros((n, 1)), 1),
+             lambda: predict_raw(X, packed, offsets, outputs + 1, np.zeros((n, 1)), 1),
+             lambda: predict_raw(X, packed, offsets[:-1], outputs[:-1], np.zeros((n, 1)), 1),
+             lambda: predict_raw(X, packed, offsets[::-1].copy(), outputs, np.zeros((n, 1)),
+                                 1),
+             lambda: predict_raw(X, packed[:-1], offsets, outputs, np.zeros((n, 1)), 1)]),
+        "predict_leaf": (
+            lambda: predict_leaf(X, packed, offsets, np.zeros((n, 2), np.int32), 1),
+            [lambda: predict_leaf(X, packed, offsets, np.zeros((n, 1), np.int32), 1),
+             lambda: predict_leaf(X, packed, offsets, np.zeros((n - 1, 2), np.int32), 1),
+             lambda: predict_leaf(X, packed, np.array([0, 0, len(packed)]),
+                                  np.zeros((n, 2), np.int32), 1)]),
+        "predict_node_rows": (
+            lambda: predict_node_rows(X, packed, offsets, np.ones((len(packed), 2)),
+                                      np.zeros((n, 2)), 1),
+            [lambda: predict_node_rows(X, packed, offsets + 1, np.ones((len(packed), 2)),
+                                       np.zeros((n, 2)), 1),
+             lambda: predict_node_rows(X, packed, offsets, np.ones((len(packed) - 1, 2)),
+                                       np.zeros((n, 2)), 1)]),
+        "predict_binned_add": (
+            lambda: predict_binned_add(binned, tree, MISSING, np.zeros((n, 2)), 1, 1),
+            [lambda: predict_binned_add(binned, tree, MISSING, np.zeros((n, 2)), 2, 1),
+             lambda: predict_binned_add(binned, tree, MISSING, np.zeros((n - 1, 2)), 1, 1),
+             lambda: predict_binned_add(binned, tree[:0].copy(), MISSING, np.zeros((n, 2)), 1,
+                                        1),
+             lambda: predict_binned_add(binned, bad_tree(tree, "feature", 0, m), MISSING,
+                                        np.zeros((n, 2)), 1, 1),
+             lambda: predict_binned_add(binned, bad_tree(tree, "left", 0, 0), MISSING,
+                                        np.zeros((n, 2)), 1, 1)]),
+        "predict_cost": (
+            cost,
+            [lambda: cost(fc=np.ones(m - 1), fg=no_group[:-1]),
+             lambda: cost(fg=np.full(m, 0, np.int32)),            # no group 0
+             lambda: cost(out=np.zeros(n - 1)),
+             lambda: cost(acq=np.zeros((n - 1, 1), np.uint64)),
+             lambda: cost(acq=np.zeros((n, 0), np.uint64)),
+             lambda: cost(n_threads=2),                           # one row of counts
+             lambda: cost(per_thread=np.zeros((1, len(packed) - 1), np.int64))]),
+        "sum_node_rows": (
+            lambda: sum_node_rows(np.zeros((n, 2), np.int32), offsets,
+                                  np.ones((len(packed), 2)), np.zeros((n, 2)), 1),
+            [lambda: sum_node_rows(np.full((n, 2), offsets[1], np.int32), offsets,
+                                   np.ones((len(packed), 2)), np.zeros((n, 2)), 1),
+             lambda: sum_node_rows(np.full((n, 2), -1, np.int32), offsets,
+                                   np.ones((len(packed), 2)), np.zeros((n, 2)), 1),
+             lambda: sum_node_rows(np.zeros((n, 2), np.int32), offsets,
+                                   np.ones((len(packed) + 1, 2)), np.zeros((n, 2)), 1)]),
+        "add_leaf_values": (
+            lambda: add_leaf_values(np.zeros((n, 2), np.int32), packed, offsets, outputs,
+                                    np.zeros((n, 1)), 1),
+            [lambda: add_leaf_values(np.full((n, 2), 99, np.int32), packed, offsets, outputs,
+                                     np.zeros((n, 1)), 1),
+             lambda: add_leaf_values(np.zeros((n, 2), np.int32), packed, offsets, outputs + 1,
+                                     np.zeros((n, 1)), 1)]),
+    }
+    for name, (valid, bad_calls) in valid_and_bad.items():
+        valid()
+        for i, call in enumerate(bad_calls):
+            with pytest.raises(ValueError):
+                call()
+                pytest.fail(f"{name}: bad call {i} did not raise")
+
+
+def test_linear_kernels_reject_inconsistent_inputs():
+    rng = np.random.default_rng(3)
+    n, d = 30, 4
+    X = rng.normal(size=(n, d))
+    F = rng.normal(size=(n, 3))
+    thresholds = np.zeros(3)
+    upper, lower = np.array([1, -1, -1], np.int32), np.array([2, -1, -1], np.int32)
+    indptr = np.array([0, 2, 3, 4], np.int64)
+    index = np.array([0, 3, 1, 2], np.int32)
+    columns = np.array([0, 2], np.int64)
+    v = np.ones(n)
+
+    def hard(**changes):
+        args = dict(X=X, indptr=indptr, index=index, value=np.ones(len(index)),
+                    impute=np.zeros(d), bias=np.zeros(3), thresholds=thresholds, upper=upper,
+                    lower=lower, out=np.empty(n), out_exit=np.empty(n, np.int32), n_threads=1)
+        args.update(changes)
+        predict_hard(*args.values())
+
+    def objective(**changes):
+        args = dict(f=v, y=v, sw=v, own_weight=v, slope=v, lu=v, lv=v, cu=v, cv=v,
+                    threshold=0.0, splits=True, loss=0, grad=np.empty(n), n_threads=1)
+        args.update(changes)
+        node_objective(*args.values())
+
+    valid_and_bad = {
+        "pointwise_loss": (
+            lambda: pointwise_loss(F, v, 0, np.empty((n, 3)), 1),
+            [lambda: pointwise_loss(F, v[:-1], 0, np.empty((n, 3)), 1),
+             lambda: pointwise_loss(F, v, 0, np.empty((n, 2)), 1)]),
+        "soft_route": (
+            lambda: soft_route(F, thresholds, upper, lower, np.empty((n, 3)), np.empty((n, 3)),
+                               1),
+            [lambda: soft_route(F, thresholds, upper[:2], lower, np.empty((n, 3)),
+                                np.empty((n, 3)), 1),
+             lambda: soft_route(F, thresholds, np.array([0, -1, -1], np.int32), lower,
+                                np.empty((n, 3)), np.empty((n, 3)), 1),     # a loop
+             lambda: soft_route(F, thresholds, np.array([3, -1, -1], np.int32), lower,
+                                np.empty((n, 3)), np.empty((n, 3)), 1),
+             lambda: soft_route(F, thresholds, upper, lower, np.empty((n, 2)),
+                                np.empty((n, 3)), 1),
+             lambda: soft_route(F[:, :0].copy(), thresholds[:0], upper[:0], lower[:0],
+                                np.empty((n, 0)), np.empty((n, 0)), 1)]),
+        "node_objective": (
+            objective,
+            [lambda: objective(y=v[:-1]),
+             lambda: objective(grad=np.empty(n - 1)),
+             lambda: objective(slope=v[:-1])]),
+        "predict_hard": (
+            hard,
+            [lambda: hard(index=np.array([0, 3, 1, d], np.int32)),
+             lambda: hard(indptr=np.array([0, 2, 3, 5], np.int64)),
+             lambda: hard(indptr=np.array([0, 3, 2, 4], np.int64)),
+             lambda: hard(indptr=indptr[:-1]),
+             lambda: hard(impute=np.zeros(d - 1)),
+             lambda: hard(upper=np.array([1, 0, -1], np.int32)),       # back to the root
+             lambda: hard(out=np.empty(n - 1))]),
+        "dense_scores": (
+            lambda: dense_scores(X, columns, np.ones(2), 0.0, np.empty(n), 1),
+            [lambda: dense_scores(X, np.array([0, d], np.int64), np.ones(2), 0.0,
+                                  np.empty(n), 1),
+             lambda: dense_scores(X, np.array([-1, 0], np.int64), np.ones(2), 0.0,
+                                  np.empty(n), 1),
+             lambda: dense_scores(X, columns, np.ones(1), 0.0, np.empty(n), 1),
+             lambda: dense_scores(X, columns, np.ones(2), 0.0, np.empty(n - 1), 1)]),
+        "dense_gradient": (
+            lambda: dense_gradient(X, columns, v, np.empty(2), 1),
+            [lambda: dense_gradient(X, np.array([0, d], np.int64), v, np.empty(2), 1),
+             lambda: dense_gradient(X, columns, v[:-1], np.empty(2), 1),
+             lambda: dense_gradient(X, columns, v, np.empty(1), 1)]),
+    }
+    for name, (valid, bad_calls) in valid_and_bad.items():
+        valid()
+        for i, call in enumerate(bad_calls):
+            with pytest.raises(ValueError):
+                call()
+                pytest.fail(f"{name}: bad call {i} did not raise")

@@ -10,7 +10,8 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 import numpy as np
 
 from ._predict cimport binned_child
-from ._types cimport BITSET_WORD_C, X_BINNED_C, node_struct
+from ._safety cimport first_bad_node, first_out_of_range_32
+from ._types cimport BITSET_WORD_C, MAX_ROWS_C, X_BINNED_C, node_struct
 
 
 cdef inline Py_ssize_t _n_words(Py_ssize_t n_bits) noexcept nogil:
@@ -37,6 +38,11 @@ cdef class AcquisitionState:
     """
 
     def __init__(self, Py_ssize_t n_samples, feature_group, Py_ssize_t n_groups):
+        if not 0 <= n_samples <= MAX_ROWS_C:
+            raise ValueError(f"n_samples must be in [0, {MAX_ROWS_C}] (the most rows "
+                             f"training takes), got {n_samples}")
+        if n_groups < 0:
+            raise ValueError(f"n_groups must be >= 0, got {n_groups}")
         fg = np.ascontiguousarray(feature_group, dtype=np.int32)
         if fg.ndim != 1 or (fg.size and (fg.min() < -1 or fg.max() >= n_groups)):
             raise ValueError("feature_group must hold group indices in [-1, n_groups)")
@@ -81,16 +87,28 @@ cdef class AcquisitionState:
 
     def load_bitsets(self, acquired, groups_touched, used_features):
         """Replace the state by given bitsets (e.g. from routing the training inputs
-        through a saved model's trees) and the features the model uses."""
-        np.asarray(self.acquired)[...] = acquired
-        np.asarray(self.groups_touched)[...] = groups_touched
+        through a saved model's trees) and the features the model uses.
+
+        ``acquired`` and ``groups_touched`` have the shapes of ``acquired_bits`` and
+        ``groups_touched_bits``; ``used_features`` are feature indices."""
+        own_acquired, own_touched = np.asarray(self.acquired), np.asarray(self.groups_touched)
+        if np.shape(acquired) != own_acquired.shape \
+                or np.shape(groups_touched) != own_touched.shape:
+            raise ValueError(f"the bitsets must have the shapes {own_acquired.shape} and "
+                             f"{own_touched.shape}, got {np.shape(acquired)} and "
+                             f"{np.shape(groups_touched)}")
+        used_features = np.asarray(used_features, dtype=np.intp)
+        if used_features.size and (used_features.min() < 0
+                                   or used_features.max() >= self.n_features):
+            raise ValueError(f"used_features must be in [0, {self.n_features})")
+        own_acquired[...] = acquired
+        own_touched[...] = groups_touched
         per_feature = np.zeros((self.n_samples, max(self.n_features, 1)), dtype=np.uint8)
-        bitset_to_bool(np.ascontiguousarray(acquired), self.n_features, per_feature)
+        bitset_to_bool(np.ascontiguousarray(own_acquired), self.n_features, per_feature)
         np.asarray(self.n_acquired)[...] = per_feature[:, :self.n_features].sum(axis=0)
         per_group = np.zeros((self.n_samples, max(self.n_groups, 1)), dtype=np.uint8)
-        bitset_to_bool(np.ascontiguousarray(groups_touched), self.n_groups, per_group)
+        bitset_to_bool(np.ascontiguousarray(own_touched), self.n_groups, per_group)
         np.asarray(self.n_touched)[...] = per_group[:, :self.n_groups].sum(axis=0)
-        used_features = np.asarray(used_features, dtype=np.intp)
         used = np.asarray(self.feature_used)
         used[...] = 0
         used[used_features] = 1
@@ -146,13 +164,31 @@ cdef class AcquisitionState:
         through ``tree`` (binned data, as in training); ``tree["new_acquisitions"]`` is
         incremented where a row first acquires a feature. Used for the inputs left out
         of a subsampled round: they are charged for what the new tree makes them
-        compute. Returns the number of split nodes the rows visit."""
-        cdef Py_ssize_t i, n_nodes = tree.shape[0]
+        compute. Returns the number of split nodes the rows visit.
+
+        ValueError when ``binned`` does not match the state, a row is out of range, or
+        a node of ``tree`` is neither a leaf nor a split on a feature of ``binned`` with
+        both children after it in the tree."""
+        cdef Py_ssize_t i, bad, n_nodes = tree.shape[0]
         cdef int64_t visits = 0, newly
         cdef int32_t node, row
         cdef int32_t[::1] one = np.zeros(1, dtype=np.int32)
         if binned.shape[0] != self.n_samples or binned.shape[1] != self.n_features:
             raise ValueError("binned does not match the acquisition state")
+        if rows.shape[0] == 0:
+            return 0
+        with nogil:
+            bad = first_out_of_range_32(&rows[0], rows.shape[0], 0, self.n_samples)
+        if bad >= 0:
+            raise ValueError(f"rows[{bad}] = {rows[bad]} is out of range for "
+                             f"{self.n_samples} samples")
+        if n_nodes == 0:
+            raise ValueError("tree has no nodes")
+        with nogil:
+            bad = first_bad_node(&tree[0], n_nodes, self.n_features)
+        if bad >= 0:
+            raise ValueError(f"tree node {bad}: children must come after it within the "
+                             f"tree, and its feature must be a column of binned")
         with nogil:
             for i in range(rows.shape[0]):
                 row = rows[i]
@@ -169,9 +205,18 @@ cdef class AcquisitionState:
 
 
 def mark_acquired(BITSET_WORD_C[:, ::1] bitset, const int32_t[::1] rows, const int bit):
-    """Set ``bit`` for every row in ``rows``; return how many rows did not have it."""
-    cdef Py_ssize_t i
+    """Set ``bit`` for every row in ``rows``; return how many rows did not have it.
+    ValueError when a row or ``bit`` is out of range of ``bitset``."""
+    cdef Py_ssize_t i, bad
     cdef int32_t row
+    if not 0 <= bit < bitset.shape[1] * 64:
+        raise ValueError(f"bit {bit} out of range for {bitset.shape[1]} words per row")
+    with nogil:
+        bad = first_out_of_range_32(&rows[0] if rows.shape[0] else NULL, rows.shape[0], 0,
+                                    bitset.shape[0])
+    if bad >= 0:
+        raise ValueError(f"rows[{bad}] = {rows[bad]} is out of range for "
+                         f"{bitset.shape[0]} rows")
     cdef Py_ssize_t word = bit >> 6
     cdef uint64_t mask = (<uint64_t> 1) << (bit & 63)
     cdef Py_ssize_t newly = 0
@@ -186,8 +231,16 @@ def mark_acquired(BITSET_WORD_C[:, ::1] bitset, const int32_t[::1] rows, const i
 
 def bitset_to_bool(const BITSET_WORD_C[:, ::1] bitset, const Py_ssize_t n_bits,
                    unsigned char[:, ::1] out):
-    """Expand a bitset to an ``(n_rows, n_bits)`` array of 0/1."""
+    """Expand a bitset to an ``(n_rows, n_bits)`` array of 0/1 (``out`` may have more
+    columns; the others are not written). ValueError when ``out`` has fewer rows than
+    ``bitset`` or fewer than ``n_bits`` columns, or ``bitset`` fewer than ``n_bits``
+    bits per row."""
     cdef Py_ssize_t i, b
+    if n_bits < 0 or out.shape[0] != bitset.shape[0] or out.shape[1] < n_bits \
+            or bitset.shape[1] * 64 < n_bits:
+        raise ValueError(f"bitset_to_bool: {n_bits} bits of a bitset of shape "
+                         f"({bitset.shape[0]}, {bitset.shape[1]}) into out of shape "
+                         f"({out.shape[0]}, {out.shape[1]})")
     with nogil:
         for i in range(bitset.shape[0]):
             for b in range(n_bits):

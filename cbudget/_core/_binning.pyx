@@ -3,6 +3,7 @@ from cython.parallel cimport prange
 from libc.math cimport isnan
 from libc.stdint cimport int64_t
 
+from ._safety cimport check_n_threads
 from ._types cimport X_BINNED_C
 
 ctypedef fused floating_t:
@@ -49,11 +50,29 @@ def map_to_bins(
         Bin of NaN values.
     out : ndarray of uint8, shape (n_samples, n_features), Fortran order
     n_threads : int
+
+    Raises ValueError when the shapes disagree, when ``edges_indptr`` does not split
+    ``edges`` into the features' runs, or when a feature has ``missing_bin`` edges or
+    more (its top value bin would reach the missing bin).
     """
     cdef Py_ssize_t n_samples = X.shape[0]
     cdef Py_ssize_t n_features = X.shape[1]
     cdef Py_ssize_t i, f
     cdef double x
+    check_n_threads(n_threads)
+    if out.shape[0] != n_samples or out.shape[1] != n_features:
+        raise ValueError(f"out has shape ({out.shape[0]}, {out.shape[1]}), X "
+                         f"({n_samples}, {n_features})")
+    if edges_indptr.shape[0] != n_features + 1:
+        raise ValueError(f"edges_indptr has {edges_indptr.shape[0]} entries for "
+                         f"{n_features} features (needs n_features + 1)")
+    if edges_indptr[0] != 0 or edges_indptr[n_features] > edges.shape[0]:
+        raise ValueError("edges_indptr must start at 0 and end within edges")
+    for f in range(n_features):
+        if not 0 <= edges_indptr[f + 1] - edges_indptr[f] < missing_bin:
+            raise ValueError(f"feature {f} has {edges_indptr[f + 1] - edges_indptr[f]} "
+                             f"edges: edges_indptr must be non-decreasing, with fewer "
+                             f"than missing_bin ({missing_bin}) edges per feature")
     for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
         for f in range(n_features):
             x = X[i, f]

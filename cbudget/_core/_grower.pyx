@@ -22,7 +22,7 @@ every row of the leaf as having acquired ``m``.
 """
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t, uint32_t
-from libc.stdlib cimport calloc, free, malloc
+from libc.stdlib cimport free, malloc
 
 import numpy as np
 
@@ -30,8 +30,9 @@ from ._acquisition cimport AcquisitionState
 from ._histogram cimport build_histograms_core, subtract_histograms_core
 from ._partition cimport split_rows_parallel
 from ._path cimport mark_feature
+from ._safety cimport check_n_threads, checked_calloc, checked_malloc, first_out_of_range_32
 from ._split cimport find_best_split_core, leaf_value_core, split_struct
-from ._types cimport X_BINNED_C, hist_struct, node_struct
+from ._types cimport MAX_ROWS_C, X_BINNED_C, hist_struct, node_struct
 from ._types import NODE_DTYPE
 
 
@@ -77,6 +78,10 @@ cdef class TreeGrower:
     max_depth : int, -1 for no limit
     best_first : bool
     n_threads : int
+
+    ValueError when the arrays disagree with ``binned`` or with each other (every value
+    bin must have its edge, every bin of ``binned`` must be at most ``missing_bin``), or
+    ``binned`` has more rows than training takes (``_types.MAX_ROWS``).
     """
     cdef const X_BINNED_C[::1, :] binned
     cdef const double[::1] bin_edges
@@ -92,7 +97,8 @@ cdef class TreeGrower:
     cdef double * ordered_hessians
     cdef split_struct * per_feature
     cdef grow_node * nodes
-    cdef Py_ssize_t n_nodes           # of the last tree grown
+    cdef Py_ssize_t n_nodes           # of the last tree grown (0: none to add)
+    cdef Py_ssize_t n_rows_grown      # the number of rows it was grown on
     cdef int32_t * open_leaves
     cdef hist_struct ** free_histograms   # the pool
     cdef Py_ssize_t n_free_histograms
@@ -119,6 +125,33 @@ cdef class TreeGrower:
                   int missing_bin, double learning_rate, double reg_lambda,
                   double min_child_weight, double gamma, uint32_t min_data_in_leaf,
                   int num_leaves, int max_depth, bint best_first, int n_threads):
+        cdef Py_ssize_t f, n_edges
+        # pointers are NULL until allocated: __dealloc__ frees whatever was, also when
+        # this raises
+        if not binned.shape[0] <= MAX_ROWS_C:
+            raise ValueError(f"binned has {binned.shape[0]} rows; training takes at most "
+                             f"{MAX_ROWS_C} (2**30)")
+        check_n_threads(n_threads)
+        if not 0 <= missing_bin <= 255:
+            raise ValueError(f"missing_bin must be in [0, 255], got {missing_bin}")
+        if n_value_bins.shape[0] != binned.shape[1] \
+                or edges_indptr.shape[0] != binned.shape[1] + 1:
+            raise ValueError("n_value_bins / edges_indptr do not match the number of "
+                             "features of binned")
+        if edges_indptr[0] != 0 or edges_indptr[binned.shape[1]] > bin_edges.shape[0]:
+            raise ValueError("edges_indptr must start at 0 and end within bin_edges")
+        for f in range(binned.shape[1]):
+            n_edges = edges_indptr[f + 1] - edges_indptr[f]
+            # a split's threshold is edge number bin_threshold <= n_value_bins[f] - 2
+            if (n_edges < 0 or n_value_bins[f] > n_edges + 1
+                    or <Py_ssize_t> n_value_bins[f] > missing_bin):
+                raise ValueError(f"feature {f}: {n_value_bins[f]} value bins for {n_edges} "
+                                 f"edges and missing bin {missing_bin} (edges_indptr must "
+                                 f"be non-decreasing, n_value_bins[f] <= its edges + 1 and "
+                                 f"<= missing_bin)")
+        if missing_bin < 255 and binned.shape[0] and binned.shape[1] \
+                and np.asarray(binned).max() > missing_bin:
+            raise ValueError(f"binned holds a bin above missing_bin ({missing_bin})")
         self.binned = binned
         self.bin_edges = bin_edges
         self.edges_indptr = edges_indptr
@@ -136,39 +169,44 @@ cdef class TreeGrower:
         self.max_depth = max_depth
         self.best_first = best_first
         self.n_threads = n_threads
-        # Every leaf keeps >= min_data_in_leaf rows, so no tree has more nodes than this.
+        # Every leaf keeps >= min_data_in_leaf rows, so no tree has more nodes than this
+        # (at most 2 * MAX_ROWS_C - 1: node ids fit in int32).
         cdef Py_ssize_t cap = 2 * max(1, self.n_samples // self.min_data_in_leaf) - 1
         if num_leaves > 0:
-            cap = min(cap, 2 * num_leaves - 1)
+            cap = min(cap, 2 * <Py_ssize_t> num_leaves - 1)
         if 0 <= max_depth < 30:
             cap = min(cap, (1 << (max_depth + 1)) - 1)
         self.capacity = cap
-        self.buffer = <int32_t *> malloc(max(self.n_samples, 1) * sizeof(int32_t))
-        self.ordered_gradients = <double *> malloc(max(self.n_samples, 1) * sizeof(double))
-        self.ordered_hessians = <double *> malloc(max(self.n_samples, 1) * sizeof(double))
-        self.per_feature = <split_struct *> malloc(max(self.n_features, 1) * sizeof(split_struct))
-        self.nodes = <grow_node *> malloc(cap * sizeof(grow_node))
-        self.open_leaves = <int32_t *> malloc(cap * sizeof(int32_t))
-        self.free_histograms = <hist_struct **> malloc(cap * sizeof(hist_struct *))
         self.n_free_histograms = 0
         self.histograms_bytes = (self.n_features * self.n_bins * sizeof(hist_struct)
                                  + 2 * self.n_features * sizeof(uint32_t))
         self.n_nodes = 0
+        self.n_rows_grown = 0
         self.has_penalty = False
-        cdef Py_ssize_t n_f = max(self.n_features, 1)
-        self.count_mask = <unsigned char *> calloc(n_f, sizeof(unsigned char))
-        self.single_mask = <unsigned char *> calloc(n_f, sizeof(unsigned char))
-        self.penalty = <double *> calloc(n_f, sizeof(double))
-        self.fresh_mask = <unsigned char *> calloc(n_f, sizeof(unsigned char))
-        self.on_path = <unsigned char *> calloc(n_f, sizeof(unsigned char))
         self.group_on_path = NULL
-        if (self.buffer == NULL or self.ordered_gradients == NULL
-                or self.ordered_hessians == NULL or self.per_feature == NULL
-                or self.nodes == NULL or self.open_leaves == NULL
-                or self.free_histograms == NULL or self.count_mask == NULL
-                or self.single_mask == NULL or self.penalty == NULL
-                or self.fresh_mask == NULL or self.on_path == NULL):
-            raise MemoryError()
+        self.buffer = <int32_t *> checked_malloc(
+            self.n_samples, sizeof(int32_t), "the row partition buffer")
+        self.ordered_gradients = <double *> checked_malloc(
+            self.n_samples, sizeof(double), "the gathered gradients")
+        self.ordered_hessians = <double *> checked_malloc(
+            self.n_samples, sizeof(double), "the gathered hessians")
+        self.per_feature = <split_struct *> checked_malloc(
+            self.n_features, sizeof(split_struct), "the per-feature split results")
+        self.nodes = <grow_node *> checked_malloc(cap, sizeof(grow_node), "the tree's nodes")
+        self.open_leaves = <int32_t *> checked_malloc(
+            cap, sizeof(int32_t), "the open leaves")
+        self.free_histograms = <hist_struct **> checked_malloc(
+            cap, sizeof(hist_struct *), "the histogram pool")
+        self.count_mask = <unsigned char *> checked_calloc(
+            self.n_features, sizeof(unsigned char), "the count mask")
+        self.single_mask = <unsigned char *> checked_calloc(
+            self.n_features, sizeof(unsigned char), "the rescoring mask")
+        self.penalty = <double *> checked_calloc(
+            self.n_features, sizeof(double), "the per-feature penalties")
+        self.fresh_mask = <unsigned char *> checked_calloc(
+            self.n_features, sizeof(unsigned char), "the fresh-feature mask")
+        self.on_path = <unsigned char *> checked_calloc(
+            self.n_features, sizeof(unsigned char), "the path marks")
 
     def __dealloc__(self):
         cdef Py_ssize_t i
@@ -208,12 +246,13 @@ cdef class TreeGrower:
             raise ValueError("cost arrays do not match the number of features / groups")
         if not cost_tradeoff >= 0 or not split_cost >= 0:
             raise ValueError("cost_tradeoff and split_cost must be >= 0")
+        if self.n_features and first_out_of_range_32(
+                &feature_group[0], self.n_features, -1, state.n_groups) >= 0:
+            raise ValueError(f"feature_group must hold groups in [-1, {state.n_groups})")
         # allocated first: out of memory leaves the grower as it was (a NULL scratch
         # with has_penalty set from an earlier call would crash the next grow)
-        cdef unsigned char * group_on_path = <unsigned char *> calloc(
-            max(state.n_groups, 1), sizeof(unsigned char))
-        if group_on_path == NULL:
-            raise MemoryError()
+        cdef unsigned char * group_on_path = <unsigned char *> checked_calloc(
+            state.n_groups, sizeof(unsigned char), "the group path marks")
         free(self.group_on_path)
         self.group_on_path = group_on_path
         self.state = state
@@ -225,6 +264,29 @@ cdef class TreeGrower:
         self.coupled_costs = coupled_costs
         self.coupled_group_costs = coupled_group_costs
         self.has_penalty = True
+
+    cdef int _check_inputs(self, const double[::1] gradients, const double[::1] hessians,
+                           const int32_t[::1] rows,
+                           const unsigned char[::1] feature_mask) except -1:
+        """ValueError unless the arrays match the binned data and ``rows`` holds between
+        1 and n_samples indices in range (the scratch buffers and the node capacity are
+        sized for n_samples rows)."""
+        cdef Py_ssize_t bad
+        if gradients.shape[0] != self.n_samples or hessians.shape[0] != self.n_samples:
+            raise ValueError("gradients/hessians do not match the binned data")
+        if feature_mask.shape[0] != self.n_features:
+            raise ValueError("feature_mask does not match the number of features")
+        if rows.shape[0] == 0:
+            raise ValueError("no rows to grow a tree on")
+        if rows.shape[0] > self.n_samples:
+            raise ValueError(f"rows has {rows.shape[0]} entries for {self.n_samples} "
+                             f"samples (at most one per sample)")
+        with nogil:
+            bad = first_out_of_range_32(&rows[0], rows.shape[0], 0, self.n_samples)
+        if bad >= 0:
+            raise ValueError(f"rows[{bad}] = {rows[bad]} is out of range for "
+                             f"{self.n_samples} samples")
+        return 0
 
     cdef hist_struct * _take_histograms(self) noexcept nogil:
         if self.n_free_histograms > 0:
@@ -431,12 +493,9 @@ cdef class TreeGrower:
         ndarray of NODE_DTYPE
             Node 0 is the root; children have larger ids than their parent.
         """
-        if gradients.shape[0] != self.n_samples or hessians.shape[0] != self.n_samples:
-            raise ValueError("gradients/hessians do not match the binned data")
-        if feature_mask.shape[0] != self.n_features:
-            raise ValueError("feature_mask does not match the number of features")
-        if rows.shape[0] == 0:
-            raise ValueError("no rows to grow a tree on")
+        self._check_inputs(gradients, hessians, rows, feature_mask)
+        self.n_nodes = 0       # until this tree is grown: add_leaf_values has nothing
+        self.n_rows_grown = rows.shape[0]
         cdef Py_ssize_t n_nodes = 1, n_open = 0, n_leaves = 1, i, pick, n_left
         cdef grow_node * node
         cdef grow_node * left
@@ -556,7 +615,8 @@ cdef class TreeGrower:
             for i in range(n_nodes):
                 self._release_histograms(&self.nodes[i])
         if allocation_error:
-            raise MemoryError("cannot allocate histograms")
+            raise MemoryError(f"cannot allocate a leaf's histograms: "
+                              f"{self.histograms_bytes} bytes")
         if partition_error:
             raise RuntimeError("internal error: row partition disagrees with the histogram")
         self.n_nodes = n_nodes
@@ -575,12 +635,8 @@ cdef class TreeGrower:
         raw_gain, increment : float64 arrays (n_features,)
             ``raw_gain[f] = -inf`` where no split on ``f`` is allowed.
         """
-        if gradients.shape[0] != self.n_samples or hessians.shape[0] != self.n_samples:
-            raise ValueError("gradients/hessians do not match the binned data")
-        if feature_mask.shape[0] != self.n_features:
-            raise ValueError("feature_mask does not match the number of features")
-        if rows.shape[0] == 0:
-            raise ValueError("no rows")
+        self._check_inputs(gradients, hessians, rows, feature_mask)
+        self.n_nodes = 0       # node 0 is overwritten: the last tree is gone
         raw_gain = np.full(self.n_features, -np.inf)
         increment = np.zeros(self.n_features)
         cdef double[::1] gain_view = raw_gain
@@ -602,7 +658,8 @@ cdef class TreeGrower:
             self._prepare_costs(mask)
         self._build(node, &rows[0], &gradients[0], &hessians[0], mask)
         if node.histograms == NULL:
-            raise MemoryError("cannot allocate histograms")
+            raise MemoryError(f"cannot allocate a leaf's histograms: "
+                              f"{self.histograms_bytes} bytes")
         find_best_split_core(
             node.histograms, self.n_features, self.n_bins, &self.n_value_bins[0],
             self.missing_bin, mask, sum_g, sum_h, <uint32_t> rows.shape[0], self.reg_lambda,
@@ -626,8 +683,19 @@ cdef class TreeGrower:
         cdef Py_ssize_t node, i
         cdef double value
         cdef grow_node * leaf
+        cdef Py_ssize_t bad
         if raw.shape[0] != self.n_samples or not 0 <= output < raw.shape[1]:
             raise ValueError("raw does not match the binned data")
+        if self.n_nodes == 0:
+            raise ValueError("no tree to add: grow one first")
+        if rows.shape[0] != self.n_rows_grown:
+            raise ValueError(f"rows has {rows.shape[0]} entries, the last tree was grown "
+                             f"on {self.n_rows_grown}")
+        with nogil:
+            bad = first_out_of_range_32(&rows[0], rows.shape[0], 0, self.n_samples)
+        if bad >= 0:
+            raise ValueError(f"rows[{bad}] = {rows[bad]} is out of range for "
+                             f"{self.n_samples} samples")
         with nogil:
             for node in range(self.n_nodes):
                 leaf = &self.nodes[node]

@@ -8,11 +8,12 @@ written; the split scan reads nothing else.
 """
 from cython.parallel cimport prange
 from libc.stdint cimport int32_t, uint32_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free
 from libc.string cimport memset
 
 import numpy as np
 
+from ._safety cimport check_n_threads, checked_malloc, first_out_of_range_32
 from ._types cimport X_BINNED_C, hist_struct, BITSET_WORD_C
 
 # Below this many (row, feature) pairs a histogram is built on one thread: an OpenMP
@@ -201,8 +202,27 @@ cdef void subtract_histograms_core(
 def _check_shapes(binned, out, n_value_bins, missing_bin):
     if out.shape[0] != binned.shape[1] or n_value_bins.shape[0] != binned.shape[1]:
         raise ValueError("out / n_value_bins do not match the number of features")
-    if not 0 <= missing_bin < out.shape[1] or max(n_value_bins, default=0) > missing_bin:
+    nvb = np.asarray(n_value_bins)
+    if not 0 <= missing_bin < out.shape[1] or (nvb.size and nvb.max() > missing_bin):
         raise ValueError("missing_bin must be a valid bin above every value bin")
+
+
+def _check_bins(binned, n_bins):
+    """Every bin of ``binned`` indexes one of the ``n_bins`` histogram bins (a uint8 bin
+    always does when there are 256)."""
+    if n_bins < 256 and binned.shape[0] and binned.shape[1] \
+            and np.asarray(binned).max() >= n_bins:
+        raise ValueError(f"binned holds a bin >= the {n_bins} bins of out")
+
+
+def _check_rows(rows, Py_ssize_t n_samples):
+    cdef const int32_t[::1] view = rows
+    cdef Py_ssize_t bad
+    with nogil:
+        bad = first_out_of_range_32(&view[0] if view.shape[0] else NULL, view.shape[0], 0,
+                                    n_samples)
+    if bad >= 0:
+        raise ValueError(f"rows[{bad}] = {view[bad]} is out of range for {n_samples} samples")
 
 
 def build_histograms(
@@ -227,7 +247,7 @@ def build_histograms(
     Parameters
     ----------
     binned : uint8 array of shape (n_samples, n_features), Fortran order
-    rows : int32 array of shape (n_rows,)
+    rows : int32 array of shape (n_rows,), indices in [0, n_samples)
     gradients, hessians : float64 arrays of shape (n_samples,)
     feature_mask : uint8 array of shape (n_features,); only masked-in features are built
     n_value_bins : uint32 array of shape (n_features,)
@@ -240,14 +260,23 @@ def build_histograms(
         (``unacquired_count[f]``) and the rows that have not touched ``f``'s cost group
         (``group_untouched_count[f]``, 0 for ``feature_group[f] < 0``), in the same pass.
     groups_touched : uint64 array of shape (n_samples, n_group_words), Fortran order
-    feature_group : int32 array of shape (n_features,)
+    feature_group : int32 array of shape (n_features,), groups in [-1, 64 n_group_words)
     unacquired_count, group_untouched_count : uint32 arrays of shape (n_features,)
     count_mask : uint8 array of shape (n_features,), optional
         With ``acquired``: count only the features with ``count_mask[f]`` (default: all);
         the counts of the others are left untouched.
+
+    Raises ValueError on inconsistent shapes, rows out of range or bins beyond ``out``.
     """
+    check_n_threads(n_threads)
     _check_shapes(binned, out, n_value_bins, missing_bin)
     cdef Py_ssize_t n_rows = rows.shape[0], n_features = binned.shape[1]
+    if (gradients.shape[0] != binned.shape[0] or hessians.shape[0] != binned.shape[0]
+            or feature_mask.shape[0] != n_features):
+        raise ValueError("gradients / hessians need one entry per sample, feature_mask "
+                         "one per feature")
+    _check_rows(rows, binned.shape[0])
+    _check_bins(binned, out.shape[1])
     cdef const BITSET_WORD_C * acq = NULL
     cdef const BITSET_WORD_C * grp = NULL
     cdef const int32_t * fg = NULL
@@ -268,21 +297,30 @@ def build_histograms(
                 or (count_mask is not None and count_mask.shape[0] != n_features)):
             raise ValueError("feature_group / counts / count_mask do not match the "
                              "number of features")
+        if acquired.shape[1] * 64 < n_features:
+            raise ValueError(f"acquired has {acquired.shape[1]} words per row, too few "
+                             f"for {n_features} features")
+        if n_features and first_out_of_range_32(
+                &feature_group[0], n_features, -1, groups_touched.shape[1] * 64) >= 0:
+            raise ValueError("feature_group holds a group outside [-1, the bits of "
+                             "groups_touched)")
         if count_mask is None:
             count_mask = np.ones(n_features, dtype=np.uint8)
-        cm = &count_mask[0]
-        acq, grp = &acquired[0, 0], &groups_touched[0, 0]
-        fg, uc, gc = &feature_group[0], &unacquired_count[0], &group_untouched_count[0]
+        if n_features:
+            cm = &count_mask[0]
+            acq, grp = &acquired[0, 0], &groups_touched[0, 0]
+            fg, uc, gc = &feature_group[0], &unacquired_count[0], &group_untouched_count[0]
     # scratch allocated after every check that can raise; freed whatever happens
     try:
-        ordered_gradients = <double *> malloc(max(n_rows, 1) * sizeof(double))
-        ordered_hessians = <double *> malloc(max(n_rows, 1) * sizeof(double))
-        if ordered_gradients == NULL or ordered_hessians == NULL:
-            raise MemoryError()
+        ordered_gradients = <double *> checked_malloc(n_rows, sizeof(double),
+                                                      "the leaf's gathered gradients")
+        ordered_hessians = <double *> checked_malloc(n_rows, sizeof(double),
+                                                     "the leaf's gathered hessians")
         with nogil:
             build_histograms_core(
                 &binned[0, 0], binned.shape[0], n_features, &rows[0] if n_rows else NULL,
-                n_rows, &gradients[0], &hessians[0], &feature_mask[0], &n_value_bins[0],
+                n_rows, &gradients[0] if n_rows else NULL,
+                &hessians[0] if n_rows else NULL, &feature_mask[0], &n_value_bins[0],
                 missing_bin, &out[0, 0], out.shape[1], ordered_gradients, ordered_hessians,
                 cm, acq, grp, fg, uc, gc, n_threads)
     finally:
@@ -300,7 +338,22 @@ def subtract_histograms(
     int n_threads=1,
 ):
     """``out = parent - child`` (the sibling's histogram) over the used bins of the
-    masked-in features."""
+    masked-in features. ``parent``, ``child`` and ``out`` have one shape (n_features,
+    n_bins); ValueError otherwise, or when ``missing_bin`` is not a bin above every
+    ``n_value_bins[f]``."""
+    check_n_threads(n_threads)
+    if (child.shape[0] != parent.shape[0] or child.shape[1] != parent.shape[1]
+            or out.shape[0] != parent.shape[0] or out.shape[1] != parent.shape[1]):
+        raise ValueError("parent, child and out must have one shape")
+    if feature_mask.shape[0] != parent.shape[0]:
+        raise ValueError("feature_mask does not match the number of features")
+    nvb = np.asarray(n_value_bins)
+    if nvb.shape[0] != parent.shape[0]:
+        raise ValueError("n_value_bins does not match the number of features")
+    if not 0 <= missing_bin < parent.shape[1] or (nvb.size and nvb.max() > missing_bin):
+        raise ValueError("missing_bin must be a valid bin above every value bin")
+    if parent.shape[0] == 0:
+        return
     with nogil:
         subtract_histograms_core(&parent[0, 0], &child[0, 0], &out[0, 0], parent.shape[0],
                                  parent.shape[1], &feature_mask[0], &n_value_bins[0],

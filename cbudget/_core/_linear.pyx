@@ -8,7 +8,8 @@ its children): ``upper[k]`` / ``lower[k]`` is the child an input goes to when it
 element (the input exits with ``f_k(x)``). A node with two terminals is a leaf.
 
 Sums over inputs are taken over fixed blocks of rows, then added in block order, so the
-results do not depend on the number of threads.
+results do not depend on the number of threads. Every entry point checks its arrays'
+shapes and index arrays (children, columns) and raises ValueError before any loop.
 """
 import numpy as np
 
@@ -16,7 +17,24 @@ from cython.parallel cimport prange
 from libc.math cimport exp, isfinite, log1p
 from libc.stdint cimport int32_t, int64_t
 
+from ._safety cimport check_n_threads, first_out_of_range_32, first_out_of_range_64
+
 cdef Py_ssize_t ROW_BLOCK = 256
+
+
+cdef int _check_children(const int32_t[::1] upper, const int32_t[::1] lower,
+                         Py_ssize_t n_nodes, str what) except -1:
+    """One child id per node, each -1 (terminal) or a later node: every walk from the
+    root ends."""
+    cdef Py_ssize_t k
+    if n_nodes < 1 or upper.shape[0] != n_nodes or lower.shape[0] != n_nodes:
+        raise ValueError(f"{what}: upper / lower need one entry per node, and a tree at "
+                         f"least one node")
+    for k in range(n_nodes):
+        if not ((upper[k] == -1 or k < upper[k] < n_nodes)
+                and (lower[k] == -1 or k < lower[k] < n_nodes)):
+            raise ValueError(f"{what}: node {k}'s children must be -1 or later nodes")
+    return 0
 
 # loss codes: squared 1/2 (f - y)^2 (the paper's); logistic log(1 + exp(-y f)), y = +-1
 LOSS_SQUARED = 0
@@ -50,6 +68,9 @@ def pointwise_loss(const double[:, ::1] F, const double[::1] y, int loss, double
                    int n_threads):
     """``out[i, k] = loss(F[i, k], y[i])`` for every input and node."""
     cdef Py_ssize_t n = F.shape[0], n_nodes = F.shape[1], i, k
+    check_n_threads(n_threads)
+    if y.shape[0] != n or out.shape[0] != n or out.shape[1] != n_nodes:
+        raise ValueError("pointwise_loss: y needs one entry per row of F, out F's shape")
     for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
         for k in range(n_nodes):
             out[i, k] = _loss(F[i, k], y[i], loss)
@@ -74,6 +95,12 @@ def soft_route(const double[:, ::1] F, const double[::1] thresholds, const int32
     """
     cdef Py_ssize_t n = F.shape[0], n_nodes = F.shape[1], i, k
     cdef double r, s
+    check_n_threads(n_threads)
+    _check_children(upper, lower, n_nodes, "soft_route")
+    if (thresholds.shape[0] != n_nodes or reach.shape[0] != n or reach.shape[1] != n_nodes
+            or exit.shape[0] != n or exit.shape[1] != n_nodes):
+        raise ValueError("soft_route: thresholds need one entry per node, reach and exit "
+                         "F's shape")
     for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
         for k in range(n_nodes):
             reach[i, k] = 0.0
@@ -126,6 +153,13 @@ def node_objective(const double[::1] f, const double[::1] y, const double[::1] s
     cdef double[::1] value_parts = np.zeros(max(n_blocks, 1))
     cdef double[::1] theta_parts = np.zeros(max(n_blocks, 1))
     cdef double s, ds, l, w, dl, slope_term, v, t
+    check_n_threads(n_threads)
+    if (y.shape[0] != n or sample_weight.shape[0] != n or own_weight.shape[0] != n
+            or grad_f.shape[0] != n
+            or (splits and (own_slope.shape[0] != n or loss_upper.shape[0] != n
+                            or loss_lower.shape[0] != n or cost_upper.shape[0] != n
+                            or cost_lower.shape[0] != n))):
+        raise ValueError(f"node_objective: every per-input array needs {n} entries")
     for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
         stop = min((block + 1) * ROW_BLOCK, n)
         v = 0.0
@@ -173,6 +207,26 @@ def predict_hard(const double[:, ::1] X, const int64_t[::1] weight_indptr,
     cdef int64_t j
     cdef int32_t k, child
     cdef double f, x
+    cdef Py_ssize_t n_nodes = bias.shape[0], n_weights
+    check_n_threads(n_threads)
+    _check_children(upper, lower, n_nodes, "predict_hard")
+    if thresholds.shape[0] != n_nodes or weight_indptr.shape[0] != n_nodes + 1:
+        raise ValueError("predict_hard: thresholds need one entry per node, weight_indptr "
+                         "n_nodes + 1")
+    if out_value.shape[0] != n or out_exit.shape[0] != n or impute.shape[0] != X.shape[1]:
+        raise ValueError("predict_hard: out_value / out_exit need one entry per input, "
+                         "impute one per feature")
+    n_weights = weight_indptr[n_nodes]
+    if (weight_indptr[0] != 0 or weight_index.shape[0] < n_weights
+            or weight_value.shape[0] < n_weights
+            or first_out_of_range_64(&weight_indptr[0], n_nodes + 1, 0, n_weights + 1) >= 0
+            or (n_weights and first_out_of_range_32(&weight_index[0], n_weights, 0,
+                                                    X.shape[1]) >= 0)):
+        raise ValueError("predict_hard: weight_indptr must run from 0 over weight_index / "
+                         "weight_value, whose indices are features of X")
+    for k in range(n_nodes):
+        if weight_indptr[k + 1] < weight_indptr[k]:
+            raise ValueError("predict_hard: weight_indptr must be non-decreasing")
     for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
         k = 0
         while True:
@@ -196,6 +250,11 @@ def dense_scores(const double[:, ::1] Z, const int64_t[::1] columns, const doubl
     columns it uses, without copying them out of ``Z``."""
     cdef Py_ssize_t n = Z.shape[0], n_columns = columns.shape[0], i, j
     cdef double f
+    check_n_threads(n_threads)
+    if beta.shape[0] != n_columns or out.shape[0] != n:
+        raise ValueError("dense_scores: beta needs one entry per column, out per row of Z")
+    if n_columns and first_out_of_range_64(&columns[0], n_columns, 0, Z.shape[1]) >= 0:
+        raise ValueError(f"dense_scores: columns must be in [0, {Z.shape[1]})")
     for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
         f = bias
         for j in range(n_columns):
@@ -209,6 +268,11 @@ def dense_gradient(const double[:, ::1] Z, const int64_t[::1] columns, const dou
     (the same sums whatever the thread count)."""
     cdef Py_ssize_t n = Z.shape[0], n_columns = columns.shape[0]
     cdef Py_ssize_t n_blocks = (n + ROW_BLOCK - 1) // ROW_BLOCK
+    check_n_threads(n_threads)
+    if g.shape[0] != n or out.shape[0] != n_columns:
+        raise ValueError("dense_gradient: g needs one entry per row of Z, out per column")
+    if n_columns and first_out_of_range_64(&columns[0], n_columns, 0, Z.shape[1]) >= 0:
+        raise ValueError(f"dense_gradient: columns must be in [0, {Z.shape[1]})")
     cdef double[:, ::1] parts = np.zeros((max(n_blocks, 1), max(n_columns, 1)))
     cdef Py_ssize_t block, i, j, stop
     cdef double gi

@@ -3,8 +3,18 @@ per-round work that is not tree growth)."""
 from cython.parallel cimport prange
 from libc.math cimport exp, fmax
 
+from ._safety cimport check_n_threads
+
 # Smallest hessian of the logistic and softmax losses (keeps Newton steps finite).
 cdef double MIN_HESSIAN = 1e-16
+
+
+cdef int _check(Py_ssize_t n, Py_ssize_t n_y, Py_ssize_t n_grad, Py_ssize_t n_hess,
+                const double[::1] weight, int n_threads) except -1:
+    check_n_threads(n_threads)
+    if n_y != n or n_grad != n or n_hess != n or (weight is not None and weight.shape[0] != n):
+        raise ValueError(f"y / weight / grad / hess must have one entry per row of raw ({n})")
+    return 0
 
 
 def squared_error_gradients(const double[::1] raw, const double[::1] y,
@@ -13,6 +23,7 @@ def squared_error_gradients(const double[::1] raw, const double[::1] y,
     """``grad = raw - y``, ``hess = 1``, times ``weight`` (None: 1)."""
     cdef Py_ssize_t i, n = raw.shape[0]
     cdef bint weighted = weight is not None
+    _check(n, y.shape[0], grad.shape[0], hess.shape[0], weight, n_threads)
     cdef double w
     for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
         w = weight[i] if weighted else 1.0
@@ -27,6 +38,7 @@ def logistic_gradients(const double[::1] raw, const double[::1] y,
     ``weight`` (None: 1)."""
     cdef Py_ssize_t i, n = raw.shape[0]
     cdef bint weighted = weight is not None
+    _check(n, y.shape[0], grad.shape[0], hess.shape[0], weight, n_threads)
     cdef double w, p
     for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
         w = weight[i] if weighted else 1.0
@@ -44,6 +56,10 @@ def softmax_gradients(const double[:, ::1] raw, const double[::1] y,
     cdef Py_ssize_t i, k, n = raw.shape[0], n_classes = raw.shape[1]
     cdef bint weighted = weight is not None
     cdef double w, top, total, p
+    _check(n, y.shape[0], grad.shape[0], hess.shape[0], weight, n_threads)
+    if grad.shape[1] != n_classes or hess.shape[1] != n_classes or n_classes < 1:
+        raise ValueError(f"grad / hess must have the shape of raw ({n}, {n_classes}), "
+                         "with at least one class")
     for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
         w = weight[i] if weighted else 1.0
         top = raw[i, 0]

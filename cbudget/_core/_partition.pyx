@@ -4,6 +4,7 @@ from libc.stdint cimport int32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
+from ._safety cimport check_n_threads, first_out_of_range_32
 from ._types cimport X_BINNED_C
 
 # Leaves with fewer rows are partitioned on one thread.
@@ -94,12 +95,22 @@ def split_rows(
     """Reorder ``rows`` in place so that the rows going left (bin ``<= bin_threshold``,
     or missing with ``default_left``) come first, each side keeping its order.
 
-    Returns the number of rows that go left.
+    Returns the number of rows that go left. ValueError when ``feature`` is not a column
+    of ``binned``, a row is out of range, or ``buffer`` is shorter than ``rows``.
     """
+    cdef Py_ssize_t bad
+    check_n_threads(n_threads)
     if buffer.shape[0] < rows.shape[0]:
         raise ValueError("buffer is shorter than rows")
+    if not 0 <= feature < binned.shape[1]:
+        raise ValueError(f"feature {feature} out of range for {binned.shape[1]} features")
     if rows.shape[0] == 0:
         return 0
+    with nogil:
+        bad = first_out_of_range_32(&rows[0], rows.shape[0], 0, binned.shape[0])
+    if bad >= 0:
+        raise ValueError(f"rows[{bad}] = {rows[bad]} is out of range for "
+                         f"{binned.shape[0]} samples")
     with nogil:
         n_left = split_rows_parallel(&rows[0], rows.shape[0], &binned[0, feature],
                                      bin_threshold, default_left, missing_bin, &buffer[0],

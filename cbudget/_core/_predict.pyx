@@ -5,12 +5,24 @@ cached).
 The traversal kernels read the packed ``PREDICT_NODE_DTYPE`` layout (leaf value in
 ``threshold``; see ``_types.compact_nodes``); training-time updates read full trees.
 Rows are processed in blocks, tree by tree, so that one tree stays in cache while a
-block of rows walks it; each row still adds the trees in order (same sums).
+block of rows walks it; each row still adds the trees in order (same sums). Rows are
+indexed with Py_ssize_t: prediction has no row limit.
+
+Every entry point checks the shapes of its arrays, the tree offsets and outputs, and
+the index arrays it is given (rows, leaves) before any loop, and raises ValueError
+otherwise. The nodes themselves (child ids, split features below ``X.shape[1]``) are
+trusted here -- checking them would cost a pass over every node per call, more than
+predicting one input: the model classes make them (training) or check them (loading a
+model file, and X's number of features). The training-time kernels on NODE_DTYPE trees
+(``predict_binned_add``) check their one tree.
 """
 from cython.parallel cimport prange, threadid
 from libc.math cimport isnan
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
+from ._safety cimport (
+    check_n_threads, check_offsets, first_bad_node, first_out_of_range_32,
+    first_out_of_range_64)
 from ._types cimport X_BINNED_C, node_struct, predict_node_struct, BITSET_WORD_C
 
 ctypedef fused floating_t:
@@ -18,6 +30,33 @@ ctypedef fused floating_t:
     double
 
 cdef Py_ssize_t ROW_BLOCK = 64
+
+
+cdef int _check_outputs(const int32_t[::1] tree_outputs, Py_ssize_t n_trees,
+                        Py_ssize_t n_outputs) except -1:
+    if tree_outputs.shape[0] != n_trees:
+        raise ValueError(f"tree_outputs has {tree_outputs.shape[0]} entries for "
+                         f"{n_trees} trees")
+    if n_trees and first_out_of_range_32(&tree_outputs[0], n_trees, 0, n_outputs) >= 0:
+        raise ValueError(f"tree_outputs must be columns of out, in [0, {n_outputs})")
+    return 0
+
+
+cdef int _check_leaves(const int32_t[:, ::1] leaves, const int64_t[::1] tree_offsets,
+                       str what) except -1:
+    """``leaves[i, t]`` is a node of tree ``t`` (offsets already checked)."""
+    cdef Py_ssize_t i, t, bad = -1
+    with nogil:
+        for i in range(leaves.shape[0]):
+            for t in range(leaves.shape[1]):
+                if not 0 <= leaves[i, t] < tree_offsets[t + 1] - tree_offsets[t]:
+                    bad = i
+                    break
+            if bad >= 0:
+                break
+    if bad >= 0:
+        raise ValueError(f"{what}: leaves[{bad}] holds a node outside its tree")
+    return 0
 
 
 cdef inline int32_t _leaf_of_row(const predict_node_struct * nodes, const floating_t * x) noexcept nogil:
@@ -52,6 +91,12 @@ def predict_raw(
     cdef Py_ssize_t n_blocks = (n_samples + ROW_BLOCK - 1) // ROW_BLOCK
     cdef Py_ssize_t block, i, t, stop
     cdef const predict_node_struct * tree
+    check_n_threads(n_threads)
+    check_offsets(&tree_offsets[0] if tree_offsets.shape[0] else NULL,
+                  tree_offsets.shape[0], nodes.shape[0], "predict_raw")
+    if out.shape[0] != n_samples:
+        raise ValueError(f"out has {out.shape[0]} rows for {n_samples} inputs")
+    _check_outputs(tree_outputs, n_trees, out.shape[1])
     if nodes.shape[0] == 0 or n_samples == 0:
         return
     for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
@@ -79,9 +124,12 @@ def predict_node_rows(
     cdef Py_ssize_t n_blocks = (n_samples + ROW_BLOCK - 1) // ROW_BLOCK
     cdef Py_ssize_t block, i, t, k, stop
     cdef int64_t leaf
+    check_n_threads(n_threads)
     if node_rows.shape[0] != nodes.shape[0] or out.shape[1] != n_columns \
             or out.shape[0] != n_samples:
         raise ValueError("node_rows / out do not match the nodes / inputs")
+    check_offsets(&tree_offsets[0] if tree_offsets.shape[0] else NULL,
+                  tree_offsets.shape[0], nodes.shape[0], "predict_node_rows")
     if nodes.shape[0] == 0 or n_samples == 0:
         return
     for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
@@ -104,6 +152,12 @@ def predict_leaf(
     cdef Py_ssize_t n_samples = X.shape[0]
     cdef Py_ssize_t n_trees = tree_offsets.shape[0] - 1
     cdef Py_ssize_t i, t
+    check_n_threads(n_threads)
+    check_offsets(&tree_offsets[0] if tree_offsets.shape[0] else NULL,
+                  tree_offsets.shape[0], nodes.shape[0], "predict_leaf")
+    if out.shape[0] != n_samples or out.shape[1] != n_trees:
+        raise ValueError(f"out must have shape ({n_samples}, {n_trees}), one column per "
+                         f"tree")
     if nodes.shape[0] == 0 or n_samples == 0:
         return
     for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
@@ -121,10 +175,25 @@ def predict_binned_add(
 ):
     """``raw[i, output] += value of the leaf of one tree`` for binned training/eval data
     (exactly equivalent to raw-value traversal for data binned with the training edges).
+    ValueError when ``raw`` or ``output`` does not match ``binned``, or a node of
+    ``tree`` is neither a leaf nor a split on a column of ``binned`` with both children
+    after it in the tree.
     """
     cdef Py_ssize_t n_samples = binned.shape[0]
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, bad
     cdef int32_t node
+    check_n_threads(n_threads)
+    if raw.shape[0] != n_samples or not 0 <= output < raw.shape[1]:
+        raise ValueError(f"raw (shape ({raw.shape[0]}, {raw.shape[1]})) and output {output} "
+                         f"do not "
+                         f"match the {n_samples} rows of binned")
+    if tree.shape[0] == 0:
+        raise ValueError("tree has no nodes")
+    with nogil:
+        bad = first_bad_node(&tree[0], tree.shape[0], binned.shape[1])
+    if bad >= 0:
+        raise ValueError(f"tree node {bad}: children must come after it within the tree, "
+                         f"and its feature must be a column of binned")
     for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
         node = 0
         while tree[node].left != -1:
@@ -173,6 +242,27 @@ def predict_cost(
     cdef double x, cost
     cdef bint goes_left, count_nodes = new_acquisitions.shape[0] > 0
     cdef int tid
+    cdef Py_ssize_t n_features = X.shape[1], n_groups = group_costs.shape[0]
+    check_n_threads(n_threads)
+    check_offsets(&tree_offsets[0] if tree_offsets.shape[0] else NULL,
+                  tree_offsets.shape[0], nodes.shape[0], "predict_cost")
+    if feature_costs.shape[0] < n_features or feature_group.shape[0] != feature_costs.shape[0]:
+        raise ValueError(f"feature_costs / feature_group need one entry per feature of X "
+                         f"({n_features})")
+    if feature_group.shape[0] and first_out_of_range_32(
+            &feature_group[0], feature_group.shape[0], -1, n_groups) >= 0:
+        raise ValueError(f"feature_group must hold groups in [-1, {n_groups})")
+    if (out_cost.shape[0] != n_samples or acquired.shape[0] != n_samples
+            or groups_touched.shape[0] != n_samples):
+        raise ValueError(f"out_cost / acquired / groups_touched need one row per input "
+                         f"({n_samples})")
+    if acquired.shape[1] * 64 < feature_costs.shape[0] or groups_touched.shape[1] * 64 < n_groups:
+        raise ValueError("acquired / groups_touched have too few words per row for the "
+                         "features / groups")
+    if count_nodes and (new_acquisitions.shape[0] < n_threads
+                        or new_acquisitions.shape[1] != nodes.shape[0]):
+        raise ValueError(f"new_acquisitions must have shape (n_threads, n_nodes) = "
+                         f"({n_threads}, {nodes.shape[0]}) or no rows")
     for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
         cost = 0.0
         tid = threadid()
@@ -234,6 +324,11 @@ def walk_step(
     tree needs is marked requested (``needs``: per input, capacity
     ``min(n_trees, n_features)``).
 
+    The shapes, ``rows`` (rows of ``X``), ``live[:n_live]`` (inputs) and ``n_todo``
+    (at most n_trees) are checked; ``cursor`` and ``tree_of`` are the walk's own state
+    (set up by ``on_demand.walk_trees``, then kept by this function) and trusted like the
+    nodes.
+
     On return ``live[:n]`` holds the inputs still walking, and the rows that need
     feature ``m`` are ``request_rows[feature_indptr[m]:feature_indptr[m + 1]]``
     (ascending; each (row, feature) once).
@@ -243,19 +338,34 @@ def walk_step(
     (n, number of requests)
     """
     cdef Py_ssize_t n_features = status.shape[1]
-    cdef Py_ssize_t a, i, k, j, kept, n_new, n_still = 0
+    cdef Py_ssize_t a, i, k, j, kept, n_new, n_still = 0, bad_rows, bad_live, bad_todo
     cdef int64_t r, total
     cdef int32_t t, node, feature
     cdef double value
-    if node_of.shape[0] != rows.shape[0] or cursor.shape[0] != rows.shape[0] \
-            or tree_of.shape[0] != rows.shape[0] or cursor.shape[1] != node_of.shape[1] \
+    cdef Py_ssize_t n_inputs = rows.shape[0], n_trees = tree_offsets.shape[0] - 1
+    check_n_threads(n_threads)
+    if node_of.shape[0] != n_inputs or cursor.shape[0] != n_inputs \
+            or tree_of.shape[0] != n_inputs or cursor.shape[1] != node_of.shape[1] \
             or tree_of.shape[1] != node_of.shape[1] \
-            or node_of.shape[1] != tree_offsets.shape[0] - 1 \
+            or node_of.shape[1] != n_trees \
+            or n_todo.shape[0] != n_inputs or n_needs.shape[0] != n_inputs \
+            or needs.shape[0] != n_inputs \
             or feature_indptr.shape[0] != n_features + 1 or status.shape[0] != X.shape[0] \
-            or status.shape[1] != X.shape[1] or n_live > live.shape[0] \
+            or status.shape[1] != X.shape[1] or not 0 <= n_live <= live.shape[0] \
             or needs.shape[1] < min(node_of.shape[1], n_features) \
-            or request_rows.shape[0] < rows.shape[0] * needs.shape[1]:
+            or request_rows.shape[0] < n_inputs * needs.shape[1]:
         raise ValueError("walk_step: arrays of inconsistent shapes")
+    check_offsets(&tree_offsets[0] if tree_offsets.shape[0] else NULL,
+                  tree_offsets.shape[0], nodes.shape[0], "walk_step")
+    with nogil:
+        bad_rows = first_out_of_range_64(&rows[0] if n_inputs else NULL, n_inputs, 0,
+                                         X.shape[0])
+        bad_live = first_out_of_range_64(&live[0] if n_live else NULL, n_live, 0, n_inputs)
+        bad_todo = first_out_of_range_32(&n_todo[0] if n_inputs else NULL, n_inputs, 0,
+                                         n_trees + 1)
+    if bad_rows >= 0 or bad_live >= 0 or bad_todo >= 0:
+        raise ValueError("walk_step: rows must be rows of X, live[:n_live] inputs, n_todo "
+                         "in [0, n_trees]")
     # one input at a time, all its trees: its row of X and status stays in cache
     for a in prange(n_live, nogil=True, schedule="static", num_threads=n_threads):
         i = live[a]
@@ -326,9 +436,12 @@ def sum_node_rows(
     cdef Py_ssize_t n_samples = leaves.shape[0], n_trees = leaves.shape[1]
     cdef Py_ssize_t n_columns = node_rows.shape[1], i, t, k
     cdef int64_t node
+    check_n_threads(n_threads)
     if tree_offsets.shape[0] != n_trees + 1 or out.shape[0] != n_samples \
-            or out.shape[1] != n_columns or node_rows.shape[0] != tree_offsets[n_trees]:
+            or out.shape[1] != n_columns:
         raise ValueError("sum_node_rows: arrays of inconsistent shapes")
+    check_offsets(&tree_offsets[0], n_trees + 1, node_rows.shape[0], "sum_node_rows")
+    _check_leaves(leaves, tree_offsets, "sum_node_rows")
     for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
         for t in range(n_trees):
             node = tree_offsets[t] + leaves[i, t]
@@ -347,9 +460,13 @@ def add_leaf_values(
     """``out[i, tree_outputs[t]] +=`` the value of leaf ``leaves[i, t]`` of tree ``t``, for
     each tree in order: what ``predict_raw`` adds, from known leaves."""
     cdef Py_ssize_t n_samples = leaves.shape[0], n_trees = leaves.shape[1], i, t
+    check_n_threads(n_threads)
     if tree_offsets.shape[0] != n_trees + 1 or tree_outputs.shape[0] != n_trees \
-            or out.shape[0] != n_samples or nodes.shape[0] != tree_offsets[n_trees]:
+            or out.shape[0] != n_samples:
         raise ValueError("add_leaf_values: arrays of inconsistent shapes")
+    check_offsets(&tree_offsets[0], n_trees + 1, nodes.shape[0], "add_leaf_values")
+    _check_outputs(tree_outputs, n_trees, out.shape[1])
+    _check_leaves(leaves, tree_offsets, "add_leaf_values")
     for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
         for t in range(n_trees):
             out[i, tree_outputs[t]] += nodes[tree_offsets[t] + leaves[i, t]].threshold

@@ -2,8 +2,11 @@
 from cython.parallel cimport prange
 from libc.math cimport INFINITY
 from libc.stdint cimport uint32_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free
 
+import numpy as np
+
+from ._safety cimport check_n_threads, checked_malloc
 from ._types cimport hist_struct
 
 # Below this many (feature, bin) pairs the scan runs on one thread.
@@ -159,16 +162,27 @@ def find_best_split(
     feature index, then to missing values going right, then to the lowest bin: the
     result does not depend on ``n_threads``.
 
+    ``histograms`` is (n_features, n_bins); ``n_value_bins``, ``feature_mask`` and
+    ``cost_penalty`` have one entry per feature, and ``missing_bin`` is a bin above every
+    ``n_value_bins[f]``: ValueError otherwise.
+
     Returns
     -------
     SplitInfo
     """
     cdef Py_ssize_t n_features = histograms.shape[0]
+    check_n_threads(n_threads)
+    if (n_value_bins.shape[0] != n_features or feature_mask.shape[0] != n_features
+            or (cost_penalty is not None and cost_penalty.shape[0] != n_features)):
+        raise ValueError(f"n_value_bins / feature_mask / cost_penalty must have one entry "
+                         f"per feature of histograms ({n_features})")
+    nvb = np.asarray(n_value_bins)
+    if not 0 <= missing_bin < histograms.shape[1] or (nvb.size and nvb.max() > missing_bin):
+        raise ValueError("missing_bin must be a bin of histograms above every value bin")
     cdef const double * penalty = &cost_penalty[0] if cost_penalty is not None else NULL
     cdef split_struct best
-    cdef split_struct * scratch = <split_struct *> malloc(max(n_features, 1) * sizeof(split_struct))
-    if scratch == NULL:
-        raise MemoryError()
+    cdef split_struct * scratch = <split_struct *> checked_malloc(
+        n_features, sizeof(split_struct), "the per-feature split results")
     with nogil:     # nothing in here can raise: no try/finally needed around it
         best = find_best_split_core(
             &histograms[0, 0], n_features, histograms.shape[1], &n_value_bins[0],

@@ -20,14 +20,15 @@ stay below the feature's top value bin (there is no edge above it).
 """
 from libc.math cimport INFINITY, log
 from libc.stdint cimport int32_t, int64_t, uint64_t
-from libc.stdlib cimport calloc, free, malloc
+from libc.stdlib cimport free
 from libc.string cimport memset
 
 import numpy as np
 
 from ._partition cimport split_rows_core
 from ._path cimport mark_feature
-from ._types cimport X_BINNED_C, node_struct
+from ._safety cimport checked_calloc, checked_malloc
+from ._types cimport MAX_ROWS_C, X_BINNED_C, node_struct
 from ._types import NODE_DTYPE
 
 IMPURITIES = {"threshold_pairs": 0, "gini": 1, "entropy": 2}
@@ -187,25 +188,20 @@ cdef struct stump:                  # a node's best stump so far
 cdef int _allocate_scratch(tree_scratch * s, Py_ssize_t capacity, Py_ssize_t n_rows,
                            int n_classes, Py_ssize_t n_features,
                            Py_ssize_t n_groups) except -1:
-    """Allocate every buffer, or raise MemoryError; either way the caller frees ``s``
-    with _free_scratch (its pointers start NULL)."""
-    s.parent_of = <int32_t *> malloc(capacity * sizeof(int32_t))
-    s.stack = <stack_entry *> malloc(capacity * sizeof(stack_entry))
-    s.buffer = <int32_t *> malloc(n_rows * sizeof(int32_t))
-    s.by_bin = <int32_t *> malloc(n_rows * sizeof(int32_t))
-    s.bin_rows = <int32_t *> calloc(256, sizeof(int32_t))
-    s.bin_start = <int32_t *> malloc(256 * sizeof(int32_t))
-    s.present = <int32_t *> malloc(256 * sizeof(int32_t))
-    s.marked = <unsigned char *> calloc(256, 1)
-    s.left = <double *> malloc(n_classes * sizeof(double))
-    s.right = <double *> malloc(n_classes * sizeof(double))
-    s.on_path = <unsigned char *> calloc(max(n_features, 1), 1)
-    s.group_on_path = <unsigned char *> calloc(max(n_groups, 1), 1)
-    if (s.parent_of == NULL or s.stack == NULL or s.buffer == NULL or s.by_bin == NULL
-            or s.bin_rows == NULL or s.bin_start == NULL or s.present == NULL
-            or s.marked == NULL or s.left == NULL or s.right == NULL
-            or s.on_path == NULL or s.group_on_path == NULL):
-        raise MemoryError()
+    """Allocate every buffer, or raise MemoryError saying which; either way the caller
+    frees ``s`` with _free_scratch (its pointers start NULL)."""
+    s.parent_of = <int32_t *> checked_malloc(capacity, sizeof(int32_t), "the parent ids")
+    s.stack = <stack_entry *> checked_malloc(capacity, sizeof(stack_entry), "the node stack")
+    s.buffer = <int32_t *> checked_malloc(n_rows, sizeof(int32_t), "the partition buffer")
+    s.by_bin = <int32_t *> checked_malloc(n_rows, sizeof(int32_t), "the rows by bin")
+    s.bin_rows = <int32_t *> checked_calloc(256, sizeof(int32_t), "the bin counts")
+    s.bin_start = <int32_t *> checked_malloc(256, sizeof(int32_t), "the bin starts")
+    s.present = <int32_t *> checked_malloc(256, sizeof(int32_t), "the present bins")
+    s.marked = <unsigned char *> checked_calloc(256, 1, "the stump marks")
+    s.left = <double *> checked_malloc(n_classes, sizeof(double), "the class counts")
+    s.right = <double *> checked_malloc(n_classes, sizeof(double), "the class counts")
+    s.on_path = <unsigned char *> checked_calloc(n_features, 1, "the path marks")
+    s.group_on_path = <unsigned char *> checked_calloc(n_groups, 1, "the group path marks")
     return 0
 
 
@@ -538,6 +534,9 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
         raise ValueError("inputs do not match the binned data")
     if n_rows == 0:
         raise ValueError("no rows to grow a tree on")
+    if n_rows > MAX_ROWS_C:
+        # node ids are int32 and a tree has up to 2 n_rows - 1 nodes
+        raise ValueError(f"{n_rows} rows; a tree is grown on at most {MAX_ROWS_C} (2**30)")
     if n_classes < 1 or np.min(y) < 0 or np.max(y) >= n_classes:
         raise ValueError("y must hold classes in [0, n_classes)")
     if np.min(rows) < 0 or np.max(rows) >= n_samples:
@@ -549,8 +548,14 @@ def grow_greedy_tree(const X_BINNED_C[::1, :] binned, const int32_t[::1] y,
         raise ValueError("sample_weight does not match the binned data")
     if impurity not in IMPURITIES:
         raise ValueError(f"impurity must be one of {sorted(IMPURITIES)}, got {impurity!r}")
-    if min(n_stumps[:3]) < 1:
-        raise ValueError(f"n_stumps must be >= 1, got {n_stumps!r}")
+    if len(n_stumps) != 3 or min(n_stumps) < 1:
+        raise ValueError(f"n_stumps must be three counts >= 1, got {n_stumps!r}")
+    if len(stump_node_sizes) != 2:
+        raise ValueError(f"stump_node_sizes must be two sizes, got {stump_node_sizes!r}")
+    if edges_indptr[0] != 0 or edges_indptr[n_features] > bin_edges.shape[0] \
+            or np.any(np.diff(edges_indptr) < 0):
+        raise ValueError("edges_indptr must start at 0, be non-decreasing and end within "
+                         "bin_edges")
 
     cdef tree_settings settings
     settings.n_classes, settings.impurity = n_classes, IMPURITIES[impurity]

@@ -7,6 +7,12 @@ ctypedef uint8_t X_BINNED_C
 ctypedef double G_H_C
 ctypedef uint64_t BITSET_WORD_C
 
+# The most rows training takes (docs/architecture.md, "Limits"): row indices, per-node
+# row counts and node ids are int32, and a tree grown on n rows has up to 2 n - 1 nodes,
+# so 2 n - 2 must fit in an int32: n <= 2**30. Exposed to Python as _types.MAX_ROWS.
+cdef enum:
+    MAX_ROWS_C = 1073741824
+
 cdef struct hist_struct:
     double sum_gradients
     double sum_hessians

@@ -5,6 +5,9 @@ X_BINNED_DTYPE = np.uint8
 G_H_DTYPE = np.float64
 BITSET_WORD_DTYPE = np.uint64
 
+# Training refuses more rows than this (2**30; see MAX_ROWS_C in _types.pxd).
+MAX_ROWS = MAX_ROWS_C
+
 HISTOGRAM_DTYPE = np.dtype(
     [("sum_gradients", np.float64), ("sum_hessians", np.float64), ("count", np.uint32)],
     align=True,

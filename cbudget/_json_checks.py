@@ -6,6 +6,7 @@ Every failure is a ValueError that names the field."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -18,7 +19,7 @@ def invalid(message: str) -> ValueError:
     return ValueError(f"invalid cbudget model: {message}")
 
 
-def require(d: dict, key: str, kind, where: str = ""):
+def require(d: Mapping, key: str, kind, where: str = ""):
     """``d[key]``, which must exist and be of ``kind`` (bool never counts as a number)."""
     if key not in d:
         raise invalid(f"missing field {where}{key!r}")

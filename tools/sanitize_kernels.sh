@@ -127,7 +127,6 @@ set +e
    UBSAN_OPTIONS="$UBSAN_OPTIONS" PYTHONMALLOC=malloc PYTHONPATH="$SRC" \
    "$PYTHON" -m pytest -q -p no:cacheprovider \
      --deselect tests/test_packaging.py::test_python_m_cbudget_version \
-     --deselect tests/test_on_demand.py::test_concurrent_fetches_give_the_same_predictions_faster \
      "${TESTS[@]}" \
    >"$WORK/pytest.log" 2>&1)
 STATUS=$?

@@ -344,6 +344,27 @@ def test_runtimes_mapped_here():
             assert any(os.path.basename(p).startswith("libgomp") for p in mapped)
 
 
+def _tasks(tmp_path, *states):
+    """A fake /proc/self/task: one thread per state."""
+    task_dir = tmp_path / "task"
+    for tid, state in enumerate(states, 100):
+        (task_dir / str(tid)).mkdir(parents=True)
+        (task_dir / str(tid) / "stat").write_text(f"{tid} (python (x)) {state} 1 2 3\n")
+    return task_dir
+
+
+def test_other_runnable_tasks(tmp_path):
+    """This process's own running threads (an OpenMP thread still spinning) are not others."""
+    path = tmp_path / "loadavg"
+    path.write_text("2.0 1.0 0.5 3/150 999\n")
+    assert _threads.other_runnable_tasks(str(path), str(_tasks(tmp_path, "R", "S"))) == 2
+    assert _threads.other_runnable_tasks(str(path), str(_tasks(tmp_path / "b", "R", "R"))) == 1
+    assert _threads.other_runnable_tasks(str(path), str(tmp_path / "missing")) == 2
+    path.write_text("")
+    assert _threads.other_runnable_tasks(str(path)) is None
+    assert _threads.other_runnable_tasks() is not None or not sys.platform.startswith("linux")
+
+
 @pytest.mark.parametrize("loadavg, state, expected", [
     ("0.5 0.4 0.3 1/200 123", "already loaded", 4),   # only the caller runs: all 4
     ("3.0 2.0 1.0 3/200 123", "already loaded", 4),   # 2 others running on 8 CPUs: 6 free
@@ -356,6 +377,8 @@ def test_default_n_threads(monkeypatch, tmp_path, loadavg, state, expected):
     path = tmp_path / "loadavg"
     path.write_text(loadavg)
     monkeypatch.setattr(_threads, "PROC_LOADAVG", str(path))
+    monkeypatch.setattr(_threads, "PROC_SELF_TASK", str(_tasks(tmp_path, "R", "S")))
+    monkeypatch.setattr(_threads, "_other_load", None)      # no cached reading
     monkeypatch.setattr(_threads, "wait_policy_state", state)
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
     assert _threads.default_n_threads(4, 64) == expected

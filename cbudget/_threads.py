@@ -6,9 +6,10 @@
   (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``), as loky does.
 * :func:`n_threads_for`: the thread count of an ``n_jobs`` value, any Python int;
   :func:`default_n_threads`, that of ``n_jobs=None``.
-* :func:`bounded_openmp_waiting`: around the first import of the compiled kernels, asks
+* :func:`passive_openmp_waiting`: around the first import of the compiled kernels, asks
   the OpenMP runtime to put idle threads to sleep instead of spinning, unless the user chose
-  a wait policy.
+  a wait policy; when another library started the runtime first (it keeps its policy),
+  :func:`default_n_threads` leaves out the CPUs other threads are running on.
 
 ``resolve_n_threads`` in ``_core/_openmp_helpers.pyx`` puts them together.
 """
@@ -38,7 +39,7 @@ WAIT_POLICY = {"OMP_WAIT_POLICY": "PASSIVE"}
 # The shared objects of the OpenMP runtimes the kernels may be linked with.
 OPENMP_RUNTIMES = ("libgomp", "libomp", "libiomp")
 
-# How the wait policy was handled at import (bounded_openmp_waiting): "passive" (set by
+# How the wait policy was handled at import (passive_openmp_waiting): "passive" (set by
 # cbudget), "user" (the environment chose one), "already loaded" (the runtime had started
 # before cbudget: it keeps its own policy) or "not applied" (not yet imported / no OpenMP).
 wait_policy_state = "not applied"
@@ -240,7 +241,7 @@ def openmp_runtimes_mapped() -> set[str] | None:
 
 
 @contextmanager
-def bounded_openmp_waiting() -> Iterator[None]:
+def passive_openmp_waiting() -> Iterator[None]:
     """Run the first import of the compiled kernels inside this. Their OpenMP runtime reads
     its wait policy from the environment when it is loaded; unless the user chose one
     (``WAIT_SETTINGS``), ``OMP_WAIT_POLICY=PASSIVE`` is in the environment meanwhile and

@@ -96,10 +96,23 @@ def plan(args, names):
                              + f" / threads {u['threads']}")
                     jobs.append((name, label, dict(base, **u, dataset=name, busy=busy,
                                                    repeat=repeat + 1)))
-    return jobs, {"builds": [{"name": n, "path": p, "env": e, "preload": pre}
-                             for n, p, e, pre in builds],
+    return jobs, {"builds": [{"name": n, "path": p, "env": e, "preload": pre,
+                              "commit": git_commit(p)} for n, p, e, pre in builds],
                   "settings": {k: base[k] for k in ("rounds", "cost_tradeoff", "train_rows",
                                                     "n_rows")}}
+
+
+def git_commit(path):
+    """``<short commit>`` of the checkout at ``path`` (``+ changes`` when its tracked files
+    differ from it), None outside git."""
+    def git(*args):
+        return subprocess.run(["git", "-C", path, *args], capture_output=True, text=True,
+                              check=False)
+    head = git("rev-parse", "--short", "HEAD")
+    if head.returncode != 0:
+        return None
+    dirty = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
+    return head.stdout.strip() + (" + changes" if dirty else "")
 
 
 # ------------------------------------------------------------------------- child
@@ -231,7 +244,15 @@ def _cell(values, spec=".2f"):
 
 
 def render(doc):
-    lines = []
+    runs = [r for rs in doc["results"].values() for r in h.ok_results(rs)]
+    versions = {}
+    for r in runs:
+        if r["library"] == "cbudget":
+            versions.setdefault(r["build"], set()).add(r["version"])
+    lines = ["Builds: " + "; ".join(
+        f"**{b['name']}** `{b['path']}`" + (f" (git {b['commit']})" if b.get("commit") else "")
+        + (f", cbudget {', '.join(sorted(versions[b['name']]))}" if b["name"] in versions
+           else "") for b in doc.get("builds", [])) + ".", ""]
     for name, results in doc["results"].items():
         lines += [f"### {h.title(name)}", ""] if len(doc["results"]) > 1 else []
         lines += render_dataset(doc, h.ok_results(results))

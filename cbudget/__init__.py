@@ -17,7 +17,7 @@ from ._version import __version__
 try:
     # compiled: fails in an unbuilt source tree; the first import of the kernels starts
     # their OpenMP runtime, which reads its wait policy then (_threads)
-    with _threads.bounded_openmp_waiting():
+    with _threads.passive_openmp_waiting():
         from ._core import _openmp_helpers, _types  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on how cbudget was run
     raise ImportError(

@@ -6,9 +6,10 @@
   (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``), as loky does.
 * :func:`n_threads_for`: the thread count of an ``n_jobs`` value, any Python int;
   :func:`default_n_threads`, that of ``n_jobs=None``.
-* :func:`bounded_openmp_waiting`: around the first import of the compiled kernels, asks
+* :func:`passive_openmp_waiting`: around the first import of the compiled kernels, asks
   the OpenMP runtime to put idle threads to sleep instead of spinning, unless the user chose
-  a wait policy.
+  a wait policy; when another library started the runtime first (it keeps its policy),
+  :func:`default_n_threads` leaves out the CPUs other threads are running on.
 
 ``resolve_n_threads`` in ``_core/_openmp_helpers.pyx`` puts them together.
 """
@@ -26,6 +27,8 @@ CGROUP_ROOT = "/sys/fs/cgroup"
 PROC_SELF_CGROUP = "/proc/self/cgroup"
 CGROUP_CACHE_S = 10.0
 PROC_LOADAVG = "/proc/loadavg"
+PROC_SELF_TASK = "/proc/self/task"
+LOAD_CACHE_S = 1.0
 
 # Environment variables by which a user (or a library) chose how OpenMP threads wait:
 # any one of them set and cbudget leaves the waiting alone.
@@ -36,7 +39,7 @@ WAIT_POLICY = {"OMP_WAIT_POLICY": "PASSIVE"}
 # The shared objects of the OpenMP runtimes the kernels may be linked with.
 OPENMP_RUNTIMES = ("libgomp", "libomp", "libiomp")
 
-# How the wait policy was handled at import (bounded_openmp_waiting): "passive" (set by
+# How the wait policy was handled at import (passive_openmp_waiting): "passive" (set by
 # cbudget), "user" (the environment chose one), "already loaded" (the runtime had started
 # before cbudget: it keeps its own policy) or "not applied" (not yet imported / no OpenMP).
 wait_policy_state = "not applied"
@@ -176,15 +179,35 @@ def usable_cpu_count(root: str = CGROUP_ROOT, proc_cgroup: str = PROC_SELF_CGROU
     return max(1, n)
 
 
-def other_runnable_tasks(path: str | None = None) -> int | None:
-    """Threads runnable on the machine right now besides the caller (the fourth field of
-    ``/proc/loadavg`` (``path``), ``running/total``, counts the caller too); None where
-    unknown."""
+def _own_running_threads(task_dir: str) -> int:
+    """This process's threads in state R (running or runnable), at least 1 (the caller)."""
+    try:
+        tids = os.listdir(task_dir)
+    except OSError:
+        return 1
+    running = 0
+    for tid in tids:
+        stat = _read(os.path.join(task_dir, tid, "stat")) or ""
+        fields = stat.rsplit(")", 1)[-1].split()
+        running += bool(fields) and fields[0] == "R"
+    return max(1, running)
+
+
+def other_runnable_tasks(path: str | None = None, task_dir: str | None = None) -> int | None:
+    """Threads of other processes runnable on the machine right now: the running count of
+    ``/proc/loadavg`` (``path``; the fourth field, ``running/total``) less this process's
+    running threads (``/proc/self/task``, ``task_dir``: the caller, and OpenMP threads still
+    spinning after a parallel region); None where unknown."""
     fields = (_read(path or PROC_LOADAVG) or "").split()
     try:
-        return max(0, int(fields[3].split("/")[0]) - 1)
+        running = int(fields[3].split("/")[0])
     except (IndexError, ValueError):
         return None
+    return max(0, running - _own_running_threads(task_dir or PROC_SELF_TASK))
+
+
+# other_runnable_tasks() as default_n_threads last read it: (time read, count)
+_other_load: tuple[float, int | None] | None = None
 
 
 def default_n_threads(usable: int, openmp_max: int) -> int:
@@ -193,9 +216,13 @@ def default_n_threads(usable: int, openmp_max: int) -> int:
     with its own wait policy (``wait_policy_state == "already loaded"``, e.g. by LightGBM),
     its idle threads may spin: then no more threads than the CPUs no other thread is
     runnable on right now (at least 1), as a team larger than the free CPUs collapses."""
+    global _other_load
     n = max(1, min(usable, openmp_max))
     if wait_policy_state == "already loaded":
-        other = other_runnable_tasks()
+        now = time.monotonic()   # read at most every LOAD_CACHE_S (0.15 ms; every predict)
+        if _other_load is None or not 0 <= now - _other_load[0] < LOAD_CACHE_S:
+            _other_load = (now, other_runnable_tasks())
+        other = _other_load[1]
         if other is not None:
             n = max(1, min(n, (os.cpu_count() or 1) - other))
     return n
@@ -214,7 +241,7 @@ def openmp_runtimes_mapped() -> set[str] | None:
 
 
 @contextmanager
-def bounded_openmp_waiting() -> Iterator[None]:
+def passive_openmp_waiting() -> Iterator[None]:
     """Run the first import of the compiled kernels inside this. Their OpenMP runtime reads
     its wait policy from the environment when it is loaded; unless the user chose one
     (``WAIT_SETTINGS``), ``OMP_WAIT_POLICY=PASSIVE`` is in the environment meanwhile and

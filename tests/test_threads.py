@@ -5,10 +5,12 @@ cbudget puts the OpenMP runtime's idle threads to sleep unless the user chose a 
 
 The runs with huge ``n_jobs`` values are subprocesses: a regression (a crash in the OpenMP
 runtime) fails the test instead of killing pytest."""
+import functools
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -245,17 +247,56 @@ def test_loaded_model_with_huge_n_jobs_predicts(tmp_path):
 # the OpenMP wait policy
 # --------------------------------------------------------------------------------------
 WAIT_ENV = {name: None for name in _threads.WAIT_SETTINGS}
-# the effective spin count libgomp reports (omp_display_env, OpenMP 5.1; GCC 11+)
+# The spin count cbudget's runtime reports (omp_display_env, OpenMP 5.1; GCC 11+), in a
+# fresh process; {before}: what runs before `import cbudget`; RUNTIME: the file of the
+# runtime cbudget's kernels use (the system's libgomp.so.1, or the copy a wheel bundles)
 SHOW_SPIN = """
     import ctypes, os, sys
+    RUNTIME = {runtime!r}
     {before}
     import cbudget
     from cbudget import _threads
     print("state", _threads.wait_policy_state)
     print("env", os.environ.get("OMP_WAIT_POLICY"))
     sys.stdout.flush()
-    ctypes.CDLL("libgomp.so.1").omp_display_env(1)  # 1: the GOMP_ ones too
+    ctypes.CDLL(RUNTIME).omp_display_env(1)  # 1: the GOMP_ ones too
 """
+
+
+def _clean_env(**env):
+    full_env = dict(os.environ, PYTHONPATH=SOURCE_ROOT)
+    for name, value in {**WAIT_ENV, **env}.items():
+        if value is None:
+            full_env.pop(name, None)
+        else:
+            full_env[name] = value
+    return full_env
+
+
+@functools.cache
+def _cbudget_libgomp():
+    """The GNU OpenMP runtime file cbudget's kernels load (a fresh process that imports
+    only cbudget), None without one (a serial build, another runtime, not Linux)."""
+    if not (openmp_enabled() and sys.platform.startswith("linux")):
+        return None
+    code = ("import cbudget\n"
+            "from cbudget._threads import openmp_runtimes_mapped\n"
+            "print('\\n'.join(sorted(openmp_runtimes_mapped())))")
+    proc = subprocess.run([sys.executable, "-c", code], env=_clean_env(), capture_output=True,
+                          text=True, timeout=120, check=False, cwd=tempfile.gettempdir())
+    found = [path for path in proc.stdout.split()
+             if os.path.basename(path).startswith("libgomp")]
+    return found[0] if proc.returncode == 0 and len(found) == 1 else None
+
+
+@pytest.fixture
+def runtime():
+    """The file of the GNU OpenMP runtime cbudget's kernels use (the test is skipped
+    without one)."""
+    path = _cbudget_libgomp()
+    if path is None:
+        pytest.skip("the kernels use no GNU OpenMP runtime")
+    return path
 
 
 def _libgomp_spin(stderr):
@@ -265,52 +306,33 @@ def _libgomp_spin(stderr):
     return None
 
 
-def _show(tmp_path, before="", **env):
-    code = textwrap.dedent(SHOW_SPIN.format(before=before))
-    full_env = dict(os.environ, PYTHONPATH=SOURCE_ROOT)
-    for name, value in {**WAIT_ENV, **env}.items():
-        if value is None:
-            full_env.pop(name, None)
-        else:
-            full_env[name] = value
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=full_env,
+def _show(tmp_path, runtime, before="", **env):
+    code = textwrap.dedent(SHOW_SPIN.format(before=before, runtime=runtime))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=_clean_env(**env),
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
     return lines["state"], lines["env"], _libgomp_spin(proc.stderr)
 
 
-def _uses_libgomp():
-    if not (openmp_enabled() and sys.platform.startswith("linux")):
-        return False
-    with open("/proc/self/maps") as f:
-        return "libgomp.so.1" in f.read()
-
-
-needs_libgomp = pytest.mark.skipif(not _uses_libgomp(), reason="the kernels use no libgomp")
-
-
-@needs_libgomp
-def test_import_makes_idle_threads_sleep(tmp_path):
+def test_import_makes_idle_threads_sleep(tmp_path, runtime):
     """Without a user setting, the runtime starts with spin count 0 (passive); the
     environment variable is gone again after the import."""
-    assert _show(tmp_path) == ("passive", "None", "0")
+    assert _show(tmp_path, runtime) == ("passive", "None", "0")
 
 
-@needs_libgomp
 @pytest.mark.parametrize("env, spin", [({"OMP_WAIT_POLICY": "ACTIVE"}, "30000000000"),
                                        ({"GOMP_SPINCOUNT": "1234"}, "1234")])
-def test_user_wait_policy_is_kept(tmp_path, env, spin):
-    state, value, effective = _show(tmp_path, **env)
+def test_user_wait_policy_is_kept(tmp_path, runtime, env, spin):
+    state, value, effective = _show(tmp_path, runtime, **env)
     assert (state, effective) == ("user", spin)
     assert value == env.get("OMP_WAIT_POLICY", "None")
 
 
-@needs_libgomp
-def test_runtime_loaded_before_cbudget_keeps_its_policy(tmp_path):
+def test_runtime_loaded_before_cbudget_keeps_its_policy(tmp_path, runtime):
     """An OpenMP runtime started before cbudget (another library linking libgomp) has read
     its settings already: cbudget says so and leaves the environment alone."""
-    state, value, effective = _show(tmp_path, before='ctypes.CDLL("libgomp.so.1")')
+    state, value, effective = _show(tmp_path, runtime, before="ctypes.CDLL(RUNTIME)")
     assert (state, value, effective) == ("already loaded", "None", "300000")
 
 
@@ -320,18 +342,18 @@ def test_wait_policy_context_restores_the_environment(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     maps = iter([set(), {"/x/libgomp-1a2b3c4d.so.1.0.0"}])   # a runtime loaded meanwhile
     monkeypatch.setattr(_threads, "openmp_runtimes_mapped", lambda: next(maps))
-    with _threads.bounded_openmp_waiting():
+    with _threads.passive_openmp_waiting():
         assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
     assert "OMP_WAIT_POLICY" not in os.environ
     assert _threads.wait_policy_state == "passive"
     monkeypatch.setenv("OMP_WAIT_POLICY", "")               # empty: not a choice
     maps = iter([{"/usr/lib/libgomp.so.1"}] * 2)            # no runtime loaded meanwhile
-    with _threads.bounded_openmp_waiting():
+    with _threads.passive_openmp_waiting():
         assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
     assert os.environ["OMP_WAIT_POLICY"] == ""
     assert _threads.wait_policy_state == "already loaded"
     monkeypatch.setenv("KMP_BLOCKTIME", "5")
-    with _threads.bounded_openmp_waiting():
+    with _threads.passive_openmp_waiting():
         assert os.environ["OMP_WAIT_POLICY"] == ""
     assert _threads.wait_policy_state == "user"
 
@@ -340,8 +362,29 @@ def test_runtimes_mapped_here():
     mapped = _threads.openmp_runtimes_mapped()
     if sys.platform.startswith("linux"):
         assert mapped is not None
-        if _uses_libgomp():
-            assert any(os.path.basename(p).startswith("libgomp") for p in mapped)
+        if _cbudget_libgomp() is not None:
+            assert _cbudget_libgomp() in mapped
+
+
+def _tasks(tmp_path, *states):
+    """A fake /proc/self/task: one thread per state."""
+    task_dir = tmp_path / "task"
+    for tid, state in enumerate(states, 100):
+        (task_dir / str(tid)).mkdir(parents=True)
+        (task_dir / str(tid) / "stat").write_text(f"{tid} (python (x)) {state} 1 2 3\n")
+    return task_dir
+
+
+def test_other_runnable_tasks(tmp_path):
+    """This process's own running threads (an OpenMP thread still spinning) are not others."""
+    path = tmp_path / "loadavg"
+    path.write_text("2.0 1.0 0.5 3/150 999\n")
+    assert _threads.other_runnable_tasks(str(path), str(_tasks(tmp_path, "R", "S"))) == 2
+    assert _threads.other_runnable_tasks(str(path), str(_tasks(tmp_path / "b", "R", "R"))) == 1
+    assert _threads.other_runnable_tasks(str(path), str(tmp_path / "missing")) == 2
+    path.write_text("")
+    assert _threads.other_runnable_tasks(str(path)) is None
+    assert _threads.other_runnable_tasks() is not None or not sys.platform.startswith("linux")
 
 
 @pytest.mark.parametrize("loadavg, state, expected", [
@@ -356,6 +399,8 @@ def test_default_n_threads(monkeypatch, tmp_path, loadavg, state, expected):
     path = tmp_path / "loadavg"
     path.write_text(loadavg)
     monkeypatch.setattr(_threads, "PROC_LOADAVG", str(path))
+    monkeypatch.setattr(_threads, "PROC_SELF_TASK", str(_tasks(tmp_path, "R", "S")))
+    monkeypatch.setattr(_threads, "_other_load", None)      # no cached reading
     monkeypatch.setattr(_threads, "wait_policy_state", state)
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
     assert _threads.default_n_threads(4, 64) == expected

@@ -28,8 +28,8 @@ from .model_io import (
     checked_params,
     finite_number,
     invalid,
-    model_from_dict,
     model_header,
+    nested_model_from_dict,
     number_list,
     read_attributes,
     read_header,
@@ -38,7 +38,7 @@ from .model_io import (
 )
 from .on_demand import FeatureSource, ReadSteps, in_lockstep
 
-if TYPE_CHECKING:  # only for type hints: the parts are read by model_from_dict
+if TYPE_CHECKING:  # only for type hints: the parts are read by nested_model_from_dict
     from .booster import Booster
 
 __all__ = ["ExternalModel", "GatedModel", "LinearClassifier", "calibrated_threshold", "q_step",
@@ -618,7 +618,7 @@ class GatedModel(Model):
             if expensive_model is not None:
                 raise ValueError("this gated model stores its expensive model: do not pass "
                                  "expensive_model")
-            expensive = model_from_dict(stored)
+            expensive = nested_model_from_dict(stored)
             if not is_binary_classifier(expensive):
                 raise invalid(f"the expensive model must be a binary classifier "
                               f"(binary:logistic), not {expensive.objective!r}")
@@ -648,7 +648,7 @@ def read_part(d: dict[str, Any], name: str, feature_names: list[str],
         return LinearClassifier.from_dict(d, name, feature_names, cost_model)
     if d.get("model_type") != "booster":
         raise invalid(f"{name} must be a booster document or a linear classifier")
-    part = model_from_dict(d)
+    part = nested_model_from_dict(d)
     if part.objective != "binary:logistic":
         raise invalid(f"{name} must be a binary:logistic booster")
     if part.feature_names != feature_names or \

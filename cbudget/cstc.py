@@ -33,8 +33,8 @@ from .model_io import (
     check_integer_range,
     checked_params,
     invalid,
-    model_from_dict,
     model_header,
+    nested_model_from_dict,
     number_list,
     read_attributes,
     read_header,
@@ -43,7 +43,7 @@ from .model_io import (
 )
 from .on_demand import FeatureSource, ReadSteps, global_node_ids, in_lockstep, walk_trees
 
-if TYPE_CHECKING:  # only for type hints: the basis booster is read by model_from_dict
+if TYPE_CHECKING:  # only for type hints: the basis booster is read by nested_model_from_dict
     from .booster import Booster
 
 __all__ = ["ClassifierTree", "Cascade", "node_inputs", "score_transform", "default_metric"]
@@ -495,7 +495,7 @@ class ClassifierTree(Model):
         if basis is not None:
             if not isinstance(basis, dict) or basis.get("model_type") != "booster":
                 raise invalid("basis must be a booster document or null")
-            basis = model_from_dict(basis)
+            basis = nested_model_from_dict(basis)
             if basis.feature_names != feature_names:
                 raise invalid("the basis booster's features differ")
         n_coords = len(feature_names) if basis is None else len(basis.trees)

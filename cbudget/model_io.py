@@ -34,8 +34,9 @@ if TYPE_CHECKING:  # only for type hints: the model classes import this module
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "model_from_dict", "model_to_dict",
            "save_model", "register_model_type", "register_params_check", "model_header",
-           "read_header", "read_attributes", "require", "checked_params", "number_list",
-           "finite_number", "check_integer_range", "invalid", "build"]
+           "read_header", "read_attributes", "nested_model_from_dict", "require",
+           "checked_params", "number_list", "finite_number", "check_integer_range", "invalid",
+           "build"]
 
 FORMAT_NAME = "cbudget"
 FORMAT_VERSION = (1, 5)
@@ -171,6 +172,23 @@ def model_from_dict(doc: dict, *, expensive_model=None) -> Model:
     see :func:`load_model`)."""
     if not isinstance(doc, dict):
         raise invalid("the document is not a JSON object")
+    for _ in json_values(doc):   # the depth, before anything recurses into it
+        pass
+    model = nested_model_from_dict(doc, expensive_model=expensive_model)
+    # What loads is what was saved: a field the model would save differently (a derived
+    # one edited, a value the reader normalised) means the file is not a saved model.
+    difference = first_difference(doc, model.to_dict(), ignore=WRITTEN_ANEW)
+    if difference is not None:
+        raise invalid(f"{difference}: the document does not describe one model")
+    return model
+
+
+def nested_model_from_dict(doc: dict, *, expensive_model=None) -> Model:
+    """A model from a document inside another model's (a gated model's parts, a basis
+    booster), checked as :func:`model_from_dict` checks it but for the nesting depth and
+    the final comparison, which the outer document's cover."""
+    if not isinstance(doc, dict):
+        raise invalid("the document is not a JSON object")
     if doc.get("format") != FORMAT_NAME:
         raise ValueError(f"not a cbudget model (format={doc.get('format')!r})")
     version = require(doc, "format_version", list)
@@ -179,21 +197,13 @@ def model_from_dict(doc: dict, *, expensive_model=None) -> Model:
         raise ValueError(f"unsupported cbudget model format_version {version}; this is "
                          f"cbudget {__version__}, which reads {FORMAT_VERSION[0]}.0 to "
                          f"{FORMAT_VERSION[0]}.{FORMAT_VERSION[1]}")
-    for _ in json_values(doc):   # the depth, before anything recurses into it
-        pass
     model_type = require(doc, "model_type", str)
     if model_type not in MODEL_TYPES:
         raise ValueError(f"model_type {model_type!r} is not supported by this version")
     model_class = MODEL_TYPES[model_type]
     if expensive_model is not None and not model_class.loads_expensive_model:
         raise ValueError(f"expensive_model is for gated models; this is a {model_type}")
-    model = model_class.from_dict(doc, expensive_model=expensive_model)
-    # What loads is what was saved: a field the model would save differently (a derived
-    # one edited, a value the reader normalised) means the file is not a saved model.
-    difference = first_difference(doc, model.to_dict(), ignore=WRITTEN_ANEW)
-    if difference is not None:
-        raise invalid(f"{difference}: the document does not describe one model")
-    return model
+    return model_class.from_dict(doc, expensive_model=expensive_model)
 
 
 def save_model(model: Model, path: str | os.PathLike) -> None:

@@ -65,11 +65,11 @@ def _problem(objective: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]
 
 
 def _train(params: dict, objective: str, rounds: int, *, n: int = 200, labels: str = "",
-           valid: bool = False, **kwargs: Any) -> cbudget.Model:
+           valid: bool = False, group: list | None = None, **kwargs: Any) -> cbudget.Model:
     """A model trained on 200 rows of the problem of ``objective`` (of ``labels``: the
-    labels of another objective)."""
+    labels of another objective; ``group``: the query sizes, for ranking)."""
     X, y = _problem(labels or objective, n, 0)
-    dtrain = cbudget.Dataset(X, y, **COSTS)
+    dtrain = cbudget.Dataset(X, y, group=group, **COSTS)
     if valid:
         Xv, yv = _problem(labels or objective, 80, 1)
         kwargs["evals"] = [(cbudget.Dataset(Xv, yv, reference=dtrain), "valid")]
@@ -97,6 +97,8 @@ def _seed_models() -> tuple[tuple[str, str], ...]:
     models["greedy_miser_regression"] = _train(
         {"algorithm": "greedy_miser", "cost_tradeoff": 0.5, "max_depth": 2,
          "min_data_in_leaf": 10}, "reg:squarederror", 3)
+    models["cegb_ranking"] = _train({**BOOST, "algorithm": "cegb", "cost_tradeoff": 0.001},
+                                    "rank:ndcg", 3, labels="multi:softprob", group=[10] * 20)
     models["budget_rf_binary"] = _train({**FOREST, "budget": 30.0}, "binary:logistic", 3,
                                         valid=True)
     models["budget_rf_multiclass"] = _train({**FOREST, "num_class": 3}, "multi:softprob", 2)
@@ -147,7 +149,7 @@ TYPE_STRINGS = {
     "algorithm": ["gbdt", "cegb", "greedy_miser", "budget_rf", "cstc", "cscc", "cronus",
                   "adapt_gbrt", "adapt_lin", "xgboost"],
     "objective": ["reg:squarederror", "binary:logistic", "multi:softprob", "multi:softmax",
-                  "rank:pairwise", ""],
+                  "rank:pairwise", "rank:ndcg", ""],
     "loss": ["squared", "logistic", "hinge"],
     "impurity": ["threshold_pairs", "gini", "entropy", "powers"],
     "grow_policy": ["lossguide", "depthwise", "widthwise"],
@@ -444,6 +446,8 @@ def inputs(model: cbudget.Model, seed: int = 0) -> np.ndarray:
 def _labels(model: cbudget.Model, n: int) -> np.ndarray:
     if model.objective == "multi:softprob":
         return (np.arange(n) % max(int(model.num_class), 2)).astype(np.float64)
+    if model.objective.startswith("rank:"):
+        return (np.arange(n) % 3).astype(np.float64)     # relevance grades
     if model.objective == "binary:logistic":
         return (np.arange(n) % 2).astype(np.float64)
     return np.linspace(-1.0, 1.0, n)
@@ -570,7 +574,9 @@ def use_model(model: cbudget.Model, tmpdir: str, original: Any = None) -> None:
             lambda kind=kind: model.feature_importance_by_name(kind))
     n_iterations = run("num_iterations", lambda: model.num_iterations())
     if n_iterations:
-        data = cbudget.Dataset(X, _labels(model, X.shape[0]), feature_names=model.feature_names)
+        # one query of all the rows: the ranking models' metrics need query groups
+        data = cbudget.Dataset(X, _labels(model, X.shape[0]), feature_names=model.feature_names,
+                               group=[X.shape[0]])
         run("cost_curve", lambda: model.cost_curve(X))
         run("staged_scores", lambda: model.staged_scores(data))
         run("slice [:1]", lambda: model[:1].predict(X))

@@ -279,11 +279,12 @@ def test_pairwise_takes_any_labels_and_ignores_equal_ones(ranking_data):
 
 
 # -- the other models, evaluated with the ranking metrics -------------------------------
-def test_cstc_ranks_by_regression_on_relevance(ranking_data):
+@pytest.mark.parametrize("algorithm", ["cstc", "cscc"])
+def test_cstc_ranks_by_regression_on_relevance(ranking_data, algorithm):
     dtrain, dvalid = ranking_data
     result = {}
     # without fine-tuning, which follows the last sweep (and so the last log entry)
-    model = cbudget.train({"algorithm": "cstc", "objective": "reg:squarederror",
+    model = cbudget.train({"algorithm": algorithm, "objective": "reg:squarederror",
                            "eval_metric": ["ndcg@5"], "cost_tradeoff": 0.001,
                            "fine_tune": False},
                           dtrain, 10, evals=[(dvalid, "valid")], evals_result=result,

@@ -118,6 +118,19 @@ def label_column(frame: Any, label: str, path: str) -> np.ndarray:
     return values
 
 
+def query_column(frame: Any, query: str | None, path: str) -> np.ndarray | None:
+    """Learning to rank: the query id column ``query`` of ``frame`` (None without one);
+    CommandError when it is missing or has missing values."""
+    if query is None:
+        return None
+    if query not in frame.columns:
+        raise CommandError(f"{path} has no query column {query!r}")
+    ids = frame[query].to_numpy()
+    if frame[query].isna().any():
+        raise CommandError(f"{path}: query column {query!r} has missing values")
+    return ids
+
+
 # --------------------------------------------------------------------------------------
 # train
 # --------------------------------------------------------------------------------------
@@ -206,20 +219,22 @@ def train_command(args: argparse.Namespace) -> None:
     params = training_params(args)
     frame = read_table(args.data)
     label = label_column(frame, args.label, args.data)
-    feature_names = [c for c in frame.columns if c != args.label]
+    feature_names = [c for c in frame.columns if c not in (args.label, args.query)]
     if not feature_names:
         raise CommandError(f"{args.data} has no feature columns besides the label")
     X = feature_matrix(frame, feature_names, args.data)
     dtrain = cbudget.Dataset(X, label, feature_names=feature_names,
+                             qid=query_column(frame, args.query, args.data),
                              **feature_costs(args, feature_names))
     evals = []
-    X_eval, eval_path = X, args.data
+    eval_data, eval_path = dtrain, args.data
     if args.valid is not None:
         valid_frame = read_table(args.valid)
-        X_eval = feature_matrix(valid_frame, feature_names, args.valid)
-        dvalid = cbudget.Dataset(X_eval, label_column(valid_frame, args.label, args.valid),
-                                 reference=dtrain)
-        evals, eval_path = [(dvalid, "valid")], args.valid
+        eval_data = cbudget.Dataset(feature_matrix(valid_frame, feature_names, args.valid),
+                                    label_column(valid_frame, args.label, args.valid),
+                                    qid=query_column(valid_frame, args.query, args.valid),
+                                    reference=dtrain)
+        evals, eval_path = [(eval_data, "valid")], args.valid
     expensive_model = None
     if args.expensive_model is not None:
         expensive_model = cbudget.load_model(args.expensive_model)
@@ -242,8 +257,10 @@ def train_command(args: argparse.Namespace) -> None:
     for metric, values in evals_result.get("valid", {}).items():
         score = values[best] if best is not None else values[-1]
         print(f"validation {metric}: {score:.6g}")
-    report = model.cost_report(X_eval)
-    print(f"mean cost per input on {eval_path}: {report.mean_cost:.6g} "
+    report = model.cost_report(eval_data)
+    per_query = ("" if report.mean_cost_per_query is None else
+                 f", per query {report.mean_cost_per_query:.6g}")
+    print(f"mean cost per input on {eval_path}: {report.mean_cost:.6g}{per_query} "
           f"({len(report.features_used)} of {len(feature_names)} features used)")
     print(f"saved {args.output}")
 
@@ -336,6 +353,9 @@ def print_cost_summary(summary: dict[str, Any], model_path: str, data_path: str)
     print(f"{model_path}: {summary['model_type']} ({summary['algorithm']}) on "
           f"{summary['n_inputs']} inputs of {data_path}")
     print("cost per input: " + "  ".join(f"{k} {v:.6g}" for k, v in per_input.items()))
+    if "cost_per_query" in summary:
+        print(f"mean cost per query: {summary['cost_per_query']['mean']:.6g} "
+              f"({summary['n_queries']} queries)")
     if summary["coupled_cost"]:
         print(f"coupled (once per model) cost: {summary['coupled_cost']:.6g}")
     print(f"features used: {len(summary['features_used'])} of {summary['n_features']}")
@@ -354,8 +374,15 @@ def print_cost_summary(summary: dict[str, Any], model_path: str, data_path: str)
 def report_command(args: argparse.Namespace) -> None:
     """``cbudget report``: the cost and acquisition summary of a model on a file."""
     model = load_model_file(args.model)
-    X = feature_matrix(read_table(args.data), model.feature_names, args.data)
+    frame = read_table(args.data)
+    X = feature_matrix(frame, model.feature_names, args.data)
     summary = cost_summary(model, X)
+    ids = query_column(frame, args.query, args.data)
+    if ids is not None:
+        n_queries = cbudget.Dataset(X, qid=ids).num_queries()
+        summary["n_queries"] = n_queries
+        summary["cost_per_query"] = {"mean": summary["cost_per_input"]["mean"]
+                                     * X.shape[0] / n_queries}
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -521,6 +548,10 @@ def build_parser() -> argparse.ArgumentParser:
                               help="the label column (classes numbered 0..K-1)")
     train_parser.add_argument("-o", "--output", required=True, metavar="MODEL.json",
                               help="where to save the model")
+    train_parser.add_argument("--query", metavar="COL",
+                              help="learning to rank: the query id column (not a feature; "
+                                   "each query's rows together), e.g. with --param "
+                                   "objective=rank:ndcg")
     train_parser.add_argument("--valid", metavar="FILE",
                               help="validation file with the same columns (evaluation, "
                                    "early stopping, the cost in the summary)")
@@ -574,6 +605,9 @@ def build_parser() -> argparse.ArgumentParser:
     report_parser.add_argument("model", metavar="MODEL.json")
     report_parser.add_argument("data", metavar="DATA", help=data_help)
     report_parser.add_argument("--json", action="store_true", help="print it as JSON")
+    report_parser.add_argument("--query", metavar="COL",
+                               help="learning to rank: the query id column; the summary "
+                                    "adds the mean cost per query")
 
     demo_parser = sub.add_parser("demo", help="train on the shipped Letters data and report "
                                               "accuracy and prediction cost")

@@ -12,6 +12,7 @@ import numpy as np
 from ._core._predict import predict_leaf
 from ._core._types import NODE_DTYPE, compact_nodes
 from ._model import CostTracker, Model
+from .dataset import query_boundaries_of
 from .model_io import check_integer_range, invalid, require
 from .on_demand import FeatureSource, ReadSteps, global_node_ids, walk_trees
 
@@ -358,10 +359,10 @@ class TreeEnsemble(Model):
         -------
         CostReport
         """
-        X = self.prepare_input(X, iteration_range=iteration_range)
-        cost, acquired = self._cost_and_acquired(X, iteration_range)
+        cost, acquired = self._cost_and_acquired(
+            self.prepare_input(X, iteration_range=iteration_range), iteration_range)
         return self.cost_model.report(cost, acquired, self.used_features(iteration_range),
-                                      self.feature_names)
+                                      self.feature_names, query_boundaries_of(X))
 
     def cost_tracker(self, X) -> StagedCostTracker:
         """The mean cost of ``X`` as the ensemble grows, one pass per new iteration."""

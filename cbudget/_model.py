@@ -26,7 +26,7 @@ import numpy as np
 
 from ._core._openmp_helpers import resolve_n_threads
 from .costs import CostModel, CostReport
-from .dataset import Dataset, prediction_input
+from .dataset import Dataset, prediction_input, query_boundaries_of
 from .metrics import check_metric, metric_maximize
 from .model_io import save_model
 from .on_demand import FeatureSource, ReadSteps
@@ -243,7 +243,8 @@ class Model:
         """Mean cost, per-input cost, per-feature acquisition rates, features used and the
         fixed coupled cost of predicting ``X``."""
         cost, acquired = self._cost_and_acquired(self.prepare_input(X))
-        return self.cost_model.report(cost, acquired, self.used_features(), self.feature_names)
+        return self.cost_model.report(cost, acquired, self.used_features(), self.feature_names,
+                                      query_boundaries_of(X))
 
     def cost_tracker(self, X) -> CostTracker:
         """An object whose ``mean_cost(model)`` gives the mean cost of ``X`` as the model

@@ -23,7 +23,7 @@ from scipy.special import expit
 
 from ._model import CostParts, Model, NotApplicableError
 from .costs import CostModel, CostReport, resolve_feature
-from .dataset import Dataset, InputData, prediction_input
+from .dataset import Dataset, InputData, prediction_input, query_boundaries_of
 from .model_io import (
     checked_params,
     finite_number,
@@ -530,7 +530,8 @@ class GatedModel(Model):
         CostReport
         """
         cost, acquired = self._cost_and_acquired(self.prepare_input(X), expensive_cost)
-        return self.cost_model.report(cost, acquired, self.used_features(), self.feature_names)
+        return self.cost_model.report(cost, acquired, self.used_features(), self.feature_names,
+                                      query_boundaries_of(X))
 
     def finalize(self, dtrain: Dataset, evals: Iterable[tuple[str, Dataset]],
                  q: np.ndarray) -> None:

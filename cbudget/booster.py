@@ -11,7 +11,7 @@ from ._core._predict import add_leaf_values, predict_raw
 from ._ensemble import TreeEnsemble, read_scores, read_trees, tree_to_dict
 from .costs import CostModel
 from .dataset import InputData
-from .metrics import evaluate_metric
+from .metrics import evaluate_on
 from .model_io import (
     build,
     checked_params,
@@ -144,7 +144,7 @@ class Booster(TreeEnsemble):
             t0, t1 = self.iteration_indptr[r], self.iteration_indptr[r + 1]
             predict_raw(X, nodes[offsets[t0]:offsets[t1]], offsets[t0:t1 + 1] - offsets[t0],
                         outputs[t0:t1], raw, self.n_threads())
-            scores[r] = evaluate_metric(metric, data.label, self.transform(raw), data.weight)
+            scores[r] = evaluate_on(metric, data, self.transform(raw))
         return scores
 
     # -- files --------------------------------------------------------------------------

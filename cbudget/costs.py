@@ -163,6 +163,10 @@ class CostReport:
     coupled_cost : float
         Fixed once-per-model cost, ``sum of coupled_costs over features_used``.
     feature_names : list of str
+    mean_cost_per_query : float or None
+        Learning to rank, for a Dataset with query groups: the mean over the queries of
+        the summed cost of their documents (each document pays for its own features);
+        None otherwise.
     """
 
     mean_cost: float
@@ -171,9 +175,12 @@ class CostReport:
     features_used: list[str]
     coupled_cost: float
     feature_names: list[str] = field(repr=False)
+    mean_cost_per_query: float | None = None
 
     def __str__(self) -> str:
-        lines = [f"mean cost per input: {self.mean_cost:.6g}",
+        per_query = ([] if self.mean_cost_per_query is None else
+                     [f"mean cost per query: {self.mean_cost_per_query:.6g}"])
+        lines = [f"mean cost per input: {self.mean_cost:.6g}", *per_query,
                  f"coupled (once per model) cost: {self.coupled_cost:.6g}",
                  f"features used: {len(self.features_used)} of {len(self.feature_names)}"]
         order = np.argsort(-self.acquisition_rate, kind="stable")
@@ -419,10 +426,14 @@ class CostModel:
 
     def report(self, cost: np.ndarray, acquired: np.ndarray,
                used_features: np.ndarray | Sequence[int],
-               feature_names: Sequence[str]) -> CostReport:
+               feature_names: Sequence[str],
+               group_ptr: np.ndarray | None = None) -> CostReport:
         """The :class:`CostReport` of per-input costs ``cost``, the (n_samples,
-        n_features) 0/1 matrix ``acquired`` and the features the model uses."""
+        n_features) 0/1 matrix ``acquired`` and the features the model uses; with the
+        query boundaries ``group_ptr``, the mean cost per query too."""
+        n_queries = 0 if group_ptr is None else group_ptr.shape[0] - 1
         return CostReport(
+            mean_cost_per_query=float(cost.sum() / n_queries) if n_queries else None,
             mean_cost=float(cost.mean()) if cost.size else 0.0, per_input_cost=cost,
             acquisition_rate=(acquired.mean(axis=0) if acquired.shape[0]
                               else np.zeros(self.n_features)),

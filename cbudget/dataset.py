@@ -106,6 +106,12 @@ def check_model_matches(model: Model, data: Dataset, what: str, hint: str) -> No
         raise ValueError(f"{what}'s costs differ from dtrain's: {hint}")
 
 
+def query_boundaries_of(X: InputData) -> np.ndarray | None:
+    """The query boundaries of ``X`` when it is a Dataset with query groups (the cost
+    reports give the mean cost per query then), else None."""
+    return X.group_ptr if isinstance(X, Dataset) else None
+
+
 def check_row_count(data: object, what: str = "data") -> None:
     """ValueError when ``data`` has more rows than training takes (``MAX_ROWS``, 2**30:
     docs/architecture.md, "Limits"). Reads only the shape (or the length), so it costs
@@ -147,6 +153,50 @@ def _vector(values, n, name, *, allow_none=True):
         raise ValueError(f"{name} contains NaN or inf (first at row {bad[0]}, "
                          f"{bad.size} in all)")
     return np.ascontiguousarray(arr)
+
+
+def query_boundaries(group: ArrayLike | None, qid: ArrayLike | None,
+                     n_rows: int) -> np.ndarray | None:
+    """The row boundaries of the queries (int64, ``n_queries + 1`` entries from 0 to
+    ``n_rows``) from query sizes ``group`` or per-row ids ``qid`` (at most one of them;
+    None when neither is given). ValueError for sizes that are not positive integers
+    summing to ``n_rows``, or ids whose rows are not contiguous."""
+    if group is not None and qid is not None:
+        raise ValueError("give group (query sizes) or qid (a query id per row), not both")
+    if group is not None:
+        sizes = np.asarray(group.to_numpy() if hasattr(group, "to_numpy") else group)
+        if sizes.ndim != 1 or sizes.size == 0:
+            raise ValueError(f"group must be a 1-D array of query sizes, got shape "
+                             f"{sizes.shape}")
+        if sizes.dtype.kind not in "iuf" or sizes.dtype.kind == "f" and not np.all(
+                np.isfinite(sizes) & (sizes == np.floor(sizes))):
+            raise ValueError("group must hold integer query sizes")
+        if np.any(sizes <= 0):
+            raise ValueError(f"group sizes must be positive; query "
+                             f"{int(np.flatnonzero(sizes <= 0)[0])} has {sizes[sizes <= 0][0]}")
+        sizes = sizes.astype(np.int64)
+        if int(sizes.sum()) != n_rows:
+            raise ValueError(f"group sizes sum to {int(sizes.sum())} but data has "
+                             f"{n_rows} rows")
+        return np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    if qid is not None:
+        ids = np.asarray(qid.to_numpy() if hasattr(qid, "to_numpy") else qid)
+        if ids.ndim == 2 and ids.shape[1] == 1:
+            ids = ids[:, 0]
+        if ids.ndim != 1 or ids.shape[0] != n_rows:
+            raise ValueError(f"qid must hold one id per row ({n_rows}), got shape "
+                             f"{ids.shape}")
+        if ids.dtype.kind == "f" and not np.all(np.isfinite(ids)):
+            raise ValueError("qid contains NaN or inf")
+        starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
+        run_ids = ids[starts]
+        if np.unique(run_ids).size != run_ids.size:
+            values, counts = np.unique(run_ids, return_counts=True)
+            split = values[counts > 1][0]
+            raise ValueError(f"the rows of query {split!r} are not contiguous: sort the "
+                             "rows by qid (or keep each query's rows together)")
+        return np.append(starts, n_rows).astype(np.int64)
+    return None
 
 
 def find_bin_edges(column: np.ndarray, max_bin: int) -> np.ndarray:
@@ -206,6 +256,13 @@ class Dataset:
     reference : Dataset, optional
         Share this training Dataset's bin edges, feature names and costs (for
         validation data). Costs cannot be given together with ``reference``.
+    group : array-like of int, optional
+        Learning to rank: the number of rows of each query, in row order (as LightGBM
+        and XGBoost take them; positive, summing to the number of rows). Each query's
+        rows are contiguous.
+    qid : array-like, optional
+        Learning to rank, instead of ``group``: a query id per row; the rows of a query
+        must be contiguous (sorted by id, as XGBoost asks, or grouped another way).
 
     At most ``2**30`` (1,073,741,824) rows: training indexes rows and tree nodes with
     32-bit integers (docs/architecture.md, "Limits"). More rows raise a ValueError before
@@ -220,6 +277,8 @@ class Dataset:
     missing_bin : int
         The bin index of NaN (``max_bin``).
     cost_model : cbudget.CostModel
+    group_ptr : ndarray of int64, shape (n_queries + 1,), or None
+        With ``group`` or ``qid``: query ``q`` holds rows ``group_ptr[q]:group_ptr[q+1]``.
     """
 
     feature_names: list[str]
@@ -235,7 +294,8 @@ class Dataset:
                  coupled_costs: FeatureCosts | None = None,
                  split_cost: float = 0.0, tree_cost: float = 0.0,
                  default_cost: float | None = None, max_bin: int = 255,
-                 reference: Dataset | None = None) -> None:
+                 reference: Dataset | None = None, group: ArrayLike | None = None,
+                 qid: ArrayLike | None = None) -> None:
         check_row_count(data)       # before any conversion copies the data
         X, column_names = as_float_matrix(data, "data")
         check_row_count(X)
@@ -248,6 +308,7 @@ class Dataset:
                 raise ValueError("weight must be >= 0")
             if not self.weight.sum() > 0:
                 raise ValueError("weight sums to 0: all weights are zero")
+        self.group_ptr = query_boundaries(group, qid, n_samples)
 
         if reference is not None:
             if not isinstance(reference, Dataset):
@@ -361,6 +422,21 @@ class Dataset:
         """
         return self.weight
 
+    def get_group(self) -> np.ndarray | None:
+        """The query sizes (learning to rank).
+
+        Returns
+        -------
+        ndarray of int64, shape (n_queries,), or None
+            None when the Dataset was built without ``group`` or ``qid``.
+        """
+        return None if self.group_ptr is None else np.diff(self.group_ptr)
+
+    def num_queries(self) -> int | None:
+        """The number of queries; None without ``group`` or ``qid``."""
+        return None if self.group_ptr is None else self.group_ptr.shape[0] - 1
+
     def __repr__(self) -> str:
+        queries = "" if self.group_ptr is None else f", {self.num_queries()} queries"
         return (f"<cbudget.Dataset {self.num_data()} x {self.num_feature()}, "
-                f"max_bin={self.max_bin}>")
+                f"max_bin={self.max_bin}{queries}>")

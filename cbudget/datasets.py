@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["load_letters", "make_four_clusters", "make_quadrants", "train_valid_test_split"]
+__all__ = ["load_letters", "make_four_clusters", "make_quadrants", "make_ranking",
+           "train_valid_test_split"]
 
 _DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
 
@@ -141,3 +142,45 @@ def make_four_clusters(n_samples: int, seed: int = 0, noise: float = 0.2
     cluster = np.arange(n_samples) % 4
     X = np.asarray(FOUR_CLUSTER_CENTERS)[cluster] + noise * rng.normal(size=(n_samples, 2))
     return X, np.asarray(FOUR_CLUSTER_LABELS, dtype=np.int64)[cluster], cluster.astype(np.int64)
+
+
+# make_ranking's features: (cost, noise added to the latent relevance); None: pure noise
+RANKING_FEATURES = ((1.0, 1.5), (1.0, None), (50.0, 0.7), (50.0, 0.7), (200.0, 0.3))
+# the latent relevance's cut points for the grades 1, 2, 3, 4
+RANKING_GRADES = (0.0, 0.8, 1.4, 2.0)
+
+
+def make_ranking(n_queries: int, seed: int = 0, docs_per_query: tuple[int, int] = (8, 20)
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A synthetic learning-to-rank set where the costlier features rank better.
+
+    Each query has ``docs_per_query[0]`` to ``docs_per_query[1] - 1`` documents (uniform);
+    each document a latent relevance ``z ~ N(0, 1)``, graded 0..4 by the cut points 0,
+    0.8, 1.4 and 2 (about 50 / 29 / 13 / 6 / 2 % of the documents). Its five features:
+    ``z`` plus Gaussian noise of deviation 1.5 (cost 1), pure noise (cost 1), two copies
+    of ``z`` with noise 0.7 (cost 50 each) and ``z`` with noise 0.3 (cost 200).
+
+    Parameters
+    ----------
+    n_queries : int
+    seed : int, default 0
+    docs_per_query : (int, int), default (8, 20)
+
+    Returns
+    -------
+    X : ndarray of float64, shape (n_documents, 5)
+    y : ndarray of float64, shape (n_documents,)
+        Relevance grades 0..4.
+    group : ndarray of int64, shape (n_queries,)
+        The documents of each query, in row order.
+    feature_costs : ndarray of float64, shape (5,)
+    """
+    rng = np.random.default_rng(seed)
+    group = rng.integers(*docs_per_query, size=n_queries)
+    n = int(group.sum())
+    latent = rng.normal(size=n)
+    X = np.column_stack([rng.normal(size=n) if noise is None
+                         else latent + rng.normal(scale=noise, size=n)
+                         for _, noise in RANKING_FEATURES])
+    y = np.digitize(latent, RANKING_GRADES).astype(np.float64)
+    return X, y, group, np.array([cost for cost, _ in RANKING_FEATURES])

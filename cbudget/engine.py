@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from ._model import Model, NotApplicableError
 from .callback import CallbackContainer
 from .dataset import Dataset, check_model_matches
-from .metrics import evaluate_metric
+from .metrics import evaluate_on
 from .model_io import load_model
 from .objectives import Objective
 from .params import COMMON_PARAMS, Param, resolve_declared
@@ -77,7 +77,7 @@ class Trainer:
 
     def eval_scores(self, metrics) -> list:
         """(name, {metric: value}) of each evaluation set for the model as it is."""
-        return [(name, {metric: evaluate_metric(metric, data.label, predictions, data.weight)
+        return [(name, {metric: evaluate_on(metric, data, predictions)
                         for metric in metrics})
                 for name, data, predictions in self.eval_predictions()]
 

@@ -11,7 +11,7 @@ from ._core._predict import predict_node_rows, sum_node_rows
 from ._ensemble import TreeEnsemble, read_scores, read_trees, tree_to_dict
 from .costs import CostModel
 from .dataset import InputData
-from .metrics import evaluate_metric
+from .metrics import evaluate_on
 from .model_io import (
     build,
     checked_params,
@@ -221,9 +221,8 @@ class Forest(TreeEnsemble):
         for t in range(self.num_trees()):
             sums += self.leaf_sums(X, "both", (t, t + 1))
             counts, votes = np.hsplit(sums, 2)
-            scores[t] = evaluate_metric(metric, data.label,
-                                        self.metric_predictions(metric, counts, votes),
-                                        data.weight)
+            scores[t] = evaluate_on(metric, data,
+                                    self.metric_predictions(metric, counts, votes))
         return scores
 
     # -- files --------------------------------------------------------------------------

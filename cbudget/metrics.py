@@ -1,18 +1,37 @@
-"""Evaluation metrics on transformed predictions (probabilities / values).
+"""Evaluation metrics on transformed predictions (probabilities / values / scores).
 
-Every metric takes ``(y, pred, weight)``: the labels (n_samples,); the predictions --
-values for regression, P(y = 1) of shape (n_samples,) for binary classification, class
-probabilities (n_samples, n_classes) for multi-class; sample weights (n_samples,) or
-None (all 1). It returns a float.
+Every metric of :data:`METRICS` takes ``(y, pred, weight)``: the labels (n_samples,);
+the predictions -- values for regression, P(y = 1) of shape (n_samples,) for binary
+classification, class probabilities (n_samples, n_classes) for multi-class; sample
+weights (n_samples,) or None (all 1). It returns a float.
+
+The ranking metrics score each query's documents in the order of ``pred`` (highest
+first; ties in row order) and average over the queries (docs/architecture.md,
+"Learning to rank"); they need the query groups. Their names:
+
+* ``ndcg@k``: normalised discounted cumulative gain of the top ``k`` (gain
+  ``2**label - 1``, discount ``1 / log2(1 + position)``); a query whose ideal DCG is 0
+  (every label 0) scores 1, as in LightGBM. ``ndcg``: the whole list.
+* ``precision@k``: the share of the top ``min(k, documents)`` that are relevant,
+  ``label >= 1``; ``precision@k>=t``: relevant means ``label >= t`` (the papers'
+  precision@5 on Yahoo!'s 0-4 grades is ``precision@5>=3``).
+* ``map@k`` / ``map@k>=t``: mean average precision of the top ``k``, divided by
+  ``min(k, relevant documents)``; a query without relevant documents scores 1, as in
+  LightGBM.
+
+A query's weight is the mean weight of its documents.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy.stats import rankdata
 
-__all__ = ["METRICS", "evaluate_metric", "metric_maximize"]
+__all__ = ["METRICS", "RANKING_OBJECTIVES", "evaluate_metric", "evaluate_on",
+           "metric_maximize", "is_metric", "check_metric", "ranking_metric", "ranking_hint"]
 
 _EPS = 1e-15
 
@@ -78,9 +97,117 @@ METRICS: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray | None], float]]
     "rmse": rmse, "logloss": logloss, "error": error, "auc": auc,
            "mlogloss": mlogloss, "merror": merror}
 _MAXIMIZE = {"auc"}
+RANKING_OBJECTIVES = ("rank:ndcg", "rank:pairwise")
 _FOR_OBJECTIVE = {"reg:squarederror": {"rmse"},
                   "binary:logistic": {"logloss", "error", "auc", "rmse"},
-                  "multi:softprob": {"mlogloss", "merror"}}
+                  "multi:softprob": {"mlogloss", "merror"},
+                  **{name: set() for name in RANKING_OBJECTIVES}}
+# objectives whose single score per document can rank a query's documents: regression
+# on the relevance (CSTC's and Greedy Miser's papers), P(relevant), the ranking ones
+_RANKABLE = ("reg:squarederror", "binary:logistic", *RANKING_OBJECTIVES)
+
+
+# -- ranking metrics ------------------------------------------------------------------
+class RankingMetric(NamedTuple):
+    """A parsed ranking metric name: ``kind@top>=threshold``."""
+    kind: str                  # "ndcg", "map" or "precision"
+    top: int | None            # None: the whole list
+    threshold: float           # the least relevant label (map, precision)
+
+
+_RANKING_NAME = re.compile(r"(ndcg|map|precision)(?:@([0-9]+))?(?:>=([0-9]+(?:\.[0-9]*)?))?")
+
+
+def ranking_metric(name: str) -> RankingMetric | None:
+    """The parsed ranking metric ``name``; None when it is not one (ValueError for a
+    ranking name with a bad cut-off or threshold)."""
+    match = _RANKING_NAME.fullmatch(name) if isinstance(name, str) else None
+    if match is None:
+        return None
+    kind, top, threshold = match.groups()
+    if top is not None and int(top) < 1:
+        raise ValueError(f"eval_metric {name!r}: the cut-off after @ must be >= 1")
+    if threshold is not None and kind == "ndcg":
+        raise ValueError(f"eval_metric {name!r}: ndcg uses the graded labels; a relevance "
+                         "threshold (>=t) applies to map and precision")
+    return RankingMetric(kind, None if top is None else int(top),
+                         1.0 if threshold is None else float(threshold))
+
+
+def _ordered_labels(y: np.ndarray, score: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The labels of each query's documents in descending order of ``score`` (ties in
+    row order), queries one after another."""
+    return y[np.lexsort((-score, query))]
+
+
+def _per_query_ranking(metric: RankingMetric, y: np.ndarray, pred: np.ndarray,
+                       group_ptr: np.ndarray) -> np.ndarray:
+    """The metric of each query."""
+    sizes = np.diff(group_ptr)
+    n_queries = sizes.shape[0]
+    query = np.repeat(np.arange(n_queries), sizes)
+    position = np.arange(y.shape[0]) - group_ptr[query]      # 0 = the top
+    top = position.shape[0] if metric.top is None else metric.top
+    in_top = position < top
+    ranked = _ordered_labels(y, pred, query)
+    if metric.kind == "ndcg":
+        if np.any(y < 0):
+            raise ValueError("ndcg needs labels >= 0 (graded relevance)")
+        discount = np.where(in_top, 1.0 / np.log2(position + 2.0), 0.0)
+        dcg = np.bincount(query, weights=np.expm1(ranked * np.log(2.0)) * discount,
+                          minlength=n_queries)
+        ideal = np.bincount(query, weights=np.expm1(_ordered_labels(y, y, query)
+                                                    * np.log(2.0)) * discount,
+                            minlength=n_queries)
+        return np.divide(dcg, ideal, out=np.ones(n_queries), where=ideal > 0)
+    relevant = (ranked >= metric.threshold) & in_top
+    if metric.kind == "precision":
+        return np.bincount(query, weights=relevant, minlength=n_queries) \
+            / np.minimum(sizes, top)
+    # map: precision at each relevant position of the top, summed
+    hits = np.cumsum(relevant) - np.repeat(np.cumsum(np.bincount(
+        query, weights=relevant, minlength=n_queries)) - np.bincount(
+        query, weights=relevant, minlength=n_queries), sizes)
+    average = np.bincount(query, weights=np.where(relevant, hits / (position + 1.0), 0.0),
+                          minlength=n_queries)
+    n_relevant = np.minimum(np.bincount(query, weights=y >= metric.threshold,
+                                        minlength=n_queries), top)
+    return np.divide(average, n_relevant, out=np.ones(n_queries), where=n_relevant > 0)
+
+
+def _ranking_value(metric: RankingMetric, name: str, y: np.ndarray, pred: np.ndarray,
+                   weight: np.ndarray | None, group_ptr: np.ndarray | None) -> float:
+    if group_ptr is None:
+        raise ValueError(f"eval_metric {name!r} ranks the documents of each query: the "
+                         "data needs its query groups (Dataset(..., group=sizes) or qid=)")
+    if pred.ndim != 1:
+        raise ValueError(f"eval_metric {name!r} ranks by one score per document, not by "
+                         f"predictions of shape {pred.shape}")
+    values = _per_query_ranking(metric, y, pred, group_ptr)
+    if weight is None:
+        return float(values.mean())
+    query_weight = np.add.reduceat(weight, group_ptr[:-1]) / np.diff(group_ptr)
+    return _avg(values, query_weight)
+
+
+# -- what the rest of the package calls ------------------------------------------------
+def ranking_hint(objective: Any, instead: str) -> str:
+    """For an algorithm without the ranking objectives: what to do instead (appended
+    to its error message), or "" when ``objective`` is not a ranking one."""
+    if objective not in RANKING_OBJECTIVES:
+        return ""
+    return (f"; {objective} is for gbdt, cegb and greedy_miser. To rank with this "
+            f"algorithm, train it {instead} on Dataset(..., group=) data and evaluate with "
+            "the ranking metrics (eval_metric='ndcg@5', 'precision@5>=3')")
+
+
+def is_metric(name: Any) -> bool:
+    """Whether ``name`` is a metric cbudget knows (a key of :data:`METRICS` or a
+    ranking metric name)."""
+    try:
+        return name in METRICS or ranking_metric(name) is not None
+    except (TypeError, ValueError):
+        return False
 
 
 def check_metric(name: str, objective_name: str) -> None:
@@ -89,19 +216,29 @@ def check_metric(name: str, objective_name: str) -> None:
     Parameters
     ----------
     name : str
-        A key of :data:`METRICS`.
+        A key of :data:`METRICS` or a ranking metric (``ndcg@5``, ``precision@5>=3``).
     objective_name : str
-        "reg:squarederror", "binary:logistic" or "multi:softprob".
+        The model's objective, e.g. "reg:squarederror" or "rank:ndcg".
     """
+    if ranking_metric(name) is not None:
+        if objective_name not in _RANKABLE:
+            raise ValueError(f"eval_metric {name!r} ranks documents by one score each; "
+                             f"{objective_name} predicts one per class: use one of "
+                             f"{sorted(_FOR_OBJECTIVE[objective_name])}")
+        return
     if name not in METRICS:
-        raise ValueError(f"unknown eval_metric {name!r}; valid: {sorted(METRICS)}")
+        raise ValueError(f"unknown eval_metric {name!r}; valid: {sorted(METRICS)} and the "
+                         "ranking metrics ndcg@k, map@k, precision@k (>=t: the least "
+                         "relevant label)")
     if name not in _FOR_OBJECTIVE[objective_name]:
+        valid = sorted(_FOR_OBJECTIVE[objective_name]) or ["ndcg@k", "map@k", "precision@k"]
         raise ValueError(f"eval_metric {name!r} does not apply to {objective_name}; use one "
-                         f"of {sorted(_FOR_OBJECTIVE[objective_name])}")
+                         f"of {valid}")
 
 
 def metric_maximize(name: str) -> bool:
-    """Whether a higher value of metric ``name`` is better (auc), not a lower one.
+    """Whether a higher value of metric ``name`` is better (auc, the ranking metrics),
+    not a lower one.
 
     Parameters
     ----------
@@ -111,24 +248,62 @@ def metric_maximize(name: str) -> bool:
     -------
     bool
     """
-    return name in _MAXIMIZE
+    return name in _MAXIMIZE or ranking_metric(name) is not None
+
+
+def _evaluate(name: str, y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None,
+              group_ptr: np.ndarray | None) -> float:
+    ranking = ranking_metric(name)
+    if ranking is not None:
+        return _ranking_value(ranking, name, y, pred, weight, group_ptr)
+    if name not in METRICS:
+        raise ValueError(f"unknown metric {name!r}")
+    return METRICS[name](y, pred, weight)
 
 
 def evaluate_metric(name: str, y: np.ndarray, pred: np.ndarray,
-                    weight: np.ndarray | None = None) -> float:
+                    weight: np.ndarray | None = None, *, group: Any = None) -> float:
     """Value of metric ``name`` for labels ``y`` and transformed predictions ``pred``.
 
     Parameters
     ----------
     name : str
-        A key of :data:`METRICS`.
+        A key of :data:`METRICS` or a ranking metric (``ndcg@5``, ``map@10``,
+        ``precision@5>=3``: see the module's documentation).
     y : ndarray of shape (n_samples,)
     pred : ndarray of shape (n_samples,) or (n_samples, num_class)
-        Probabilities or values (not raw margins).
+        Probabilities, values or ranking scores (not raw margins of a classifier).
     weight : ndarray of shape (n_samples,), optional
+    group : array-like of int, optional
+        The ranking metrics: the number of rows of each query, in row order.
 
     Returns
     -------
     float
     """
-    return METRICS[name](y, pred, weight)
+    y, pred = np.asarray(y, dtype=np.float64), np.asarray(pred, dtype=np.float64)
+    group_ptr = None
+    if group is not None:
+        sizes = np.asarray(group, dtype=np.int64)
+        if sizes.ndim != 1 or np.any(sizes <= 0) or int(sizes.sum()) != y.shape[0]:
+            raise ValueError(f"group must hold positive query sizes summing to the "
+                             f"{y.shape[0]} rows")
+        group_ptr = np.concatenate(([0], np.cumsum(sizes)))
+    return _evaluate(name, y, pred, None if weight is None else np.asarray(weight), group_ptr)
+
+
+def evaluate_on(name: str, data: Any, pred: np.ndarray) -> float:
+    """Value of metric ``name`` of predictions ``pred`` on a labelled
+    :class:`cbudget.Dataset` (its labels, weights and query groups).
+
+    Parameters
+    ----------
+    name : str
+    data : Dataset with labels
+    pred : ndarray of shape (n_samples,) or (n_samples, num_class)
+
+    Returns
+    -------
+    float
+    """
+    return _evaluate(name, data.label, pred, data.weight, data.group_ptr)

@@ -27,7 +27,7 @@ from .cost_path import pareto_mask
 from .cstc import ClassifierTree
 from .dataset import Dataset, InputData
 from .forest import Forest
-from .metrics import METRICS, check_metric, evaluate_metric, metric_maximize
+from .metrics import METRICS, check_metric, evaluate_on, is_metric, metric_maximize
 
 if TYPE_CHECKING:  # only for type hints: matplotlib is imported when a plot is drawn
     from matplotlib.axes import Axes
@@ -93,8 +93,9 @@ def plot_cost_curve(model: Model, data: Dataset, *, metric: str | None = None,
     data : cbudget.Dataset with labels
         Validation data.
     metric : str, optional
-        A metric of ``cbudget.metrics.METRICS`` that applies to the model's objective.
-        Default: the model's (``model.default_metric``).
+        A metric of ``cbudget.metrics.METRICS`` that applies to the model's objective,
+        or a ranking metric (``ndcg@5``: ``data`` needs query groups). Default: the
+        model's (``model.default_metric``).
     ax : matplotlib Axes, optional
         Drawn on a new figure when not given.
     label : str, optional
@@ -122,8 +123,7 @@ def plot_cost_curve(model: Model, data: Dataset, *, metric: str | None = None,
         costs = model.cost_curve(data)
     except NotApplicableError:      # optimised as a whole: the model is one point
         costs = np.array([model.predict_cost(data).mean()])
-        scores = np.array([evaluate_metric(metric, data.label, model.predict(data),
-                                           data.weight)])
+        scores = np.array([evaluate_on(metric, data, model.predict(data))])
         plot_kwargs.setdefault("marker", "o")
     else:
         if costs.size == 0:
@@ -182,7 +182,7 @@ def _frontier_path(label: str, path: Any) -> FrontierPath:
 def _metric_direction(metric: str | None, maximize: bool | None) -> bool | None:
     if maximize is not None:
         return bool(maximize)
-    if metric in METRICS:
+    if metric is not None and is_metric(metric):
         return metric_maximize(metric)
     if metric in HIGHER_IS_BETTER:
         return True
@@ -244,7 +244,8 @@ def plot_frontier(paths: Mapping[str, Any], *, ax: Axes | None = None,
                 raise ValueError(
                     f"whether a higher {metric or 'score'} is better is not known, so the "
                     f"Pareto-optimal points of {label!r} cannot be found: pass maximize=True "
-                    f"or False, or a metric cbudget knows ({sorted(METRICS)}, 'accuracy')")
+                    f"or False, or a metric cbudget knows ({sorted(METRICS)}, the ranking ones "
+                    "such as 'ndcg@5', 'accuracy')")
             pareto = pareto_mask(path.costs, path.scores, higher_better)
         order = np.argsort(path.costs[pareto], kind="stable")
         (line,) = ax.plot(path.costs[pareto][order], path.scores[pareto][order], marker="o",

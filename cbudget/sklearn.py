@@ -14,6 +14,8 @@ estimators                                              cbudget algorithm (model
 ``BudgetRFClassifier``                                  ``budget_rf`` (Forest)
 ``CSTCClassifier``, ``CSTCRegressor``                   ``cstc``, ``cscc``, ``cronus``
 ``ADAPTClassifier``                                     ``adapt_gbrt``, ``adapt_lin``
+``GBDTRanker``, ``CEGBRanker``, ``GreedyMiserRanker``   learning to rank with ``gbdt``,
+                                                        ``cegb``, ``greedy_miser``
 =====================================================  ====================================
 
 scikit-learn is an optional dependency (``pip install cbudget[sklearn]``); ``import
@@ -46,12 +48,14 @@ from .cost_path import cost_path
 from .costs import CostGroups, CostReport, FeatureCosts, GroupCosts
 from .dataset import Dataset, MatrixLike, check_row_count
 from .forest import Forest
+from .metrics import RANKING_OBJECTIVES, evaluate_metric
 from .params import ALIASES
 from .training import train
 
 __all__ = ["GBDTClassifier", "GBDTRegressor", "CEGBClassifier", "CEGBRegressor",
            "GreedyMiserClassifier", "GreedyMiserRegressor", "BudgetRFClassifier",
-           "CSTCClassifier", "CSTCRegressor", "ADAPTClassifier"]
+           "CSTCClassifier", "CSTCRegressor", "ADAPTClassifier", "GBDTRanker", "CEGBRanker",
+           "GreedyMiserRanker"]
 
 # what validate_data accepts: cbudget reads NaN as a missing value, and densifies sparse
 # input as cbudget.Dataset does (implicit zeros are zeros)
@@ -61,6 +65,8 @@ EstimatorT = TypeVar("EstimatorT", bound="_CostAwareEstimator")
 RandomStateLike = Union[int, np.random.RandomState, None]
 # an eval_set: (X, y) pairs
 EvalSet = Sequence[tuple[MatrixLike, ArrayLike]]
+# the query groups of each eval_set pair (rankers)
+EvalGroups = Sequence[ArrayLike]
 
 # training parameters every estimator sets itself, and from what
 _SET_BY_ESTIMATOR = {"algorithm": "the estimator's class (or its `algorithm` parameter)",
@@ -72,11 +78,27 @@ def _dense(X: Any) -> np.ndarray:
     return X.toarray() if scipy.sparse.issparse(X) else X
 
 
-def _holdout(n_samples: int, seed: int, fraction: float = 0.2) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted (training, validation) rows: ``fraction`` of them, at random, held out."""
-    order = np.random.default_rng(seed).permutation(n_samples)
-    n_valid = max(1, int(round(fraction * n_samples)))
-    return np.sort(order[n_valid:]), np.sort(order[:n_valid])
+def _holdout(dtrain: Dataset, seed: int, fraction: float = 0.2) -> list[tuple[np.ndarray, Any]]:
+    """Sorted (rows, query sizes) of the training part and of the validation part:
+    ``fraction`` of the rows, at random, held out; of the queries, whole, for data with
+    query groups (query sizes None without)."""
+    rng = np.random.default_rng(seed)
+    ptr = dtrain.group_ptr
+    if ptr is None:
+        order = rng.permutation(dtrain.num_data())
+        n_valid = max(1, int(round(fraction * order.shape[0])))
+        return [(np.sort(order[n_valid:]), None), (np.sort(order[:n_valid]), None)]
+    n_queries = ptr.shape[0] - 1
+    if n_queries < 2:
+        raise ValueError("choosing on a cost path without eval_set holds out 20% of the "
+                         "queries, but the training data has one query: pass eval_set")
+    order = rng.permutation(n_queries)
+    n_valid = max(1, int(round(fraction * n_queries)))
+    parts = []
+    for queries in (np.sort(order[n_valid:]), np.sort(order[:n_valid])):
+        rows = np.concatenate([np.arange(ptr[q], ptr[q + 1]) for q in queries])
+        parts.append((rows, ptr[queries + 1] - ptr[queries]))
+    return parts
 
 
 class _CostAwareEstimator(BaseEstimator):
@@ -88,6 +110,8 @@ class _CostAwareEstimator(BaseEstimator):
     _algorithm: ClassVar[str] = ""
     # the kind of model_.feature_importance behind feature_importances_
     _importance_kind: ClassVar[str] = "gain"
+    # training parameters of _SET_BY_ESTIMATOR that this estimator takes from `params`
+    _set_in_params: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, *, n_estimators: int, feature_costs: FeatureCosts | None,
                  cost_groups: CostGroups | None, group_costs: GroupCosts | None,
@@ -157,6 +181,8 @@ class _CostAwareEstimator(BaseEstimator):
             raise TypeError(f"params must be a dict or None, got {type(extra).__name__}")
         for key in extra:
             name = ALIASES.get(key, key)
+            if name in self._set_in_params:
+                continue
             if name in own or name in _SET_BY_ESTIMATOR:
                 source = _SET_BY_ESTIMATOR.get(name, f"the parameter {name!r}")
                 raise ValueError(f"params[{key!r}]: {type(self).__name__} sets {name!r} "
@@ -209,13 +235,22 @@ class _CostAwareEstimator(BaseEstimator):
         -------
         self
         """
+        return self._fit(X, y, sample_weight, eval_set, eval_sample_weight)
+
+    def _fit(self: EstimatorT, X: MatrixLike, y: ArrayLike, sample_weight: ArrayLike | None,
+             eval_set: EvalSet | None, eval_sample_weight: Sequence[ArrayLike | None] | None,
+             queries: dict[str, Any] | None = None,
+             eval_queries: Sequence[dict[str, Any]] | None = None) -> EstimatorT:
+        """:meth:`fit`, with the query groups of the rankers: ``queries`` the keyword
+        (``group`` or ``qid``) and value of the training data's, ``eval_queries`` those
+        of each ``eval_set`` pair."""
         check_row_count(X, "X")     # before validate_data converts anything
         data, target = validate_data(self, X, y, y_numeric=is_regressor(self), **_X_CHECKS)
         label, objective = self._encode_target(target)
         self._check_names_available()
         data = _dense(data)
-        dtrain = self._dataset(data, label, sample_weight)
-        evals = self._evals(dtrain, eval_set, eval_sample_weight)
+        dtrain = self._dataset(data, label, sample_weight, **(queries or {}))
+        evals = self._evals(dtrain, eval_set, eval_sample_weight, eval_queries)
         seed = self._seed()
         params = self._training_params(objective, seed)
         evals_result: dict = {}
@@ -234,9 +269,10 @@ class _CostAwareEstimator(BaseEstimator):
         return self
 
     def _dataset(self, data: np.ndarray, label: np.ndarray,
-                 weight: ArrayLike | None) -> Dataset:
-        """Training data with the estimator's costs."""
+                 weight: ArrayLike | None, **queries: Any) -> Dataset:
+        """Training data with the estimator's costs (and ``group`` or ``qid``)."""
         return Dataset(data, label, weight=weight, feature_names=self._feature_names(),
+                       **queries,
                        feature_costs=self.feature_costs, cost_groups=self.cost_groups,
                        group_costs=self.group_costs, default_cost=self.default_cost,
                        coupled_costs=self.coupled_costs, split_cost=self.split_cost or 0.0,
@@ -251,16 +287,17 @@ class _CostAwareEstimator(BaseEstimator):
                             seed: int) -> Model:
         """The model of the trade-off chosen on a cost path (``cost_path_``,
         ``cost_tradeoff_``), validated on the last evaluation set, else on 20% of the
-        training rows held out."""
+        training rows (of the queries, for rankers) held out."""
         if not evals:
-            fit_rows, valid_rows = _holdout(dtrain.num_data(), seed)
+            (fit_rows, fit_group), (valid_rows, valid_group) = _holdout(dtrain, seed)
             weight = dtrain.weight
             full = dtrain
             dtrain = self._dataset(full.data[fit_rows], full.label[fit_rows],
-                                   None if weight is None else weight[fit_rows])
+                                   None if weight is None else weight[fit_rows],
+                                   group=fit_group)
             evals = [(Dataset(full.data[valid_rows], full.label[valid_rows], reference=dtrain,
-                              weight=None if weight is None else weight[valid_rows]),
-                      "valid_0")]
+                              weight=None if weight is None else weight[valid_rows],
+                              group=valid_group), "valid_0")]
         self.cost_path_ = cost_path(
             {k: v for k, v in params.items() if k != "cost_tradeoff"}, dtrain, evals[-1][0],
             n_points=self.path_points, num_boost_round=self.n_estimators,
@@ -271,8 +308,10 @@ class _CostAwareEstimator(BaseEstimator):
         return self.cost_path_.models[chosen]
 
     def _evals(self, dtrain: Dataset, eval_set: EvalSet | None,
-               eval_sample_weight: Sequence[ArrayLike | None] | None) -> list:
-        """The evaluation sets as (Dataset, name) pairs, on the training data's bins."""
+               eval_sample_weight: Sequence[ArrayLike | None] | None,
+               eval_queries: Sequence[dict[str, Any]] | None = None) -> list:
+        """The evaluation sets as (Dataset, name) pairs, on the training data's bins
+        (with each pair's ``group`` or ``qid`` of ``eval_queries``)."""
         if eval_set is None:
             needs = self._eval_set_needed_for()
             if needs:
@@ -288,15 +327,16 @@ class _CostAwareEstimator(BaseEstimator):
         if len(weights) != len(eval_set):
             raise ValueError(f"eval_sample_weight has {len(weights)} entries for "
                              f"{len(eval_set)} eval_set pairs")
+        queries = [{}] * len(eval_set) if eval_queries is None else eval_queries
         evals = []
-        for i, ((X_eval, y_eval), weight) in enumerate(zip(eval_set, weights)):
+        for i, ((X_eval, y_eval), weight, query) in enumerate(zip(eval_set, weights, queries)):
             X_eval = validate_data(self, X_eval, reset=False, **_X_CHECKS)
             y_eval = np.asarray(y_eval).ravel()
             if y_eval.shape[0] != X_eval.shape[0]:
                 raise ValueError(f"eval_set[{i}]: X has {X_eval.shape[0]} rows, y "
                                  f"{y_eval.shape[0]}")
             evals.append((Dataset(_dense(X_eval), self._encode_eval_target(y_eval),
-                                  weight=weight, reference=dtrain), f"valid_{i}"))
+                                  weight=weight, reference=dtrain, **query), f"valid_{i}"))
         return evals
 
     # -- prediction and costs -----------------------------------------------------------
@@ -427,15 +467,15 @@ class _Classifier(ClassifierMixin, _CostAwareEstimator):
         return self.classes_[np.argmax(proba, axis=1)]
 
 
-class _Regressor(RegressorMixin, _CostAwareEstimator):
-    def _encode_target(self, y: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
-        return np.asarray(y, dtype=np.float64), {"objective": "reg:squarederror"}
+class _RealValued(_CostAwareEstimator):
+    """Regressors and rankers: real labels, and one real prediction per input."""
 
     def _encode_eval_target(self, y: np.ndarray) -> np.ndarray:
         return np.asarray(y, dtype=np.float64)
 
     def predict(self, X: MatrixLike) -> np.ndarray:
-        """Predicted values.
+        """Predicted values (regressors), or ranking scores: sort each query's documents
+        by them, highest first (rankers).
 
         Parameters
         ----------
@@ -447,6 +487,108 @@ class _Regressor(RegressorMixin, _CostAwareEstimator):
         """
         X = self._prediction_input(X)     # first: NotFittedError before fit
         return self.model_.predict(X)
+
+
+class _Regressor(RegressorMixin, _RealValued):
+    def _encode_target(self, y: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        return np.asarray(y, dtype=np.float64), {"objective": "reg:squarederror"}
+
+
+def _queries(group: ArrayLike | None, qid: ArrayLike | None, what: str) -> dict[str, Any]:
+    """The Dataset keyword of a ranker's query groups: ``group`` or ``qid``, exactly one."""
+    if (group is None) == (qid is None):
+        raise ValueError(f"{what}: give the query groups, group (query sizes) or qid (a "
+                         "query id per row), exactly one of them")
+    return {"group": group} if group is not None else {"qid": qid}
+
+
+class _Ranker(_RealValued):
+    """Learning to rank: ``fit(X, y, group=...)`` (or ``qid=``) with relevance labels;
+    ``predict`` gives each document's score (the higher, the earlier it ranks)."""
+
+    _set_in_params = ("objective",)
+
+    def _encode_target(self, y: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+        # the objective may come from params: the one thing y does not decide here
+        return np.asarray(y, dtype=np.float64), {}
+
+    def _training_params(self, objective: dict[str, Any], seed: int) -> dict[str, Any]:
+        params = super()._training_params(objective, seed)
+        params.setdefault("objective", "rank:ndcg")
+        if params["objective"] not in RANKING_OBJECTIVES:
+            raise ValueError(f"params['objective'] of a ranker is one of "
+                             f"{list(RANKING_OBJECTIVES)}, got {params['objective']!r}")
+        return params
+
+    def fit(self: EstimatorT, X: MatrixLike, y: ArrayLike,  # type: ignore[override]
+            group: ArrayLike | None = None, *, qid: ArrayLike | None = None,
+            sample_weight: ArrayLike | None = None, eval_set: EvalSet | None = None,
+            eval_group: EvalGroups | None = None, eval_qid: EvalGroups | None = None,
+            eval_sample_weight: Sequence[ArrayLike | None] | None = None) -> EstimatorT:
+        """Train the ranking model.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            The documents of every query, each query's rows together.
+        y : array-like of shape (n_samples,)
+            Relevance labels: integer grades 0..31 for ``rank:ndcg`` (the default
+            objective; ``params={"objective": "rank:pairwise"}`` for RankNet's).
+        group : array-like of int, optional
+            The number of documents of each query, in row order.
+        qid : array-like of shape (n_samples,), optional
+            Instead of ``group``: each row's query id (rows of a query together).
+        sample_weight : array-like of shape (n_samples,), optional
+            Each document's weight (it scales the document's gradients; a query's
+            metrics weigh by its documents' mean weight).
+        eval_set : list of (X, y) pairs, optional
+            Validation queries, evaluated after every round (default metric
+            ``ndcg@5``; ``params={"eval_metric": [...]}`` for others).
+        eval_group, eval_qid : list of array-like, optional
+            The query groups of each ``eval_set`` pair (one of the two).
+        eval_sample_weight : list of array-like, optional
+
+        Returns
+        -------
+        self
+        """
+        queries = _queries(group, qid, "fit")
+        eval_queries = None
+        if eval_set is not None:
+            given = eval_group if eval_group is not None else eval_qid
+            if given is None or eval_group is not None and eval_qid is not None \
+                    or len(given) != len(eval_set):
+                raise ValueError("eval_set needs the query groups of each pair: "
+                                 "eval_group=[sizes, ...] or eval_qid=[ids, ...]")
+            key = "group" if eval_group is not None else "qid"
+            eval_queries = [{key: value} for value in given]
+        elif eval_group is not None or eval_qid is not None:
+            raise ValueError("eval_group / eval_qid are given without eval_set")
+        return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, queries,
+                         eval_queries)
+
+    def score(self, X: MatrixLike, y: ArrayLike, group: ArrayLike | None = None, *,
+              qid: ArrayLike | None = None, sample_weight: ArrayLike | None = None) -> float:
+        """Mean NDCG@5 of the queries of ``X`` (``cbudget.metrics``: gain ``2**y - 1``).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Relevance labels.
+        group, qid : array-like, optional
+            The query groups (one of the two).
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        float
+        """
+        scores = self.predict(X)
+        data = Dataset(np.zeros((scores.shape[0], 1)), y, weight=sample_weight,
+                       **_queries(group, qid, "score"))
+        return evaluate_metric("ndcg@5", data.label, scores, data.weight,
+                               group=data.get_group())
 
 
 # -- the estimators' own parameters, by family ------------------------------------------
@@ -738,6 +880,69 @@ class GreedyMiserRegressor(_Regressor, _CostAwareBoosting):
     learning_rate, num_leaves, max_depth : optional
         As in cbudget (None: its defaults, 0.1, depth 4 level by level).
     """
+    _algorithm = "greedy_miser"
+
+
+_RANKER_DOC = """
+
+    ``fit(X, y, group=sizes)`` (or ``qid=ids``; ``eval_group`` / ``eval_qid`` with
+    ``eval_set``); ``predict`` gives the documents' scores, ``score`` the mean NDCG@5.
+    The objective is ``rank:ndcg`` (LambdaMART); ``params={"objective":
+    "rank:pairwise"}`` for RankNet's pairwise loss. Costs are per document (each pays
+    for the features its paths read); ``cost_report`` on a :class:`cbudget.Dataset`
+    with groups also gives the mean cost per query.
+"""
+
+
+@_documented(**_BOOSTER_DOC)
+class GBDTRanker(_Ranker, _GradientBoosting):
+    __doc__ = ("""Gradient boosting (``algorithm="gbdt"``) for learning to rank.""" + _RANKER_DOC
+               + """
+    Parameters
+    ----------
+    learning_rate, num_leaves, max_depth : optional
+        As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
+""")
+    _algorithm = "gbdt"
+
+
+@_documented(**_BOOSTER_DOC)
+class CEGBRanker(_Ranker, _CostAwareBoosting):
+    __doc__ = ("""Cost-efficient gradient boosting (``algorithm="cegb"``, Peter et al.,
+    NIPS 2017) for learning to rank.""" + _RANKER_DOC + """
+    Parameters
+    ----------
+    cost_tradeoff : float or "path", optional
+        lambda, the weight of a split's cost increment (None: 1). "path": chosen on
+        a :func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max``
+        down, measured on the last ``eval_set`` (or on 20% of the training queries held
+        out): the best validation score, or with ``cost_budget`` the best whose mean
+        cost per document is within it.
+    cost_budget : float, optional
+        With ``cost_tradeoff="path"``: the most a document's prediction may cost on
+        average.
+    path_points : int, default 16
+    learning_rate, num_leaves, max_depth : optional
+        As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
+""")
+    _algorithm = "cegb"
+
+
+@_documented(**_BOOSTER_DOC)
+class GreedyMiserRanker(_Ranker, _CostAwareBoosting):
+    __doc__ = ("""The Greedy Miser (``algorithm="greedy_miser"``, Xu et al., ICML 2012) for
+    learning to rank: first-order steps on the ranking objective's lambdas.""" + _RANKER_DOC
+               + """
+    Parameters
+    ----------
+    cost_tradeoff : float or "path", optional
+        lambda, the weight of a feature's cost the first time the model uses it
+        (None: 1); "path" as for :class:`CEGBRanker`.
+    cost_budget : float, optional
+    path_points : int, default 16
+    learning_rate, num_leaves, max_depth : optional
+        As in cbudget (None: its defaults, 0.1, depth 4 level by level).
+""")
     _algorithm = "greedy_miser"
 
 

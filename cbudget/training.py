@@ -16,7 +16,7 @@ from .callback import (
 )
 from .dataset import Dataset
 from .engine import TrainingSetup, run_training
-from .metrics import check_metric
+from .metrics import check_metric, ranking_metric
 from .objectives import get_objective
 from .params import INT_MAX
 
@@ -179,7 +179,11 @@ def _set_up(params, dtrain, num_boost_round, evals, verbose_eval, xgb_model, exp
         raise ValueError(f"num_boost_round must be an integer in [0, {INT_MAX}], got "
                          f"{num_boost_round!r}")
     dtrain, evals = algorithm.prepare_data(dtrain, check_evals(evals, dtrain))
-    objective = get_objective(p["objective"], p["num_class"])
+    objective = get_objective(p["objective"], p["num_class"], p)
+    if objective.needs_groups and dtrain.group_ptr is None:
+        raise ValueError(f"objective {objective.name} ranks the documents of each query: "
+                         "build dtrain with its query groups, Dataset(..., group=sizes) or "
+                         "qid=ids")
     algorithm.check_data(p, objective, dtrain)
     objective.check_label(dtrain.label)
     for data, _ in evals:
@@ -187,6 +191,12 @@ def _set_up(params, dtrain, num_boost_round, evals, verbose_eval, xgb_model, exp
     metrics = p["eval_metric"] or [algorithm.default_metric(p, objective)]
     for metric in metrics:
         check_metric(metric, objective.name)
+        if ranking_metric(metric) is not None:
+            ungrouped = [name for data, name in evals if data.group_ptr is None]
+            if ungrouped:
+                raise ValueError(f"eval_metric {metric!r} ranks the documents of each query, "
+                                 f"but evaluation data {ungrouped} has no query groups: "
+                                 "build it with Dataset(..., group=sizes) or qid=ids")
     setup = TrainingSetup(objective=objective, metrics=metrics, evals=evals,
                           n_threads=resolve_n_threads(p["n_jobs"]),
                           verbose=bool(verbose_eval) and p["verbosity"] > 0,

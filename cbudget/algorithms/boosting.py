@@ -44,7 +44,7 @@ from .._core._grower import TreeGrower
 from .._core._predict import predict_binned_add
 from ..booster import Booster
 from ..engine import Algorithm, Trainer, model_to_continue
-from ..params import Param, choice, depth_limit, number
+from ..params import Param, choice, depth_limit, flag, number
 
 __all__ = ["ALGORITHMS", "GREEDY_MISER", "TREE_PARAMS", "BoostingTrainer", "binned_like",
            "penalty_costs", "tree_grower", "complete_tree_params", "greedy_miser_trees"]
@@ -75,7 +75,15 @@ SAMPLING_PARAMS = (
           "initial score (a probability for binary:logistic); default fitted to the labels"),
 )
 OBJECTIVE = Param("objective", "reg:squarederror", None,
-                  "reg:squarederror, binary:logistic or multi:softprob")
+                  "reg:squarederror, binary:logistic, multi:softprob, or the ranking "
+                  "objectives rank:ndcg (LambdaMART) and rank:pairwise (they need "
+                  "Dataset(..., group=) or qid=)")
+RANKING_PARAMS = (
+    Param("lambdarank_truncation_level", 30, number(integer=True, low=1),
+          "rank:ndcg: the pairs it weighs have a document among this many top ones"),
+    Param("lambdarank_norm", True, flag,
+          "rank:ndcg: normalise the lambdas by score distance and per query (LightGBM's)"),
+)
 COST_TRADEOFF = Param("cost_tradeoff", 1.0, number(low=0),
                       "lambda: weight of the cost penalty of a split, in units of the "
                       "loss's gain per unit of cost (it scales with the data size and "
@@ -252,7 +260,7 @@ class BoostingTrainer(Trainer):
         p, dtrain, objective = self.p, self.dtrain, self.setup.objective
         n_samples, n_features = dtrain.data.shape
         objective.gradients(self.raw_train, dtrain.label, dtrain.weight, self.grad, self.hess,
-                            self.setup.n_threads)
+                            self.setup.n_threads, dtrain.group_ptr)
         # sampling depends on the seed and the round only (continuation repeats it)
         rng = np.random.default_rng([p["seed"], iteration])
         out_of_bag = self.all_rows[:0]
@@ -381,12 +389,14 @@ class Boosting(Algorithm):
         return smallest_blocking_tradeoff(p, dtrain, setup)
 
 
-GBDT = Boosting("gbdt", (OBJECTIVE,) + TREE_PARAMS + SAMPLING_PARAMS,
+GBDT = Boosting("gbdt", (OBJECTIVE,) + TREE_PARAMS + SAMPLING_PARAMS + RANKING_PARAMS,
                 "gradient boosting (second-order histogram trees)")
-CEGB = Boosting("cegb", (OBJECTIVE, COST_TRADEOFF) + TREE_PARAMS + SAMPLING_PARAMS,
+CEGB = Boosting("cegb", (OBJECTIVE, COST_TRADEOFF) + TREE_PARAMS + SAMPLING_PARAMS
+                + RANKING_PARAMS,
                 "cost-efficient gradient boosting (Peter et al., NIPS 2017)")
 GREEDY_MISER = Boosting(
     "greedy_miser", (OBJECTIVE, COST_TRADEOFF) + greedy_miser_trees(TREE_PARAMS)
-    + SAMPLING_PARAMS, "Greedy Miser, stage-wise regression (Xu et al., ICML 2012)",
+    + SAMPLING_PARAMS + RANKING_PARAMS,
+    "Greedy Miser, stage-wise regression (Xu et al., ICML 2012)",
     depthwise_depth=4)
 ALGORITHMS = (GBDT, CEGB, GREEDY_MISER)

@@ -26,7 +26,7 @@ from .._core._stumps import grow_greedy_tree
 from ..callback import BudgetStopping
 from ..engine import Algorithm, Trainer, model_to_continue
 from ..forest import IMPURITIES, VOTE_METRICS, Forest
-from ..metrics import evaluate_metric
+from ..metrics import evaluate_on, ranking_hint
 from ..params import Param, choice, depth_limit, flag, int_tuple, number
 
 __all__ = ["BUDGET_RF", "ForestTrainer"]
@@ -129,9 +129,9 @@ class ForestTrainer(Trainer):
         scores = []
         for name, data, sums in self.eval_state:
             counts, votes = np.hsplit(sums, 2)
-            scores.append((name, {metric: evaluate_metric(
-                metric, data.label, self.model.metric_predictions(metric, counts, votes),
-                data.weight) for metric in metrics}))
+            scores.append((name, {metric: evaluate_on(
+                metric, data, self.model.metric_predictions(metric, counts, votes))
+                for metric in metrics}))
         return scores
 
     def finish(self, n_keep):
@@ -162,7 +162,9 @@ class BudgetRF(Algorithm):
                               else "binary:logistic")
         if p["objective"] not in VOTE_METRICS:
             raise ValueError("budget_rf is a classifier: objective must be 'binary:logistic' "
-                             f"or 'multi:softprob', got {p['objective']!r}")
+                             f"or 'multi:softprob', got {p['objective']!r}"
+                             + ranking_hint(p["objective"], "on relevance made binary "
+                                            "(binary:logistic), as in its paper,"))
 
     def default_metric(self, p, objective):
         return VOTE_METRICS[objective.name]

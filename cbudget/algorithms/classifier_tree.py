@@ -30,6 +30,7 @@ from .._core._openmp_helpers import resolve_n_threads
 from ..callback import CallbackContainer
 from ..cstc import LOSSES, Cascade, ClassifierTree, default_metric, node_inputs, score_transform
 from ..engine import Algorithm, Trainer, TrainingSetup, run_training
+from ..metrics import ranking_hint
 from ..objectives import get_objective
 from ..params import Param, choice, flag, number
 from .boosting import GBDT
@@ -134,8 +135,7 @@ class ClassifierTreeTrainer(Trainer):
                                  "data: pass evals=[(dvalid, 'valid')] (the last data set "
                                  "is used)")
             _, valid, Z_valid = self.eval_coords[-1]
-            score = validation_score(setup.metrics[-1], valid.label, valid.weight,
-                                     self.transform)
+            score = validation_score(setup.metrics[-1], valid, self.transform)
             if p["tree_structure"] == "prune":
                 problem.initialize()
                 problem.prune(Z_valid, score)
@@ -220,7 +220,9 @@ class ClassifierTreeAlgorithm(Algorithm):
     def complete(self, p):
         if p["objective"] not in ("reg:squarederror", "binary:logistic"):
             raise ValueError(f"{p['algorithm']} fits regression (reg:squarederror) or binary "
-                             f"classification (binary:logistic), not {p['objective']!r}")
+                             f"classification (binary:logistic), not {p['objective']!r}"
+                             + ranking_hint(p["objective"], "by regression on the relevance "
+                                            "labels (reg:squarederror), as in its paper,"))
         if p["num_class"] not in (None, 1):
             raise ValueError(f"{p['algorithm']} is not multi-class: num_class must be None")
         if p["max_depth"] is None:

@@ -39,7 +39,7 @@ from .._core._linear import (
     pointwise_loss,
     soft_route,
 )
-from ..metrics import evaluate_metric, metric_maximize
+from ..metrics import evaluate_on, metric_maximize
 from .linear_inputs import threads_for
 
 __all__ = ["TreeProblem", "CLAMP"]
@@ -633,11 +633,12 @@ def _safe_sqrt_inverse(inv_eta):
     return _safe_inverse(inv_eta)
 
 
-def validation_score(metric, y_valid, weight, transform):
-    """Lower-is-better validation score of hard predictions (for pruning / growth)."""
+def validation_score(metric, valid, transform):
+    """Lower-is-better validation score on the Dataset ``valid`` of hard predictions
+    (for pruning / growth)."""
     sign = -1.0 if metric_maximize(metric) else 1.0
 
     def score(raw):
-        return sign * evaluate_metric(metric, y_valid, transform(raw), weight)
+        return sign * evaluate_on(metric, valid, transform(raw))
 
     return score

@@ -60,6 +60,7 @@ from ..adapt import (
 from ..booster import Booster
 from ..dataset import check_model_matches
 from ..engine import Algorithm, Trainer
+from ..metrics import ranking_hint
 from ..params import Param, choice, number
 from .boosting import (
     GREEDY_MISER,
@@ -600,7 +601,9 @@ class Adapt(Algorithm):
         if p["objective"] != "binary:logistic" or p["num_class"] not in (None, 1):
             raise ValueError(f"{p['algorithm']} is a binary classifier (binary:logistic, "
                              f"labels 0/1 or -1/+1), not {p['objective']!r}"
-                             + (f" with num_class={p['num_class']}" if p["num_class"] else ""))
+                             + (f" with num_class={p['num_class']}" if p["num_class"] else "")
+                             + ranking_hint(p["objective"], "on relevance made binary "
+                                            "(binary:logistic)"))
         if "max_depth" in p:
             complete_tree_params(p, 4)
 

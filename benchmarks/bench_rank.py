@@ -37,12 +37,14 @@ FULL = {
     "patience": 30,                                          # early stopping, valid NDCG@5
     "equal_rounds": 100,                                     # the equal-trees check
     "sweeps": 10,                                            # cap of CSTC / CSCC sweeps
-    "n_queries": 4000,                                       # of make_synthetic_ranking
+    "n_queries": 10_000,                                     # of make_synthetic_ranking
     "lambdas": {
         ("ltr_sample", "cegb"): (0.0, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 5e-3),
-        ("synthetic_rank", "cegb"): (0.0, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 2e-3, 3e-3),
-        ("ltr_sample", "greedy_miser"): (0.0, 0.001, 0.01, 0.1, 1.0),
-        ("synthetic_rank", "greedy_miser"): (0.0, 0.001, 0.01, 0.1, 1.0),
+        ("synthetic_rank", "cegb"): (0.0, 1e-5, 3e-5, 1e-4, 2e-4, 3e-4, 6e-4, 1e-3, 2e-3,
+                                     3e-3),
+        ("ltr_sample", "greedy_miser"): (0.0, 0.01, 0.1, 0.3, 1.0, 1.5, 2.0),
+        ("synthetic_rank", "greedy_miser"): (0.0, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 7.0, 13.0,
+                                             16.0),
         **{(d, m): (0.3, 0.1, 0.03, 0.01, 0.003, 0.001) for d in ("ltr_sample", "synthetic_rank")
            for m in ("cstc", "cscc")}}}
 QUICK = {"rounds": {"ltr_sample": 20, "synthetic_rank": 20}, "patience": 5,
@@ -214,7 +216,7 @@ def train_lightgbm(data, p, rounds, patience, test_as_valid):
             callbacks.append(lgb.early_stopping(patience, first_metric_only=True, verbose=False))
         booster = lgb.train(p, dtrain, num_boost_round=rounds, valid_sets=[dvalid],
                             valid_names=[part], callbacks=callbacks)
-    trained = booster.current_iteration()
+    trained = len(log[part][f"ndcg@{K}"])  # train() keeps the trees up to the best round
     best = booster.best_iteration if not test_as_valid and booster.best_iteration else trained
     return booster, {**timer.fields(), "other_cores_during_train": timer.other,
                      "rounds_trained": int(trained), "best_rounds": int(best),
@@ -305,7 +307,7 @@ def run_point(spec):
     # the library's own NDCG@5 (at the selected round) against the routine's
     own_part = "test" if equal else "valid"
     own = timing["own_log"][timing["best_rounds"] - 1] if timing["own_log"] else None
-    if own is not None:
+    if own is not None and not tree:  # CSTC / CSCC: the leaves are re-fit after the sweeps
         checks["own_ndcg5_" + own_part] = own
         checks["own_ndcg5_diff"] = own - result["ndcg5" if equal else "valid_ndcg5"]
     if tree:
@@ -322,7 +324,8 @@ def run_point(spec):
         checks.update(cost_checks)
     if library == "cbudget":
         import cbudget
-        report = model.cost_report(cbudget.Dataset(X_test, y_test, group=g_test))
+        report = model.cost_report(cbudget.Dataset(X_test, y_test, group=g_test,
+                                                   feature_names=data["feature_names"]))
         own_q = getattr(report, "mean_cost_per_query", None)
         if own_q is not None:
             checks["cost_report_per_query"] = float(own_q)
@@ -337,11 +340,32 @@ def run_point(spec):
     levels = np.unique(costs)
     result["used_by_cost"] = {f"{c:g}": int(np.sum(costs[np.asarray(used, dtype=np.int64)] == c))
                               for c in levels}
-    if equal:  # per round: the test NDCG@5 of both at a few round counts
+    if equal:  # per query (the paired comparison) and per round: the test NDCG@5
+        result["test_ndcg5_per_query"] = local_metric(f"ndcg@{K}", y_test, score,
+                                                      g_test).tolist()
+        # the training scores after 1 and 10 rounds (compared across the two libraries)
+        # and the leaves with fewer documents than min_data_in_leaf
+        result["train_scores"] = {str(r): staged(model, library, data["X_train"], r).tolist()
+                                  for r in (1, 10) if r <= rounds}
+        result["leaf_sizes"] = leaf_sizes(model, library)
         result["test_ndcg5_by_round"] = {
             str(r): scores(y_test, staged(model, library, X_test, r), g_test)["ndcg5"]
             for r in sorted({10, 25, 50, rounds}) if r <= rounds}
     return result
+
+
+def leaf_sizes(model, library):
+    """The number of training documents of every leaf of every tree."""
+    if library == "lightgbm":
+        sizes, stack = [], [t["tree_structure"] for t in model.dump_model()["tree_info"]]
+        while stack:
+            node = stack.pop()
+            if "split_feature" in node:
+                stack += [node["left_child"], node["right_child"]]
+            else:
+                sizes.append(int(node["leaf_count"]))
+        return sizes
+    return [int(n) for tree in model.trees for n in tree["n_samples"][tree["left"] == -1]]
 
 
 def staged(model, library, X, n_rounds):
@@ -374,7 +398,8 @@ COLUMNS = [("method", lambda r: METHOD_LABELS[r["method"]]), ("lambda", _lam),
            ("mean cost / document", h.col("mean_cost", ",.1f")),
            ("mean cost / query", h.col("mean_cost_per_query", ",.0f")),
            ("features used", h.col("features_used", "d")),
-           ("rounds (best / trained)", _rounds), ("train s", h.col("train_s", ".2f"))]
+           ("rounds (best / trained)", _rounds), ("train s", h.col("train_s", ".2f")),
+           ("ms per round / sweep", lambda r: f"{1000 * r['train_s'] / r['rounds_trained']:.0f}")]
 
 
 def render_equal(results):
@@ -391,9 +416,21 @@ def render_equal(results):
                 f"({r0['metric_routine']}).", ""]
     if c and g:
         diff = c["ndcg5"] - g["ndcg5"]
+        paired = np.subtract(c["test_ndcg5_per_query"], g["test_ndcg5_per_query"])
         out += [f"**Test NDCG@{K}: cbudget {c['ndcg5']:.4f}, LightGBM {g['ndcg5']:.4f}, "
                 f"difference {diff:+.4f}: {'within' if abs(diff) <= 0.01 else 'NOT within'} "
-                "0.01.**", ""]
+                f"0.01** (standard error of the paired difference over the "
+                f"{paired.size} test queries: {paired.std(ddof=1) / np.sqrt(paired.size):.4f}; "
+                f"queries where the two differ: {int(np.sum(np.abs(paired) > 1e-12))}).", ""]
+        diffs = [(r, np.abs(np.subtract(c["train_scores"][r], g["train_scores"][r])))
+                 for r in c["train_scores"] if r in g["train_scores"]]
+        min_leaf = c["params"]["min_data_in_leaf"]
+        out += ["Where the models part: " + "; ".join(
+            f"after {r} round(s) the training documents' scores differ by at most {d.max():.3g} "
+            f"(median {np.median(d):.3g})" for r, d in diffs)
+            + "; leaves with fewer than " + f"{min_leaf} training documents: " + ", ".join(
+                f"{lib} {sum(n < min_leaf for n in r['leaf_sizes'])} of {len(r['leaf_sizes'])}"
+                for lib, r in (("cbudget", c), ("LightGBM", g))) + ".", ""]
     rows = []
     for m in ("gbdt", "lightgbm"):
         r = ok.get(m)
@@ -474,19 +511,32 @@ PLOT_STYLE = {"lightgbm": ("D", "tab:green"), "gbdt": ("^", "black"),
 def plot(doc, path):
     panels = [n for n, rs in doc["results"].items() if n != "equal_trees" and h.ok_results(rs)]
 
-    def draw(ax, name, plt):
+    def draw(axes, name, plt):
         ok = h.ok_results(doc["results"][name])
-        for m in METHODS:
-            h.curve(ax, [r for r in ok if r["method"] == m], "mean_cost", "ndcg5",
-                    PLOT_STYLE[m][0], color=PLOT_STYLE[m][1], label=METHOD_LABELS[m],
-                    annotate=(lambda r: f"{r['lambda']:g}") if m in SWEPT else None,
-                    markersize=5)
-        h.finish_axis(ax, "mean test cost per document (symlog)", f"test NDCG@{K}",
-                      TITLES[name].split(" (")[0], linthresh=1.0, legend_size=7)
+        best = max(r["ndcg5"] for r in ok)
+        for row, ax in enumerate(axes):
+            for m in METHODS:
+                h.curve(ax, [r for r in ok if r["method"] == m], "mean_cost", "ndcg5",
+                        PLOT_STYLE[m][0], color=PLOT_STYLE[m][1], label=METHOD_LABELS[m],
+                        annotate=(lambda r: f"{r['lambda']:g}") if m in SWEPT else None,
+                        **({"markersize": 5} if m in SWEPT else {"markersize": 10,
+                                                                 "fillstyle": "none"}))
+            if row:  # the top of the curves
+                costs = [r["mean_cost"] for r in ok if r["ndcg5"] >= best - ZOOM]
+                ax.set_ylim(best - ZOOM, best + 0.1 * ZOOM)
+                ax.set_xlim(0.5 * min(costs), 2.0 * max(costs))
+            h.finish_axis(ax, "mean test cost per document (symlog)", f"test NDCG@{K}",
+                          TITLES[name].split(" (")[0] + (f" (NDCG@{K} within {ZOOM} of the "
+                                                         "best)" if row else ""),
+                          linthresh=1.0, legend_size=7)
     return h.plot_panels(path, doc, panels, draw, f"Ranking: test NDCG@{K} vs mean cost per "
                          "document (labels: lambda)", f"test NDCG@{K} vs mean test cost per "
-                         "document, one panel per data set, symlog cost axis; labels are "
-                         "lambdas", (6.0, 4.6))
+                         "document, one column per data set, the bottom row zoomed on the "
+                         "best NDCG@5; symlog cost axes; labels are lambdas", (6.4, 4.6),
+                         n_rows=2)
+
+
+ZOOM = 0.06
 
 
 if __name__ == "__main__":

@@ -43,6 +43,14 @@ _SHA256 = {
         "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
     "mnist-t10k-labels-idx1-ubyte.gz":
         "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
+    "ltr-lightgbm-rank.train.gz":
+        "a0c7201c89120879c14a5059e091f441cbf2a29b8aaef363885ccb1a530448df",
+    "ltr-lightgbm-rank.train.query.gz":
+        "40cb5fef637229311cd30fab13cb7fb633b023e86a87ff04ec55db420143d6af",
+    "ltr-lightgbm-rank.test.gz":
+        "3b1219ce117a0a36d2f76c02de7e7831c1d79af0d40f5195c03178bbe26c824b",
+    "ltr-lightgbm-rank.test.query.gz":
+        "36dca82ba3bf99201bac3987b00a8fbf6fe5f563e9fa6d0da90e783710a32df4",
 }
 
 
@@ -477,3 +485,240 @@ def auc(y, score):
     avg = (starts + stops + 1) / 2.0  # 1-based average rank of each run
     ranks[order] = np.repeat(avg, stops - starts)
     return float((ranks[y == 1].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+# --------------------------------------------------------------------- ranking data
+LTR_FILES = ("ltr-lightgbm-rank.train.gz", "ltr-lightgbm-rank.train.query.gz",
+             "ltr-lightgbm-rank.test.gz", "ltr-lightgbm-rank.test.query.gz")
+LTR_N_FEATURES = 300
+
+
+def _libsvm_dense(raw, n_features, name):
+    """Labels (int32) and a dense float32 matrix of a LibSVM text without ``qid:``;
+    1-based feature indices up to ``n_features``, absent entries 0."""
+    lines = [line for line in raw.decode("ascii").split("\n") if line.strip()]
+    X = np.zeros((len(lines), n_features), dtype=np.float32)
+    y = np.empty(len(lines), dtype=np.int32)
+    for i, line in enumerate(lines):
+        label, *pairs = line.split()
+        y[i] = int(float(label))
+        if pairs:
+            idx, val = zip(*(p.split(":") for p in pairs))
+            cols = np.asarray(idx, dtype=np.int64) - 1
+            if cols.min() < 0 or cols.max() >= n_features:
+                raise ValueError(f"{name} line {i + 1}: feature index outside 1..{n_features}")
+            X[i, cols] = np.asarray(val, dtype=np.float32)
+    return X, y
+
+
+def _group_sizes(raw, n_rows, name):
+    sizes = np.array([int(v) for v in raw.decode("ascii").split()], dtype=np.int64)
+    if sizes.min() < 1 or sizes.sum() != n_rows:
+        raise ValueError(f"{name}: group sizes sum to {sizes.sum()}, the data has {n_rows} rows")
+    return sizes
+
+
+def _take_queries(X, y, sizes, queries):
+    """Rows and group sizes of the (sorted) query indices ``queries``."""
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    rows = np.concatenate([np.arange(starts[q], starts[q] + sizes[q]) for q in queries])
+    return np.ascontiguousarray(X[rows]), y[rows], sizes[queries].copy()
+
+
+def _cost_levels(n_features, seed):
+    """Costs of ``COSTLY_COST_LEVELS`` spread evenly over the features in a random order:
+    feature ``perm[j]`` costs level ``j * 8 // n_features``."""
+    perm = np.random.default_rng(seed).permutation(n_features)
+    costs = np.empty(n_features, dtype=np.float64)
+    levels = np.asarray(COSTLY_COST_LEVELS, dtype=np.float64)
+    costs[perm] = levels[np.arange(n_features) * levels.size // n_features]
+    return costs
+
+
+def load_ltr_sample(seed=0, valid_fraction=0.2, costs="levels", cost_seed=0,
+                    check_sha256=True):
+    """LightGBM's learning-to-rank example (``examples/lambdarank/rank.*``): 3,005 training
+    documents in 201 queries, 768 test documents in 50 queries, 300 features, graded
+    relevance 0..4 (shared data README, section 3).
+
+    The LibSVM files are read into dense float32 matrices (absent entries are 0, as
+    LightGBM reads them); the ``.query`` files give the consecutive group sizes.
+    Validation set: ``round(valid_fraction * 201)`` whole training queries (40 for 0.2),
+    the first of ``numpy.random.default_rng(seed).permutation(201)``; the other training
+    queries are the training set (both in file order). ``valid_fraction=0`` keeps all
+    201 queries for training (``X_valid`` is then None). The test set is the file's.
+
+    Feature costs: the sample has none. ``costs="levels"`` (default) gives every feature
+    a synthetic cost from the Yahoo! LTR levels ``{1, 5, 10, 20, 50, 100, 150, 200}``,
+    37 or 38 features per level, assigned at random with ``cost_seed`` (feature
+    ``perm[j]`` of ``default_rng(cost_seed).permutation(300)`` gets level ``j * 8 //
+    300``), so cost says nothing about how informative a feature is (all 300 cost
+    20,043 together for ``cost_seed=0``); ``costs="unit"``: every feature costs 1.
+
+    Returns
+    -------
+    dict with
+        ``X_train`` float32 (n, 300), ``y_train`` int32 (0..4), ``group_train`` int64
+        (query sizes, summing to n), and the same for ``_valid`` and ``_test``;
+        ``feature_costs`` float64 (300,), ``feature_names`` ``["f1", ..., "f300"]`` (the
+        file's 1-based indices), ``n_grades`` 5, ``name`` ``"ltr_sample"``.
+    """
+    if not 0.0 <= valid_fraction < 1.0:
+        raise ValueError(f"valid_fraction must be in [0, 1), got {valid_fraction}")
+    raw = {name: _read_gz(name, check_sha256) for name in LTR_FILES}
+    out = {"name": "ltr_sample", "n_grades": 5,
+           "feature_names": [f"f{j + 1}" for j in range(LTR_N_FEATURES)]}
+    parts = {}
+    for part in ("train", "test"):
+        data, query = (f"ltr-lightgbm-rank.{part}.gz", f"ltr-lightgbm-rank.{part}.query.gz")
+        X, y = _libsvm_dense(raw[data], LTR_N_FEATURES, data)
+        parts[part] = (X, y, _group_sizes(raw[query], X.shape[0], query))
+    X, y, sizes = parts["train"]
+    n_valid = int(round(valid_fraction * sizes.size))  # noqa: RUF046 - numpy 1.x scalars
+    valid, train = _split_indices(sizes.size, (n_valid, sizes.size - n_valid), seed)
+    out["X_train"], out["y_train"], out["group_train"] = _take_queries(X, y, sizes, train)
+    out["X_valid"] = out["y_valid"] = out["group_valid"] = None
+    if n_valid:
+        out["X_valid"], out["y_valid"], out["group_valid"] = _take_queries(X, y, sizes, valid)
+    out["X_test"], out["y_test"], out["group_test"] = parts["test"]
+    if costs == "levels":
+        out["feature_costs"] = _cost_levels(LTR_N_FEATURES, cost_seed)
+    elif costs == "unit":
+        out["feature_costs"] = np.ones(LTR_N_FEATURES, dtype=np.float64)
+    else:
+        raise ValueError(f"costs must be 'levels' or 'unit', got {costs!r}")
+    return out
+
+
+RANKING_NOISE = (6.0, 4.0, 3.0, 2.2, 1.6, 1.1, 0.7, 0.4)  # per cost level, cheapest first
+RANKING_GRADE_QUANTILES = (0.30, 0.62, 0.85, 0.95)
+
+
+def make_synthetic_ranking(n_queries=10_000, seed=0, valid_fraction=0.2, test_fraction=0.2,
+                           min_docs=20, max_docs=30):
+    """A synthetic learning-to-rank set with Yahoo! LTR-like feature costs: the costlier a
+    feature, the more it says about relevance (the cost levels of
+    :func:`make_synthetic_costly`, the CEGB paper's section 5).
+
+    32 features, four per cost level ``{1, 5, 10, 20, 50, 100, 150, 200}`` (column ``j``
+    costs ``COSTLY_COST_LEVELS[j // 4]``). Generator (``rng =
+    numpy.random.default_rng(seed)``):
+
+    1. Query ``q`` has ``n_q ~ Uniform{min_docs..max_docs}`` documents (25 on average)
+       and a query-level relevance ``m_q ~ N(0, 0.5^2)`` (queries differ in how many
+       relevant documents they have).
+    2. Document latent relevance: ``z1, z2 ~ N(0, 1)``, ``s = m_q + z1 + 0.6*z2 +
+       0.4*z1*z2`` (variance about 1.77; the interaction gives the trees some work).
+    3. Graded label: ``t = s + 0.3*eta`` (eta ~ N(0, 1)), grade = number of thresholds
+       below ``t``, the thresholds being the empirical quantiles
+       ``RANKING_GRADE_QUANTILES`` (0.30, 0.62, 0.85, 0.95) of ``t`` over all documents:
+       about 30 / 32 / 23 / 10 / 5% of grades 0 / 1 / 2 / 3 / 4.
+    4. Features of cost level ``l`` (``sigma_l = RANKING_NOISE[l]`` = 6, 4, 3, 2.2, 1.6,
+       1.1, 0.7, 0.4 from cost 1 to 200), each with its own N(0, 1) noise ``e``::
+
+           column 4l + 0, 4l + 1: s + sigma_l * e    (two noisy views of the relevance)
+           column 4l + 2:         z1 + sigma_l * e   (a view of one component)
+           column 4l + 3:         e                  (pure noise)
+
+       so a view's correlation with ``s`` is about 0.22 / 0.32 / 0.41 / 0.52 / 0.64 /
+       0.77 / 0.89 / 0.96 from cost 1 to 200: cheap features are weakly informative,
+       and all eight views of cost <= 20 together (cost 72) say about as much as the two
+       of cost 50 (cost 100), less than one of cost 200.
+    5. Split by whole queries, in generation order (i.i.d. queries: a random split):
+       the first ``n_queries - n_valid - n_test`` queries train, then ``n_valid =
+       round(valid_fraction * n_queries)`` validation and ``n_test`` test queries.
+
+    The default 10,000 queries have 250,000 documents or so (6,000 / 2,000 / 2,000
+    queries; 150,016 / 49,837 / 50,136 documents for seed 0). References on the test
+    set: ``oracle_ndcg5_test`` (documents ranked by the latent ``s``: what the label
+    noise leaves; 0.9805 for seed 0) and ``cheap_ndcg5_test`` (ranked by the sum of the
+    two cost-1 views, cost 2; 0.4475); NDCG@5 of a random order is about 0.29.
+
+    Returns
+    -------
+    dict with
+        ``X_train`` float32 (n, 32), ``y_train`` int32 (0..4), ``group_train`` int64
+        (query sizes), and the same for ``_valid`` and ``_test``; ``s_test`` float64
+        (the latent relevance of the test documents); the two references;
+        ``feature_costs`` float64 (32,), ``feature_names`` ``"<role>_c<cost>"`` (roles
+        ``viewA``, ``viewB``, ``z1``, ``noise``), ``n_grades`` 5, ``name``
+        ``"synthetic_rank"``.
+    """
+    n_valid = int(round(valid_fraction * n_queries))  # noqa: RUF046 - numpy 1.x scalars
+    n_test = int(round(test_fraction * n_queries))  # noqa: RUF046
+    n_train = n_queries - n_valid - n_test
+    if min(n_valid, n_test, n_train) < 1 or not 1 <= min_docs <= max_docs:
+        raise ValueError(f"make_synthetic_ranking: {n_queries} queries do not give three "
+                         "non-empty parts (or min_docs > max_docs)")
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(min_docs, max_docs + 1, size=n_queries).astype(np.int64)
+    m = rng.normal(0.0, 0.5, size=n_queries)
+    n = int(sizes.sum())
+    z1, z2 = rng.standard_normal(n), rng.standard_normal(n)
+    s = np.repeat(m, sizes) + z1 + 0.6 * z2 + 0.4 * z1 * z2
+    t = s + 0.3 * rng.standard_normal(n)
+    y = np.searchsorted(np.quantile(t, RANKING_GRADE_QUANTILES), t).astype(np.int32)
+    n_levels = len(COSTLY_COST_LEVELS)
+    X = np.empty((n, 4 * n_levels), dtype=np.float32)
+    rng.standard_normal(out=X, dtype=np.float32)
+    for level, sigma in enumerate(RANKING_NOISE):
+        for j, base in ((4 * level, s), (4 * level + 1, s), (4 * level + 2, z1)):
+            X[:, j] = base + sigma * X[:, j]
+    names = [f"{role}_c{int(c)}" for c in COSTLY_COST_LEVELS
+             for role in ("viewA", "viewB", "z1", "noise")]
+    bounds = np.concatenate(([0], np.cumsum(sizes)))
+    q_parts = {"train": (0, n_train), "valid": (n_train, n_train + n_valid),
+               "test": (n_train + n_valid, n_queries)}
+    out = {"name": "synthetic_rank", "n_grades": 5, "feature_names": names,
+           "feature_costs": np.repeat(np.asarray(COSTLY_COST_LEVELS, dtype=np.float64), 4)}
+    for part, (q0, q1) in q_parts.items():
+        rows = slice(int(bounds[q0]), int(bounds[q1]))
+        out[f"X_{part}"], out[f"y_{part}"] = X[rows], y[rows]
+        out[f"group_{part}"] = sizes[q0:q1].copy()
+    test = slice(int(bounds[n_train + n_valid]), n)
+    out["s_test"] = s[test].copy()
+    out["oracle_ndcg5_test"] = ndcg_at_k(out["y_test"], out["s_test"], out["group_test"], 5)
+    out["cheap_ndcg5_test"] = ndcg_at_k(out["y_test"], X[test, 0] + X[test, 1].astype(np.float64),
+                                        out["group_test"], 5)
+    return out
+
+
+def _query_order(score, start, size):
+    """Row indices of one query by decreasing score, ties in row order (LightGBM's
+    ``std::stable_sort``)."""
+    return start + np.argsort(-np.asarray(score[start:start + size], dtype=np.float64),
+                              kind="stable")
+
+
+def ndcg_at_k(y, score, group, k, per_query=False):
+    """Mean NDCG@k over queries as LightGBM computes it (``rank_metric.hpp``): gain
+    ``2^label - 1``, discount ``1 / log2(2 + position)``, documents ordered by decreasing
+    score with ties in row order, the ideal DCG from the sorted labels; a query whose
+    ideal DCG is 0 (all labels 0) scores 1. ``per_query``: the array of query scores."""
+    y, score = np.asarray(y), np.asarray(score)
+    group = np.asarray(group, dtype=np.int64)
+    out = np.empty(group.size)
+    start = 0
+    for q, size in enumerate(group):
+        kk = min(int(k), int(size))
+        disc = 1.0 / np.log2(np.arange(kk) + 2.0)
+        gains = np.exp2(y[start:start + size].astype(np.float64)) - 1.0
+        ideal = float(np.sort(gains)[::-1][:kk] @ disc)
+        order = _query_order(score, start, size)[:kk]
+        out[q] = 1.0 if ideal <= 0 else float((np.exp2(y[order].astype(np.float64)) - 1.0)
+                                               @ disc) / ideal
+        start += size
+    return out if per_query else float(out.mean())
+
+
+def precision_at_k(y, score, group, k, threshold=1, per_query=False):
+    """Mean precision@k over queries: the share of documents with ``label >= threshold``
+    among the first ``min(k, query size)`` by decreasing score (ties in row order)."""
+    y, score = np.asarray(y), np.asarray(score)
+    out = np.empty(len(group))
+    start = 0
+    for q, size in enumerate(np.asarray(group, dtype=np.int64)):
+        order = _query_order(score, start, size)[:min(int(k), int(size))]
+        out[q] = float(np.mean(y[order] >= threshold))
+        start += size
+    return out if per_query else float(out.mean())

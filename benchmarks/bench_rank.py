@@ -16,7 +16,7 @@ import harness as h
 import numpy as np
 
 DATASETS = ("ltr_sample", "synthetic_rank")
-IDENT = ("dataset", "protocol", "method", "lambda")
+IDENT = ("dataset", "protocol", "method", "lambda", "fold")
 ROWS = ()
 TIME_BUDGET = 40.0  # default --time-budget (minutes)
 METHODS = ("lightgbm", "gbdt", "lightgbm_cegb", "cegb", "greedy_miser", "cstc", "cscc")
@@ -36,6 +36,7 @@ FULL = {
     "rounds": {"ltr_sample": 300, "synthetic_rank": 500},   # cap of the boosted models
     "patience": 30,                                          # early stopping, valid NDCG@5
     "equal_rounds": 100,                                     # the equal-trees check
+    "folds": 5,                                              # ... cross-validated
     "sweeps": 10,                                            # cap of CSTC / CSCC sweeps
     "n_queries": 10_000,                                     # of make_synthetic_ranking
     "lambdas": {
@@ -48,7 +49,7 @@ FULL = {
         **{(d, m): (0.3, 0.1, 0.03, 0.01, 0.003, 0.001) for d in ("ltr_sample", "synthetic_rank")
            for m in ("cstc", "cscc")}}}
 QUICK = {"rounds": {"ltr_sample": 20, "synthetic_rank": 20}, "patience": 5,
-         "equal_rounds": 10, "sweeps": 2, "n_queries": 300,
+         "equal_rounds": 10, "folds": 2, "sweeps": 2, "n_queries": 300,
          "lambdas": {**{(d, "cegb"): (0.0, 1e-3) for d in DATASETS},
                      **{(d, "greedy_miser"): (0.0, 0.1) for d in DATASETS},
                      **{(d, m): (0.1,) for d in DATASETS for m in ("cstc", "cscc")}}}
@@ -111,6 +112,11 @@ def plan(args, names):
                   dict(spec, dataset="ltr_sample", protocol="equal_trees", method=m,
                        rounds=rounds, **{"lambda": None}))
                  for m in ("lightgbm", "gbdt") if m in methods]
+        jobs += [("equal_trees_cv", f"equal trees, fold {f} / {METHOD_LABELS[m]} / {rounds} "
+                  "rounds", dict(spec, dataset="ltr_sample", protocol="equal_trees_cv",
+                                 method=m, rounds=rounds, fold=f, **{"lambda": None}))
+                 for f in range(h.setting(args, "folds")) for m in ("lightgbm", "gbdt")
+                 if m in methods]
     lambdas = {}
     for d in names:
         rounds = h.setting(args, "rounds", d)
@@ -173,6 +179,9 @@ def scores(y, score, group):
 # ------------------------------------------------------------------------- data
 def load(spec):
     """The data set of ``spec`` (the equal-trees check: all 201 LTR training queries)."""
+    if spec["protocol"] == "equal_trees_cv":
+        # the first fold of 5 is fold 0 of a 5-fold split whatever --quick asks
+        return datasets.load_ltr_sample_fold(spec["fold"], n_folds=FULL["folds"])
     if spec["dataset"] == "ltr_sample":
         return datasets.load_ltr_sample(
             seed=0, valid_fraction=0.0 if spec["protocol"] == "equal_trees" else 0.2)
@@ -186,7 +195,7 @@ def start(spec):
     data = load(spec)
     fields = {"library": library, "version": version, "location": location,
               "dataset": spec["dataset"], "protocol": spec["protocol"],
-              "method": spec["method"], "lambda": spec["lambda"],
+              "method": spec["method"], "lambda": spec["lambda"], "fold": spec.get("fold"),
               "n_features": int(data["X_test"].shape[1]), "n_threads": spec["threads"],
               "load_s": time.perf_counter() - t, "rss_after_load_mb": h.rss_bytes() / 2**20}
     for part in ("train", "valid", "test"):
@@ -280,7 +289,7 @@ def run_point(spec):
     """Train and measure one (data set, protocol, method, lambda)."""
     method, lam = spec["method"], spec["lambda"]
     library, tree = LIBRARY[method], method in ("cstc", "cscc")
-    equal = spec["protocol"] == "equal_trees"
+    equal = spec["protocol"] in ("equal_trees", "equal_trees_cv")
     data, result = start(spec)
     costs = np.asarray(data["feature_costs"], dtype=np.float64)
     p = params(method, lam or 0.0, spec["threads"], costs)
@@ -340,9 +349,10 @@ def run_point(spec):
     levels = np.unique(costs)
     result["used_by_cost"] = {f"{c:g}": int(np.sum(costs[np.asarray(used, dtype=np.int64)] == c))
                               for c in levels}
-    if equal:  # per query (the paired comparison) and per round: the test NDCG@5
+    if equal:  # per query: the paired comparison
         result["test_ndcg5_per_query"] = local_metric(f"ndcg@{K}", y_test, score,
                                                       g_test).tolist()
+    if spec["protocol"] == "equal_trees":  # where the two part, and the NDCG per round
         # the training scores after 1 and 10 rounds (compared across the two libraries)
         # and the leaves with fewer documents than min_data_in_leaf
         result["train_scores"] = {str(r): staged(model, library, data["X_train"], r).tolist()
@@ -451,12 +461,46 @@ def render_equal(results):
     return out + [""]
 
 
+def render_equal_cv(results):
+    """The equal-trees check cross-validated: per fold, both libraries' test NDCG@5."""
+    ok = {(r["fold"], r["method"]): r for r in h.ok_results(results)}
+    folds = sorted({r["fold"] for r in results})
+    out = [f"### Cross-validated: {len(folds)} of the {FULL['folds']} folds of the whole LTR "
+           "sample", "",
+           "The 50 test queries cannot settle a difference of 0.01 (see the standard error "
+           "above), so the same comparison runs on every fold of a cross-validation over "
+           "the 251 queries of the training and test files pooled "
+           "(`datasets.load_ltr_sample_fold`: about 50 test and 200 training queries per "
+           "fold), same settings and rounds.", ""]
+    rows, diffs = [], []
+    for f in folds:
+        c, g = ok.get((f, "gbdt")), ok.get((f, "lightgbm"))
+        if c is None or g is None:
+            rows.append([str(f), "failed or not run", "", "", ""])
+            continue
+        diffs.append(c["ndcg5"] - g["ndcg5"])
+        paired = np.subtract(c["test_ndcg5_per_query"], g["test_ndcg5_per_query"])
+        rows.append([str(f), f"{c['ndcg5']:.4f}", f"{g['ndcg5']:.4f}", f"{diffs[-1]:+.4f}",
+                     f"{paired.std(ddof=1) / np.sqrt(paired.size):.4f}"])
+    out += h.table(["fold", f"cbudget test NDCG@{K}", f"LightGBM test NDCG@{K}",
+                    "difference", "s.e. of the paired difference"], rows, "lrrrr")
+    if diffs:
+        d = np.array(diffs)
+        spread = d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 else float("nan")
+        out += ["", f"**Mean difference over the {d.size} folds: {d.mean():+.4f} (s.e. "
+                f"{spread:.4f}; folds from {d.min():+.4f} to {d.max():+.4f}): "
+                f"{'within' if abs(d.mean()) <= 0.01 else 'NOT within'} 0.01.**"]
+    return out + [""]
+
+
 def render(doc):
     out = []
     if h.ok_results(doc["results"].get("equal_trees", [])) or doc["results"].get("equal_trees"):
         out += render_equal(doc["results"]["equal_trees"])
+    if doc["results"].get("equal_trees_cv"):
+        out += render_equal_cv(doc["results"]["equal_trees_cv"])
     for name, results in doc["results"].items():
-        if name == "equal_trees":
+        if name in ("equal_trees", "equal_trees_cv"):
             continue
         ok = sorted(h.ok_results(results), key=lambda r: (METHODS.index(r["method"]),
                                                           -(r["lambda"] or 0)))
@@ -509,7 +553,8 @@ PLOT_STYLE = {"lightgbm": ("D", "tab:green"), "gbdt": ("^", "black"),
 
 
 def plot(doc, path):
-    panels = [n for n, rs in doc["results"].items() if n != "equal_trees" and h.ok_results(rs)]
+    panels = [n for n, rs in doc["results"].items()
+              if not n.startswith("equal_trees") and h.ok_results(rs)]
 
     def draw(axes, name, plt):
         ok = h.ok_results(doc["results"][name])

@@ -590,6 +590,32 @@ def load_ltr_sample(seed=0, valid_fraction=0.2, costs="levels", cost_seed=0,
     return out
 
 
+def load_ltr_sample_fold(fold, n_folds=5, seed=0, check_sha256=True):
+    """Fold ``fold`` of a ``n_folds``-fold cross-validation over the queries of the whole
+    LTR sample: the 201 training and 50 test queries pooled (251 queries, 3,773
+    documents), split into ``n_folds`` near-equal sets of whole queries by
+    ``numpy.random.default_rng(seed).permutation(251)``; the fold's queries are the test
+    set, the others the training set (both in file order). Unit feature costs.
+
+    Returns
+    -------
+    dict as :func:`load_ltr_sample` (``X_valid`` None), with ``fold`` and ``n_folds``.
+    """
+    if not 0 <= fold < n_folds:
+        raise ValueError(f"fold must be in [0, {n_folds}), got {fold}")
+    whole = load_ltr_sample(valid_fraction=0.0, costs="unit", check_sha256=check_sha256)
+    X = np.vstack([whole["X_train"], whole["X_test"]])
+    y = np.concatenate([whole["y_train"], whole["y_test"]])
+    sizes = np.concatenate([whole["group_train"], whole["group_test"]])
+    folds = np.array_split(np.random.default_rng(seed).permutation(sizes.size), n_folds)
+    test = np.sort(folds[fold])
+    train = np.setdiff1d(np.arange(sizes.size), test)
+    out = dict(whole, fold=fold, n_folds=n_folds)
+    out["X_train"], out["y_train"], out["group_train"] = _take_queries(X, y, sizes, train)
+    out["X_test"], out["y_test"], out["group_test"] = _take_queries(X, y, sizes, test)
+    return out
+
+
 RANKING_NOISE = (6.0, 4.0, 3.0, 2.2, 1.6, 1.1, 0.7, 0.4)  # per cost level, cheapest first
 RANKING_GRADE_QUANTILES = (0.30, 0.62, 0.85, 0.95)
 

@@ -192,7 +192,7 @@ def query_boundaries(group: ArrayLike | None, qid: ArrayLike | None,
         run_ids = ids[starts]
         if np.unique(run_ids).size != run_ids.size:
             values, counts = np.unique(run_ids, return_counts=True)
-            split = values[counts > 1][0]
+            split = values[counts > 1].tolist()[0]
             raise ValueError(f"the rows of query {split!r} are not contiguous: sort the "
                              "rows by qid (or keep each query's rows together)")
         return np.append(starts, n_rows).astype(np.int64)

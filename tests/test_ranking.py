@@ -270,6 +270,18 @@ def test_ranking_objective_errors(ranking_data):
             cbudget.train({"algorithm": algorithm, "objective": "rank:ndcg"}, dtrain, 2)
 
 
+def test_subsample_bags_whole_queries(ranking_data):
+    dtrain, _ = ranking_data
+    sizes = dtrain.get_group()
+    model = cbudget.train(rank_params(subsample=0.5, seed=3), dtrain, 4, verbose_eval=False)
+    for r, tree in enumerate(model.trees):
+        in_bag = int(tree["n_samples"][0])
+        # the round's sample: half of the queries, whole (the seed and round decide it)
+        chosen = np.random.default_rng([3, r]).choice(sizes.size, sizes.size // 2,
+                                                      replace=False)
+        assert in_bag == sizes[chosen].sum()
+
+
 def test_pairwise_takes_any_labels_and_ignores_equal_ones(ranking_data):
     dtrain, _ = ranking_data
     scaled = cbudget.Dataset(dtrain.data, dtrain.label * 10 - 7.5, group=dtrain.get_group())

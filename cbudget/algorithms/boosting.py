@@ -68,7 +68,8 @@ TREE_PARAMS = (
     Param("gamma", 0.0, number(low=0), "least net gain of a split"),
 )
 SAMPLING_PARAMS = (
-    Param("subsample", 1.0, number(low=0, low_open=True, high=1), "rows sampled per round"),
+    Param("subsample", 1.0, number(low=0, low_open=True, high=1),
+          "rows sampled per round (whole queries for the ranking objectives)"),
     Param("colsample_bytree", 1.0, number(low=0, low_open=True, high=1),
           "features sampled per tree"),
     Param("base_score", None, number(allow_none=True),
@@ -190,6 +191,12 @@ class BoostingTrainer(Trainer):
         self.hess = np.empty((n_samples, n_outputs), dtype=np.float64, order="F")
         self.all_rows = np.arange(n_samples, dtype=np.int32)
         self.n_sub_rows = max(1, int(round(p["subsample"] * n_samples)))
+        # ranking: a round samples whole queries, as LightGBM bags them (a query's
+        # lambdas only mean something beside the other documents of the query)
+        self.query_ptr = dtrain.group_ptr if objective.needs_groups else None
+        if self.query_ptr is not None:
+            n_queries = self.query_ptr.shape[0] - 1
+            self.n_sub_queries = max(1, int(round(p["subsample"] * n_queries)))
         self.n_sub_features = max(1, int(round(p["colsample_bytree"] * n_features)))
         # a feature with a single bin can never be split: skip its histograms
         self.splittable = (dtrain.n_value_bins >= 2).astype(np.uint8)
@@ -265,8 +272,14 @@ class BoostingTrainer(Trainer):
         rng = np.random.default_rng([p["seed"], iteration])
         out_of_bag = self.all_rows[:0]
         if self.n_sub_rows < n_samples:
-            in_bag_mask = np.zeros(n_samples, dtype=bool)
-            in_bag_mask[rng.choice(n_samples, self.n_sub_rows, replace=False)] = True
+            if self.query_ptr is None:
+                in_bag_mask = np.zeros(n_samples, dtype=bool)
+                in_bag_mask[rng.choice(n_samples, self.n_sub_rows, replace=False)] = True
+            else:
+                sizes = np.diff(self.query_ptr)
+                chosen = np.zeros(sizes.shape[0], dtype=bool)
+                chosen[rng.choice(sizes.shape[0], self.n_sub_queries, replace=False)] = True
+                in_bag_mask = np.repeat(chosen, sizes)
             in_bag = np.flatnonzero(in_bag_mask).astype(np.int32)
             out_of_bag = np.flatnonzero(~in_bag_mask).astype(np.int32)
         else:

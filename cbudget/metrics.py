@@ -161,13 +161,13 @@ def _per_query_ranking(metric: RankingMetric, y: np.ndarray, pred: np.ndarray,
                             minlength=n_queries)
         return np.divide(dcg, ideal, out=np.ones(n_queries), where=ideal > 0)
     relevant = (ranked >= metric.threshold) & in_top
+    relevant_in_top = np.bincount(query, weights=relevant, minlength=n_queries)
     if metric.kind == "precision":
-        return np.bincount(query, weights=relevant, minlength=n_queries) \
-            / np.minimum(sizes, top)
-    # map: precision at each relevant position of the top, summed
-    hits = np.cumsum(relevant) - np.repeat(np.cumsum(np.bincount(
-        query, weights=relevant, minlength=n_queries)) - np.bincount(
-        query, weights=relevant, minlength=n_queries), sizes)
+        return relevant_in_top / np.minimum(sizes, top)
+    # map: precision at each relevant position of the top, summed; hits counts the
+    # relevant documents of the query up to each position
+    hits = np.cumsum(relevant) - np.repeat(np.cumsum(relevant_in_top) - relevant_in_top,
+                                           sizes)
     average = np.bincount(query, weights=np.where(relevant, hits / (position + 1.0), 0.0),
                           minlength=n_queries)
     n_relevant = np.minimum(np.bincount(query, weights=y >= metric.threshold,
@@ -282,6 +282,11 @@ def evaluate_metric(name: str, y: np.ndarray, pred: np.ndarray,
     float
     """
     y, pred = np.asarray(y, dtype=np.float64), np.asarray(pred, dtype=np.float64)
+    if weight is not None:
+        weight = np.asarray(weight, dtype=np.float64)
+        if weight.shape != y.shape or not np.all(np.isfinite(weight) & (weight >= 0)):
+            raise ValueError(f"weight must hold a finite, non-negative value per label "
+                             f"({y.shape[0]})")
     group_ptr = None
     if group is not None:
         sizes = np.asarray(group, dtype=np.int64)
@@ -289,7 +294,7 @@ def evaluate_metric(name: str, y: np.ndarray, pred: np.ndarray,
             raise ValueError(f"group must hold positive query sizes summing to the "
                              f"{y.shape[0]} rows")
         group_ptr = np.concatenate(([0], np.cumsum(sizes)))
-    return _evaluate(name, y, pred, None if weight is None else np.asarray(weight), group_ptr)
+    return _evaluate(name, y, pred, weight, group_ptr)
 
 
 def evaluate_on(name: str, data: Any, pred: np.ndarray) -> float:

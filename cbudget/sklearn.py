@@ -46,7 +46,7 @@ from ._model import Model
 from .adapt import ExternalModel
 from .cost_path import cost_path
 from .costs import CostGroups, CostReport, FeatureCosts, GroupCosts
-from .dataset import Dataset, MatrixLike, check_row_count
+from .dataset import Dataset, MatrixLike, check_row_count, query_boundaries
 from .forest import Forest
 from .metrics import RANKING_OBJECTIVES, evaluate_metric
 from .params import ALIASES
@@ -585,10 +585,11 @@ class _Ranker(_RealValued):
         float
         """
         scores = self.predict(X)
-        data = Dataset(np.zeros((scores.shape[0], 1)), y, weight=sample_weight,
-                       **_queries(group, qid, "score"))
-        return evaluate_metric("ndcg@5", data.label, scores, data.weight,
-                               group=data.get_group())
+        _queries(group, qid, "score")       # exactly one of them
+        group_ptr = query_boundaries(group, qid, scores.shape[0])
+        return evaluate_metric("ndcg@5", np.asarray(y), scores,
+                               None if sample_weight is None else np.asarray(sample_weight),
+                               group=None if group_ptr is None else np.diff(group_ptr))
 
 
 # -- the estimators' own parameters, by family ------------------------------------------

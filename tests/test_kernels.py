@@ -1173,6 +1173,17 @@ def bad_tree(tree, field, node, value):
     return tree
 
 
+def check_valid_and_bad_calls(valid_and_bad):
+    """Each ``{name: (valid call, [bad calls])}``: the valid call runs, every bad call
+    raises ValueError (never a crash)."""
+    for name, (valid, bad_calls) in valid_and_bad.items():
+        valid()
+        for i, call in enumerate(bad_calls):
+            with pytest.raises(ValueError):
+                call()
+                pytest.fail(f"{name}: bad call {i} did not raise")
+
+
 def test_kernels_reject_inconsistent_inputs():
     """A valid call of each kernel, then the same call with one array of a wrong length,
     an index out of range or a malformed tree: ValueError each time."""
@@ -1396,12 +1407,7 @@ def test_kernels_reject_inconsistent_inputs():
              lambda: add_leaf_values(np.zeros((n, 2), np.int32), packed, offsets, outputs + 1,
                                      np.zeros((n, 1)), 1)]),
     }
-    for name, (valid, bad_calls) in valid_and_bad.items():
-        valid()
-        for i, call in enumerate(bad_calls):
-            with pytest.raises(ValueError):
-                call()
-                pytest.fail(f"{name}: bad call {i} did not raise")
+    check_valid_and_bad_calls(valid_and_bad)
 
 
 def test_linear_kernels_reject_inconsistent_inputs():
@@ -1475,9 +1481,4 @@ def test_linear_kernels_reject_inconsistent_inputs():
              lambda: dense_gradient(X, columns, v[:-1], np.empty(2), 1),
              lambda: dense_gradient(X, columns, v, np.empty(1), 1)]),
     }
-    for name, (valid, bad_calls) in valid_and_bad.items():
-        valid()
-        for i, call in enumerate(bad_calls):
-            with pytest.raises(ValueError):
-                call()
-                pytest.fail(f"{name}: bad call {i} did not raise")
+    check_valid_and_bad_calls(valid_and_bad)

@@ -265,13 +265,22 @@ cdef class TreeGrower:
         self.coupled_group_costs = coupled_group_costs
         self.has_penalty = True
 
+    cdef int _check_rows_in_range(self, const int32_t[::1] rows) except -1:
+        """ValueError naming the first of ``rows`` (non-empty) outside [0, n_samples)."""
+        cdef Py_ssize_t bad
+        with nogil:
+            bad = first_out_of_range_32(&rows[0], rows.shape[0], 0, self.n_samples)
+        if bad >= 0:
+            raise ValueError(f"rows[{bad}] = {rows[bad]} is out of range for "
+                             f"{self.n_samples} samples")
+        return 0
+
     cdef int _check_inputs(self, const double[::1] gradients, const double[::1] hessians,
                            const int32_t[::1] rows,
                            const unsigned char[::1] feature_mask) except -1:
         """ValueError unless the arrays match the binned data and ``rows`` holds between
         1 and n_samples indices in range (the scratch buffers and the node capacity are
         sized for n_samples rows)."""
-        cdef Py_ssize_t bad
         if gradients.shape[0] != self.n_samples or hessians.shape[0] != self.n_samples:
             raise ValueError("gradients/hessians do not match the binned data")
         if feature_mask.shape[0] != self.n_features:
@@ -281,11 +290,7 @@ cdef class TreeGrower:
         if rows.shape[0] > self.n_samples:
             raise ValueError(f"rows has {rows.shape[0]} entries for {self.n_samples} "
                              f"samples (at most one per sample)")
-        with nogil:
-            bad = first_out_of_range_32(&rows[0], rows.shape[0], 0, self.n_samples)
-        if bad >= 0:
-            raise ValueError(f"rows[{bad}] = {rows[bad]} is out of range for "
-                             f"{self.n_samples} samples")
+        self._check_rows_in_range(rows)
         return 0
 
     cdef hist_struct * _take_histograms(self) noexcept nogil:
@@ -683,7 +688,6 @@ cdef class TreeGrower:
         cdef Py_ssize_t node, i
         cdef double value
         cdef grow_node * leaf
-        cdef Py_ssize_t bad
         if raw.shape[0] != self.n_samples or not 0 <= output < raw.shape[1]:
             raise ValueError("raw does not match the binned data")
         if self.n_nodes == 0:
@@ -691,11 +695,7 @@ cdef class TreeGrower:
         if rows.shape[0] != self.n_rows_grown:
             raise ValueError(f"rows has {rows.shape[0]} entries, the last tree was grown "
                              f"on {self.n_rows_grown}")
-        with nogil:
-            bad = first_out_of_range_32(&rows[0], rows.shape[0], 0, self.n_samples)
-        if bad >= 0:
-            raise ValueError(f"rows[{bad}] = {rows[bad]} is out of range for "
-                             f"{self.n_samples} samples")
+        self._check_rows_in_range(rows)
         with nogil:
             for node in range(self.n_nodes):
                 leaf = &self.nodes[node]

@@ -16,7 +16,8 @@ from .dataset import query_boundaries_of
 from .model_io import check_integer_range, invalid, require
 from .on_demand import FeatureSource, ReadSteps, global_node_ids, walk_trees
 
-__all__ = ["TreeEnsemble", "tree_to_dict", "tree_from_dict", "read_trees", "read_scores"]
+__all__ = ["TreeEnsemble", "tree_to_dict", "tree_from_dict", "read_trees", "read_scores",
+           "read_imported_from"]
 
 IMPORTANCE_KINDS = ("split", "gain", "cost")
 
@@ -132,6 +133,17 @@ def read_scores(doc: dict) -> list:
     return base_score
 
 
+def read_imported_from(doc: dict) -> dict | None:
+    """The document's ``imported_from`` section (where an imported model came from:
+    library, version, estimator; str values), or None when it has none."""
+    if "imported_from" not in doc:
+        return None
+    section = require(doc, "imported_from", dict)
+    if not all(isinstance(v, str) for v in section.values()):
+        raise invalid("imported_from must map names to strings")
+    return dict(section)
+
+
 class StagedCostTracker(CostTracker):
     """The mean cost of fixed inputs as an ensemble grows: each new iteration's trees
     are routed once, the inputs' acquired features are kept."""
@@ -160,11 +172,17 @@ class TreeEnsemble(Model):
     id, -1 for leaves). Iteration ``r`` holds trees
     ``iteration_indptr[r]:iteration_indptr[r + 1]`` (a boosting round: one tree per
     output; a forest: one tree).
+
+    ``imported_from`` describes where the trees of a model imported from another library
+    came from (``library``, ``version``, ``estimator``; :mod:`cbudget.interop`), None
+    for a model cbudget trained from scratch; a file keeps it in its ``imported_from``
+    section.
     """
 
     def __init__(self, *, feature_names, cost_model, params, default_algorithm):
         super().__init__(feature_names=feature_names, cost_model=cost_model, params=params,
                          default_algorithm=default_algorithm)
+        self.imported_from: dict[str, str] | None = None
         self.trees = []
         self.tree_outputs = []
         self.iteration_indptr = [0]

@@ -8,11 +8,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._core._predict import add_leaf_values, predict_raw
-from ._ensemble import TreeEnsemble, read_scores, read_trees, tree_to_dict
+from ._ensemble import TreeEnsemble, read_imported_from, read_scores, read_trees, tree_to_dict
 from .costs import CostModel
 from .dataset import InputData
 from .metrics import evaluate_on
 from .model_io import (
+    IMPORTED,
     build,
     checked_params,
     invalid,
@@ -56,7 +57,7 @@ class Booster(TreeEnsemble):
     """
 
     model_type = "booster"
-    algorithms: ClassVar[tuple[str, ...]] = ("gbdt",) + COST_AWARE_SECTIONS
+    algorithms: ClassVar[tuple[str, ...]] = ("gbdt",) + COST_AWARE_SECTIONS + (IMPORTED,)
 
     def __init__(self, *, objective: str, num_class: int, base_score: ArrayLike,
                  feature_names: Sequence[str], cost_model: CostModel,
@@ -152,11 +153,14 @@ class Booster(TreeEnsemble):
         """The JSON document: the header, ``iteration_indptr``, ``base_score``, the trees
         (column arrays with per-node cost metadata) and, for CEGB and Greedy Miser, a
         section named after the algorithm with what a reader needs to interpret the
-        per-node ``gain`` and ``cost_penalty``."""
+        per-node ``gain`` and ``cost_penalty``; a model whose first rounds were imported
+        from another library, the ``imported_from`` section."""
         doc = model_header(self)
         doc["iteration_indptr"] = list(self.iteration_indptr)
         doc["base_score"] = self.base_score.tolist()
         doc["trees"] = [tree_to_dict(t, k) for t, k in zip(self.trees, self.tree_outputs)]
+        if self.imported_from is not None:
+            doc["imported_from"] = dict(self.imported_from)
         if self.algorithm in COST_AWARE_SECTIONS:
             p = self.params
             doc[self.algorithm] = {
@@ -190,6 +194,7 @@ class Booster(TreeEnsemble):
         model = build(cls, objective=objective, num_class=num_class, base_score=base_score,
                       feature_names=header.feature_names, cost_model=header.cost_model,
                       params=params)
+        model.imported_from = read_imported_from(doc)
         trees, indptr = read_trees(doc, len(header.feature_names), model.n_outputs,
                                    one_tree_each=False)
         # rebuilt round by round, path costs recomputed: a file whose stored path costs or

@@ -1,4 +1,5 @@
-"""Forest: a voting ensemble of classification trees (``algorithm="budget_rf"``)."""
+"""Forest: a voting ensemble of classification trees (``algorithm="budget_rf"``, or a
+random forest imported from scikit-learn)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -8,11 +9,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._core._predict import predict_node_rows, sum_node_rows
-from ._ensemble import TreeEnsemble, read_scores, read_trees, tree_to_dict
+from ._ensemble import TreeEnsemble, read_imported_from, read_scores, read_trees, tree_to_dict
 from .costs import CostModel
 from .dataset import InputData
 from .metrics import evaluate_on
 from .model_io import (
+    IMPORTED,
     build,
     checked_params,
     invalid,
@@ -45,6 +47,12 @@ class Forest(TreeEnsemble):
     that reached it. One iteration is one tree: ``iteration_range=(0, k)`` and
     ``forest[:k]`` are the first ``k`` trees.
 
+    A BudgetRF forest votes by majority (``vote == "majority"``). A forest imported from
+    scikit-learn (``algorithm == "imported"``, :func:`cbudget.from_sklearn`) holds each
+    leaf's class distribution as its ``class_counts`` and votes as scikit-learn does
+    (``vote == "average"``): ``predict_proba`` averages the trees' distributions and
+    ``predict`` is its argmax.
+
     Attributes
     ----------
     objective : str
@@ -61,7 +69,7 @@ class Forest(TreeEnsemble):
     """
 
     model_type = "forest"
-    algorithms: ClassVar[tuple[str, ...]] = ("budget_rf",)
+    algorithms: ClassVar[tuple[str, ...]] = ("budget_rf", IMPORTED)
 
     def __init__(self, *, objective: str, num_class: int, class_prior: ArrayLike,
                  feature_names: Sequence[str], cost_model: CostModel,
@@ -81,6 +89,13 @@ class Forest(TreeEnsemble):
         if self.class_prior.shape != (self.num_class,):
             raise ValueError(f"class_prior must have {self.num_class} entries")
         self.class_counts: list[np.ndarray] = []
+
+    @property
+    def vote(self) -> str:
+        """``"majority"`` (BudgetRF: each tree votes for its leaf's majority class) or
+        ``"average"`` (an imported scikit-learn forest: the argmax of the averaged class
+        distributions)."""
+        return "average" if self.algorithm == IMPORTED else "majority"
 
     @property
     def default_metric(self) -> str:
@@ -149,7 +164,8 @@ class Forest(TreeEnsemble):
                 iteration_range: tuple[int, int] | None = None,
                 pred_leaf: bool = False) -> np.ndarray:
         """Predicted class by majority vote of the trees (each tree votes for the
-        majority class of the leaf the input reaches; ties go to the lower class).
+        majority class of the leaf the input reaches; ties go to the lower class); for
+        an imported forest (``vote == "average"``) the argmax of :meth:`predict_proba`.
 
         Parameters
         ----------
@@ -170,8 +186,9 @@ class Forest(TreeEnsemble):
             return self._leaf_indices(X, iteration_range)
         if not isinstance(X, FeatureSource):
             X = self.prepare_input(X)
-        votes = self.leaf_sums(X, "votes", iteration_range)
-        return np.argmax(self._normalise(votes), axis=1).astype(np.int64)
+        sums = self.leaf_sums(X, "votes" if self.vote == "majority" else "counts",
+                              iteration_range)
+        return np.argmax(self._normalise(sums), axis=1).astype(np.int64)
 
     def predict_proba(self, X: InputData, *,
                       iteration_range: tuple[int, int] | None = None,
@@ -210,7 +227,8 @@ class Forest(TreeEnsemble):
         """What ``metric`` takes, from summed leaf class counts and votes: the error
         metrics score the vote (as :meth:`predict`), the others the probabilities of
         :meth:`predict_proba`; P(class 1) for a binary forest."""
-        proba = self._normalise(votes if metric in ("error", "merror") else counts)
+        by_vote = metric in ("error", "merror") and self.vote == "majority"
+        proba = self._normalise(votes if by_vote else counts)
         return proba[:, 1] if self.objective == "binary:logistic" else proba
 
     def _staged_metric(self, data, metric):
@@ -231,7 +249,8 @@ class Forest(TreeEnsemble):
         frequencies (the prediction without trees), the trees (``leaf_values``: the
         leaves' majority classes) each with ``class_counts`` (n_nodes x num_class, row by
         row; ``gain`` is a split's worst-child impurity decrease, ``cost_penalty`` its
-        c(t)), and the ``budget_rf`` section."""
+        c(t)), and the ``budget_rf`` section (an imported forest: the ``imported_from``
+        section instead)."""
         doc = model_header(self)
         doc["iteration_indptr"] = list(self.iteration_indptr)
         doc["base_score"] = self.class_prior.tolist()
@@ -240,6 +259,10 @@ class Forest(TreeEnsemble):
             d = tree_to_dict(tree, 0)
             d["class_counts"] = counts.ravel().tolist()
             doc["trees"].append(d)
+        if self.imported_from is not None:
+            doc["imported_from"] = dict(self.imported_from)
+        if self.algorithm == IMPORTED:
+            return doc
         p = self.params
         doc["budget_rf"] = {
             "alpha": float(p["alpha"]), "impurity": p["impurity"], "path_free": p["path_free"],
@@ -258,12 +281,13 @@ class Forest(TreeEnsemble):
                 or objective not in VOTE_METRICS:
             raise invalid(f"num_class {num_class} does not fit a forest with objective "
                           f"{objective!r}")
-        section = require(doc, "budget_rf", dict)
-        missing = [name for name in SECTION_PARAMS if name not in section]
-        if missing:
-            raise invalid(f"budget_rf lacks {missing}")
-        params = checked_params({**params, **{name: section[name] for name in SECTION_PARAMS}},
-                                "budget_rf")
+        if params["algorithm"] != IMPORTED:
+            section = require(doc, "budget_rf", dict)
+            missing = [name for name in SECTION_PARAMS if name not in section]
+            if missing:
+                raise invalid(f"budget_rf lacks {missing}")
+            params = checked_params(
+                {**params, **{name: section[name] for name in SECTION_PARAMS}}, "budget_rf")
         prior = np.asarray(read_scores(doc), dtype=np.float64)
         if prior.shape != (num_class,) or not np.all(np.isfinite(prior)) \
                 or np.any(prior < 0) or not prior.sum() > 0:
@@ -272,6 +296,7 @@ class Forest(TreeEnsemble):
         model = build(cls, objective=objective, num_class=num_class, class_prior=prior,
                       feature_names=header.feature_names, cost_model=header.cost_model,
                       params=params)
+        model.imported_from = read_imported_from(doc)
         trees, indptr = read_trees(doc, len(header.feature_names), 1, one_tree_each=True)
         for i, (d, tree, _) in enumerate(trees):
             if np.any(tree["value"][tree["left"] != -1] != 0):

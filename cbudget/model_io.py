@@ -6,7 +6,9 @@ only frames it. The format itself is described in docs/architecture.md ("Model f
 
 Format history (the reader accepts every minor version up to :data:`FORMAT_VERSION`):
 1.0 boosters, 1.1 the ``cegb`` section, 1.2 the ``greedy_miser`` section, 1.3 forests
-(``budget_rf``), 1.4 trees and cascades of linear classifiers, 1.5 gated models.
+(``budget_rf``), 1.4 trees and cascades of linear classifiers, 1.5 gated models, 1.6
+models imported from LightGBM, XGBoost and scikit-learn (``algorithm: "imported"``, the
+``imported_from`` section).
 Floats are written with ``repr`` precision, so save -> load -> predict is bit-identical.
 """
 from __future__ import annotations
@@ -36,10 +38,14 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "model_from_dict", "mo
            "save_model", "register_model_type", "register_params_check", "model_header",
            "read_header", "read_attributes", "nested_model_from_dict", "require",
            "checked_params", "number_list", "finite_number", "check_integer_range", "invalid",
-           "build"]
+           "build", "IMPORTED"]
 
 FORMAT_NAME = "cbudget"
-FORMAT_VERSION = (1, 5)
+FORMAT_VERSION = (1, 6)
+
+# the ``algorithm`` of a model that cbudget did not train (cbudget.interop): it has no
+# training parameters
+IMPORTED = "imported"
 
 # model_type -> model class; filled by register_model_type when the classes are defined
 MODEL_TYPES: dict[str, type[Model]] = {}
@@ -113,7 +119,11 @@ def read_header(doc: dict, algorithms) -> Header:
     if params.setdefault("algorithm", algorithm) != algorithm:
         raise invalid(f"training_params.algorithm {params['algorithm']!r} is not the "
                       f"document's algorithm {algorithm!r}")
-    params = checked_params(params, "training_params")
+    if algorithm == IMPORTED:
+        if params != {"algorithm": IMPORTED}:
+            raise invalid("an imported model has no training_params but its algorithm")
+    else:
+        params = checked_params(params, "training_params")
     cost_model = CostModel.from_dict(require(doc, "cost_model", dict), len(feature_names))
     return Header(feature_names, objective, params, cost_model)
 

@@ -62,6 +62,10 @@ class ForestTrainer(Trainer):
         self.n_classes = max(2, objective.num_class)
         self.labels = dtrain.label.astype(np.int32)
         init = model_to_continue(setup.xgb_model, dtrain, objective, Forest, self.n_classes)
+        if init is not None and init.vote != "majority":
+            raise ValueError("xgb_model is an imported forest, which averages its trees' "
+                             "class distributions; BudgetRF's trees vote by majority: train "
+                             "a new budget_rf forest instead")
         if init is None:
             prior = np.bincount(self.labels, weights=dtrain.weight, minlength=self.n_classes)
             self.model = Forest(objective=objective.name, num_class=self.n_classes,

@@ -1,0 +1,252 @@
+"""What every importer shares: trees in another library's numbering turned into
+cbudget's ``NODE_DTYPE`` arrays, the thresholds of libraries that compare in float32
+turned into cbudget's float64 ``x <= threshold``, and the imported Booster or Forest
+with its cost model (docs/architecture.md, "Interoperability").
+
+A cbudget split sends ``x`` left when ``x <= threshold`` (float64) and NaN to the
+``default_left`` side. Every source convention is rewritten into that one, so that
+prediction, the cost model and on-demand prediction need nothing new:
+
+* XGBoost sends ``x`` left when ``float32(x) < c``; scikit-learn when ``float32(x) <= t``
+  (t a float64 midpoint). Rounding to float32 is monotone, so each is ``x <= T`` for the
+  largest float64 ``T`` on the left side (:func:`float32_below_thresholds`,
+  :func:`float32_at_most_thresholds`); float32 and float64 inputs then route alike.
+* LightGBM compares float64 values with ``<=`` already; its missing-value types are
+  rewritten by its importer.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .._core._types import NODE_DTYPE
+from ..booster import Booster
+from ..costs import CostGroups, CostModel, FeatureCosts, GroupCosts
+from ..forest import Forest
+from ..model_io import IMPORTED
+
+__all__ = ["build_tree", "float32_at_most_bounds", "float32_below_thresholds",
+           "float32_at_most_thresholds", "float32_split_conditions", "cost_model_for",
+           "imported_booster", "imported_forest", "source_feature_names", "describe_source",
+           "COST_ARGUMENTS",
+           "MAX_NODES_PER_TREE"]
+
+# a tree of more nodes than this is refused (a hostile file; LightGBM's zero-as-missing
+# rewrite can grow a tree, see from_lightgbm)
+MAX_NODES_PER_TREE = 1 << 22
+
+# 2**128: where float32's next value after its largest finite one would be
+_FLOAT32_END = float(2.0 ** 128)
+
+COST_ARGUMENTS = """feature_costs : array-like of shape (n_features,) or dict {name: cost}, optional
+        Per-input acquisition cost of each feature, as for :class:`cbudget.Dataset`
+        (None: every feature is free).
+    cost_groups, group_costs, coupled_costs, split_cost, tree_cost, default_cost :
+        As for :class:`cbudget.Dataset`.
+    feature_names : list of str, optional
+        The features' names (default: the names the source model stores, else ``f0,
+        f1, ...``). Costs given as a dict use them."""
+
+
+def float32_at_most_bounds(q: ArrayLike) -> np.ndarray:
+    """Per float32 value ``q``: the largest float64 ``x`` with ``float32(x) <= q``
+    (rounding to nearest, ties to even), so ``float32(x) <= q`` iff ``x <= bound``.
+
+    Between ``q`` and the next float32 ``n`` lies their midpoint ``m`` (exact in
+    float64); ``m`` rounds to whichever of ``q`` and ``n`` has an even significand: to
+    ``q`` when ``q``'s is even (the bound is ``m``), else to ``n`` (the bound is the
+    float64 just below ``m``)."""
+    q = np.asarray(q, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        following = np.nextafter(q, np.float32(np.inf)).astype(np.float64)
+        following[np.isinf(following) & (q > 0)] = _FLOAT32_END
+        midpoint = (q.astype(np.float64) + following) / 2
+    q_is_even = (q.view(np.uint32) & 1) == 0
+    bound = np.where(q_is_even, midpoint, np.nextafter(midpoint, -np.inf))
+    # -inf: the values that round down to it (ties go to the even -inf), +inf: everything
+    bound = np.where(np.isneginf(q), -(_FLOAT32_END - 2.0 ** 103), bound)
+    return np.where(np.isposinf(q), np.inf, bound)
+
+
+def float32_below_thresholds(c: ArrayLike) -> np.ndarray:
+    """cbudget thresholds of XGBoost split conditions ``c``: ``float32(x) < c`` iff
+    ``x <= T``. (``c = -inf``, which no trained model has, sends nothing left in XGBoost
+    but ``-inf`` in cbudget.)"""
+    c = np.asarray(c, dtype=np.float32)
+    with np.errstate(over="ignore"):
+        return float32_at_most_bounds(np.nextafter(c, np.float32(-np.inf)))
+
+
+def float32_at_most_thresholds(t: ArrayLike) -> np.ndarray:
+    """cbudget thresholds of scikit-learn tree thresholds ``t`` (float64, compared with
+    float32 inputs): ``float32(x) <= t`` iff ``x <= T``."""
+    t = np.asarray(t, dtype=np.float64)
+    with np.errstate(over="ignore"):      # nearest float32; step down if it lies above t
+        q = t.astype(np.float32)
+        q = np.where(q.astype(np.float64) > t, np.nextafter(q, np.float32(-np.inf)), q)
+    return float32_at_most_bounds(q)
+
+
+def float32_split_conditions(threshold: ArrayLike) -> np.ndarray:
+    """XGBoost split conditions of cbudget thresholds (export): float32 ``c`` with
+    ``x < c`` iff ``x <= threshold`` for every float32 ``x``: the float32 after the
+    largest float32 at most ``threshold``."""
+    t = np.asarray(threshold, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        floor = t.astype(np.float32)
+        floor = np.where(floor.astype(np.float64) > t,
+                         np.nextafter(floor, np.float32(-np.inf)), floor)
+        return np.nextafter(floor, np.float32(np.inf))
+
+
+def build_tree(left: ArrayLike, right: ArrayLike, feature: ArrayLike, threshold: ArrayLike,
+               default_left: ArrayLike, value: ArrayLike, *, n_features: int, where: str,
+               root: int = 0, gain: ArrayLike | None = None,
+               n_samples: ArrayLike | None = None,
+               sum_hessian: ArrayLike | None = None) -> np.ndarray:
+    """A cbudget tree from a source tree's node arrays.
+
+    The source's nodes are numbered ``0..n-1`` in any order (``root`` the root; a leaf
+    has ``left == right == -1``); they are renumbered depth first so that children come
+    after their parents, as cbudget's trees need. ``threshold`` is cbudget's
+    (``x <= threshold`` goes left), ``value`` the leaf values. ValueError (naming
+    ``where``) for a structure that is not one tree, split features out of
+    ``[0, n_features)`` or values that are not finite.
+    """
+    left = np.asarray(left, dtype=np.int64)
+    right = np.asarray(right, dtype=np.int64)
+    n = left.shape[0]
+    if n == 0 or n > MAX_NODES_PER_TREE:
+        raise ValueError(f"{where}: a tree has {n} nodes (1 to {MAX_NODES_PER_TREE})")
+    columns = {"feature": feature, "threshold": threshold, "default_left": default_left,
+               "value": value, "gain": gain, "n_samples": n_samples,
+               "sum_hessian": sum_hessian}
+    arrays = {name: np.asarray(v) for name, v in columns.items() if v is not None}
+    arrays["right"] = right
+    if any(a.shape != (n,) for a in arrays.values()):
+        raise ValueError(f"{where}: node arrays of different lengths")
+    if not 0 <= root < n:
+        raise ValueError(f"{where}: root {root} out of range")
+    is_leaf = left == -1
+    if np.any(is_leaf != (right == -1)):
+        raise ValueError(f"{where}: a node has exactly one child")
+    internal = ~is_leaf
+    if np.any(internal & ((left < 0) | (left >= n) | (right < 0) | (right >= n))):
+        raise ValueError(f"{where}: child index out of range")
+    # depth-first preorder: a node's new id is its position in the order
+    order = np.empty(n, dtype=np.int64)
+    depth = np.zeros(n, dtype=np.int64)
+    seen = np.zeros(n, dtype=bool)
+    stack = [root]
+    count = 0
+    left_list, right_list, leaf_list = left.tolist(), right.tolist(), is_leaf.tolist()
+    while stack:
+        node = stack.pop()
+        if seen[node]:
+            raise ValueError(f"{where}: the nodes do not form one tree (node {node} is "
+                             "reached twice)")
+        seen[node] = True
+        order[count] = node
+        count += 1
+        if not leaf_list[node]:
+            depth[right_list[node]] = depth[left_list[node]] = depth[node] + 1
+            stack.append(right_list[node])
+            stack.append(left_list[node])
+    if count != n:
+        raise ValueError(f"{where}: {n - count} nodes are not reachable from the root")
+    new_id = np.empty(n, dtype=np.int64)
+    new_id[order] = np.arange(n)
+    tree = np.zeros(n, dtype=NODE_DTYPE)
+    tree["left"] = np.where(is_leaf, -1, new_id[np.where(is_leaf, 0, left)])[order]
+    tree["right"] = np.where(is_leaf, -1, new_id[np.where(is_leaf, 0, right)])[order]
+    tree["depth"] = depth[order]
+    split_feature = np.asarray(feature, dtype=np.int64)
+    if np.any(internal & ((split_feature < 0) | (split_feature >= n_features))):
+        raise ValueError(f"{where}: split feature out of range [0, {n_features})")
+    tree["feature"] = np.where(is_leaf, 0, split_feature)[order]
+    tree["threshold"] = np.where(is_leaf, 0.0, np.asarray(threshold, dtype=np.float64))[order]
+    tree["default_left"] = np.where(is_leaf, 0, np.asarray(default_left) != 0)[order]
+    tree["value"] = np.where(is_leaf, np.asarray(value, dtype=np.float64), 0.0)[order]
+    if gain is not None:
+        tree["gain"] = np.where(is_leaf, 0.0, np.asarray(gain, dtype=np.float64))[order]
+    if n_samples is not None:
+        counts = np.asarray(n_samples, dtype=np.float64)
+        tree["n_samples"] = np.clip(np.nan_to_num(counts), 0, np.iinfo(np.int32).max)[order]
+    if sum_hessian is not None:
+        tree["sum_hessian"] = np.clip(np.nan_to_num(
+            np.asarray(sum_hessian, dtype=np.float64)), 0, None)[order]
+    for field in ("threshold", "value", "gain"):
+        if not np.all(np.isfinite(tree[field])):
+            raise ValueError(f"{where}: {field} holds a value that is not finite")
+    return tree
+
+
+def source_feature_names(stored: Sequence[str] | None, given: Sequence[str] | None,
+                         n_features: int) -> list[str]:
+    """The imported model's feature names: ``given``, else the source's ``stored``
+    names, else ``f0, f1, ...``; checked for count and uniqueness."""
+    names = given if given is not None else stored
+    names = [f"f{i}" for i in range(n_features)] if names is None else [str(n) for n in names]
+    if len(names) != n_features:
+        raise ValueError(f"feature_names has {len(names)} names; the model has "
+                         f"{n_features} features")
+    if len(set(names)) != len(names):
+        raise ValueError("feature_names must be unique")
+    return names
+
+
+def cost_model_for(feature_names: Sequence[str], *,
+                   feature_costs: FeatureCosts | None = None,
+                   cost_groups: CostGroups | None = None,
+                   group_costs: GroupCosts | None = None,
+                   coupled_costs: FeatureCosts | None = None, split_cost: float = 0.0,
+                   tree_cost: float = 0.0, default_cost: float | None = None) -> CostModel:
+    """The cost model of the Dataset-style cost arguments (:meth:`CostModel.from_user`)."""
+    return CostModel.from_user(feature_names, feature_costs=feature_costs,
+                               cost_groups=cost_groups, group_costs=group_costs,
+                               coupled_costs=coupled_costs, split_cost=split_cost,
+                               tree_cost=tree_cost, default_cost=default_cost)
+
+
+def imported_booster(rounds: Sequence[Sequence[np.ndarray]], *, objective: str,
+                     num_class: int, base_score: ArrayLike, feature_names: Sequence[str],
+                     cost_model: CostModel, imported_from: dict[str, str]) -> Booster:
+    """A Booster of imported trees: ``rounds[r][k]`` is round ``r``'s tree of output
+    ``k`` (``build_tree``'s), ``base_score`` the raw score before the trees."""
+    model = Booster(objective=objective, num_class=num_class, base_score=base_score,
+                    feature_names=feature_names, cost_model=cost_model,
+                    params={"algorithm": IMPORTED})
+    base = model.base_score
+    if base.shape != (model.n_outputs,) or not np.all(np.isfinite(base)):
+        raise ValueError(f"the base score must hold {model.n_outputs} finite numbers")
+    for trees in rounds:
+        if len(trees) != model.n_outputs:
+            raise ValueError(f"a round has {len(trees)} trees for {model.n_outputs} outputs")
+        model.add_round(trees)
+    model.imported_from = dict(imported_from)
+    return model
+
+
+def imported_forest(trees: Sequence[np.ndarray], distributions: Sequence[np.ndarray], *,
+                    num_class: int, class_prior: ArrayLike, feature_names: Sequence[str],
+                    cost_model: CostModel, imported_from: dict[str, str]) -> Forest:
+    """A Forest that averages its trees' class distributions (as scikit-learn's forests
+    predict): ``distributions[t]`` holds, per node of tree ``t``, its class distribution
+    (n_nodes x num_class, rows summing to 1 at the leaves)."""
+    objective = "binary:logistic" if num_class == 2 else "multi:softprob"
+    model = Forest(objective=objective, num_class=num_class, class_prior=class_prior,
+                   feature_names=feature_names, cost_model=cost_model,
+                   params={"algorithm": IMPORTED})
+    for tree, distribution in zip(trees, distributions):
+        model.add_tree(tree, distribution)
+    model.imported_from = dict(imported_from)
+    return model
+
+
+def describe_source(library: str, version: str, estimator: str, **more: Any) -> dict[str, str]:
+    """The ``imported_from`` section: the library, its version and the estimator."""
+    return {"library": library, "version": str(version), "estimator": estimator,
+            **{k: str(v) for k, v in more.items()}}

@@ -9,7 +9,8 @@ Quick use::
 
 Every model type (Booster, Forest, ClassifierTree, Cascade, GatedModel) is a
 :class:`cbudget.Model`. The design (layers, cost model, model files, adding an algorithm)
-is in docs/architecture.md.
+is in docs/architecture.md. ``from_lightgbm``, ``from_xgboost`` and ``from_sklearn`` bring
+other libraries' tree models in (cost reports and on-demand prediction on them).
 """
 from . import _threads
 from ._version import __version__
@@ -42,6 +43,7 @@ from .costs import CostModel, CostReport
 from .cstc import Cascade, ClassifierTree
 from .dataset import Dataset
 from .forest import Forest
+from .interop import from_lightgbm, from_sklearn, from_xgboost
 from .model_io import load_model
 from .on_demand import FeatureSource, FetchCall
 from .training import lambda_max, train
@@ -72,6 +74,9 @@ __all__ = [
     "TrainingCallback",
     "cost_path",
     "datasets",
+    "from_lightgbm",
+    "from_sklearn",
+    "from_xgboost",
     "lambda_max",
     "load_model",
     "train",

@@ -2,7 +2,8 @@
 
 ``cbudget train DATA --label COL -o MODEL.json`` trains a model on a CSV or Parquet file,
 ``cbudget predict MODEL.json DATA -o OUT.csv`` writes its predictions (and per-input
-costs), ``cbudget report MODEL.json DATA`` summarises what its predictions on a file cost,
+costs), ``cbudget report MODEL DATA`` summarises what its predictions on a file cost (a
+cbudget model, or a LightGBM, XGBoost or scikit-learn model file with ``--costs``),
 ``cbudget demo`` trains every algorithm on the shipped Letters data, and
 ``cbudget --version`` prints the version. Bad input ends with exit status 2 and a one-line
 ``cbudget: error: ...`` message.
@@ -21,6 +22,7 @@ import numpy as np
 import cbudget
 from cbudget.dataset import as_float_matrix, query_boundaries
 from cbudget.datasets import load_letters, train_valid_test_split
+from cbudget.interop import foreign_model_kind, load_foreign_model, on_demand_savings
 
 # file name endings read (and written) as Parquet; everything else is CSV
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
@@ -306,21 +308,25 @@ def predict_command(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------------------
 # report
 # --------------------------------------------------------------------------------------
+# the per-input cost quantiles of the report, besides the mean and the max
+COST_QUANTILES = {"p10": 10, "p25": 25, "median": 50, "p75": 75, "p90": 90, "p99": 99}
+
+
 def cost_summary(model: cbudget.Model, X: np.ndarray) -> dict[str, Any]:
-    """What predicting ``X`` costs: the per-input cost's mean / median / p90 / max, and
-    per feature the model uses its cost, the share of inputs that acquire it and what it
+    """What predicting ``X`` costs: the per-input cost's mean, quantiles and max; per
+    feature the model uses its cost, the share of inputs that acquire it and what it
     adds to the mean cost (sorted by that, largest first); cost groups likewise; the rest
-    of the mean (split, tree and declared costs) as ``other_cost``."""
+    of the mean (split, tree and declared costs) as ``other_cost``; and what predicting
+    on demand saves against computing every used feature (``on_demand``)."""
     report = model.cost_report(X)
     costs = model.cost_model
     cost = report.per_input_cost
     share = report.acquisition_rate
+    acquired = model.acquisitions(X)
     # (name, cost, share of inputs that acquire it, what it adds to the mean cost)
     feature_rows = [(model.feature_names[m], float(costs.feature_costs[m]), float(share[m]),
                      float(costs.feature_costs[m] * share[m])) for m in model.used_features()]
     group_rows = []
-    if costs.n_groups:   # the groups' shares need the acquisitions themselves
-        acquired = model.acquisitions(X)
     for g, name in enumerate(costs.group_names):
         touched = float(acquired[:, costs.feature_group == g].any(axis=1).mean())
         group_rows.append((name, float(costs.group_costs[g]), touched,
@@ -335,8 +341,10 @@ def cost_summary(model: cbudget.Model, X: np.ndarray) -> dict[str, Any]:
     return {
         "model_type": model.model_type, "algorithm": model.algorithm,
         "n_inputs": int(X.shape[0]),
-        "cost_per_input": {"mean": report.mean_cost, "median": float(np.median(cost)),
-                           "p90": float(np.percentile(cost, 90)), "max": float(cost.max())},
+        "cost_per_input": {"mean": report.mean_cost,
+                           **{name: float(np.percentile(cost, q))
+                              for name, q in COST_QUANTILES.items()},
+                           "max": float(cost.max())},
         "coupled_cost": report.coupled_cost,
         "features_used": list(report.features_used),
         "n_features": model.num_features(),
@@ -344,6 +352,7 @@ def cost_summary(model: cbudget.Model, X: np.ndarray) -> dict[str, Any]:
         "groups": groups,
         # rounding aside, 0 without split / tree / declared costs
         "other_cost": other if abs(other) > 1e-9 * max(1.0, report.mean_cost) else 0.0,
+        "on_demand": on_demand_savings(model, cost, acquired),
     }
 
 
@@ -369,12 +378,50 @@ def print_cost_summary(summary: dict[str, Any], model_path: str, data_path: str)
                   f"{100 * r['acquired_share']:>11.2f}% {r['mean_cost']:>10.6g}")
     if summary["other_cost"]:
         print(f"split, tree and declared costs: {summary['other_cost']:.6g} per input")
+    saving = summary["on_demand"]
+    print(f"computing every used feature would cost {saving['eager_cost']:.6g} per input; "
+          f"on demand {saving['on_demand_cost']:.6g} ({100 * saving['saved_share']:.1f}% "
+          "saved)")
+
+
+def report_model(args: argparse.Namespace, frame: Any) -> cbudget.Model:
+    """The model ``cbudget report`` audits: a cbudget model file (which carries its
+    costs), or another library's model file priced with ``--costs`` /
+    ``--default-cost`` as ``cbudget train`` prices features. The other library's
+    feature names are used when the data file has those columns; otherwise the data's
+    columns (the query column aside), in order, stand for the model's features."""
+    if not os.path.isfile(args.model):
+        raise CommandError(f"{args.model}: no such model file")
+    try:
+        kind = foreign_model_kind(args.model)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    if kind == "cbudget":
+        if args.costs is not None or args.default_cost is not None:
+            raise CommandError(f"{args.model} is a cbudget model, which carries its costs: "
+                               "--costs and --default-cost are for LightGBM, XGBoost and "
+                               "scikit-learn models")
+        return load_model_file(args.model)
+    try:
+        names = load_foreign_model(args.model).feature_names
+        if not all(name in frame.columns for name in names):
+            columns = [str(c) for c in frame.columns if c != args.query]
+            if len(columns) != len(names):
+                raise CommandError(
+                    f"{args.data} has {len(columns)} feature columns, not the model's "
+                    f"{len(names)} features ({', '.join(names[:5])}"
+                    f"{', ...' if len(names) > 5 else ''})")
+            names = columns
+        return load_foreign_model(args.model, feature_names=names,
+                                  **feature_costs(args, list(names)))
+    except (ValueError, TypeError) as exc:
+        raise CommandError(f"{args.model}: {exc}") from None
 
 
 def report_command(args: argparse.Namespace) -> None:
     """``cbudget report``: the cost and acquisition summary of a model on a file."""
-    model = load_model_file(args.model)
     frame = read_table(args.data)
+    model = report_model(args, frame)
     X = feature_matrix(frame, model.feature_names, args.data)
     summary = cost_summary(model, X)
     ids = query_column(frame, args.query, args.data)
@@ -599,11 +646,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     report_parser = sub.add_parser(
         "report", help="what a saved model's predictions on a file cost",
-        description="Per-input cost of predicting DATA with a saved model (mean, median, "
-                    "90th percentile, max), the features it uses and, per feature, its "
-                    "cost, the share of inputs that acquire it and what it adds to the "
-                    "mean cost, largest first.")
-    report_parser.add_argument("model", metavar="MODEL.json")
+        description="Per-input cost of predicting DATA with a saved model (mean, "
+                    "quantiles, max), the features it uses and, per feature, its cost, the "
+                    "share of inputs that acquire it and what it adds to the mean cost, "
+                    "largest first; and what predicting on demand saves against computing "
+                    "every feature the model uses. MODEL is a cbudget model, or a LightGBM "
+                    "text model, an XGBoost JSON / UBJSON model or a pickled (joblib) "
+                    "LightGBM, XGBoost or scikit-learn estimator, priced with --costs.")
+    report_parser.add_argument("model", metavar="MODEL")
+    report_parser.add_argument("--costs", metavar="FILE.json",
+                               help="another library's model: feature costs, a JSON file "
+                                    "(or JSON text) {column: cost}; without it every "
+                                    "feature costs --default-cost")
+    report_parser.add_argument("--default-cost", type=non_negative_float, metavar="X",
+                               help="another library's model: the cost of the features "
+                                    "--costs does not name (without --costs: of every "
+                                    "feature; default 1)")
     report_parser.add_argument("data", metavar="DATA", help=data_help)
     report_parser.add_argument("--json", action="store_true", help="print it as JSON")
     report_parser.add_argument("--query", metavar="COL",

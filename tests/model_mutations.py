@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import cbudget
+from cbudget.interop.trees import describe_source, imported_booster, imported_forest
 from cbudget.model_io import model_from_dict
 
 N_FEATURES = 5
@@ -122,8 +123,29 @@ def _seed_models() -> tuple[tuple[str, str], ...]:
     models["adapt_lin"] = _train(
         {"algorithm": "adapt_lin", "p_full": 0.3, "cost_tradeoff": 0.02, "n_restarts": 1},
         "binary:logistic", 2, expensive_model=f0_forest)
+    models["imported_booster"] = _imported(models["gbdt_multiclass"])
+    models["imported_forest"] = _imported(models["budget_rf_multiclass"])
     return tuple((name, json.dumps(model.to_dict(), allow_nan=False))
                  for name, model in models.items())
+
+
+def _imported(model: Any) -> cbudget.Model:
+    """``model``'s trees as a model imported from another library (algorithm
+    "imported", the imported_from section; a forest of class distributions that votes by
+    averaging), without needing that library."""
+    source = describe_source("another library", "1.0", type(model).__name__)
+    if isinstance(model, cbudget.Forest):
+        distributions = [counts / np.maximum(counts.sum(axis=1, keepdims=True), 1.0)
+                         for counts in model.class_counts]
+        return imported_forest(model.trees, distributions, num_class=model.num_class,
+                               class_prior=model.class_prior,
+                               feature_names=model.feature_names,
+                               cost_model=model.cost_model, imported_from=source)
+    rounds = [model.trees[a:b] for a, b in zip(model.iteration_indptr[:-1],
+                                               model.iteration_indptr[1:])]
+    return imported_booster(rounds, objective=model.objective, num_class=model.num_class,
+                            base_score=model.base_score, feature_names=model.feature_names,
+                            cost_model=model.cost_model, imported_from=source)
 
 
 def seed_models() -> list[tuple[str, dict]]:
@@ -147,7 +169,7 @@ TYPE_STRINGS = {
     "model_type": ["booster", "forest", "tree_of_classifiers", "cascade", "gated", "linear",
                    "external", "Booster", ""],
     "algorithm": ["gbdt", "cegb", "greedy_miser", "budget_rf", "cstc", "cscc", "cronus",
-                  "adapt_gbrt", "adapt_lin", "xgboost"],
+                  "adapt_gbrt", "adapt_lin", "xgboost", "imported"],
     "objective": ["reg:squarederror", "binary:logistic", "multi:softprob", "multi:softmax",
                   "rank:pairwise", "rank:ndcg", ""],
     "loss": ["squared", "logistic", "hinge"],

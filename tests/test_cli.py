@@ -114,8 +114,14 @@ def test_train_predict_report_round_trip(files, capsys):
     cost = model.predict_cost(X_valid)
     assert report["n_inputs"] == 150
     assert report["cost_per_input"] == pytest.approx(
-        {"mean": cost.mean(), "median": np.median(cost), "p90": np.percentile(cost, 90),
-         "max": cost.max()})
+        {"mean": cost.mean(), "p10": np.percentile(cost, 10), "p25": np.percentile(cost, 25),
+         "median": np.median(cost), "p75": np.percentile(cost, 75),
+         "p90": np.percentile(cost, 90), "p99": np.percentile(cost, 99), "max": cost.max()})
+    # on demand against every used feature for every input (features cost COSTS)
+    eager = sum(COSTS[name] for name in model.used_feature_names())
+    assert report["on_demand"] == pytest.approx(
+        {"eager_cost": eager, "on_demand_cost": cost.mean(),
+         "saved_share": 1 - cost.mean() / eager})
     assert report["features_used"] == model.cost_report(X_valid).features_used
     share = dict(zip(FEATURES, model.acquisitions(X_valid).mean(axis=0)))
     rows = report["features"]

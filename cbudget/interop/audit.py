@@ -1,0 +1,127 @@
+"""Auditing a model file of any library: read a LightGBM, XGBoost or scikit-learn model
+file as a cbudget model (:func:`load_foreign_model`), and what predicting on demand saves
+against computing every feature the model uses (:func:`on_demand_savings`); the
+``cbudget report`` command uses both (docs/architecture.md, "Interoperability")."""
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any
+
+import numpy as np
+
+from .._model import Model
+from .from_lightgbm import from_lightgbm
+from .from_sklearn import from_sklearn
+from .from_xgboost import from_xgboost
+
+__all__ = ["load_foreign_model", "foreign_model_kind", "on_demand_savings", "from_any"]
+
+# the first bytes of a pickle (protocol 2 and later) and of joblib's compressed files
+_PICKLE_START = b"\x80"
+_JOBLIB_COMPRESSED = (b"ZF", b"\x78", b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd")
+
+
+def foreign_model_kind(path: str | os.PathLike) -> str:
+    """What kind of model file ``path`` is, from its content: ``"cbudget"``,
+    ``"lightgbm"`` (LightGBM's text format), ``"xgboost"`` (XGBoost's JSON or UBJSON) or
+    ``"pickle"`` (a pickled or joblib-dumped estimator); ValueError otherwise."""
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    if head.startswith(_PICKLE_START) or head.startswith(_JOBLIB_COMPRESSED):
+        return "pickle"
+    text = head.lstrip()
+    if text.startswith(b"tree\n") or text.startswith(b"tree\r\n") or b"\nversion=v" in text[:200]:
+        return "lightgbm"
+    if text.startswith(b"{"):
+        try:
+            prefix = head.decode("utf-8")
+        except UnicodeDecodeError:
+            return "xgboost"                 # binary: UBJSON
+        # XGBoost's documents start with their "learner"; anything else is left to
+        # cbudget.load_model, whose errors say what is wrong
+        return "xgboost" if '"learner"' in prefix else "cbudget"
+    raise ValueError(f"{os.fspath(path)}: not a model file cbudget reads (a cbudget or "
+                     "XGBoost JSON model, an XGBoost UBJSON model, a LightGBM text model, "
+                     "or a pickled / joblib-dumped LightGBM, XGBoost or scikit-learn "
+                     "estimator)")
+
+
+def from_any(estimator: Any, **options: Any) -> Model:
+    """A cbudget model of an in-memory LightGBM, XGBoost or scikit-learn model (the
+    ``from_*`` importer its module calls for); ``options``: the importers' keywords."""
+    module = type(estimator).__module__.split(".")[0]
+    if module == "lightgbm":
+        return from_lightgbm(estimator, **options)
+    if module == "xgboost":
+        return from_xgboost(estimator, **options)
+    if module == "sklearn":
+        return from_sklearn(estimator, **options)
+    raise TypeError(f"a {type(estimator).__module__}.{type(estimator).__name__} is not a "
+                    "LightGBM, XGBoost or scikit-learn model")
+
+
+def load_foreign_model(path: str | os.PathLike, **options: Any) -> Model:
+    """A LightGBM, XGBoost or scikit-learn model file as a cbudget model.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A LightGBM text model (``Booster.save_model``), an XGBoost JSON or UBJSON model
+        (``Booster.save_model``), or a pickled / joblib-dumped fitted estimator of
+        LightGBM, XGBoost or scikit-learn. Unpickling runs code from the file: load
+        only files you trust (as for any pickle).
+    **options
+        The cost keywords and ``feature_names`` of :func:`cbudget.from_lightgbm`.
+
+    Returns
+    -------
+    cbudget.Booster or cbudget.Forest
+    """
+    kind = foreign_model_kind(path)
+    if kind == "cbudget":
+        raise ValueError(f"{os.fspath(path)} is a cbudget model: use cbudget.load_model")
+    if kind == "lightgbm":
+        return from_lightgbm(path, **options)
+    if kind == "xgboost":
+        return from_xgboost(path, **options)
+    try:
+        estimator = unpickle(path)
+    except (pickle.UnpicklingError, EOFError, ValueError, KeyError, AttributeError,
+            ImportError, IndexError, TypeError) as exc:
+        raise ValueError(f"{os.fspath(path)}: not a readable pickle of an estimator "
+                         f"({type(exc).__name__}: {exc})") from None
+    return from_any(estimator, **options)
+
+
+def unpickle(path: str | os.PathLike) -> Any:
+    """The object pickled or joblib-dumped in ``path``."""
+    try:
+        import joblib  # scikit-learn's dependency; it reads plain pickles too
+    except ImportError:
+        with open(path, "rb") as f:
+            return pickle.load(f)    # noqa: S301 - the user's own model file
+    return joblib.load(path)
+
+
+def on_demand_savings(model: Model, cost: np.ndarray, acquired: np.ndarray) -> dict[str, float]:
+    """What predicting on demand saves, from per-input costs ``cost`` and the 0/1
+    ``acquired`` matrix of the inputs (:meth:`cbudget.Booster.acquisitions`).
+
+    Computing every feature the model uses for every input (eager prediction) costs
+    their acquisition cost, groups included, plus the same split and tree costs as on
+    demand; on demand an input pays only for the features its paths read.
+
+    Returns
+    -------
+    dict with ``eager_cost`` (mean per input, every used feature computed),
+    ``on_demand_cost`` (mean per input) and ``saved_share`` (1 - on demand / eager; 0
+    when eager costs nothing)
+    """
+    costs = model.cost_model
+    on_demand = float(cost.mean()) if cost.size else 0.0
+    structural = costs.structural_costs(cost, acquired)
+    eager = costs.acquisition_cost(model.used_features()) + (
+        float(structural.mean()) if structural.size else 0.0)
+    return {"eager_cost": eager, "on_demand_cost": on_demand,
+            "saved_share": 1.0 - on_demand / eager if eager > 0 else 0.0}

@@ -1,6 +1,7 @@
 """Booster: an additive ensemble of regression trees (gbdt, cegb, greedy_miser)."""
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
@@ -11,6 +12,7 @@ from ._core._predict import add_leaf_values, predict_raw
 from ._ensemble import TreeEnsemble, read_imported_from, read_scores, read_trees, tree_to_dict
 from .costs import CostModel
 from .dataset import InputData
+from .interop.to_xgboost import save_xgboost
 from .metrics import evaluate_on
 from .model_io import (
     IMPORTED,
@@ -149,6 +151,36 @@ class Booster(TreeEnsemble):
         return scores
 
     # -- files --------------------------------------------------------------------------
+    def save_model(self, path: str | os.PathLike, format: str = "cbudget") -> None:
+        """Write the model to ``path``.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        format : {"cbudget", "xgboost"}
+            "cbudget": cbudget's JSON model file (docs/architecture.md, "Model files"),
+            read back by :func:`cbudget.load_model` with everything. "xgboost": an
+            XGBoost JSON model that ``xgboost.Booster(model_file=path)`` loads (XGBoost
+            2.1 and later) and that predicts as this model does on float32 inputs (up
+            to float32 rounding of the margins); it does not carry the cost model, the
+            per-node cost metadata or the training parameters, and the base scores are
+            folded into the first round's leaves
+            (:func:`cbudget.interop.to_xgboost.save_xgboost`). Gradient boosted models
+            (gbdt, cegb, greedy_miser, imported) of objectives reg:squarederror,
+            binary:logistic, multi:softprob, rank:pairwise and rank:ndcg only.
+
+        Raises
+        ------
+        ValueError
+            For an unknown ``format``, or a model XGBoost's format cannot hold.
+        """
+        if format == "cbudget":
+            super().save_model(path)
+        elif format == "xgboost":
+            save_xgboost(self, path)
+        else:
+            raise ValueError(f"unknown model format {format!r}; valid: 'cbudget', 'xgboost'")
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON document: the header, ``iteration_indptr``, ``base_score``, the trees
         (column arrays with per-node cost metadata) and, for CEGB and Greedy Miser, a

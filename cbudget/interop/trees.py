@@ -27,6 +27,7 @@ from ..booster import Booster
 from ..costs import CostGroups, CostModel, FeatureCosts, GroupCosts
 from ..forest import Forest
 from ..model_io import IMPORTED
+from .to_xgboost import float32_split_conditions  # the exporter's; re-exported here
 
 __all__ = ["build_tree", "float32_at_most_bounds", "float32_below_thresholds",
            "float32_at_most_thresholds", "float32_split_conditions", "cost_model_for",
@@ -88,18 +89,6 @@ def float32_at_most_thresholds(t: ArrayLike) -> np.ndarray:
         q = t.astype(np.float32)
         q = np.where(q.astype(np.float64) > t, np.nextafter(q, np.float32(-np.inf)), q)
     return float32_at_most_bounds(q)
-
-
-def float32_split_conditions(threshold: ArrayLike) -> np.ndarray:
-    """XGBoost split conditions of cbudget thresholds (export): float32 ``c`` with
-    ``x < c`` iff ``x <= threshold`` for every float32 ``x``: the float32 after the
-    largest float32 at most ``threshold``."""
-    t = np.asarray(threshold, dtype=np.float64)
-    with np.errstate(over="ignore"):
-        floor = t.astype(np.float32)
-        floor = np.where(floor.astype(np.float64) > t,
-                         np.nextafter(floor, np.float32(-np.inf)), floor)
-        return np.nextafter(floor, np.float32(np.inf))
 
 
 def build_tree(left: ArrayLike, right: ArrayLike, feature: ArrayLike, threshold: ArrayLike,

@@ -1,0 +1,247 @@
+"""cbudget Boosters as XGBoost JSON models (``Booster.save_model(path,
+format="xgboost")``), loadable by ``xgboost.Booster(model_file=path)`` in XGBoost 2.1 and
+later, predicting as cbudget does (docs/architecture.md, "Interoperability").
+
+cbudget sends ``x`` left when ``x <= T`` (float64); XGBoost when ``float32(x) < c``.
+Each threshold becomes the float32 ``c`` after the largest float32 at most ``T``
+(:func:`float32_split_conditions`), so every float32 input, which is what XGBoost
+predicts on, routes as in cbudget.
+
+This module does not import :mod:`cbudget.booster`, which imports it for
+``save_model``; it reads the model through its public attributes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .._core._types import NODE_DTYPE
+from ..model_io import IMPORTED
+
+if TYPE_CHECKING:   # for type hints only: cbudget.booster imports this module
+    from ..booster import Booster
+
+__all__ = ["save_xgboost", "float32_split_conditions", "EXPORTED_ALGORITHMS",
+           "EXPORTED_OBJECTIVES"]
+
+EXPORTED_ALGORITHMS = ("gbdt", "cegb", "greedy_miser", IMPORTED)
+
+# XGBoost's settings of the objectives (as XGBoost 2.1 writes them; later versions read
+# them and default the settings they added). Only the name matters to prediction.
+_LAMBDARANK_PARAM = {"lambdarank_bias_norm": "1", "lambdarank_normalization": "1",
+                     "lambdarank_num_pair_per_sample": "4294967295",
+                     "lambdarank_pair_method": "topk", "lambdarank_unbiased": "0",
+                     "ndcg_exp_gain": "1"}
+EXPORTED_OBJECTIVES: dict[str, dict[str, Any]] = {
+    "reg:squarederror": {"reg_loss_param": {"scale_pos_weight": "1"}},
+    "binary:logistic": {"reg_loss_param": {"scale_pos_weight": "1"}},
+    "multi:softprob": {},          # softmax_multiclass_param: filled with num_class
+    "rank:pairwise": {"lambdarank_param": _LAMBDARANK_PARAM},
+    "rank:ndcg": {"lambdarank_param": _LAMBDARANK_PARAM},
+}
+# the base_score (output space) whose margin is 0: the base scores go into the trees
+ZERO_MARGIN_BASE_SCORE = {"binary:logistic": "5E-1"}
+
+# the version written: the oldest XGBoost that reads these files
+WRITTEN_VERSION = [2, 1, 0]
+# XGBoost's parent of the root
+NO_PARENT = 2**31 - 1
+
+
+def float32_split_conditions(threshold: ArrayLike) -> np.ndarray:
+    """XGBoost split conditions of cbudget thresholds (export): float32 ``c`` with
+    ``x < c`` iff ``x <= threshold`` for every float32 ``x``: the float32 after the
+    largest float32 at most ``threshold``."""
+    t = np.asarray(threshold, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        floor = t.astype(np.float32)
+        floor = np.where(floor.astype(np.float64) > t,
+                         np.nextafter(floor, np.float32(-np.inf)), floor)
+        return np.nextafter(floor, np.float32(np.inf))
+
+
+class _Float32s:
+    """Numbers written as float32 in their shortest form: XGBoost parses its JSON
+    numbers into float32 and refuses number texts longer than 18 characters."""
+
+    def __init__(self, values: ArrayLike) -> None:
+        self.values = np.asarray(values, dtype=np.float32)
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(str(k))}:{_json_text(v)}"
+                              for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_json_text(v) for v in value) + "]"
+    if isinstance(value, _Float32s):
+        return "[" + ",".join(str(v) for v in value.values) + "]"
+    return json.dumps(value)
+
+
+def _xgboost_tree(tree: np.ndarray, index: int, n_features: int,
+                  shift: float) -> dict[str, Any]:
+    """One tree in XGBoost's JSON form, ``shift`` added to its leaf values. XGBoost
+    finds a node's right child at ``left + 1``, so the nodes are renumbered breadth
+    first with each node's two children side by side."""
+    left, right = tree["left"].tolist(), tree["right"].tolist()
+    order = [0]
+    for node in order:              # grows as it goes: children after their parent
+        if left[node] != -1:
+            order.extend((left[node], right[node]))
+    order_ids = np.asarray(order, dtype=np.int64)
+    new_id = np.empty(len(order), dtype=np.int64)
+    new_id[order_ids] = np.arange(len(order))
+    nodes = tree[order_ids]
+    is_leaf = nodes["left"] == -1
+    parents = np.full(len(order), NO_PARENT, dtype=np.int64)
+    internal = np.flatnonzero(~is_leaf)
+    parents[new_id[nodes["left"][internal]]] = internal
+    parents[new_id[nodes["right"][internal]]] = internal
+    conditions = float32_split_conditions(nodes["threshold"])
+    if not np.all(np.isfinite(conditions[~is_leaf])):
+        raise ValueError("a threshold lies beyond float32's range: XGBoost cannot hold "
+                         "its split condition")
+    leaf_values = np.where(is_leaf, nodes["value"] + shift, 0.0).astype(np.float32)
+    n = len(order)
+    return {
+        "base_weights": _Float32s(leaf_values),
+        "categories": [], "categories_nodes": [], "categories_segments": [],
+        "categories_sizes": [],
+        "default_left": np.where(is_leaf, 0, nodes["default_left"]).tolist(),
+        "id": index,
+        "left_children": np.where(is_leaf, -1, new_id[nodes["left"]]).tolist(),
+        "loss_changes": _Float32s(np.where(is_leaf, 0.0, nodes["gain"])),
+        "parents": parents.tolist(),
+        "right_children": np.where(is_leaf, -1, new_id[nodes["right"]]).tolist(),
+        "split_conditions": _Float32s(np.where(is_leaf, leaf_values, conditions)),
+        "split_indices": np.where(is_leaf, 0, nodes["feature"]).tolist(),
+        "split_type": [0] * n,
+        "sum_hessian": _Float32s(nodes["sum_hessian"]),
+        "tree_param": {"num_deleted": "0", "num_feature": str(n_features),
+                       "num_nodes": str(n), "size_leaf_vector": "1"},
+    }
+
+
+def _leaf_tree(value: float) -> np.ndarray:
+    """A one-leaf tree of ``value`` in cbudget's node layout."""
+    tree = np.zeros(1, dtype=NODE_DTYPE)
+    tree["left"] = tree["right"] = -1
+    tree["value"] = value
+    return tree
+
+
+def xgboost_document(booster: Booster) -> dict[str, Any]:
+    """The XGBoost JSON document of ``booster`` (see :func:`save_xgboost`)."""
+    if getattr(booster, "model_type", None) != "booster":
+        raise ValueError(f"only a cbudget Booster can be saved as an XGBoost model, not a "
+                         f"{type(booster).__name__}")
+    if booster.algorithm not in EXPORTED_ALGORITHMS:
+        raise ValueError(f"a Booster of algorithm {booster.algorithm!r} cannot be saved as "
+                         f"an XGBoost model (supported: {', '.join(EXPORTED_ALGORITHMS)})")
+    if booster.objective not in EXPORTED_OBJECTIVES:
+        raise ValueError(f"objective {booster.objective!r} cannot be saved as an XGBoost "
+                         f"model (supported: {', '.join(EXPORTED_OBJECTIVES)})")
+    n_outputs = booster.n_outputs
+    n_features = len(booster.feature_names)
+    trees = list(zip(booster.trees, booster.tree_outputs))
+    indptr = list(booster.iteration_indptr)
+    base = np.asarray(booster.base_score, dtype=np.float64)
+    # XGBoost 2.1 holds one base_score for every class: the intercept is set to margin
+    # 0 and each output's raw base score added to the leaves of its first-round tree,
+    # or, when the first round lacks a tree of some output, to a round of one-leaf
+    # trees put first
+    first_round = [k for _, k in trees[:indptr[1]]] if len(indptr) > 1 else []
+    if sorted(first_round) != list(range(n_outputs)):
+        trees = [(_leaf_tree(0.0), k) for k in range(n_outputs)] + trees
+        indptr = [0] + [i + n_outputs for i in indptr]
+    xgb_trees = [_xgboost_tree(tree, i, n_features, float(base[k]) if i < indptr[1] else 0.0)
+                 for i, (tree, k) in enumerate(trees)]
+    num_class = booster.num_class if booster.objective == "multi:softprob" else 0
+    objective: dict[str, Any] = {"name": booster.objective,
+                                 **EXPORTED_OBJECTIVES[booster.objective]}
+    if booster.objective == "multi:softprob":
+        objective["softmax_multiclass_param"] = {"num_class": str(num_class)}
+    default_names = [f"f{i}" for i in range(n_features)]
+    named = list(booster.feature_names) != default_names
+    attributes = {}
+    if booster.best_iteration is not None:
+        attributes["best_iteration"] = str(int(booster.best_iteration))
+        if booster.best_score is not None:
+            attributes["best_score"] = str(booster.best_score)
+    return {
+        "learner": {
+            "attributes": attributes,
+            "feature_names": list(booster.feature_names) if named else [],
+            "feature_types": ["float"] * n_features if named else [],
+            "gradient_booster": {
+                "model": {
+                    "gbtree_model_param": {"num_parallel_tree": "1",
+                                           "num_trees": str(len(xgb_trees))},
+                    "iteration_indptr": indptr,
+                    "tree_info": [int(k) for _, k in trees],
+                    "trees": xgb_trees,
+                },
+                "name": "gbtree",
+            },
+            "learner_model_param": {
+                "base_score": ZERO_MARGIN_BASE_SCORE.get(booster.objective, "0"),
+                "boost_from_average": "1", "num_class": str(num_class),
+                "num_feature": str(n_features), "num_target": "1"},
+            "objective": objective,
+        },
+        "version": WRITTEN_VERSION,
+    }
+
+
+def save_xgboost(booster: Booster, path: str | os.PathLike) -> None:
+    """Write ``booster`` as an XGBoost JSON model that ``xgboost.Booster(model_file=
+    path)`` loads (XGBoost 2.1 and later) and that predicts as cbudget does.
+
+    Parameters
+    ----------
+    booster : cbudget.Booster
+        Of algorithm gbdt, cegb, greedy_miser or imported; objective
+        reg:squarederror, binary:logistic, multi:softprob, rank:pairwise or rank:ndcg.
+    path : str or os.PathLike
+        Written whole or not at all (a temporary file in the same folder, then
+        renamed).
+
+    Notes
+    -----
+    XGBoost predicts on float32 inputs: split conditions are chosen so that every
+    float32 input (NaN included) reaches the leaf it reaches in cbudget, and XGBoost's
+    margins equal cbudget's up to float32 rounding (the leaf values are float32 and
+    XGBoost sums in float32). XGBoost 2.1 holds one base score for all classes, so the
+    file's ``base_score`` is the one of margin 0 (0.5 for binary:logistic, else 0) and
+    each output's raw base score is added to the leaves of its first-round tree: the
+    rounds are cbudget's (an ``iteration_range`` that skips the first round leaves the
+    base score out in XGBoost). Every round is written; a ``best_iteration`` from early
+    stopping becomes XGBoost's ``best_iteration`` attribute (``xgboost.Booster.predict``
+    still uses every round). Feature names are written unless they are the default
+    ``f0, f1, ...`` (XGBoost then needs them on its DMatrix). Not carried: the cost
+    model and per-node cost metadata, the training parameters and, for ranking, the
+    objective's settings.
+
+    Raises
+    ------
+    ValueError
+        For a model that is not a Booster, or of another algorithm or objective, or with a
+        threshold beyond float32's range.
+    """
+    text = _json_text(xgboost_document(booster))
+    folder = os.path.dirname(os.fspath(path)) or "."
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".xgboost-", suffix=".json.tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise

@@ -1,0 +1,185 @@
+"""A decoder of Universal Binary JSON (UBJSON, draft 12) as XGBoost writes its ``.ubj``
+model files, so that :func:`cbudget.interop.from_xgboost.from_xgboost` reads them without
+XGBoost installed.
+
+It covers objects and arrays, counted (``#``) and typed (``$``) containers, the integer
+types ``i U I l L``, ``d`` (float32) and ``D`` (float64), strings ``S``, chars ``C``,
+``T F Z`` and the no-op ``N``. Typed numeric arrays become numpy arrays (read with
+``frombuffer``: XGBoost's node arrays hold most of a file); everything else becomes
+Python dicts, lists, str, int, float, bool and None.
+
+The input is treated as hostile: anything malformed or truncated, a count larger than
+the bytes left, nesting deeper than :data:`MAX_DEPTH` or trailing bytes raise
+ValueError. The decoder keeps its own stack, so deep nesting never reaches Python's
+recursion limit.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["decode", "MAX_DEPTH"]
+
+# XGBoost's models nest 7 levels; anything far deeper is not a model
+MAX_DEPTH = 64
+
+# marker -> big-endian numpy dtype of the fixed-size numbers
+INTEGER_TYPES = {b"i": ">i1", b"U": ">u1", b"I": ">i2", b"l": ">i4", b"L": ">i8"}
+NUMBER_TYPES = {**INTEGER_TYPES, b"d": ">f4", b"D": ">f8"}
+CONSTANTS = {b"T": True, b"F": False, b"Z": None}
+
+
+class _Container:
+    """An array or object being filled: its values so far, how many it holds (None
+    until its end marker when not counted), the type of its values (None: each value
+    has its own marker) and, for an object, the key of the value being read."""
+
+    def __init__(self, is_object: bool, count: int | None, value_type: bytes | None):
+        self.is_object = is_object
+        self.value: dict[str, Any] | list[Any] = {} if is_object else []
+        self.count = count
+        self.value_type = value_type
+        self.n_read = 0
+        self.key = ""
+
+    def add(self, key: str, value: Any) -> None:
+        if isinstance(self.value, dict):
+            self.value[key] = value
+        else:
+            self.value.append(value)
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def remaining(self) -> int:
+        return len(self.data) - self.pos
+
+    def take(self, n: int) -> bytes:
+        if n > self.remaining():
+            raise ValueError(f"UBJSON: truncated at byte {self.pos} ({n} bytes needed, "
+                             f"{self.remaining()} left)")
+        chunk = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return chunk
+
+    def marker(self) -> bytes:
+        """The next type marker, no-ops skipped."""
+        m = self.take(1)
+        while m == b"N":
+            m = self.take(1)
+        return m
+
+    def number(self, marker: bytes) -> int | float:
+        dtype = np.dtype(NUMBER_TYPES[marker])
+        value = np.frombuffer(self.take(dtype.itemsize), dtype=dtype)[0]
+        return int(value) if marker in INTEGER_TYPES else float(value)
+
+    def length(self, marker: bytes | None = None) -> int:
+        """A length or count: an integer of its own marker, >= 0 and at most the bytes
+        left (every counted item takes at least one byte)."""
+        marker = self.marker() if marker is None else marker
+        if marker not in INTEGER_TYPES:
+            raise ValueError(f"UBJSON: a length must be an integer, not {marker!r} "
+                             f"(byte {self.pos - 1})")
+        n = int(self.number(marker))
+        if n < 0 or n > self.remaining():
+            raise ValueError(f"UBJSON: length {n} at byte {self.pos} is negative or larger "
+                             f"than the {self.remaining()} bytes left")
+        return n
+
+    def string(self) -> str:
+        raw = self.take(self.length())
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"UBJSON: a string before byte {self.pos} is not UTF-8") from None
+
+    def value_or_container(self, marker: bytes) -> Any:
+        """The value that starts with ``marker``, or a new :class:`_Container` for one
+        that is an array or object not read in one go."""
+        if marker in NUMBER_TYPES:
+            return self.number(marker)
+        if marker in CONSTANTS:
+            return CONSTANTS[marker]
+        if marker == b"S":
+            return self.string()
+        if marker == b"C":
+            return self.take(1).decode("latin-1")
+        if marker in (b"[", b"{"):
+            return self.container(marker == b"{")
+        raise ValueError(f"UBJSON: unknown or unsupported marker {marker!r} at byte "
+                         f"{self.pos - 1}")
+
+    def container(self, is_object: bool) -> Any:
+        """After ``[`` or ``{``: its optional ``$`` type and ``#`` count. A typed numeric
+        array is read at once (a numpy array); otherwise a :class:`_Container`."""
+        value_type = None
+        count = None
+        following = self.take(1)
+        if following == b"$":
+            value_type = self.take(1)
+            if value_type in CONSTANTS or value_type == b"N":
+                # values of no bytes: a count of them would be unbounded by the file
+                raise ValueError(f"UBJSON: containers typed {value_type!r} are not supported")
+            if self.take(1) != b"#":
+                raise ValueError(f"UBJSON: a typed container needs a count (byte {self.pos})")
+            count = self.length()
+        elif following == b"#":
+            count = self.length()
+        else:
+            self.pos -= 1          # the first value's (or the key's) marker, or the end
+        if not is_object and value_type in NUMBER_TYPES and count is not None:
+            dtype = np.dtype(NUMBER_TYPES[value_type])
+            raw = self.take(count * dtype.itemsize)
+            return np.frombuffer(raw, dtype=dtype).astype(dtype.newbyteorder("="))
+        return _Container(is_object, count, value_type)
+
+
+def decode(data: bytes | bytearray | memoryview) -> Any:
+    """The value that the UBJSON document ``data`` holds (ValueError if it is not
+    exactly one well-formed value, optionally followed by no-ops)."""
+    reader = _Reader(bytes(data))
+    top = reader.value_or_container(reader.marker())
+    stack: list[_Container] = []
+    result = top
+    if isinstance(top, _Container):
+        stack.append(top)
+    while stack:
+        current = stack[-1]
+        if current.count is None:
+            end = reader.marker()
+            if end == (b"}" if current.is_object else b"]"):
+                finished = stack.pop()
+                if stack:
+                    stack[-1].add(finished.key, finished.value)
+                else:
+                    result = finished
+                continue
+            reader.pos -= 1
+        elif current.n_read == current.count:
+            finished = stack.pop()
+            if stack:
+                stack[-1].add(finished.key, finished.value)
+            else:
+                result = finished
+            continue
+        current.n_read += 1
+        key = reader.string() if current.is_object else ""
+        marker = current.value_type or reader.marker()
+        value = reader.value_or_container(marker)
+        if isinstance(value, _Container):
+            if len(stack) >= MAX_DEPTH:
+                raise ValueError(f"UBJSON: nested deeper than {MAX_DEPTH} levels")
+            value.key = key
+            stack.append(value)
+        else:
+            current.add(key, value)
+    while reader.remaining() and reader.data[reader.pos:reader.pos + 1] == b"N":
+        reader.pos += 1
+    if reader.remaining():
+        raise ValueError(f"UBJSON: {reader.remaining()} bytes after the value")
+    return result.value if isinstance(result, _Container) else result

@@ -43,7 +43,9 @@ from .costs import CostModel, CostReport
 from .cstc import Cascade, ClassifierTree
 from .dataset import Dataset
 from .forest import Forest
-from .interop import from_lightgbm, from_sklearn, from_xgboost
+from .interop.from_lightgbm import from_lightgbm
+from .interop.from_sklearn import from_sklearn
+from .interop.from_xgboost import from_xgboost
 from .model_io import load_model
 from .on_demand import FeatureSource, FetchCall
 from .training import lambda_max, train

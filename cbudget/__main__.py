@@ -22,7 +22,7 @@ import numpy as np
 import cbudget
 from cbudget.dataset import as_float_matrix, query_boundaries
 from cbudget.datasets import load_letters, train_valid_test_split
-from cbudget.interop import foreign_model_kind, load_foreign_model, on_demand_savings
+from cbudget.interop.audit import foreign_model_kind, load_foreign_model, on_demand_savings
 
 # file name endings read (and written) as Parquet; everything else is CSV
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")

@@ -1,0 +1,505 @@
+"""Import a LightGBM model as a cbudget Booster (docs/architecture.md, "Interoperability").
+
+The model is read from LightGBM's text format (what ``Booster.save_model`` writes, or
+``Booster.model_to_string()`` of an in-memory booster) by the parser of this module, so
+auditing a model file's costs does not need LightGBM installed. The file is treated as
+untrusted: anything malformed, truncated or inconsistent is a ValueError that says what
+is wrong, and nothing is allocated from a count the file states without checking it
+against the values the file holds.
+
+Decisions. LightGBM sends ``x`` left when ``x <= threshold`` (float64), after two
+rewrites of the input that cbudget's single ``x <= T`` with NaN to ``default_left``
+must reproduce:
+
+* its dense-input prediction stores ``|x| <= kZeroThreshold`` (``1e-35f``, widened to
+  double) as 0, so the whole band ``[-kZeroThreshold, kZeroThreshold]`` goes where 0 goes
+  (its sparse-input path does not, for explicitly stored values in the band; the import
+  follows the dense path, which is also what a DataFrame input takes);
+* the node's missing type (``decision_type`` bits 2-3): None sends NaN where 0 goes;
+  NaN sends NaN the default way; Zero sends NaN and the band the default way.
+
+So the real line falls into at most four intervals (below the band, the band, above it,
+each side of the threshold), each going left or right. Joined where neighbours go the
+same way, they make two runs (one cbudget split) or four (left, right, left, right: a
+Zero split whose default direction is not the side of the threshold the band lies on),
+which become three splits on the same feature with both children's subtrees copied
+(:func:`_split_plan`). LightGBM's split of NaN from everything else has threshold +inf,
+and cbudget's thresholds are finite: it becomes the largest float64, so an input of
+exactly +inf goes right there where LightGBM sends it left (the one difference).
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..booster import Booster
+from ..costs import CostGroups, FeatureCosts, GroupCosts
+from .trees import (
+    COST_ARGUMENTS,
+    MAX_NODES_PER_TREE,
+    build_tree,
+    cost_model_for,
+    describe_source,
+    imported_booster,
+    source_feature_names,
+)
+
+__all__ = ["from_lightgbm"]
+
+# LightGBM's kZeroThreshold: `const double kZeroThreshold = 1e-35f;` (a float literal)
+ZERO_THRESHOLD = float(np.float32(1e-35))
+# the largest float64 below the band [-kZeroThreshold, kZeroThreshold]
+BELOW_ZERO_BAND = float(np.nextafter(-ZERO_THRESHOLD, -np.inf))
+
+LARGEST_THRESHOLD = float(np.finfo(np.float64).max)
+
+# decision_type bits (LightGBM's tree.h)
+CATEGORICAL_MASK = 1
+DEFAULT_LEFT_MASK = 2
+MISSING_ZERO, MISSING_NAN = 1, 2     # bits 2-3; 0 is None
+
+# the model format versions whose decision_type and tree keys this parser knows
+FORMAT_VERSIONS = ("v2", "v3", "v4")
+
+# objectives whose prediction is the raw score
+IDENTITY_OBJECTIVES = ("regression", "regression_l2", "regression_l1", "huber", "fair",
+                       "quantile", "mape")
+RANKING_OBJECTIVES = ("lambdarank", "rank_xendcg")
+# objectives refused, with the output transform cbudget has no objective for
+OTHER_TRANSFORMS = {
+    "poisson": "exp(raw score)",
+    "gamma": "exp(raw score)",
+    "tweedie": "exp(raw score)",
+    "cross_entropy_lambda": "log(1 + exp(raw score))",
+    "xentlambda": "log(1 + exp(raw score))",
+    "multiclassova": "a separate sigmoid per class",
+}
+
+INT_TOKEN = re.compile(r"[-+]?\d{1,18}")
+FLOAT_TOKEN = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf(?:inity)?|nan)",
+                         re.IGNORECASE)
+
+
+class SourceTree(NamedTuple):
+    """One LightGBM tree in one numbering: internal nodes ``0..n_internal-1`` (0 the
+    root), leaf ``j`` as node ``n_internal + j``; per internal node its split, per leaf
+    (``left == right == -1``) its value."""
+
+    left: list[int]
+    right: list[int]
+    feature: list[int]
+    threshold: list[float]
+    decision: list[int]
+    value: list[float]
+    gain: list[float] | None
+    n_samples: list[float] | None
+    sum_hessian: list[float] | None
+
+
+def from_lightgbm(model: Any, *, feature_costs: FeatureCosts | None = None,
+                  cost_groups: CostGroups | None = None,
+                  group_costs: GroupCosts | None = None,
+                  coupled_costs: FeatureCosts | None = None, split_cost: float = 0.0,
+                  tree_cost: float = 0.0, default_cost: float | None = None,
+                  feature_names: Sequence[str] | None = None) -> Booster:
+    """A cbudget Booster that predicts what a LightGBM model predicts, with a cost model.
+
+    Parameters
+    ----------
+    model : lightgbm.Booster, fitted lightgbm.LGBMModel, str or os.PathLike
+        The model: a booster, a fitted scikit-learn estimator (its ``booster_``), the
+        path of a LightGBM text model file, or the text itself (a str of more than
+        one line). Files are read without LightGBM. An in-memory model is taken as
+        ``model_to_string()`` writes it: up to its best iteration when it has one (what
+        LightGBM predicts with by default), else every iteration; files hold the
+        iterations they were saved with.
+    {cost_arguments}
+
+    Returns
+    -------
+    cbudget.Booster
+        ``algorithm == "imported"``, ``base_score`` 0 (LightGBM folds the initial score
+        into its first trees), ``imported_from`` naming LightGBM, its version (the model
+        format's, ``v4``, for a file) and objective. ``predict(X)`` equals LightGBM's
+        ``predict(X)``; ``predict(X, output_margin=True)`` equals its
+        ``predict(X, raw_score=True)``, except for ``boosting="rf"``, where LightGBM
+        averages the trees for predictions but sums them for raw scores: the import
+        divides the leaf values by the number of iterations, so its margin is the
+        average.
+
+    Notes
+    -----
+    Objectives: the regression family with identity output (``regression``,
+    ``regression_l1``, ``huber``, ``fair``, ``quantile``, ``mape``) and a model with no
+    objective (a custom one: LightGBM predicts raw scores) become ``reg:squarederror``;
+    ``binary`` with ``sigmoid:1`` and ``cross_entropy`` (a plain sigmoid) become
+    ``binary:logistic``; ``multiclass`` becomes ``multi:softprob`` (tree ``i`` is class
+    ``i % num_class``); ``lambdarank`` and ``rank_xendcg`` become ``rank:ndcg``.
+
+    Refused (ValueError): other output transforms (poisson, gamma, tweedie,
+    cross_entropy_lambda, multiclassova, binary with another sigmoid, ``reg_sqrt``),
+    categorical splits, linear trees, and trees that the zero-as-missing rewrite would
+    grow beyond ``MAX_NODES_PER_TREE`` nodes.
+
+    Inputs with ``|x| <= 1e-35`` route as 0, as in LightGBM's prediction of dense
+    inputs (NumPy, pandas); an input of +inf differs at LightGBM's NaN-versus-rest
+    splits (threshold +inf), where cbudget's largest finite threshold sends it right.
+
+    A Zero missing-type split whose default direction differs from where its threshold
+    sends 0 becomes three splits on the same feature with both subtrees copied. The
+    copies keep LightGBM's node counts and hessian sums; the added splits and the
+    second copy carry no gain, so gain importance adds up to LightGBM's.
+    """
+    text, version, estimator = _model_text(model)
+    header, sections = _read_sections(text)
+    format_version = header.get("version")
+    if format_version not in FORMAT_VERSIONS:
+        raise ValueError(f"LightGBM model: format version {format_version!r} is not one "
+                         f"this importer reads ({', '.join(FORMAT_VERSIONS)})")
+    n_per_iteration = _header_int(header, "num_tree_per_iteration")
+    num_class = _header_int(header, "num_class")
+    if n_per_iteration < 1 or num_class < 1:
+        raise ValueError("LightGBM model: num_class and num_tree_per_iteration must be >= 1")
+    if n_per_iteration > max(len(sections), 1):   # before allocating per output
+        raise ValueError(f"LightGBM model: num_tree_per_iteration={n_per_iteration} but "
+                         f"the file has {len(sections)} trees")
+    objective_line = header.get("objective") or ""
+    objective, cbudget_class = _objective(objective_line, n_per_iteration, num_class)
+    n_features = _header_int(header, "max_feature_idx") + 1
+    stored_names = (header.get("feature_names") or "").split()
+    if len(stored_names) != n_features:    # bounds n_features by what the file holds
+        raise ValueError(f"LightGBM model: feature_names lists {len(stored_names)} names; "
+                         f"max_feature_idx says {n_features}")
+    names = source_feature_names(stored_names, feature_names, n_features)
+    if len(sections) % n_per_iteration:
+        raise ValueError(f"LightGBM model: {len(sections)} trees are not whole iterations "
+                         f"of {n_per_iteration} trees")
+    sizes = header.get("tree_sizes")
+    if sizes is not None and len(sizes.split()) != len(sections):
+        raise ValueError(f"LightGBM model: tree_sizes lists {len(sizes.split())} trees; "
+                         f"the file has {len(sections)}")
+    n_iterations = len(sections) // n_per_iteration
+    # random forests (boosting=rf): LightGBM predicts the trees' average
+    scale = 1.0 / n_iterations if "average_output" in header and n_iterations else 1.0
+    trees = [_convert_tree(_parse_tree(fields, i, n_features), i, n_features, scale)
+             for i, fields in enumerate(sections)]
+    rounds = [trees[r * n_per_iteration:(r + 1) * n_per_iteration]
+              for r in range(n_iterations)]
+    cost_model = cost_model_for(names, feature_costs=feature_costs, cost_groups=cost_groups,
+                                group_costs=group_costs, coupled_costs=coupled_costs,
+                                split_cost=split_cost, tree_cost=tree_cost,
+                                default_cost=default_cost)
+    source = describe_source("lightgbm", version or format_version, estimator,
+                             objective=objective_line or "none", model_format=format_version)
+    return imported_booster(rounds, objective=objective, num_class=cbudget_class,
+                            base_score=np.zeros(n_per_iteration), feature_names=names,
+                            cost_model=cost_model, imported_from=source)
+
+
+from_lightgbm.__doc__ = (from_lightgbm.__doc__ or "").replace("{cost_arguments}",
+                                                              COST_ARGUMENTS)
+
+
+def _model_text(model: Any) -> tuple[str, str | None, str]:
+    """(model text, LightGBM's version if known, estimator name) of ``model``."""
+    if isinstance(model, str) and "\n" in model:     # no path has a line break
+        return model, None, "Booster"
+    if isinstance(model, (str, os.PathLike)):
+        try:
+            return Path(model).read_text(encoding="utf-8"), None, "Booster"
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{os.fspath(model)!r} is not a LightGBM text model "
+                             "(not UTF-8 text)") from error
+    # duck typing, so that lightgbm is imported only by whoever made the model
+    library = sys.modules.get("lightgbm")
+    version = getattr(library, "__version__", None)
+    if callable(getattr(model, "model_to_string", None)):
+        return model.model_to_string(), version, "Booster"
+    # an unfitted estimator's booster_ raises LGBMNotFittedError, an AttributeError
+    booster = getattr(model, "booster_", None)
+    if booster is not None and callable(getattr(booster, "model_to_string", None)):
+        return booster.model_to_string(), version, type(model).__name__
+    raise TypeError("from_lightgbm takes a lightgbm.Booster, a fitted LightGBM estimator "
+                    "or the path of a LightGBM text model, not "
+                    f"{type(model).__name__}")
+
+
+def _read_sections(text: str) -> tuple[dict[str, str | None], list[dict[str, str]]]:
+    """The header's ``key=value`` lines (a bare key such as ``average_output`` maps to
+    None) and each ``Tree=i`` section's, in order; the rest of the file (importances,
+    parameters) is not read."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "tree":
+        raise ValueError("not a LightGBM text model: the first line is not 'tree'")
+    header: dict[str, str | None] = {}
+    sections: list[dict[str, str]] = []
+    for number, raw in enumerate(lines[1:], start=2):
+        line = raw.strip()
+        if line == "end of trees":
+            return header, sections
+        if not line:
+            continue
+        key, equals, value = line.partition("=")
+        where = (f"LightGBM model, tree {len(sections) - 1}" if sections
+                 else "LightGBM model header")
+        if key == "Tree":
+            if value != str(len(sections)):
+                raise ValueError(f"LightGBM model, line {number}: expected Tree="
+                                 f"{len(sections)}, found {line[:40]!r}")
+            sections.append({})
+            continue
+        if not equals and sections:
+            raise ValueError(f"{where}: line {number} is not key=value: {line[:40]!r}")
+        fields: dict[str, Any] = sections[-1] if sections else header
+        if key in fields:
+            raise ValueError(f"{where}: {key!r} appears twice")
+        fields[key] = value if equals else None
+    raise ValueError("LightGBM model is truncated: no 'end of trees' line")
+
+
+def _header_int(header: dict[str, str | None], key: str) -> int:
+    """The integer header field ``key`` (ValueError when missing or not an integer)."""
+    value = header.get(key)
+    if value is None or not INT_TOKEN.fullmatch(value.strip()):
+        raise ValueError(f"LightGBM model header: {key} is missing or not an integer")
+    return int(value)
+
+
+def _objective(line: str, n_outputs: int, num_class: int) -> tuple[str, int]:
+    """(cbudget objective, its num_class) of LightGBM's objective line, or ValueError
+    for an output transform cbudget does not have."""
+    name, *options = line.split() or [""]
+    settings = dict(o.partition(":")[::2] for o in options)
+    if name in OTHER_TRANSFORMS:
+        raise ValueError(f"LightGBM objective {name!r} predicts {OTHER_TRANSFORMS[name]}, "
+                         "an output transform no cbudget objective has")
+    multiclass = name == "multiclass"
+    if n_outputs != (num_class if multiclass else 1) or (not multiclass and num_class != 1):
+        raise ValueError(f"LightGBM model: objective {line or 'none'!r} with num_class="
+                         f"{num_class} and {n_outputs} trees per iteration is inconsistent "
+                         "or not supported (several outputs only for multiclass)")
+    if "sqrt" in options:
+        raise ValueError(f"LightGBM objective {line!r} (reg_sqrt) predicts "
+                         "sign(raw) * raw**2, an output transform no cbudget objective has")
+    if name in ("", "none", "custom") or name in IDENTITY_OBJECTIVES:
+        return "reg:squarederror", 1     # LightGBM predicts the raw score
+    if name == "binary":
+        if _option_float(settings.get("sigmoid")) != 1.0:
+            raise ValueError(f"LightGBM objective {line!r}: only sigmoid:1 is supported "
+                             "(binary:logistic is 1 / (1 + exp(-raw)))")
+        return "binary:logistic", 1
+    if name in ("cross_entropy", "xentropy"):   # LightGBM's output: 1 / (1 + exp(-raw))
+        return "binary:logistic", 1
+    if multiclass:
+        if settings.get("num_class") != str(num_class) or num_class < 2:
+            raise ValueError(f"LightGBM objective {line!r} disagrees with num_class="
+                             f"{num_class}")
+        return "multi:softprob", num_class
+    if name in RANKING_OBJECTIVES:
+        return "rank:ndcg", 1
+    raise ValueError(f"LightGBM objective {line!r} is not one this importer knows")
+
+
+def _option_float(text: str | None) -> float | None:
+    """An objective option's number, or None."""
+    return float(text) if text is not None and FLOAT_TOKEN.fullmatch(text) else None
+
+
+def _numbers(fields: dict[str, str], key: str, count: int, where: str, *,
+             integer: bool = False) -> list[Any]:
+    """Field ``key`` as ``count`` numbers (it may be missing when ``count`` is 0)."""
+    text = fields.get(key)
+    if text is None:
+        if count:
+            raise ValueError(f"{where}: {key} is missing")
+        return []
+    tokens = text.split()
+    if len(tokens) != count:    # before converting anything
+        raise ValueError(f"{where}: {key} has {len(tokens)} values, expected {count}")
+    pattern = INT_TOKEN if integer else FLOAT_TOKEN
+    bad = next((t for t in tokens if not pattern.fullmatch(t)), None)
+    if bad is not None:
+        kind = "an integer" if integer else "a number"
+        raise ValueError(f"{where}: {key} holds {bad[:30]!r}, not {kind}")
+    return [int(t) for t in tokens] if integer else [float(t) for t in tokens]
+
+
+def _optional_numbers(fields: dict[str, str], key: str, count: int,
+                      where: str) -> list[float] | None:
+    """Field ``key`` as ``count`` numbers, or None when it is missing or empty
+    (LightGBM leaves some statistics empty in one-leaf trees)."""
+    if not fields.get(key, "").strip():
+        return None
+    return _numbers(fields, key, count, where)
+
+
+def _parse_tree(fields: dict[str, str], index: int, n_features: int) -> SourceTree:
+    """Tree ``index``'s section, checked: counts, child ranges, one tree from the root,
+    split features, finite thresholds; categorical and linear trees refused."""
+    where = f"LightGBM model, tree {index}"
+    num_leaves = _numbers(fields, "num_leaves", 1, where, integer=True)[0]
+    if not 1 <= num_leaves <= (MAX_NODES_PER_TREE + 1) // 2:
+        raise ValueError(f"{where}: num_leaves={num_leaves} is out of range "
+                         f"(1 to {(MAX_NODES_PER_TREE + 1) // 2})")
+    if fields.get("is_linear", "0").strip() != "0":
+        raise ValueError(f"{where} is a linear tree (linear_tree=True): its leaves hold "
+                         "linear models, which cbudget's trees do not have")
+    num_cat = _numbers(fields, "num_cat", 1, where, integer=True) if "num_cat" in fields else [0]
+    n_internal = num_leaves - 1
+    decision = _numbers(fields, "decision_type", n_internal, where, integer=True)
+    if num_cat[0] != 0 or any(d & CATEGORICAL_MASK for d in decision):
+        raise ValueError(f"{where} has categorical splits, which are not supported; "
+                         "retrain with the feature as numerical (not in "
+                         "categorical_feature, not a pandas category)")
+    if any(not 0 <= d < 16 or (d >> 2) & 3 == 3 for d in decision):
+        raise ValueError(f"{where}: decision_type holds a value that is not a known "
+                         "decision type")
+    feature = _numbers(fields, "split_feature", n_internal, where, integer=True)
+    if any(not 0 <= f < n_features for f in feature):
+        raise ValueError(f"{where}: split_feature out of range [0, {n_features})")
+    threshold = _numbers(fields, "threshold", n_internal, where)
+    if any(np.isnan(t) or t == -np.inf for t in threshold):
+        raise ValueError(f"{where}: threshold holds NaN or -inf")
+    # LightGBM's split of NaN from the rest has threshold +inf; cbudget's thresholds
+    # are finite, so only an input of +inf itself goes the other way (right)
+    threshold = [min(t, LARGEST_THRESHOLD) for t in threshold]
+    children = [_numbers(fields, key, n_internal, where, integer=True)
+                for key in ("left_child", "right_child")]
+    # LightGBM's leaf j is ~j in the child arrays; here it is node n_internal + j
+    left, right = ([c if c >= 0 else n_internal + ~c for c in side] for side in children)
+    if any(not (0 <= c < n_internal if c >= 0 else ~c < num_leaves)
+           for side in children for c in side):
+        raise ValueError(f"{where}: child index out of range")
+    _check_one_tree(left, right, num_leaves, where)
+    value = _numbers(fields, "leaf_value", num_leaves, where)
+
+    def statistic(internal_key: str, leaf_key: str) -> list[float] | None:
+        inner = _optional_numbers(fields, internal_key, n_internal, where)
+        leaves = _optional_numbers(fields, leaf_key, num_leaves, where)
+        if leaves is None or (inner is None and n_internal):
+            return None
+        return (inner or []) + leaves
+
+    gain = _optional_numbers(fields, "split_gain", n_internal, where)
+    return SourceTree(left=left + [-1] * num_leaves, right=right + [-1] * num_leaves,
+                      feature=feature, threshold=threshold, decision=decision,
+                      value=[0.0] * n_internal + value,
+                      gain=None if gain is None and n_internal else (gain or []),
+                      n_samples=statistic("internal_count", "leaf_count"),
+                      sum_hessian=statistic("internal_weight", "leaf_weight"))
+
+
+def _check_one_tree(left: list[int], right: list[int], num_leaves: int, where: str) -> None:
+    """ValueError unless the internal nodes' children form one tree rooted at node 0
+    (checked before the rewrite, which copies subtrees and so cannot detect sharing)."""
+    n_internal = len(left)
+    seen = [False] * (n_internal + num_leaves)
+    stack = [0]
+    while stack:
+        node = stack.pop()
+        if seen[node]:
+            raise ValueError(f"{where}: the nodes do not form one tree (node {node} is "
+                             "reached twice)")
+        seen[node] = True
+        if node < n_internal:
+            stack += (left[node], right[node])
+    if not all(seen):
+        raise ValueError(f"{where}: {seen.count(False)} nodes are not reachable from "
+                         "the root")
+
+
+def _split_plan(threshold: float, decision: int) -> tuple[list[float], bool]:
+    """The cbudget thresholds of one LightGBM split and where NaN goes (left?).
+
+    Returns one threshold (a single split) or three ``u1 < u2 < u3`` (inputs ``<= u1``
+    go left, ``<= u2`` right, ``<= u3`` left, the rest right)."""
+    default_left = bool(decision & DEFAULT_LEFT_MASK)
+    missing = (decision >> 2) & 3
+    zero_left = 0.0 <= threshold
+    band_left = default_left if missing == MISSING_ZERO else zero_left
+    nan_left = default_left if missing == MISSING_NAN else band_left
+    # (upper bound, goes left) of each interval, in order; the first goes left, the
+    # last right (the threshold is finite)
+    runs = ([(threshold, True), (BELOW_ZERO_BAND, False)] if threshold < -ZERO_THRESHOLD
+            else [(BELOW_ZERO_BAND, True)])
+    runs.append((ZERO_THRESHOLD, band_left))
+    if threshold >= ZERO_THRESHOLD:
+        runs.append((threshold, True))
+    runs.append((np.inf, False))
+    merged: list[tuple[float, bool]] = []
+    for bound, goes_left in runs:
+        if merged and bound <= merged[-1][0]:      # an empty interval
+            continue
+        if merged and merged[-1][1] == goes_left:
+            merged[-1] = (bound, goes_left)
+        else:
+            merged.append((bound, goes_left))
+    return [bound for bound, _ in merged[:-1]], nan_left
+
+
+def _convert_tree(source: SourceTree, index: int, n_features: int,
+                  scale: float) -> np.ndarray:
+    """The cbudget tree of a checked LightGBM tree: its splits rewritten by
+    :func:`_split_plan` (copying subtrees where a split becomes three), leaf values
+    times ``scale``."""
+    where = f"LightGBM model, tree {index}"
+    columns: dict[str, list[Any]] = {k: [] for k in ("left", "right", "feature", "threshold",
+                                                     "default_left", "value", "gain",
+                                                     "n_samples", "sum_hessian")}
+
+    def add(node: int, threshold: float, default_left: bool, copy: bool) -> int:
+        """A new node with ``node``'s statistics; its id."""
+        if len(columns["left"]) >= MAX_NODES_PER_TREE:
+            raise ValueError(f"{where}: rewriting its zero-as-missing splits would take "
+                             f"more than {MAX_NODES_PER_TREE} nodes")
+        leaf = source.left[node] == -1
+        columns["left"].append(-1)
+        columns["right"].append(-1)
+        columns["feature"].append(0 if leaf else source.feature[node])
+        columns["threshold"].append(threshold)
+        columns["default_left"].append(default_left)
+        columns["value"].append(source.value[node] * scale)
+        gain = source.gain[node] if source.gain is not None and not leaf else 0.0
+        columns["gain"].append(0.0 if copy else gain)
+        columns["n_samples"].append(source.n_samples[node] if source.n_samples else 0.0)
+        columns["sum_hessian"].append(source.sum_hessian[node] if source.sum_hessian else 0.0)
+        return len(columns["left"]) - 1
+
+    # (source node, parent's new id or -1, which child, in a copied subtree)
+    stack: list[tuple[int, int, str, bool]] = [(0, -1, "left", False)]
+    while stack:
+        node, parent, side, copy = stack.pop()
+        if source.left[node] == -1:
+            new = add(node, 0.0, False, copy)
+            subtrees: list[tuple[int, str, int, bool]] = []
+        else:
+            bounds, nan_left = _split_plan(source.threshold[node], source.decision[node])
+            children = (source.left[node], source.right[node])
+            if len(bounds) == 1:
+                new = add(node, bounds[0], nan_left, copy)
+                subtrees = [(new, "left", children[0], copy),
+                            (new, "right", children[1], copy)]
+            else:   # the middle split, then one split on each side of it
+                new = add(node, bounds[1], nan_left, copy)
+                below = add(node, bounds[0], nan_left, True)
+                above = add(node, bounds[2], nan_left, True)
+                columns["left"][new], columns["right"][new] = below, above
+                subtrees = [(below, "left", children[0], copy),
+                            (below, "right", children[1], copy),
+                            (above, "left", children[0], True),
+                            (above, "right", children[1], True)]
+        if parent >= 0:
+            columns[side][parent] = new
+        stack += [(child, at, which, in_copy)
+                  for at, which, child, in_copy in reversed(subtrees)]
+    return build_tree(columns["left"], columns["right"], columns["feature"],
+                      columns["threshold"], columns["default_left"], columns["value"],
+                      n_features=n_features, where=where, gain=columns["gain"],
+                      n_samples=columns["n_samples"] if source.n_samples else None,
+                      sum_hessian=columns["sum_hessian"] if source.sum_hessian else None)

@@ -125,6 +125,15 @@ def serve(cbudget, model, X, repeats):
 
 
 def run_point(spec):
+    """One part; ``other_cores_during_train``: cores other processes kept busy during the
+    whole part (the busy serving part's spinners included)."""
+    with h.Timer() as whole:
+        result = measure(spec)
+    result["other_cores_during_train"] = whole.other
+    return result
+
+
+def measure(spec):
     import cbudget
     import lightgbm
     data, result = h.start_child(spec, "cbudget", keep_valid=True)

@@ -14,6 +14,7 @@ import cbudget
 from cbudget.adapt import calibrated_threshold, q_step
 from cbudget.algorithms.gated import LinearPairProblem
 from cbudget.datasets import FOUR_CLUSTER_CENTERS, FOUR_CLUSTER_LABELS, make_four_clusters
+from cbudget.model_io import FORMAT_VERSION
 
 
 class NearestCenter:
@@ -366,7 +367,7 @@ def test_json_round_trip_is_exact(tmp_path, algorithm):
         np.testing.assert_array_equal(getattr(model, method)(X), getattr(loaded, method)(X))
     assert loaded.summary == json.loads(json.dumps(model.summary))
     doc = json.loads(path.read_text())
-    assert doc["model_type"] == "gated" and doc["format_version"] == [1, 5]
+    assert doc["model_type"] == "gated" and doc["format_version"] == list(FORMAT_VERSION)
     assert doc["expensive"]["model_type"] == "booster"
     part = doc["gate"]["trees"][0] if algorithm == "adapt_gbrt" else doc["gate"]
     assert ("path_cost" in part) if algorithm == "adapt_gbrt" else ("weights" in part)

@@ -58,14 +58,15 @@ def assert_refused(outcome, what, field):
 
 
 def test_every_seed_model_works_unmutated():
-    """The fuzzer's starting points: every model type, each working before mutation
-    (a model cbudget saved must load again: issue 20's budget_rf with num_class=2)."""
+    """The fuzzer's starting points: every model type and algorithm (imported boosters
+    and forests too), each working before mutation (a model cbudget saved must load
+    again: issue 20's budget_rf with num_class=2)."""
     models = seeds()
     kinds = {d["model_type"] for d in models.values()}
     algorithms = {d["algorithm"] for d in models.values()}
     assert kinds == set(cbudget.model_io.MODEL_TYPES)
     assert algorithms == {"gbdt", "cegb", "greedy_miser", "budget_rf", "cstc", "cscc",
-                          "cronus", "adapt_gbrt", "adapt_lin"}
+                          "cronus", "adapt_gbrt", "adapt_lin", "imported"}
     failures = {name: check_case(d) for name, d in models.items()}
     failures = {name: o for name, o in failures.items() if o.kind != "ok"}
     assert not failures

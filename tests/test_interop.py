@@ -9,7 +9,7 @@ import pytest
 import cbudget
 from cbudget import plotting
 from cbudget.__main__ import main as cli
-from cbudget.interop import foreign_model_kind, load_foreign_model
+from cbudget.interop.audit import foreign_model_kind, load_foreign_model
 
 lightgbm = pytest.importorskip("lightgbm")
 xgboost = pytest.importorskip("xgboost")
@@ -32,9 +32,10 @@ def costly():
 @pytest.fixture(scope="module")
 def lightgbm_model(costly):
     X, y = costly
-    params = {"objective": "binary", "num_leaves": 15, "learning_rate": 0.2, "verbose": -1,
+    # small enough that not every input buys every feature the model uses
+    params = {"objective": "binary", "num_leaves": 8, "learning_rate": 0.2, "verbose": -1,
               "seed": 0, "deterministic": True, "num_threads": 1}
-    return lightgbm.train(params, lightgbm.Dataset(X, y), 30)
+    return lightgbm.train(params, lightgbm.Dataset(X, y), 10)
 
 
 def test_continuing_an_imported_lightgbm_model_with_cegb(costly, lightgbm_model):
@@ -48,25 +49,26 @@ def test_continuing_an_imported_lightgbm_model_with_cegb(costly, lightgbm_model)
     start_cost = start.predict_cost(X).mean()
     added = {}
     for algorithm in ("cegb", "gbdt"):
-        params = {"objective": "binary:logistic", "algorithm": algorithm, "num_leaves": 15,
+        params = {"objective": "binary:logistic", "algorithm": algorithm, "num_leaves": 8,
                   "learning_rate": 0.2, "n_jobs": 1, "seed": 0}
         if algorithm == "cegb":
             params["cost_tradeoff"] = 0.05
         model = cbudget.train(params, dtrain, 10, xgb_model=start)
-        assert model.num_boosted_rounds() == 40
+        assert model.num_boosted_rounds() == 20
         assert model.algorithm == algorithm
         np.testing.assert_allclose(
-            model.predict(X, output_margin=True, iteration_range=(0, 30)),
+            model.predict(X, output_margin=True, iteration_range=(0, 10)),
             lightgbm_model.predict(X, raw_score=True), rtol=1e-12, atol=1e-12)
         added[algorithm] = model.predict_cost(X).mean() - start_cost
         if algorithm == "cegb":
             # the state before the first new round is the imported model's routing
             curve = model.summary["train_cost_per_iteration"]
-            assert curve[29] == pytest.approx(start_cost)
+            assert curve[9] == pytest.approx(start_cost)
             assert model.imported_from == start.imported_from
             assert model.to_dict()["imported_from"]["library"] == "lightgbm"
-    assert added["cegb"] < added["gbdt"]
-    assert added["cegb"] < 0.5 * added["gbdt"]
+    # what the imported model made every input buy is free for the cost-aware rounds
+    assert added["gbdt"] > 10
+    assert added["cegb"] < 0.1 * added["gbdt"]
 
 
 def test_imported_costs_must_match_the_training_data_to_continue(costly, lightgbm_model):
@@ -92,7 +94,7 @@ def model_files(tmp_path_factory, costly, lightgbm_model):
              "xgboost_ubj": directory / "model.ubj", "sklearn": directory / "model.pkl"}
     lightgbm_model.save_model(str(files["lightgbm"]))
     booster = xgboost.train({"objective": "binary:logistic", "max_depth": 4, "nthread": 1},
-                            xgboost.DMatrix(X, y), 20)
+                            xgboost.DMatrix(X, y), 5)
     booster.save_model(str(files["xgboost_json"]))
     booster.save_model(str(files["xgboost_ubj"]))
     tree = sklearn_tree.DecisionTreeClassifier(max_depth=5, random_state=0).fit(X, y)

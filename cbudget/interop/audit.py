@@ -18,8 +18,10 @@ from .from_xgboost import from_xgboost
 __all__ = ["load_foreign_model", "foreign_model_kind", "on_demand_savings", "from_any"]
 
 # the first bytes of a pickle (protocol 2 and later) and of joblib's compressed files
+# (zlib's header at each compression level, gzip, bz2, xz, lz4, joblib's old "ZF")
 _PICKLE_START = b"\x80"
-_JOBLIB_COMPRESSED = (b"ZF", b"\x78", b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x28\xb5\x2f\xfd")
+_JOBLIB_COMPRESSED = (b"x\x01", b"x^", b"x\x9c", b"x\xda", b"\x1f\x8b", b"BZh",
+                      b"\xfd7zXZ", b"\x04\x22\x4d\x18", b"ZF")
 
 
 def foreign_model_kind(path: str | os.PathLike) -> str:

@@ -46,6 +46,7 @@ from .trees import (
     build_tree,
     cost_model_for,
     describe_source,
+    finite_thresholds,
     imported_booster,
     source_feature_names,
 )
@@ -56,8 +57,6 @@ __all__ = ["from_lightgbm"]
 ZERO_THRESHOLD = float(np.float32(1e-35))
 # the largest float64 below the band [-kZeroThreshold, kZeroThreshold]
 BELOW_ZERO_BAND = float(np.nextafter(-ZERO_THRESHOLD, -np.inf))
-
-LARGEST_THRESHOLD = float(np.finfo(np.float64).max)
 
 # decision_type bits (LightGBM's tree.h)
 CATEGORICAL_MASK = 1
@@ -366,9 +365,7 @@ def _parse_tree(fields: dict[str, str], index: int, n_features: int) -> SourceTr
     threshold = _numbers(fields, "threshold", n_internal, where)
     if any(np.isnan(t) or t == -np.inf for t in threshold):
         raise ValueError(f"{where}: threshold holds NaN or -inf")
-    # LightGBM's split of NaN from the rest has threshold +inf; cbudget's thresholds
-    # are finite, so only an input of +inf itself goes the other way (right)
-    threshold = [min(t, LARGEST_THRESHOLD) for t in threshold]
+    threshold = finite_thresholds(threshold).tolist()
     children = [_numbers(fields, key, n_internal, where, integer=True)
                 for key in ("left_child", "right_child")]
     # LightGBM's leaf j is ~j in the child arrays; here it is node n_internal + j

@@ -20,9 +20,11 @@ from .trees import (
     build_tree,
     cost_model_for,
     describe_source,
+    finite_thresholds,
     float32_at_most_thresholds,
     imported_booster,
     imported_forest,
+    preorder,
     source_feature_names,
 )
 
@@ -203,38 +205,22 @@ def _sklearn_tree(estimator: Any, *, n_features: int, where: str,
     # missing_go_to_left exists since scikit-learn 1.3 (cbudget supports 1.6 and later);
     # a tree fitted without NaN has it too, as where its predict sends NaN
     return _renumbered(left, right, t.feature,
-                       float32_at_most_thresholds(_finite(t.threshold)),
+                       float32_at_most_thresholds(finite_thresholds(t.threshold)),
                        t.missing_go_to_left, leaf_values, n_features=n_features,
                        where=where, gain=gain, n_samples=t.n_node_samples)
-
-
-def _finite(threshold: np.ndarray) -> np.ndarray:
-    """Thresholds with ``inf`` replaced by the largest float64. scikit-learn's split that
-    sends only NaN right has threshold ``inf``: every number goes left, as with the
-    largest finite threshold, except ``+inf``, which scikit-learn rejects as input."""
-    return np.minimum(np.asarray(threshold, dtype=np.float64), np.finfo(np.float64).max)
 
 
 def _renumbered(left: np.ndarray, right: np.ndarray, feature: np.ndarray,
                 threshold: np.ndarray, default_left: np.ndarray, value: np.ndarray, *,
                 n_features: int, where: str, gain: np.ndarray,
                 n_samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`build_tree` of a source tree, and per cbudget node the source node it is.
-
-    build_tree renumbers the nodes (scikit-learn's best-first trees, those with
-    ``max_leaf_nodes``, number children out of depth-first order) and returns the tree
-    only; the source ids ride through it in the ``n_samples`` column (exact integers
-    below MAX_NODES_PER_TREE) and are replaced by the real counts afterwards. A forest
-    needs them to put each node's class distribution on the right row.
-    """
-    n = len(left)
+    """:func:`build_tree` of a source tree, and per cbudget node the source node it is
+    (scikit-learn's best-first trees, those with ``max_leaf_nodes``, number children out
+    of depth-first order; a forest needs the order to put each node's class distribution
+    on the right row)."""
     tree = build_tree(left, right, feature, threshold, default_left, value,
-                      n_features=n_features, where=where, gain=gain,
-                      n_samples=np.arange(n))
-    source = tree["n_samples"].astype(np.intp)
-    tree["n_samples"] = np.clip(np.asarray(n_samples, dtype=np.int64)[source], 0,
-                                np.iinfo(np.int32).max)
-    return tree, source
+                      n_features=n_features, where=where, gain=gain, n_samples=n_samples)
+    return tree, preorder(left, right, where=where)[0]
 
 
 def _forest_members(estimator: Any) -> list[Any]:
@@ -380,7 +366,7 @@ def _hist_gradient_boosting(estimator: Any, names: list[str],
             tree, _ = _renumbered(
                 np.where(leaf, -1, nodes["left"].astype(np.int64)),
                 np.where(leaf, -1, nodes["right"].astype(np.int64)),
-                nodes["feature_idx"], _finite(nodes["num_threshold"]),
+                nodes["feature_idx"], finite_thresholds(nodes["num_threshold"]),
                 nodes["missing_go_to_left"],
                 nodes["value"], n_features=len(names), where=f"iteration {i} tree {k}",
                 gain=np.where(leaf, 0.0, nodes["gain"]), n_samples=nodes["count"])

@@ -11,6 +11,9 @@ prediction, the cost model and on-demand prediction need nothing new:
   (t a float64 midpoint). Rounding to float32 is monotone, so each is ``x <= T`` for the
   largest float64 ``T`` on the left side (:func:`float32_below_thresholds`,
   :func:`float32_at_most_thresholds`); float32 and float64 inputs then route alike.
+  The exporter's inverse, :func:`cbudget.interop.to_xgboost.float32_split_conditions`,
+  lives with the exporter (``cbudget.booster`` imports it; this module imports
+  ``cbudget.booster``).
 * LightGBM compares float64 values with ``<=`` already; its missing-value types are
   rewritten by its importer.
 """
@@ -27,13 +30,11 @@ from ..booster import Booster
 from ..costs import CostGroups, CostModel, FeatureCosts, GroupCosts
 from ..forest import Forest
 from ..model_io import IMPORTED
-from .to_xgboost import float32_split_conditions  # the exporter's; re-exported here
 
-__all__ = ["build_tree", "float32_at_most_bounds", "float32_below_thresholds",
-           "float32_at_most_thresholds", "float32_split_conditions", "cost_model_for",
+__all__ = ["build_tree", "preorder", "finite_thresholds", "float32_at_most_bounds",
+           "float32_below_thresholds", "float32_at_most_thresholds", "cost_model_for",
            "imported_booster", "imported_forest", "source_feature_names", "describe_source",
-           "COST_ARGUMENTS",
-           "MAX_NODES_PER_TREE"]
+           "COST_ARGUMENTS", "MAX_NODES_PER_TREE"]
 
 # a tree of more nodes than this is refused (a hostile file; LightGBM's zero-as-missing
 # rewrite can grow a tree, see from_lightgbm)
@@ -125,27 +126,7 @@ def build_tree(left: ArrayLike, right: ArrayLike, feature: ArrayLike, threshold:
     internal = ~is_leaf
     if np.any(internal & ((left < 0) | (left >= n) | (right < 0) | (right >= n))):
         raise ValueError(f"{where}: child index out of range")
-    # depth-first preorder: a node's new id is its position in the order
-    order = np.empty(n, dtype=np.int64)
-    depth = np.zeros(n, dtype=np.int64)
-    seen = np.zeros(n, dtype=bool)
-    stack = [root]
-    count = 0
-    left_list, right_list, leaf_list = left.tolist(), right.tolist(), is_leaf.tolist()
-    while stack:
-        node = stack.pop()
-        if seen[node]:
-            raise ValueError(f"{where}: the nodes do not form one tree (node {node} is "
-                             "reached twice)")
-        seen[node] = True
-        order[count] = node
-        count += 1
-        if not leaf_list[node]:
-            depth[right_list[node]] = depth[left_list[node]] = depth[node] + 1
-            stack.append(right_list[node])
-            stack.append(left_list[node])
-    if count != n:
-        raise ValueError(f"{where}: {n - count} nodes are not reachable from the root")
+    order, depth = preorder(left, right, root=root, where=where)
     new_id = np.empty(n, dtype=np.int64)
     new_id[order] = np.arange(n)
     tree = np.zeros(n, dtype=NODE_DTYPE)
@@ -171,6 +152,44 @@ def build_tree(left: ArrayLike, right: ArrayLike, feature: ArrayLike, threshold:
         if not np.all(np.isfinite(tree[field])):
             raise ValueError(f"{where}: {field} holds a value that is not finite")
     return tree
+
+
+def preorder(left: ArrayLike, right: ArrayLike, *, root: int = 0,
+             where: str = "tree") -> tuple[np.ndarray, np.ndarray]:
+    """The depth-first preorder of a source tree's nodes (``order[i]``: the source id of
+    :func:`build_tree`'s node ``i``) and each source node's depth. ValueError when the
+    nodes do not form one tree under ``root`` (a node reached twice, or unreachable)."""
+    left_list = np.asarray(left, dtype=np.int64).tolist()
+    right_list = np.asarray(right, dtype=np.int64).tolist()
+    n = len(left_list)
+    order = np.empty(n, dtype=np.int64)
+    depth = np.zeros(n, dtype=np.int64)
+    seen = np.zeros(n, dtype=bool)
+    stack = [root]
+    count = 0
+    while stack:
+        node = stack.pop()
+        if seen[node]:
+            raise ValueError(f"{where}: the nodes do not form one tree (node {node} is "
+                             "reached twice)")
+        seen[node] = True
+        order[count] = node
+        count += 1
+        if left_list[node] != -1:
+            depth[right_list[node]] = depth[left_list[node]] = depth[node] + 1
+            stack.append(right_list[node])
+            stack.append(left_list[node])
+    if count != n:
+        raise ValueError(f"{where}: {n - count} nodes are not reachable from the root")
+    return order, depth
+
+
+def finite_thresholds(threshold: ArrayLike) -> np.ndarray:
+    """Thresholds with ``+inf`` as the largest float64. LightGBM and scikit-learn split
+    NaN from every number with a threshold of ``+inf``; cbudget's thresholds are finite
+    (JSON holds no infinity), so only an input of ``+inf`` itself goes the other way
+    (right) there."""
+    return np.minimum(np.asarray(threshold, dtype=np.float64), np.finfo(np.float64).max)
 
 
 def source_feature_names(stored: Sequence[str] | None, given: Sequence[str] | None,

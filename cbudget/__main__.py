@@ -578,6 +578,17 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def add_cost_options(parser: argparse.ArgumentParser, scope: str = "") -> None:
+    """``--costs`` and ``--default-cost`` (what :func:`feature_costs` reads); ``scope``
+    starts their help (the models they apply to)."""
+    parser.add_argument("--costs", metavar="FILE.json",
+                        help=f"{scope}feature costs: a JSON file (or JSON text) "
+                             "{column: cost}; without it every feature costs --default-cost")
+    parser.add_argument("--default-cost", type=non_negative_float, metavar="X",
+                        help=f"{scope}the cost of the features --costs does not name "
+                             "(without --costs: of every feature; default 1)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``cbudget`` argument parser and its subcommands."""
     parser = argparse.ArgumentParser(prog="cbudget",
@@ -610,13 +621,7 @@ def build_parser() -> argparse.ArgumentParser:
     train_parser.add_argument("--params-json", metavar="JSON",
                               help="parameters as a JSON object, or the path of a JSON file "
                                    "holding one (--param items override it)")
-    train_parser.add_argument("--costs", metavar="FILE.json",
-                              help="feature costs: a JSON file (or JSON text) "
-                                   "{column: cost}; without it every feature costs "
-                                   "--default-cost")
-    train_parser.add_argument("--default-cost", type=non_negative_float, metavar="X",
-                              help="the cost of the features --costs does not name (without "
-                                   "--costs: of every feature; default 1)")
+    add_cost_options(train_parser)
     train_parser.add_argument("--rounds", type=positive_int, default=100, metavar="N",
                               help="iterations: boosting rounds, forest trees, CSTC sweeps "
                                    "(default 100)")
@@ -654,14 +659,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "text model, an XGBoost JSON / UBJSON model or a pickled (joblib) "
                     "LightGBM, XGBoost or scikit-learn estimator, priced with --costs.")
     report_parser.add_argument("model", metavar="MODEL")
-    report_parser.add_argument("--costs", metavar="FILE.json",
-                               help="another library's model: feature costs, a JSON file "
-                                    "(or JSON text) {column: cost}; without it every "
-                                    "feature costs --default-cost")
-    report_parser.add_argument("--default-cost", type=non_negative_float, metavar="X",
-                               help="another library's model: the cost of the features "
-                                    "--costs does not name (without --costs: of every "
-                                    "feature; default 1)")
+    add_cost_options(report_parser, "another library's model: ")
     report_parser.add_argument("data", metavar="DATA", help=data_help)
     report_parser.add_argument("--json", action="store_true", help="print it as JSON")
     report_parser.add_argument("--query", metavar="COL",

@@ -48,6 +48,7 @@ from .trees import (
     describe_source,
     finite_thresholds,
     imported_booster,
+    preorder,
     source_feature_names,
 )
 
@@ -373,7 +374,10 @@ def _parse_tree(fields: dict[str, str], index: int, n_features: int) -> SourceTr
     if any(not (0 <= c < n_internal if c >= 0 else ~c < num_leaves)
            for side in children for c in side):
         raise ValueError(f"{where}: child index out of range")
-    _check_one_tree(left, right, num_leaves, where)
+    left, right = left + [-1] * num_leaves, right + [-1] * num_leaves
+    # one tree rooted at node 0, checked before the rewrite (which copies subtrees and so
+    # could not tell them from shared ones)
+    preorder(left, right, where=where)
     value = _numbers(fields, "leaf_value", num_leaves, where)
 
     def statistic(internal_key: str, leaf_key: str) -> list[float] | None:
@@ -384,31 +388,12 @@ def _parse_tree(fields: dict[str, str], index: int, n_features: int) -> SourceTr
         return (inner or []) + leaves
 
     gain = _optional_numbers(fields, "split_gain", n_internal, where)
-    return SourceTree(left=left + [-1] * num_leaves, right=right + [-1] * num_leaves,
+    return SourceTree(left=left, right=right,
                       feature=feature, threshold=threshold, decision=decision,
                       value=[0.0] * n_internal + value,
                       gain=None if gain is None and n_internal else (gain or []),
                       n_samples=statistic("internal_count", "leaf_count"),
                       sum_hessian=statistic("internal_weight", "leaf_weight"))
-
-
-def _check_one_tree(left: list[int], right: list[int], num_leaves: int, where: str) -> None:
-    """ValueError unless the internal nodes' children form one tree rooted at node 0
-    (checked before the rewrite, which copies subtrees and so cannot detect sharing)."""
-    n_internal = len(left)
-    seen = [False] * (n_internal + num_leaves)
-    stack = [0]
-    while stack:
-        node = stack.pop()
-        if seen[node]:
-            raise ValueError(f"{where}: the nodes do not form one tree (node {node} is "
-                             "reached twice)")
-        seen[node] = True
-        if node < n_internal:
-            stack += (left[node], right[node])
-    if not all(seen):
-        raise ValueError(f"{where}: {seen.count(False)} nodes are not reachable from "
-                         "the root")
 
 
 def _split_plan(threshold: float, decision: int) -> tuple[list[float], bool]:

@@ -150,22 +150,18 @@ def decode(data: bytes | bytearray | memoryview) -> Any:
         stack.append(top)
     while stack:
         current = stack[-1]
-        if current.count is None:
-            end = reader.marker()
-            if end == (b"}" if current.is_object else b"]"):
-                finished = stack.pop()
-                if stack:
-                    stack[-1].add(finished.key, finished.value)
-                else:
-                    result = finished
-                continue
-            reader.pos -= 1
-        elif current.n_read == current.count:
-            finished = stack.pop()
+        if current.count is None:      # a container closed by its end marker
+            finished = reader.marker() == (b"}" if current.is_object else b"]")
+            if not finished:
+                reader.pos -= 1
+        else:                          # a counted container
+            finished = current.n_read == current.count
+        if finished:
+            stack.pop()
             if stack:
-                stack[-1].add(finished.key, finished.value)
+                stack[-1].add(current.key, current.value)
             else:
-                result = finished
+                result = current
             continue
         current.n_read += 1
         key = reader.string() if current.is_object else ""

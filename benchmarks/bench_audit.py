@@ -1,5 +1,7 @@
-"""Audit benchmark: a LightGBM model trained without costs, audited and served on demand by
-cbudget, against a cbudget CEGB retrain at the same accuracy.
+"""Audit benchmark: LightGBM without costs, audited and served on demand, vs CEGB.
+
+A LightGBM model trained without costs, audited and served on demand by cbudget, against
+a cbudget CEGB retrain at the same accuracy.
 
 Per data set (the synthetic costly set and multi-resolution MNIST): (1) LightGBM trained
 without costs, imported with ``cbudget.from_lightgbm`` and the data set's feature costs

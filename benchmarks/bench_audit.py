@@ -17,7 +17,6 @@ accuracy reaches LightGBM's. Protocol: benchmarks/README.md.
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import harness as h
@@ -87,22 +86,6 @@ def imported(cbudget, spec, data):
                                  feature_names=data["feature_names"])
 
 
-def interleaved(repeats, **ways):
-    """Each way run ``repeats`` times, interleaved: {way: (wall times, last result)}."""
-    out = {name: ([], None) for name in ways}
-    for _ in range(repeats):
-        for name, run in ways.items():
-            start = time.perf_counter()
-            result = run()
-            out[name] = (out[name][0] + [time.perf_counter() - start], result)
-    return out
-
-
-def times(values):
-    return {"median_s": float(np.median(values)), "min_s": float(min(values)),
-            "max_s": float(max(values))}
-
-
 def serve(cbudget, model, X, repeats):
     """Eager ``predict(X)`` against on-demand prediction fetching from ``X``, interleaved;
     the on-demand result checked equal."""
@@ -115,12 +98,13 @@ def serve(cbudget, model, X, repeats):
         fetched.append(source)
         return prediction
 
-    runs = interleaved(repeats, eager=lambda: model.predict(X), on_demand=on_demand)
+    runs = h.interleaved(repeats, eager=lambda: model.predict(X), on_demand=on_demand)
     eager, lazy = runs["eager"][1], runs["on_demand"][1]
     if not np.array_equal(eager, lazy):
         raise AssertionError("on-demand predictions differ from eager ones")
     source = fetched[-1]
-    return {"eager": times(runs["eager"][0]), "on_demand": times(runs["on_demand"][0]),
+    return {"eager": h.wall_spread(runs["eager"][0]),
+            "on_demand": h.wall_spread(runs["on_demand"][0]),
             "fetched_per_input": float(np.asarray(source.acquired).sum() / X.shape[0]),
             "on_demand_cost": float(source.cost().mean()), "rounds": int(source.n_rounds),
             "calls": len(source.calls)}

@@ -67,28 +67,12 @@ def model_for(spec, images, labels):
     return model, t.wall
 
 
-def interleaved(repeats, **ways):
-    """Each way (a function returning a result) run ``repeats`` times, interleaved:
-    ``{way: (wall times, last result)}``."""
-    out = {name: ([], None) for name in ways}
-    for _ in range(repeats):
-        for name, run in ways.items():
-            start = time.perf_counter()
-            result = run()
-            out[name] = (out[name][0] + [time.perf_counter() - start], result)
-    return out
-
-
-def spread(times):
-    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times)}
-
-
 def overhead(model, X, repeats, cbudget):
     def on_demand():
         source = cbudget.FeatureSource(lambda features, rows: X[np.ix_(rows, features)],
                                        X.shape[0])
         return model.predict(source), source
-    runs = interleaved(repeats, eager=lambda: model.predict(X), on_demand=on_demand)
+    runs = h.interleaved(repeats, eager=lambda: model.predict(X), on_demand=on_demand)
     prediction, source = runs["on_demand"][1]
     if not np.array_equal(prediction, runs["eager"][1]):
         raise AssertionError("on-demand predictions differ from eager ones")
@@ -103,7 +87,8 @@ def overhead(model, X, repeats, cbudget):
                 break
             answers.update({m: X[i, m] for m in ask})
     n = X.shape[0]
-    return {"eager": spread(runs["eager"][0]), "on_demand": spread(runs["on_demand"][0]),
+    return {"eager": h.wall_spread(runs["eager"][0]),
+            "on_demand": h.wall_spread(runs["on_demand"][0]),
             "ratio_rows_per_s": [e / o for e, o in zip(runs["eager"][0],
                                                         runs["on_demand"][0])],
             "eager_rows_per_s": n / statistics.median(runs["eager"][0]),
@@ -196,7 +181,7 @@ def render(doc):
             lazy = [x["on_demand_s"] for x in runs]
             rows.append([f"{r['lambda']:g}", _load(r), f"{runs[0]['accuracy']:.4f}",
                          f"{runs[0]['features_per_input_on_demand']:.1f}",
-                         _ms(spread(eager)), _ms(spread(lazy)),
+                         _ms(h.wall_spread(eager)), _ms(h.wall_spread(lazy)),
                          f"{statistics.median(e / o for e, o in zip(eager, lazy)):.2f}"])
         lines += ["## (2) Payoff: features computed from the raw images", ""] + h.table(
             ["lambda", "machine", "accuracy", "features computed / image (of 1,120)",

@@ -642,6 +642,24 @@ def round_robin(queues):
 
 
 # ------------------------------------------------------------------------ tables
+def interleaved(repeats, **ways):
+    """Each way (a function returning a result) run ``repeats`` times, interleaved (the
+    ways see the same machine conditions): ``{way: (wall times, last result)}``."""
+    out = {name: ([], None) for name in ways}
+    for _ in range(repeats):
+        for name, run in ways.items():
+            start = time.perf_counter()
+            result = run()
+            out[name] = (out[name][0] + [time.perf_counter() - start], result)
+    return out
+
+
+def wall_spread(times):
+    """Median, min and max of wall times (seconds)."""
+    return {"median_s": float(np.median(times)), "min_s": float(min(times)),
+            "max_s": float(max(times))}
+
+
 def fmt(v, spec):
     return "n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else format(v, spec)
 

@@ -1,5 +1,6 @@
 """cbudget.interop.from_sklearn: scikit-learn's tree models as cbudget models predict
 what scikit-learn predicts, at every threshold and for NaN, and get cbudget's costs."""
+import os
 import subprocess
 import sys
 
@@ -365,11 +366,13 @@ def test_other_estimators_are_type_errors():
     np.testing.assert_allclose(model.predict(pipeline[:-1].transform(X)), pipeline.predict(X))
 
 
-def test_cbudget_imports_without_sklearn():
+def test_cbudget_imports_without_sklearn(tmp_path):
     code = ("import sys; sys.modules['sklearn'] = None; "
             "import cbudget, cbudget.interop.from_sklearn as m; "
             "assert not any(k.startswith('sklearn.') for k in sys.modules)\n"
             "try:\n    m.from_sklearn(object())\nexcept TypeError as e:\n    print(e)")
+    # this cbudget (installed, or an in-place build), not a source tree in the cwd
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(cbudget.__file__)))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+                         cwd=tmp_path, env=env, check=True)
     assert "from_sklearn converts fitted DecisionTreeRegressor" in out.stdout

@@ -22,7 +22,12 @@ import numpy as np
 import cbudget
 from cbudget.dataset import as_float_matrix, query_boundaries
 from cbudget.datasets import load_letters, train_valid_test_split
-from cbudget.interop.audit import foreign_model_kind, load_foreign_model, on_demand_savings
+from cbudget.interop.audit import (
+    foreign_model_kind,
+    from_any,
+    on_demand_savings,
+    read_foreign_model,
+)
 
 # file name endings read (and written) as Parquet; everything else is CSV
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
@@ -403,7 +408,8 @@ def report_model(args: argparse.Namespace, frame: Any) -> cbudget.Model:
                                "scikit-learn models")
         return load_model_file(args.model)
     try:
-        names = load_foreign_model(args.model).feature_names
+        source = read_foreign_model(args.model)     # read (and unpickled) once
+        names = from_any(source).feature_names
         if not all(name in frame.columns for name in names):
             columns = [str(c) for c in frame.columns if c != args.query]
             if len(columns) != len(names):
@@ -412,8 +418,7 @@ def report_model(args: argparse.Namespace, frame: Any) -> cbudget.Model:
                     f"{len(names)} features ({', '.join(names[:5])}"
                     f"{', ...' if len(names) > 5 else ''})")
             names = columns
-        return load_foreign_model(args.model, feature_names=names,
-                                  **feature_costs(args, list(names)))
+        return from_any(source, feature_names=names, **feature_costs(args, list(names)))
     except (ValueError, TypeError) as exc:
         raise CommandError(f"{args.model}: {exc}") from None
 

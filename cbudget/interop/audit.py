@@ -15,7 +15,8 @@ from .from_lightgbm import from_lightgbm
 from .from_sklearn import from_sklearn
 from .from_xgboost import from_xgboost
 
-__all__ = ["load_foreign_model", "foreign_model_kind", "on_demand_savings", "from_any"]
+__all__ = ["load_foreign_model", "read_foreign_model", "foreign_model_kind",
+           "on_demand_savings", "from_any"]
 
 # the first bytes of a pickle (protocol 2 and later) and of joblib's compressed files
 # (zlib's header at each compression level, gzip, bz2, xz, lz4, joblib's old "ZF")
@@ -49,18 +50,46 @@ def foreign_model_kind(path: str | os.PathLike) -> str:
                      "estimator)")
 
 
-def from_any(estimator: Any, **options: Any) -> Model:
-    """A cbudget model of an in-memory LightGBM, XGBoost or scikit-learn model (the
-    ``from_*`` importer its module calls for); ``options``: the importers' keywords."""
-    module = type(estimator).__module__.split(".")[0]
+def from_any(model: Any, **options: Any) -> Model:
+    """A cbudget model of a LightGBM, XGBoost or scikit-learn model: an in-memory one (the
+    ``from_*`` importer of its library), or what :func:`read_foreign_model` read (a
+    LightGBM model's text, an XGBoost model's bytes); ``options``: the importers'
+    keywords."""
+    if isinstance(model, str):
+        return from_lightgbm(model, **options)
+    if isinstance(model, (bytes, bytearray)):
+        return from_xgboost(model, **options)
+    module = type(model).__module__.split(".")[0]
     if module == "lightgbm":
-        return from_lightgbm(estimator, **options)
+        return from_lightgbm(model, **options)
     if module == "xgboost":
-        return from_xgboost(estimator, **options)
+        return from_xgboost(model, **options)
     if module == "sklearn":
-        return from_sklearn(estimator, **options)
-    raise TypeError(f"a {type(estimator).__module__}.{type(estimator).__name__} is not a "
+        return from_sklearn(model, **options)
+    raise TypeError(f"a {type(model).__module__}.{type(model).__name__} is not a "
                     "LightGBM, XGBoost or scikit-learn model")
+
+
+def read_foreign_model(path: str | os.PathLike) -> Any:
+    """The model file ``path`` as :func:`from_any` takes it, read once: a LightGBM text
+    model's text, an XGBoost JSON or UBJSON model's bytes, or the estimator a pickled /
+    joblib file holds (unpickling runs code from the file: only files you trust).
+    ValueError for a cbudget model, an unknown kind of file or an unreadable pickle."""
+    kind = foreign_model_kind(path)
+    if kind == "cbudget":
+        raise ValueError(f"{os.fspath(path)} is a cbudget model: use cbudget.load_model")
+    if kind == "lightgbm":
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    if kind == "xgboost":
+        with open(path, "rb") as f:
+            return f.read()
+    try:
+        return unpickle(path)
+    except (pickle.UnpicklingError, EOFError, ValueError, KeyError, AttributeError,
+            ImportError, IndexError, TypeError) as exc:
+        raise ValueError(f"{os.fspath(path)}: not a readable pickle of an estimator "
+                         f"({type(exc).__name__}: {exc})") from None
 
 
 def load_foreign_model(path: str | os.PathLike, **options: Any) -> Model:
@@ -80,20 +109,7 @@ def load_foreign_model(path: str | os.PathLike, **options: Any) -> Model:
     -------
     cbudget.Booster or cbudget.Forest
     """
-    kind = foreign_model_kind(path)
-    if kind == "cbudget":
-        raise ValueError(f"{os.fspath(path)} is a cbudget model: use cbudget.load_model")
-    if kind == "lightgbm":
-        return from_lightgbm(path, **options)
-    if kind == "xgboost":
-        return from_xgboost(path, **options)
-    try:
-        estimator = unpickle(path)
-    except (pickle.UnpicklingError, EOFError, ValueError, KeyError, AttributeError,
-            ImportError, IndexError, TypeError) as exc:
-        raise ValueError(f"{os.fspath(path)}: not a readable pickle of an estimator "
-                         f"({type(exc).__name__}: {exc})") from None
-    return from_any(estimator, **options)
+    return from_any(read_foreign_model(path), **options)
 
 
 def unpickle(path: str | os.PathLike) -> Any:

@@ -375,6 +375,13 @@ class Model:
         return {self.feature_names[m]: float(importance[m]) for m in order if importance[m]}
 
     # -- files --------------------------------------------------------------------------
-    def save_model(self, path: str | os.PathLike) -> None:
-        """Write the model as JSON (see docs/architecture.md, "Model files")."""
+    def save_model(self, path: str | os.PathLike, format: str = "cbudget") -> None:
+        """Write the model as JSON (see docs/architecture.md, "Model files").
+
+        ``format``: "cbudget"; a :class:`cbudget.Booster` also writes "xgboost" (an
+        XGBoost model); other formats raise ValueError."""
+        if format != "cbudget":
+            raise ValueError(f"a {type(self).__name__} is saved in cbudget's format only, "
+                             f"not {format!r} (boosters of gbdt, cegb, greedy_miser and "
+                             "imported ones can also be saved as XGBoost models)")
         save_model(self, path)

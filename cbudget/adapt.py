@@ -564,11 +564,11 @@ class GatedModel(Model):
         return self.gate.feature_importance(kind) + self.predictor.feature_importance(kind)
 
     # -- files ------------------------------------------------------------------------
-    def save_model(self, path: str | os.PathLike) -> None:
-        """Write the model as JSON (see docs/architecture.md, "Model files"). An external
-        expensive model is not stored (only its declared cost): give it again to
-        ``load_model``."""
-        super().save_model(path)
+    def save_model(self, path: str | os.PathLike, format: str = "cbudget") -> None:
+        """Write the model as JSON (see docs/architecture.md, "Model files"; ``format``:
+        "cbudget" only). An external expensive model is not stored (only its declared
+        cost): give it again to ``load_model``."""
+        super().save_model(path, format)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document: the header, ``gate`` and ``predictor`` (booster documents,

@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._core._binning import map_to_bins
+from ._core._histogram import SparseBins
 from ._core._openmp_helpers import resolve_n_threads
 from ._core._types import MAX_ROWS, X_BINNED_DTYPE
 from .costs import CostGroups, CostModel, FeatureCosts, GroupCosts
@@ -352,6 +353,20 @@ class Dataset:
         self.missing_bin = self.max_bin
         self.n_value_bins = np.array([e.shape[0] + 1 for e in self.bin_edges], dtype=np.uint32)
         self.binned = self.bin_data(X)
+        self._sparse_bins: SparseBins | None = None
+
+    def sparse_bins(self) -> SparseBins:
+        """The row-wise layout of the mostly-constant features of :attr:`binned`
+        (``cbudget._core._histogram.SparseBins``), made on first use and kept: every
+        training on this Dataset builds their histograms from it."""
+        if self._sparse_bins is None:
+            self._sparse_bins = SparseBins(self.binned, self.n_value_bins, self.missing_bin)
+        return self._sparse_bins
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_sparse_bins"] = None    # a cache (not picklable): made again on first use
+        return state
 
     def _fit_bin_edges(self, X):
         if X.shape[0] > _BINNING_SUBSAMPLE:

@@ -15,6 +15,7 @@ from reference_growers import (
 import cbudget
 from cbudget._core._acquisition import AcquisitionState
 from cbudget._core._grower import TreeGrower
+from cbudget._core._histogram import SparseBins
 
 SEEDS = [0, 1, 2]
 
@@ -33,19 +34,37 @@ def random_costs(rng, n_features, n_groups, coupled):
     }
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("tradeoff", [0.0, 0.002, 0.02])
-@pytest.mark.parametrize("n_groups,coupled", [(0, False), (3, False), (2, True)])
-@pytest.mark.parametrize("best_first,num_leaves,max_depth", [(True, 12, -1), (True, -1, -1),
-                                                             (False, -1, 3)])
+GROWER_CASES = [(seed, tradeoff, n_groups, coupled, best_first, num_leaves, max_depth, None)
+                for seed in SEEDS for tradeoff in (0.0, 0.002, 0.02)
+                for n_groups, coupled in ((0, False), (3, False), (2, True))
+                for best_first, num_leaves, max_depth in ((True, 12, -1), (True, -1, -1),
+                                                          (False, -1, 3))]
+# the row-wise histogram layout: every feature (share 0), or the mostly-constant ones
+GROWER_CASES += [(seed, tradeoff, n_groups, False, True, 12, -1, share)
+                 for seed in SEEDS for tradeoff in (0.0, 0.02) for n_groups in (0, 3)
+                 for share in (0.0, 0.5)]
+
+
+@pytest.mark.parametrize("seed,tradeoff,n_groups,coupled,best_first,num_leaves,max_depth,"
+                         "sparse_share", GROWER_CASES)
 def test_grower_matches_reference(seed, tradeoff, n_groups, coupled, best_first, num_leaves,
-                                  max_depth):
+                                  max_depth, sparse_share):
     rng = np.random.default_rng(seed)
     n, n_features = 300, 11
     binned, n_value_bins, edges, indptr, mask = random_binned_problem(rng, n, n_features)
+    layout = None
+    if sparse_share is not None:
+        mostly_zero = np.arange(n_features) % 2 == 1
+        binned[:, mostly_zero] *= rng.random((n, mostly_zero.sum())) < 0.3
+        layout = SparseBins(binned, n_value_bins, MISSING, min_share=sparse_share,
+                            n_groups=3)
+        row_wise = np.flatnonzero(layout.is_sparse)
+        expected = np.arange(n_features) if sparse_share == 0 else \
+            np.flatnonzero(mostly_zero | (n_value_bins == 1))
+        np.testing.assert_array_equal(row_wise, expected)
     costs = random_costs(rng, n_features, n_groups, coupled)
     grower = TreeGrower(binned, edges, indptr, n_value_bins, MISSING, 0.1, 1.0, 1e-3, 0.0, 5,
-                        num_leaves, max_depth, best_first, 2)
+                        num_leaves, max_depth, best_first, 2, layout)
     state = AcquisitionState(n, costs["feature_group"], n_groups)
     grower.set_cost_penalty(state, tradeoff, costs["feature_costs"], costs["feature_group"],
                             costs["group_costs"], costs["coupled_costs"],

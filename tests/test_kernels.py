@@ -15,7 +15,7 @@ import cbudget
 from cbudget._core._acquisition import AcquisitionState, bitset_to_bool, mark_acquired
 from cbudget._core._binning import map_to_bins
 from cbudget._core._grower import TreeGrower
-from cbudget._core._histogram import build_histograms, subtract_histograms
+from cbudget._core._histogram import SparseBins, build_histograms, subtract_histograms
 from cbudget._core._linear import (
     dense_gradient,
     dense_scores,
@@ -494,6 +494,131 @@ def test_build_histograms_with_acquisitions(seed, n_groups, n_samples, n_rows):
     np.testing.assert_array_equal(untouched2[counted], exp_group[counted])
     not_counted = np.flatnonzero(~(mask & count_mask).astype(bool))
     assert np.all(unacq2[not_counted] == 999) and np.all(untouched2[not_counted] == 999)
+
+
+def ref_sparse_entries(binned, most_frequent_bin, features, n_bins):
+    """Per row, the sorted ``f * n_bins + bin`` of its sparse features' other bins."""
+    return [sorted(int(f) * n_bins + int(binned[r, f]) for f in features
+                   if binned[r, f] != most_frequent_bin[f]) for r in range(binned.shape[0])]
+
+
+def mostly_zero_leaf(rng, n_samples, n_features, n_rows):
+    """A leaf (random_leaf) whose even features are 80% zeros and feature 1 85% missing."""
+    binned, rows, g, h, nvb = random_leaf(rng, n_samples, n_features, n_rows)
+    binned[:, ::2] *= rng.random((n_samples, binned[:, ::2].shape[1])) < 0.2
+    binned[rng.random(n_samples) < 0.85, 1] = MISSING
+    return binned, rows, g, h, nvb
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("min_share,n_groups", [(0.0, 3), (0.7, 2), (0.7, 8), (1.0, 1)])
+def test_sparse_bins_layout(seed, min_share, n_groups):
+    rng = np.random.default_rng(seed)
+    binned, _, _, _, nvb = mostly_zero_leaf(rng, 300, 9, 0)
+    layout = SparseBins(binned, nvb, MISSING, min_share=min_share, n_groups=n_groups)
+    counts = np.stack([np.bincount(binned[:, f], minlength=256) for f in range(9)])
+    np.testing.assert_array_equal(layout.most_frequent_bin, counts.argmax(axis=1))
+    expected = np.flatnonzero(counts.max(axis=1) >= min_share * 300)
+    np.testing.assert_array_equal(layout.features, expected)
+    np.testing.assert_array_equal(np.flatnonzero(layout.is_sparse), expected)
+    if min_share == 0.7:     # the 80%-zero features and the 85%-missing one
+        np.testing.assert_array_equal(expected, [0, 1, 2, 4, 6, 8])
+    # groups: consecutive runs covering the sparse features; entries per row in order
+    gptr = layout.group_indptr
+    assert gptr[0] == 0 and gptr[-1] == expected.size and np.all(np.diff(gptr) > 0)
+    assert len(gptr) - 1 <= n_groups and layout.indptr.shape == (len(gptr) - 1, 301)
+    got = [[] for _ in range(300)]
+    for g in range(len(gptr) - 1):
+        for r in range(300):
+            got[r] += layout.entries[layout.indptr[g, r]:layout.indptr[g, r + 1]].tolist()
+    assert got == ref_sparse_entries(binned, layout.most_frequent_bin, expected, MISSING + 1)
+    assert layout.n_entries == sum(map(len, got))
+
+
+def test_sparse_bins_rejects_bad_input():
+    binned = np.asfortranarray(np.zeros((5, 2), dtype=np.uint8))
+    nvb = np.array([2, 2], dtype=np.uint32)
+    with pytest.raises(ValueError, match="min_share"):
+        SparseBins(binned, nvb, MISSING, min_share=1.5)
+    with pytest.raises(ValueError, match="n_groups"):
+        SparseBins(binned, nvb, MISSING, n_groups=0)
+    with pytest.raises(ValueError, match="n_value_bins"):
+        SparseBins(binned, nvb[:1], MISSING)
+    with pytest.raises(ValueError, match="bin"):
+        SparseBins(binned, nvb, 1)
+    layout = SparseBins(binned, nvb, MISSING)
+    out = sentinel_histograms(2)
+    args = (np.arange(5, dtype=np.int32), np.ones(5), np.ones(5), np.ones(2, np.uint8), nvb)
+    with pytest.raises(ValueError, match="sparse layout was made for"):
+        build_histograms(np.asfortranarray(binned[:4]), np.arange(4, dtype=np.int32),
+                         np.ones(4), np.ones(4), np.ones(2, np.uint8), nvb, MISSING, out, 1,
+                         sparse=layout)
+    with pytest.raises(ValueError, match="sparse layout was made for"):
+        build_histograms(binned, *args, 254, sentinel_histograms(2, 255), 1, sparse=layout)
+    with pytest.raises(ValueError, match="sparse layout was made for"):
+        TreeGrower(np.asfortranarray(binned[:4]), np.zeros(2), np.array([0, 1, 2]), nvb,
+                   MISSING, 0.1, 1.0, 1e-3, 0.0, 1, 4, -1, True, 1, layout)
+
+
+# n_rows: 0, a few, and enough for n_threads=2 to run two threads
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("n_samples,n_features,n_rows", [(400, 70, 300), (6000, 9, 4500),
+                                                         (100, 5, 0), (100, 5, 3)])
+def test_build_histograms_row_wise(seed, n_samples, n_features, n_rows):
+    """With the sparse features row-wise: the reference histograms (the most frequent
+    bin up to rounding), the same acquisition counts, one result for 1 and 2 threads."""
+    rng = np.random.default_rng(seed)
+    binned, rows, g, h, nvb = mostly_zero_leaf(rng, n_samples, n_features, n_rows)
+    layout = SparseBins(binned, nvb, MISSING, min_share=0.7, n_groups=3)
+    assert 0 < layout.features.size < n_features
+    mask = (rng.random(n_features) < 0.8).astype(np.uint8)
+    mask[:2] = 1
+    n_groups = 5
+    acquired_bits = rng.random((n_samples, n_features)) < 0.5
+    touched_bits = rng.random((n_samples, n_groups)) < 0.4
+    feature_group = rng.integers(-1, n_groups, n_features).astype(np.int32)
+    acquired = np.asfortranarray(ref_pack_bits(acquired_bits))
+    touched = np.asfortranarray(ref_pack_bits(touched_bits))
+    count_mask = (rng.random(n_features) < 0.7).astype(np.uint8)
+
+    def run(n_threads, sparse):
+        out = sentinel_histograms(n_features)
+        unacq = np.full(n_features, 999, dtype=np.uint32)
+        untouched = np.full(n_features, 999, dtype=np.uint32)
+        build_histograms(binned, rows, g, h, mask, nvb, MISSING, out, n_threads,
+                         acquired=acquired, groups_touched=touched,
+                         feature_group=feature_group, unacquired_count=unacq,
+                         group_untouched_count=untouched, count_mask=count_mask,
+                         sparse=sparse)
+        return out, unacq, untouched
+
+    out, unacq, untouched = run(2, layout)
+    sg, sh, cnt = ref_histograms(binned, rows, g, h, N_BINS)
+    built = mask | layout.is_sparse           # every sparse feature is built
+    for f in range(n_features):
+        used = used_bins(nvb[f]) if built[f] else np.zeros(0, np.intp)
+        np.testing.assert_allclose(out["sum_gradients"][f, used], sg[f, used], atol=1e-9)
+        np.testing.assert_allclose(out["sum_hessians"][f, used], sh[f, used], atol=1e-9)
+        np.testing.assert_array_equal(out["count"][f, used], cnt[f, used])
+    dense = np.flatnonzero(~layout.is_sparse.astype(bool) & mask.astype(bool))
+    assert_histograms(out[dense], sg[dense], sh[dense], cnt[dense], mask[dense], nvb[dense])
+    _, exp_unacq, exp_untouched = run(2, None)     # the counts of the column-wise pass
+    counted = np.flatnonzero(mask & count_mask)
+    np.testing.assert_array_equal(unacq[counted], exp_unacq[counted])
+    np.testing.assert_array_equal(untouched[counted], exp_untouched[counted])
+    assert np.all(unacq[count_mask == 0] == 999)
+    for got, expected in zip(run(1, layout), (out, unacq, untouched)):
+        np.testing.assert_array_equal(got, expected)
+
+    # most sparse features masked out: they are built column-wise
+    few = np.zeros(n_features, dtype=np.uint8)
+    few[layout.features[:1]] = 1
+    if layout.features.size >= 3:
+        partial = sentinel_histograms(n_features)
+        build_histograms(binned, rows, g, h, few, nvb, MISSING, partial, 2, sparse=layout)
+        plain = sentinel_histograms(n_features)
+        build_histograms(binned, rows, g, h, few, nvb, MISSING, plain, 2)
+        assert_hist_equal(partial, plain)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

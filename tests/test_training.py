@@ -1,6 +1,7 @@
 """Tests of cbudget.train, Booster prediction / cost accounting, callbacks, parameters."""
 import io
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -633,17 +634,37 @@ def test_subsample_and_colsample_are_used():
         assert len(split_features) <= 2  # round(0.34 * 6) features per tree
 
 
-@pytest.mark.parametrize("objective", ["reg:squarederror", "multi:softprob"])
-def test_n_jobs_1_and_2_identical(objective):
+def test_dataset_pickles_after_training():
+    X, y = binary_data(300)
+    X[:200, 0] = 0.0
+    d = Dataset(X, y)
+    first = train(FAST, d, 3, verbose_eval=False)
+    assert d.sparse_bins().features.tolist() == [0]
+    again = pickle.loads(pickle.dumps(d))
+    np.testing.assert_array_equal(again.binned, d.binned)
+    assert trees_only(train(FAST, again, 3, verbose_eval=False).to_dict()) == \
+        trees_only(first.to_dict())
+
+
+@pytest.mark.parametrize("objective,algorithm", [("reg:squarederror", "gbdt"),
+                                                ("multi:softprob", "gbdt"),
+                                                ("binary:logistic", "cegb")])
+def test_n_jobs_1_and_2_identical(objective, algorithm):
     if objective == "multi:softprob":
         X, y = multiclass_data(2500)
         extra = {"num_class": 3}
+    elif objective == "binary:logistic":
+        X, y = binary_data(2500, m=6)
+        extra = {"cost_tradeoff": 0.01}
     else:
         X, y = regression_data(2500)
         extra = {}
+    # two mostly-zero features: their histograms are built row-wise
+    X[:, :2] = np.where(np.random.default_rng(0).random((2500, 2)) < 0.8, 0.0, X[:, :2])
     d = Dataset(X, y, feature_costs=np.arange(6.0))
+    assert d.sparse_bins().features.tolist() == [0, 1]
     params = dict(objective=objective, subsample=0.8, colsample_bytree=0.8, num_leaves=15,
-                  **extra)
+                  algorithm=algorithm, **extra)
     one = train(dict(params, n_jobs=1), d, 6, evals=[(d, "t")], verbose_eval=False)
     two = train(dict(params, n_jobs=2), d, 6, evals=[(d, "t")], verbose_eval=False)
     assert trees_only(one.to_dict()) == trees_only(two.to_dict())

@@ -27,7 +27,8 @@ from libc.stdlib cimport free, malloc
 import numpy as np
 
 from ._acquisition cimport AcquisitionState
-from ._histogram cimport build_histograms_core, subtract_histograms_core
+from ._histogram cimport (SparseBins, build_histograms_core, sparse_bins_struct,
+                          subtract_histograms_core)
 from ._partition cimport split_rows_parallel
 from ._path cimport mark_feature
 from ._safety cimport check_n_threads, checked_calloc, checked_malloc, first_out_of_range_32
@@ -84,6 +85,8 @@ cdef class TreeGrower:
     ``binned`` has more rows than training takes (``_types.MAX_ROWS``).
     """
     cdef const X_BINNED_C[::1, :] binned
+    cdef SparseBins sparse_bins               # kept alive for ``sparse``
+    cdef const sparse_bins_struct * sparse    # NULL: every feature column-wise
     cdef const double[::1] bin_edges
     cdef const int64_t[::1] edges_indptr
     cdef const uint32_t[::1] n_value_bins
@@ -124,7 +127,8 @@ cdef class TreeGrower:
                   const int64_t[::1] edges_indptr, const uint32_t[::1] n_value_bins,
                   int missing_bin, double learning_rate, double reg_lambda,
                   double min_child_weight, double gamma, uint32_t min_data_in_leaf,
-                  int num_leaves, int max_depth, bint best_first, int n_threads):
+                  int num_leaves, int max_depth, bint best_first, int n_threads,
+                  SparseBins sparse_bins=None):
         cdef Py_ssize_t f, n_edges
         # pointers are NULL until allocated: __dealloc__ frees whatever was, also when
         # this raises
@@ -152,6 +156,10 @@ cdef class TreeGrower:
         if missing_bin < 255 and binned.shape[0] and binned.shape[1] \
                 and np.asarray(binned).max() > missing_bin:
             raise ValueError(f"binned holds a bin above missing_bin ({missing_bin})")
+        if sparse_bins is not None:
+            sparse_bins.check_matches(binned, missing_bin)
+        self.sparse_bins = sparse_bins
+        self.sparse = &sparse_bins.c if sparse_bins is not None else NULL
         self.binned = binned
         self.bin_edges = bin_edges
         self.edges_indptr = edges_indptr
@@ -424,25 +432,30 @@ cdef class TreeGrower:
 
     cdef void _build(self, grow_node * node, int32_t * rows, const double * gradients,
                      const double * hessians, const unsigned char * feature_mask) noexcept nogil:
+        """The node's histograms (and, with a cost penalty, acquisition counts);
+        ``node.histograms`` stays NULL when memory runs out."""
+        cdef int status
         node.histograms = self._take_histograms()
         if node.histograms == NULL:
             return
         if self.has_penalty:
-            build_histograms_core(
+            status = build_histograms_core(
                 &self.binned[0, 0], self.n_samples, self.n_features, &rows[node.start],
                 node.stop - node.start, gradients, hessians, feature_mask,
                 &self.n_value_bins[0], self.missing_bin, node.histograms, self.n_bins,
                 self.ordered_gradients, self.ordered_hessians, self.count_mask,
                 &self.state.acquired[0, 0], &self.state.groups_touched[0, 0],
                 &self.feature_group[0], self._unacquired(node), self._untouched(node),
-                self.n_threads)
+                self.sparse, self.n_threads)
         else:
-            build_histograms_core(
+            status = build_histograms_core(
                 &self.binned[0, 0], self.n_samples, self.n_features, &rows[node.start],
                 node.stop - node.start, gradients, hessians, feature_mask,
                 &self.n_value_bins[0], self.missing_bin, node.histograms, self.n_bins,
                 self.ordered_gradients, self.ordered_hessians, NULL, NULL, NULL, NULL, NULL,
-                NULL, self.n_threads)
+                NULL, self.sparse, self.n_threads)
+        if status != 0:
+            self._release_histograms(node)
 
     cdef void _subtract_counts(self, grow_node * parent, grow_node * small,
                                grow_node * large, const unsigned char * feature_mask) noexcept nogil:

@@ -1,8 +1,29 @@
-from libc.stdint cimport int32_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 from ._types cimport X_BINNED_C, hist_struct, BITSET_WORD_C
 
-cdef void build_histograms_core(
+
+cdef struct sparse_bins_struct:
+    # The row-wise layout of the sparse features (SparseBins): the entries of row r in
+    # group g are entries[indptr[g * (n_samples + 1) + r] : indptr[... + r + 1]], each
+    # f * n_bins + bin for a bin of feature f other than its most frequent one.
+    Py_ssize_t n_groups
+    const int64_t * indptr
+    const uint32_t * entries
+    const int32_t * group_indptr        # group g's features: features[group_indptr[g]:...]
+    const int32_t * features            # the sparse features, ascending
+    const unsigned char * is_sparse     # per feature
+    const uint8_t * most_frequent_bin   # per feature
+
+
+cdef class SparseBins:
+    cdef sparse_bins_struct c
+    cdef readonly Py_ssize_t n_samples, n_features, n_bins
+    cdef readonly object indptr, entries, group_indptr, features, is_sparse
+    cdef readonly object most_frequent_bin
+
+
+cdef int build_histograms_core(
     const X_BINNED_C * binned, Py_ssize_t n_samples, Py_ssize_t n_features,
     const int32_t * rows, Py_ssize_t n_rows,
     const double * gradients, const double * hessians,
@@ -13,7 +34,7 @@ cdef void build_histograms_core(
     const BITSET_WORD_C * acquired, const BITSET_WORD_C * groups_touched,
     const int32_t * feature_group,
     uint32_t * unacquired_count, uint32_t * group_untouched_count,
-    int n_threads) noexcept nogil
+    const sparse_bins_struct * sparse, int n_threads) noexcept nogil
 
 cdef void subtract_histograms_core(
     const hist_struct * parent, const hist_struct * child, hist_struct * out,

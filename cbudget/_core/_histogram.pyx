@@ -5,11 +5,21 @@ The acquisition counts feed the cost penalty of the split scorer (docs/architect
 "Cost model"); they are only computed when a bitset is given, so plain boosting pays nothing for
 them. Only the bins a feature uses (``0..n_value_bins[f]-1`` and the missing bin) are
 written; the split scan reads nothing else.
+
+Features whose most frequent bin holds most rows (MNIST's zero pixels) are also kept
+row-wise without that bin (:class:`SparseBins`): a leaf's pass then reads only each row's
+other bins, and the most frequent bin is the leaf's totals minus the other bins. The
+sums of every bin still run over the leaf's rows in order, so the histograms do not
+depend on the number of threads (docs/architecture.md, "Histograms").
 """
 from cython.parallel cimport prange
-from libc.stdint cimport int32_t, uint32_t
-from libc.stdlib cimport free
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free
 from libc.string cimport memset
+
+
+cdef extern from *:
+    void prefetch "__builtin_prefetch" (const void *) noexcept nogil
 
 import numpy as np
 
@@ -24,6 +34,33 @@ cdef Py_ssize_t MIN_PARALLEL_WORK = 32768
 # gradients are read once per block, and the block's independent updates overlap.
 cdef enum:
     FEATURE_BLOCK = 4
+
+# Row-wise (sparse) layout: a feature qualifies when its most frequent bin holds at least
+# this share of the rows. Measured on 400,000 x 50 normal data with a share of zeros
+# (1 thread): at 0.3 the row-wise pass takes as long as the column pass from the root
+# down to 5% leaves, at 0.5 it is 1.4x faster at the root, at 0.9 3.3x; MNIST (784
+# pixels, 81% zeros) builds its root 4x faster with every pixel at >= 0.3 row-wise.
+MIN_SPARSE_SHARE = 0.4
+# The sparse features are cut into at most this many groups of about equal entries, the
+# units of work of the threads (any number gives the same histograms), with at least
+# MIN_GROUP_ENTRIES entries per row in each: a group's pass pays per row for the row's
+# offsets and gradients (on MNIST, 150 entries per row, 4 groups build a root 1.4x
+# faster than 16 and 2.1x faster than 32).
+SPARSE_GROUPS = 8
+MIN_GROUP_ENTRIES = 32
+# Rows ahead whose offsets (and, half as far, entries) are prefetched: a leaf's rows are
+# scattered over the layout, each a cache miss otherwise.
+cdef enum:
+    PREFETCH_ROWS = 16
+# Bit planes of a positional population count: one per bit of a row count < 2**32.
+cdef enum:
+    COUNT_PLANES = 32
+
+
+cdef struct count_task:
+    # rows without a bit of one bitset word, counted per bit with bit-sliced counters
+    const BITSET_WORD_C * column    # the word of every sample (column-major bitset)
+    uint64_t planes[COUNT_PLANES]   # bit k of a bit's count is bit (that bit) of plane k
 
 
 cdef inline void _add(hist_struct * h, double g, double hess) noexcept nogil:
@@ -40,9 +77,11 @@ cdef inline void _block_histograms(
     hist_struct * out, Py_ssize_t n_bins, const unsigned char * count_mask,
     const BITSET_WORD_C * acquired, const BITSET_WORD_C * groups_touched,
     const int32_t * feature_group,
-    uint32_t * unacquired_count, uint32_t * group_untouched_count) noexcept nogil:
+    uint32_t * unacquired_count, uint32_t * group_untouched_count,
+    const unsigned char * row_wise) noexcept nogil:
     """Histograms of the masked-in features ``first <= f < stop`` (at most
-    FEATURE_BLOCK), and the acquisition counts of those with ``count_mask[f]``.
+    FEATURE_BLOCK) that are not built row-wise (``row_wise[f]``, when given), and the
+    acquisition counts of those with ``count_mask[f]``.
 
     ``first`` is a multiple of FEATURE_BLOCK, which divides 64: the block's feature bits
     share one bitset word, read once per row (the bitsets are column-major, so that
@@ -63,7 +102,7 @@ cdef inline void _block_histograms(
     cdef double g, h
     cdef BITSET_WORD_C bits
     for f in range(first, stop):
-        if feature_mask[f]:
+        if feature_mask[f] and (row_wise == NULL or not row_wise[f]):
             columns[n] = &binned[f * n_samples]
             hists[n] = &out[f * n_bins]
             memset(hists[n], 0, n_value_bins[f] * sizeof(hist_struct))
@@ -134,7 +173,151 @@ cdef inline void _block_histograms(
             group_untouched_count[features[j]] = untouched[j]
 
 
-cdef void build_histograms_core(
+cdef inline void _count_row(count_task * task, int32_t row) noexcept nogil:
+    """Add 1 to the count of every bit that is NOT set in the row's word: a ripple-carry
+    add of the word into the bit planes (two steps on average)."""
+    cdef uint64_t carry = ~task.column[row], t
+    cdef int k = 0
+    while carry != 0 and k < COUNT_PLANES:
+        t = task.planes[k] & carry
+        task.planes[k] ^= carry
+        carry = t
+        k += 1
+
+
+cdef inline uint32_t _task_count(const count_task * task, int bit) noexcept nogil:
+    cdef uint32_t count = 0
+    cdef int k
+    for k in range(COUNT_PLANES):
+        count |= <uint32_t> ((task.planes[k] >> bit) & 1) << k
+    return count
+
+
+cdef inline void _sparse_group_histograms(
+    const sparse_bins_struct * sparse, Py_ssize_t group, Py_ssize_t n_samples,
+    const int32_t * rows, Py_ssize_t n_rows,
+    const double * ordered_gradients, const double * ordered_hessians,
+    const uint32_t * n_value_bins, int missing_bin, hist_struct * out, Py_ssize_t n_bins,
+    double total_gradients, double total_hessians,
+    count_task * tasks, Py_ssize_t n_tasks) noexcept nogil:
+    """Histograms of every feature of one row-wise group, and the counts of the tasks
+    ``group, group + n_groups, ...``, in one pass over the leaf's rows."""
+    cdef Py_ssize_t i, j, k, t, b, f, first_task = group
+    cdef const int64_t * indptr = &sparse.indptr[group * (n_samples + 1)]
+    cdef const uint32_t * entries = sparse.entries
+    cdef int32_t row
+    cdef double g, h, sum_g, sum_h
+    cdef uint32_t count
+    cdef hist_struct * hist
+    cdef int most_frequent
+    for j in range(sparse.group_indptr[group], sparse.group_indptr[group + 1]):
+        f = sparse.features[j]
+        memset(&out[f * n_bins], 0, n_value_bins[f] * sizeof(hist_struct))
+        memset(&out[f * n_bins + missing_bin], 0, sizeof(hist_struct))
+    for i in range(n_rows):
+        if i + PREFETCH_ROWS < n_rows:
+            prefetch(&indptr[rows[i + PREFETCH_ROWS]])
+        if i + PREFETCH_ROWS // 2 < n_rows:
+            prefetch(&entries[indptr[rows[i + PREFETCH_ROWS // 2]]])
+        row = rows[i]
+        g = ordered_gradients[i]
+        h = ordered_hessians[i]
+        for k in range(indptr[row], indptr[row + 1]):
+            _add(&out[entries[k]], g, h)
+        t = first_task
+        while t < n_tasks:
+            _count_row(&tasks[t], row)
+            t += sparse.n_groups
+    # the most frequent bin: the leaf's totals minus the other bins, in bin order
+    for j in range(sparse.group_indptr[group], sparse.group_indptr[group + 1]):
+        f = sparse.features[j]
+        hist = &out[f * n_bins]
+        most_frequent = sparse.most_frequent_bin[f]
+        sum_g, sum_h, count = total_gradients, total_hessians, <uint32_t> n_rows
+        for k in range(n_value_bins[f] + 1):
+            b = k if k < n_value_bins[f] else missing_bin
+            if b != most_frequent:
+                sum_g -= hist[b].sum_gradients
+                sum_h -= hist[b].sum_hessians
+                count -= hist[b].count
+        hist[most_frequent].sum_gradients = sum_g
+        hist[most_frequent].sum_hessians = sum_h
+        hist[most_frequent].count = count
+
+
+cdef bint _use_row_wise(const sparse_bins_struct * sparse,
+                        const unsigned char * feature_mask) noexcept nogil:
+    """The row-wise pass builds every sparse feature: worth it while at least half of
+    them are masked in (column subsampling can leave fewer)."""
+    cdef Py_ssize_t j, n_masked = 0
+    if sparse == NULL or sparse.n_groups == 0:
+        return False
+    for j in range(sparse.group_indptr[sparse.n_groups]):
+        n_masked += feature_mask[sparse.features[j]] != 0
+    return 2 * n_masked >= sparse.group_indptr[sparse.n_groups]
+
+
+cdef Py_ssize_t _count_tasks(
+    const sparse_bins_struct * sparse, Py_ssize_t n_samples,
+    const unsigned char * feature_mask, const unsigned char * count_mask,
+    const BITSET_WORD_C * acquired, const BITSET_WORD_C * groups_touched,
+    const int32_t * feature_group, count_task * tasks) noexcept nogil:
+    """The bitset words whose bits the counted row-wise features need (``acquired``
+    words, then ``groups_touched`` words), each once; returns how many. With ``tasks ==
+    NULL`` only counts them."""
+    cdef Py_ssize_t j, f, t, n_tasks = 0
+    cdef const BITSET_WORD_C * column
+    cdef const BITSET_WORD_C * last = NULL
+    cdef int32_t group
+    for j in range(sparse.group_indptr[sparse.n_groups]):     # features ascend
+        f = sparse.features[j]
+        if feature_mask[f] and count_mask[f] and &acquired[(f >> 6) * n_samples] != last:
+            last = &acquired[(f >> 6) * n_samples]
+            if tasks != NULL:
+                tasks[n_tasks].column = last
+            n_tasks += 1
+    # group words: few distinct ones, found by a scan of the few found so far
+    for j in range(sparse.group_indptr[sparse.n_groups]):
+        f = sparse.features[j]
+        group = feature_group[f]
+        if not (feature_mask[f] and count_mask[f]) or group < 0:
+            continue
+        column = &groups_touched[(group >> 6) * n_samples]
+        for t in range(n_tasks):
+            if tasks == NULL or tasks[t].column == column:
+                break
+        else:
+            if tasks != NULL:
+                tasks[n_tasks].column = column
+            n_tasks += 1
+            continue
+        if tasks == NULL:    # counting only: an upper bound (a task per grouped feature)
+            n_tasks += 1
+    return n_tasks
+
+
+cdef void _store_row_wise_counts(
+    const sparse_bins_struct * sparse, Py_ssize_t n_samples,
+    const unsigned char * feature_mask, const unsigned char * count_mask,
+    const BITSET_WORD_C * acquired, const BITSET_WORD_C * groups_touched,
+    const int32_t * feature_group, const count_task * tasks, Py_ssize_t n_tasks,
+    uint32_t * unacquired_count, uint32_t * group_untouched_count) noexcept nogil:
+    cdef Py_ssize_t j, f, t
+    cdef int32_t group
+    for j in range(sparse.group_indptr[sparse.n_groups]):
+        f = sparse.features[j]
+        if not (feature_mask[f] and count_mask[f]):
+            continue
+        group = feature_group[f]
+        group_untouched_count[f] = 0
+        for t in range(n_tasks):
+            if tasks[t].column == &acquired[(f >> 6) * n_samples]:
+                unacquired_count[f] = _task_count(&tasks[t], f & 63)
+            elif group >= 0 and tasks[t].column == &groups_touched[(group >> 6) * n_samples]:
+                group_untouched_count[f] = _task_count(&tasks[t], group & 63)
+
+
+cdef int build_histograms_core(
     const X_BINNED_C * binned, Py_ssize_t n_samples, Py_ssize_t n_features,
     const int32_t * rows, Py_ssize_t n_rows,
     const double * gradients, const double * hessians,
@@ -145,20 +328,41 @@ cdef void build_histograms_core(
     const BITSET_WORD_C * acquired, const BITSET_WORD_C * groups_touched,
     const int32_t * feature_group,
     uint32_t * unacquired_count, uint32_t * group_untouched_count,
-    int n_threads) noexcept nogil:
+    const sparse_bins_struct * sparse, int n_threads) noexcept nogil:
     """Histograms of the rows ``rows[:n_rows]``; ``binned`` is Fortran ordered
     (feature ``f`` of row ``r`` at ``binned[f * n_samples + r]``); ``out`` holds
     ``n_features x n_bins`` structs. ``ordered_*`` are scratch buffers of at least
     ``n_rows`` doubles.
+
+    ``sparse`` (or NULL): the row-wise layout of the sparse features of ``binned``
+    (:class:`SparseBins`, made with ``n_bins``). When the row-wise pass is used, the
+    bins of every sparse feature are written, masked-in or not.
 
     ``count_mask == NULL``: no acquisition counts. Otherwise the features with
     ``count_mask[f]`` also get ``unacquired_count[f]`` (rows without bit ``f`` in
     ``acquired``) and ``group_untouched_count[f]`` (rows without the bit of ``f``'s
     group in ``groups_touched``; 0 without a group); the other entries are not
     written. Both bitsets are column-major: word ``w`` of row ``r`` at
-    ``[w * n_samples + r]``. The histograms do not depend on what is counted."""
-    cdef Py_ssize_t i, block
+    ``[w * n_samples + r]``. The histograms do not depend on what is counted.
+
+    Returns 0, or -1 when the counters' scratch cannot be allocated (nothing built)."""
+    cdef Py_ssize_t i, item, n_tasks = 0
     cdef Py_ssize_t n_blocks = (n_features + FEATURE_BLOCK - 1) // FEATURE_BLOCK
+    cdef double total_gradients = 0.0, total_hessians = 0.0
+    cdef const unsigned char * row_wise = NULL
+    cdef count_task * tasks = NULL
+    cdef Py_ssize_t n_groups = 0
+    if _use_row_wise(sparse, feature_mask):
+        row_wise = sparse.is_sparse
+        n_groups = sparse.n_groups
+        if count_mask != NULL:
+            n_tasks = _count_tasks(sparse, n_samples, feature_mask, count_mask, acquired,
+                                   groups_touched, feature_group, NULL)
+            tasks = <count_task *> calloc(n_tasks + 1, sizeof(count_task))
+            if tasks == NULL:
+                return -1
+            n_tasks = _count_tasks(sparse, n_samples, feature_mask, count_mask, acquired,
+                                   groups_touched, feature_group, tasks)
     if n_rows * n_features < MIN_PARALLEL_WORK:
         n_threads = 1
     # Gradients gathered in the leaf's row order once, so that each feature's pass
@@ -166,23 +370,48 @@ cdef void build_histograms_core(
     for i in prange(n_rows, schedule="static", num_threads=n_threads):
         ordered_gradients[i] = gradients[rows[i]]
         ordered_hessians[i] = hessians[rows[i]]
-    for block in prange(n_blocks, schedule="static", num_threads=n_threads):
-        _block_histograms(
-            block * FEATURE_BLOCK, min((block + 1) * FEATURE_BLOCK, n_features), binned,
-            n_samples, rows, n_rows, ordered_gradients, ordered_hessians, feature_mask,
-            n_value_bins, missing_bin, out, n_bins, count_mask, acquired, groups_touched,
-            feature_group, unacquired_count, group_untouched_count)
+    if row_wise != NULL:
+        for i in range(n_rows):
+            total_gradients += ordered_gradients[i]
+            total_hessians += ordered_hessians[i]
+    # one pool of work: the row-wise groups (the largest items) first, then the dense
+    # feature blocks; each writes its own features only
+    for item in prange(n_groups + n_blocks, schedule="dynamic", num_threads=n_threads):
+        if item < n_groups:
+            _sparse_group_histograms(
+                sparse, item, n_samples, rows, n_rows, ordered_gradients,
+                ordered_hessians, n_value_bins, missing_bin, out, n_bins,
+                total_gradients, total_hessians, tasks, n_tasks)
+        else:
+            _block_histograms(
+                (item - n_groups) * FEATURE_BLOCK,
+                min((item - n_groups + 1) * FEATURE_BLOCK, n_features), binned,
+                n_samples, rows, n_rows, ordered_gradients, ordered_hessians, feature_mask,
+                n_value_bins, missing_bin, out, n_bins, count_mask, acquired,
+                groups_touched, feature_group, unacquired_count, group_untouched_count,
+                row_wise)
+    if tasks != NULL:
+        _store_row_wise_counts(sparse, n_samples, feature_mask, count_mask, acquired,
+                               groups_touched, feature_group, tasks, n_tasks,
+                               unacquired_count, group_untouched_count)
+        free(tasks)
+    return 0
+
+
+cdef inline void _subtract_bin(const hist_struct * parent, const hist_struct * child,
+                               hist_struct * out) noexcept nogil:
+    out.sum_gradients = parent.sum_gradients - child.sum_gradients
+    out.sum_hessians = parent.sum_hessians - child.sum_hessians
+    out.count = parent.count - child.count
 
 
 cdef inline void _subtract_feature(
     const hist_struct * parent, const hist_struct * child, hist_struct * out,
     uint32_t n_value_bins, int missing_bin) noexcept nogil:
-    cdef Py_ssize_t b, k
-    for k in range(n_value_bins + 1):
-        b = k if k < n_value_bins else missing_bin
-        out[b].sum_gradients = parent[b].sum_gradients - child[b].sum_gradients
-        out[b].sum_hessians = parent[b].sum_hessians - child[b].sum_hessians
-        out[b].count = parent[b].count - child[b].count
+    cdef Py_ssize_t b
+    for b in range(n_value_bins):      # a branch-free loop over contiguous bins
+        _subtract_bin(&parent[b], &child[b], &out[b])
+    _subtract_bin(&parent[missing_bin], &child[missing_bin], &out[missing_bin])
 
 
 cdef void subtract_histograms_core(
@@ -197,6 +426,142 @@ cdef void subtract_histograms_core(
         if feature_mask[f]:
             _subtract_feature(&parent[f * n_bins], &child[f * n_bins], &out[f * n_bins],
                               n_value_bins[f], missing_bin)
+
+
+cdef class SparseBins:
+    """The sparse features of binned data, row-wise, without their most frequent bin.
+
+    A feature is sparse when its most frequent bin (the missing bin included) holds at
+    least ``min_share`` of the rows. Its other bins are stored per row, so that a leaf's
+    histogram pass reads only them; the most frequent bin is rebuilt from the leaf's
+    totals. The sparse features are cut into at most ``n_groups`` runs of consecutive
+    features with about equal numbers of entries (and at least MIN_GROUP_ENTRIES per row
+    in each), the units of work of the threads.
+
+    Parameters
+    ----------
+    binned : uint8 array of shape (n_samples, n_features), Fortran order
+    n_value_bins : uint32 array of shape (n_features,)
+    missing_bin : int
+        The histograms this layout fills have ``missing_bin + 1`` bins per feature.
+    min_share : float in [0, 1]
+        0 makes every feature sparse (as the tests do); 1 only the constant ones.
+    n_groups : int >= 1
+
+    Attributes
+    ----------
+    features : int32 array, the sparse features (ascending)
+    is_sparse, most_frequent_bin : uint8 arrays of shape (n_features,)
+    group_indptr : int32 array of shape (n_groups + 1,); group ``g`` holds
+        ``features[group_indptr[g]:group_indptr[g + 1]]``
+    indptr : int64 array of shape (n_groups, n_samples + 1)
+    entries : uint32 array; row ``r``'s entries in group ``g`` are
+        ``entries[indptr[g, r]:indptr[g, r + 1]]``, each ``f * n_bins + bin``
+    """
+
+    def __init__(self, const X_BINNED_C[::1, :] binned, const uint32_t[::1] n_value_bins,
+                 int missing_bin, double min_share=MIN_SPARSE_SHARE,
+                 Py_ssize_t n_groups=SPARSE_GROUPS):
+        cdef Py_ssize_t n = binned.shape[0], n_features = binned.shape[1]
+        cdef Py_ssize_t f, r, g, j, n_sparse
+        if not 0 <= missing_bin <= 255:
+            raise ValueError(f"missing_bin must be in [0, 255], got {missing_bin}")
+        if n_value_bins.shape[0] != n_features:
+            raise ValueError("n_value_bins does not match the number of features")
+        if not 0.0 <= min_share <= 1.0:
+            raise ValueError(f"min_share must be in [0, 1], got {min_share}")
+        if n_groups < 1:
+            raise ValueError(f"n_groups must be >= 1, got {n_groups}")
+        nvb = np.asarray(n_value_bins)
+        if nvb.size and nvb.max() > missing_bin:
+            raise ValueError("missing_bin must be a bin above every value bin")
+        _check_bins(binned, missing_bin + 1)
+        self.n_samples, self.n_features, self.n_bins = n, n_features, missing_bin + 1
+        bin_counts = np.zeros((n_features, 256), dtype=np.int64)
+        cdef int64_t[:, ::1] counts = bin_counts
+        with nogil:
+            for f in range(n_features):
+                for r in range(n):
+                    counts[f, binned[r, f]] += 1
+        most_frequent = bin_counts.argmax(axis=1).astype(np.uint8)
+        top = bin_counts.max(axis=1) if n_features else np.zeros(0, dtype=np.int64)
+        is_sparse = (top >= min_share * n) & (n > 0)
+        if n_features * self.n_bins >= 2 ** 32:     # entries would overflow uint32
+            is_sparse[:] = False
+        features = np.flatnonzero(is_sparse).astype(np.int32)
+        n_sparse = features.shape[0]
+        # runs of consecutive sparse features with about equal numbers of entries
+        cumulative = np.cumsum(n - top[features])
+        total = int(cumulative[n_sparse - 1]) if n_sparse else 0
+        n_groups = max(1, min(n_groups, total // max(n * MIN_GROUP_ENTRIES, 1)))
+        cuts = np.searchsorted(cumulative, total * np.arange(1, n_groups) / n_groups,
+                               side="right")
+        group_indptr = np.unique(np.concatenate(
+            [[0], np.clip(cuts, 0, n_sparse), [n_sparse]])).astype(np.int32)
+        n_groups = group_indptr.shape[0] - 1 if n_sparse else 0
+        group_indptr = group_indptr[:n_groups + 1]
+        indptr = np.zeros((n_groups, n + 1), dtype=np.int64)
+        cdef int64_t[:, ::1] ptr = indptr
+        cdef const int32_t[::1] feats = features
+        cdef const int32_t[::1] gptr = group_indptr
+        cdef const uint8_t[::1] mfb = most_frequent
+        cdef int64_t base = 0
+        with nogil:
+            for g in range(n_groups):
+                for j in range(gptr[g], gptr[g + 1]):
+                    f = feats[j]
+                    for r in range(n):
+                        ptr[g, r + 1] += binned[r, f] != mfb[f]
+                ptr[g, 0] = base
+                for r in range(n):
+                    ptr[g, r + 1] += ptr[g, r]
+                base = ptr[g, n]
+        entries = np.empty(base, dtype=np.uint32)
+        cursor = np.empty(n, dtype=np.int64)
+        cdef uint32_t[::1] out = entries
+        cdef int64_t[::1] at = cursor
+        cdef uint32_t n_bins = <uint32_t> self.n_bins
+        with nogil:
+            for g in range(n_groups):
+                for r in range(n):
+                    at[r] = ptr[g, r]
+                for j in range(gptr[g], gptr[g + 1]):      # features ascend in a row
+                    f = feats[j]
+                    for r in range(n):
+                        if binned[r, f] != mfb[f]:
+                            out[at[r]] = <uint32_t> f * n_bins + binned[r, f]
+                            at[r] += 1
+        self.indptr, self.entries, self.group_indptr = indptr, entries, group_indptr
+        self.features, self.most_frequent_bin = features, most_frequent
+        self.is_sparse = is_sparse.astype(np.uint8)
+        self.c.n_groups = n_groups
+        self.c.indptr = &ptr[0, 0] if n_groups else NULL
+        self.c.entries = &out[0] if base else NULL
+        self.c.group_indptr = &gptr[0]
+        self.c.features = &feats[0] if n_sparse else NULL
+        cdef const unsigned char[::1] sparse_view = self.is_sparse
+        self.c.is_sparse = &sparse_view[0] if n_features else NULL
+        self.c.most_frequent_bin = &mfb[0] if n_features else NULL
+
+    @property
+    def n_entries(self) -> int:
+        """The stored (row, feature) pairs: the rows outside each sparse feature's most
+        frequent bin."""
+        return int(self.entries.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.indptr.nbytes + self.entries.nbytes)
+
+    def check_matches(self, binned, int missing_bin):
+        """ValueError unless this layout was made for data of ``binned``'s shape and
+        histograms of ``missing_bin + 1`` bins."""
+        if (binned.shape[0] != self.n_samples or binned.shape[1] != self.n_features
+                or missing_bin + 1 != self.n_bins):
+            raise ValueError(
+                f"the sparse layout was made for {self.n_samples} x {self.n_features} "
+                f"binned data with {self.n_bins} bins, not {binned.shape[0]} x "
+                f"{binned.shape[1]} with {missing_bin + 1}")
 
 
 def _check_shapes(binned, out, n_value_bins, missing_bin):
@@ -241,6 +606,7 @@ def build_histograms(
     uint32_t[::1] unacquired_count=None,
     uint32_t[::1] group_untouched_count=None,
     const unsigned char[::1] count_mask=None,
+    SparseBins sparse=None,
 ):
     """Histograms of the leaf whose training rows are ``rows``.
 
@@ -265,6 +631,9 @@ def build_histograms(
     count_mask : uint8 array of shape (n_features,), optional
         With ``acquired``: count only the features with ``count_mask[f]`` (default: all);
         the counts of the others are left untouched.
+    sparse : SparseBins of ``binned``, optional
+        Build the sparse features row-wise; their bins are then all written (masked-in
+        or not) and equal the column-wise sums up to rounding in the most frequent bin.
 
     Raises ValueError on inconsistent shapes, rows out of range or bins beyond ``out``.
     """
@@ -277,6 +646,13 @@ def build_histograms(
                          "one per feature")
     _check_rows(rows, binned.shape[0])
     _check_bins(binned, out.shape[1])
+    if sparse is not None:
+        sparse.check_matches(binned, missing_bin)
+        if out.shape[1] != sparse.n_bins:
+            raise ValueError(f"out has {out.shape[1]} bins per feature, the sparse layout "
+                             f"{sparse.n_bins}")
+    cdef const sparse_bins_struct * layout = &sparse.c if sparse is not None else NULL
+    cdef int status
     cdef const BITSET_WORD_C * acq = NULL
     cdef const BITSET_WORD_C * grp = NULL
     cdef const int32_t * fg = NULL
@@ -317,15 +693,17 @@ def build_histograms(
         ordered_hessians = <double *> checked_malloc(n_rows, sizeof(double),
                                                      "the leaf's gathered hessians")
         with nogil:
-            build_histograms_core(
+            status = build_histograms_core(
                 &binned[0, 0], binned.shape[0], n_features, &rows[0] if n_rows else NULL,
                 n_rows, &gradients[0] if n_rows else NULL,
                 &hessians[0] if n_rows else NULL, &feature_mask[0], &n_value_bins[0],
                 missing_bin, &out[0, 0], out.shape[1], ordered_gradients, ordered_hessians,
-                cm, acq, grp, fg, uc, gc, n_threads)
+                cm, acq, grp, fg, uc, gc, layout, n_threads)
     finally:
         free(ordered_gradients)
         free(ordered_hessians)
+    if status != 0:
+        raise MemoryError("cannot allocate the acquisition counters of a histogram pass")
 
 
 def subtract_histograms(

@@ -117,7 +117,7 @@ def tree_grower(dtrain, p: dict, n_threads: int) -> TreeGrower:
         p["learning_rate"], p["reg_lambda"], p["min_child_weight"], p["gamma"],
         p["min_data_in_leaf"], p["num_leaves"] or -1,
         -1 if p["max_depth"] is None else p["max_depth"], p["grow_policy"] == "lossguide",
-        n_threads)
+        n_threads, dtrain.sparse_bins())
 
 
 def binned_like(data, dtrain) -> np.ndarray:

@@ -57,7 +57,7 @@ def test_grower_matches_reference(seed, tradeoff, n_groups, coupled, best_first,
         mostly_zero = np.arange(n_features) % 2 == 1
         binned[:, mostly_zero] *= rng.random((n, mostly_zero.sum())) < 0.3
         layout = SparseBins(binned, n_value_bins, MISSING, min_share=sparse_share,
-                            n_groups=3)
+                            n_groups=3, min_elided_columns=0)
         row_wise = np.flatnonzero(layout.is_sparse)
         expected = np.arange(n_features) if sparse_share == 0 else \
             np.flatnonzero(mostly_zero | (n_value_bins == 1))

@@ -515,7 +515,8 @@ def mostly_zero_leaf(rng, n_samples, n_features, n_rows):
 def test_sparse_bins_layout(seed, min_share, n_groups):
     rng = np.random.default_rng(seed)
     binned, _, _, _, nvb = mostly_zero_leaf(rng, 300, 9, 0)
-    layout = SparseBins(binned, nvb, MISSING, min_share=min_share, n_groups=n_groups)
+    layout = SparseBins(binned, nvb, MISSING, min_share=min_share, n_groups=n_groups,
+                        min_elided_columns=0)
     counts = np.stack([np.bincount(binned[:, f], minlength=256) for f in range(9)])
     np.testing.assert_array_equal(layout.most_frequent_bin, counts.argmax(axis=1))
     expected = np.flatnonzero(counts.max(axis=1) >= min_share * 300)
@@ -533,6 +534,11 @@ def test_sparse_bins_layout(seed, min_share, n_groups):
             got[r] += layout.entries[layout.indptr[g, r]:layout.indptr[g, r + 1]].tolist()
     assert got == ref_sparse_entries(binned, layout.most_frequent_bin, expected, MISSING + 1)
     assert layout.n_entries == sum(map(len, got))
+    # no feature is row-wise when their elided bins add up to fewer columns than asked
+    elided = counts.max(axis=1)[expected].sum() / 300
+    for limit, row_wise in ((elided, expected), (elided + 0.01, [])):
+        np.testing.assert_array_equal(SparseBins(binned, nvb, MISSING, min_share=min_share,
+                                                 min_elided_columns=limit).features, row_wise)
 
 
 def test_sparse_bins_rejects_bad_input():
@@ -542,6 +548,8 @@ def test_sparse_bins_rejects_bad_input():
         SparseBins(binned, nvb, MISSING, min_share=1.5)
     with pytest.raises(ValueError, match="n_groups"):
         SparseBins(binned, nvb, MISSING, n_groups=0)
+    with pytest.raises(ValueError, match="min_elided_columns"):
+        SparseBins(binned, nvb, MISSING, min_elided_columns=float("nan"))
     with pytest.raises(ValueError, match="n_value_bins"):
         SparseBins(binned, nvb[:1], MISSING)
     with pytest.raises(ValueError, match="bin"):
@@ -569,7 +577,8 @@ def test_build_histograms_row_wise(seed, n_samples, n_features, n_rows):
     bin up to rounding), the same acquisition counts, one result for 1 and 2 threads."""
     rng = np.random.default_rng(seed)
     binned, rows, g, h, nvb = mostly_zero_leaf(rng, n_samples, n_features, n_rows)
-    layout = SparseBins(binned, nvb, MISSING, min_share=0.7, n_groups=3)
+    layout = SparseBins(binned, nvb, MISSING, min_share=0.7, n_groups=3,
+                        min_elided_columns=0)
     assert 0 < layout.features.size < n_features
     mask = (rng.random(n_features) < 0.8).astype(np.uint8)
     mask[:2] = 1

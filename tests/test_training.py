@@ -634,12 +634,19 @@ def test_subsample_and_colsample_are_used():
         assert len(split_features) <= 2  # round(0.34 * 6) features per tree
 
 
+def with_sparse_columns(X, k=6, seed=0):
+    """X and ``k`` more columns of 90% zeros: enough for the row-wise histogram layout."""
+    rng = np.random.default_rng(seed)
+    extra = rng.normal(size=(X.shape[0], k)) * (rng.random((X.shape[0], k)) < 0.1)
+    return np.hstack([X, extra])
+
+
 def test_dataset_pickles_after_training():
     X, y = binary_data(300)
-    X[:200, 0] = 0.0
+    X = with_sparse_columns(X)
     d = Dataset(X, y)
     first = train(FAST, d, 3, verbose_eval=False)
-    assert d.sparse_bins().features.tolist() == [0]
+    assert d.sparse_bins().features.tolist() == list(range(6, 12))
     again = pickle.loads(pickle.dumps(d))
     np.testing.assert_array_equal(again.binned, d.binned)
     assert trees_only(train(FAST, again, 3, verbose_eval=False).to_dict()) == \
@@ -659,10 +666,9 @@ def test_n_jobs_1_and_2_identical(objective, algorithm):
     else:
         X, y = regression_data(2500)
         extra = {}
-    # two mostly-zero features: their histograms are built row-wise
-    X[:, :2] = np.where(np.random.default_rng(0).random((2500, 2)) < 0.8, 0.0, X[:, :2])
-    d = Dataset(X, y, feature_costs=np.arange(6.0))
-    assert d.sparse_bins().features.tolist() == [0, 1]
+    X = with_sparse_columns(X)    # their histograms are built row-wise
+    d = Dataset(X, y, feature_costs=np.arange(12.0))
+    assert d.sparse_bins().features.tolist() == list(range(6, 12))
     params = dict(objective=objective, subsample=0.8, colsample_bytree=0.8, num_leaves=15,
                   algorithm=algorithm, **extra)
     one = train(dict(params, n_jobs=1), d, 6, evals=[(d, "t")], verbose_eval=False)

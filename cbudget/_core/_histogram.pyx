@@ -41,6 +41,10 @@ cdef enum:
 # down to 5% leaves, at 0.5 it is 1.4x faster at the root, at 0.9 3.3x; MNIST (784
 # pixels, 81% zeros) builds its root 4x faster with every pixel at >= 0.3 row-wise.
 MIN_SPARSE_SHARE = 0.4
+# ... and only when the bins it elides add up to this many dense columns: a row-wise pass
+# pays per row (the row's offsets, a cache miss in a small leaf) what a column pass pays
+# for a few features (Letters: one 96%-constant feature was slower row-wise).
+MIN_ELIDED_COLUMNS = 4.0
 # The sparse features are cut into at most this many groups of about equal entries, the
 # units of work of the threads (any number gives the same histograms), with at least
 # MIN_GROUP_ENTRIES entries per row in each: a group's pass pays per row for the row's
@@ -129,10 +133,8 @@ cdef inline void _block_histograms(
                 row = rows[i]
                 g = ordered_gradients[i]
                 h = ordered_hessians[i]
-                _add(&hists[0][columns[0][row]], g, h)
-                _add(&hists[1][columns[1][row]], g, h)
-                _add(&hists[2][columns[2][row]], g, h)
-                _add(&hists[3][columns[3][row]], g, h)
+                for j in range(FEATURE_BLOCK):     # a constant count: unrolled
+                    _add(&hists[j][columns[j][row]], g, h)
         else:
             for i in range(n_rows):
                 row = rows[i]
@@ -148,14 +150,9 @@ cdef inline void _block_histograms(
             g = ordered_gradients[i]
             h = ordered_hessians[i]
             bits = ~word[row]
-            _add(&hists[0][columns[0][row]], g, h)
-            _add(&hists[1][columns[1][row]], g, h)
-            _add(&hists[2][columns[2][row]], g, h)
-            _add(&hists[3][columns[3][row]], g, h)
-            missing[0] += (bits >> shifts[0]) & 1
-            missing[1] += (bits >> shifts[1]) & 1
-            missing[2] += (bits >> shifts[2]) & 1
-            missing[3] += (bits >> shifts[3]) & 1
+            for j in range(FEATURE_BLOCK):
+                _add(&hists[j][columns[j][row]], g, h)
+                missing[j] += (bits >> shifts[j]) & 1
     else:
         for i in range(n_rows):
             row = rows[i]
@@ -432,7 +429,9 @@ cdef class SparseBins:
     """The sparse features of binned data, row-wise, without their most frequent bin.
 
     A feature is sparse when its most frequent bin (the missing bin included) holds at
-    least ``min_share`` of the rows. Its other bins are stored per row, so that a leaf's
+    least ``min_share`` of the rows, provided the sparse features' most frequent bins
+    hold at least ``min_elided_columns`` columns' worth of rows together (else none is).
+    Its other bins are stored per row, so that a leaf's
     histogram pass reads only them; the most frequent bin is rebuilt from the leaf's
     totals. The sparse features are cut into at most ``n_groups`` runs of consecutive
     features with about equal numbers of entries (and at least MIN_GROUP_ENTRIES per row
@@ -447,6 +446,7 @@ cdef class SparseBins:
     min_share : float in [0, 1]
         0 makes every feature sparse (as the tests do); 1 only the constant ones.
     n_groups : int >= 1
+    min_elided_columns : float >= 0
 
     Attributes
     ----------
@@ -461,7 +461,8 @@ cdef class SparseBins:
 
     def __init__(self, const X_BINNED_C[::1, :] binned, const uint32_t[::1] n_value_bins,
                  int missing_bin, double min_share=MIN_SPARSE_SHARE,
-                 Py_ssize_t n_groups=SPARSE_GROUPS):
+                 Py_ssize_t n_groups=SPARSE_GROUPS,
+                 double min_elided_columns=MIN_ELIDED_COLUMNS):
         cdef Py_ssize_t n = binned.shape[0], n_features = binned.shape[1]
         cdef Py_ssize_t f, r, g, j, n_sparse
         if not 0 <= missing_bin <= 255:
@@ -472,6 +473,8 @@ cdef class SparseBins:
             raise ValueError(f"min_share must be in [0, 1], got {min_share}")
         if n_groups < 1:
             raise ValueError(f"n_groups must be >= 1, got {n_groups}")
+        if not min_elided_columns >= 0:
+            raise ValueError(f"min_elided_columns must be >= 0, got {min_elided_columns}")
         nvb = np.asarray(n_value_bins)
         if nvb.size and nvb.max() > missing_bin:
             raise ValueError("missing_bin must be a bin above every value bin")
@@ -486,7 +489,8 @@ cdef class SparseBins:
         most_frequent = bin_counts.argmax(axis=1).astype(np.uint8)
         top = bin_counts.max(axis=1) if n_features else np.zeros(0, dtype=np.int64)
         is_sparse = (top >= min_share * n) & (n > 0)
-        if n_features * self.n_bins >= 2 ** 32:     # entries would overflow uint32
+        if (n_features * self.n_bins >= 2 ** 32    # entries would overflow uint32
+                or top[is_sparse].sum() < min_elided_columns * n):
             is_sparse[:] = False
         features = np.flatnonzero(is_sparse).astype(np.int32)
         n_sparse = features.shape[0]

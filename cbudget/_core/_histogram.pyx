@@ -260,41 +260,49 @@ cdef bint _use_row_wise(const sparse_bins_struct * sparse,
     return 2 * n_masked >= sparse.group_indptr[sparse.n_groups]
 
 
+cdef Py_ssize_t _max_count_tasks(
+    const sparse_bins_struct * sparse, const unsigned char * feature_mask,
+    const unsigned char * count_mask, const int32_t * feature_group) noexcept nogil:
+    """Room for the tasks of :func:`_count_tasks`: every ``acquired`` word up to the
+    last counted row-wise feature's, every ``groups_touched`` word up to its largest
+    group's."""
+    cdef Py_ssize_t j, f, last_feature = -1, last_group = -1
+    for j in range(sparse.group_indptr[sparse.n_groups]):
+        f = sparse.features[j]
+        if feature_mask[f] and count_mask[f]:
+            last_feature = f
+            last_group = max(last_group, feature_group[f])
+    return (last_feature + 64) // 64 + (last_group + 64) // 64
+
+
 cdef Py_ssize_t _count_tasks(
     const sparse_bins_struct * sparse, Py_ssize_t n_samples,
     const unsigned char * feature_mask, const unsigned char * count_mask,
     const BITSET_WORD_C * acquired, const BITSET_WORD_C * groups_touched,
     const int32_t * feature_group, count_task * tasks) noexcept nogil:
     """The bitset words whose bits the counted row-wise features need (``acquired``
-    words, then ``groups_touched`` words), each once; returns how many. With ``tasks ==
-    NULL`` only counts them."""
+    words, then ``groups_touched`` words), each once, into ``tasks``; returns how many."""
     cdef Py_ssize_t j, f, t, n_tasks = 0
     cdef const BITSET_WORD_C * column
-    cdef const BITSET_WORD_C * last = NULL
     cdef int32_t group
     for j in range(sparse.group_indptr[sparse.n_groups]):     # features ascend
         f = sparse.features[j]
-        if feature_mask[f] and count_mask[f] and &acquired[(f >> 6) * n_samples] != last:
-            last = &acquired[(f >> 6) * n_samples]
-            if tasks != NULL:
-                tasks[n_tasks].column = last
+        column = &acquired[(f >> 6) * n_samples]
+        if feature_mask[f] and count_mask[f] and (
+                n_tasks == 0 or tasks[n_tasks - 1].column != column):
+            tasks[n_tasks].column = column
             n_tasks += 1
-    # group words: few distinct ones, found by a scan of the few found so far
     for j in range(sparse.group_indptr[sparse.n_groups]):
         f = sparse.features[j]
         group = feature_group[f]
         if not (feature_mask[f] and count_mask[f]) or group < 0:
             continue
         column = &groups_touched[(group >> 6) * n_samples]
-        for t in range(n_tasks):
-            if tasks == NULL or tasks[t].column == column:
+        for t in range(n_tasks):       # few group words: a scan finds the known ones
+            if tasks[t].column == column:
                 break
         else:
-            if tasks != NULL:
-                tasks[n_tasks].column = column
-            n_tasks += 1
-            continue
-        if tasks == NULL:    # counting only: an upper bound (a task per grouped feature)
+            tasks[n_tasks].column = column
             n_tasks += 1
     return n_tasks
 
@@ -358,9 +366,9 @@ cdef int build_histograms_core(
         row_wise = sparse.is_sparse
         n_groups = sparse.n_groups
         if count_mask != NULL:
-            n_tasks = _count_tasks(sparse, n_samples, feature_mask, count_mask, acquired,
-                                   groups_touched, feature_group, NULL)
-            tasks = <count_task *> calloc(n_tasks + 1, sizeof(count_task))
+            tasks = <count_task *> calloc(
+                _max_count_tasks(sparse, feature_mask, count_mask, feature_group) + 1,
+                sizeof(count_task))
             if tasks == NULL:
                 return -1
             n_tasks = _count_tasks(sparse, n_samples, feature_mask, count_mask, acquired,

@@ -26,11 +26,11 @@
   :meth:`cbudget.Booster.best_iteration_within_budget` picks the best validation round
   within a total budget.
 
-Continuing a model (``xgb_model``): its trees are kept and new rounds added; for CEGB and
-Greedy Miser the acquisition state is restored by routing the training inputs through
-the existing trees. Row and column sampling depend only on ``seed`` and the round, so
-``a`` rounds continued by ``b`` grow the same trees as ``a + b`` rounds at once (up to
-floating-point rounding of the restored scores).
+Continuing a model (``xgb_model``): its trees are kept and new rounds added; the
+acquisition state (and, for CEGB and Greedy Miser, the penalty) is restored by routing
+the training inputs through the existing trees. Row and column sampling depend only on
+``seed`` and the round, so ``a`` rounds continued by ``b`` grow the same trees as ``a +
+b`` rounds at once (up to floating-point rounding of the restored scores).
 """
 from __future__ import annotations
 
@@ -209,7 +209,7 @@ class BoostingTrainer(Trainer):
         costs = dtrain.cost_model
         self.cost_state = AcquisitionState(n_samples, costs.feature_group, costs.n_groups)
         self.split_visits = 0         # split nodes visited by all training inputs so far
-        self.train_cost_curve: list = []
+        self.train_cost_curve = []
         if init is not None and init.num_boosted_rounds():
             self.restore_costs(init)
         self.penalised = p["algorithm"] in ("cegb", "greedy_miser")

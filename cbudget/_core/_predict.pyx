@@ -171,7 +171,7 @@ def predict_binned_add(
     const X_BINNED_C[::1, :] binned,
     const node_struct[::1] tree,
     const X_BINNED_C missing_bin,
-    double[:, ::1] raw,
+    double[:, :] raw,
     const int output,
     int n_threads,
 ):

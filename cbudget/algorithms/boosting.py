@@ -183,7 +183,9 @@ class BoostingTrainer(Trainer):
 
         n_samples, n_features = dtrain.data.shape
         n_outputs = objective.n_outputs
-        self.raw_train = initial_raw(init, dtrain, base_score)
+        # Fortran order: a tree adds its leaf values to one contiguous column (rows in
+        # the order of its partition); C order would touch a cache line per row
+        self.raw_train = np.asfortranarray(initial_raw(init, dtrain, base_score))
         self.eval_state = [(name, data, binned_like(data, dtrain),
                             initial_raw(init, data, base_score))
                            for data, name in setup.evals]

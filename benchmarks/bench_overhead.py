@@ -44,12 +44,13 @@ def instrument():
                 PARTS[name] += time.perf_counter() - start
         return wrapper
 
-    trainer.round_jobs = timed("gradients and sampling", trainer.round_jobs)
-    trainer.grow_trees = timed("trees (growth, scores, cost state)", trainer.grow_trees)
-    trainer.record_acquisitions = timed("cost state (also inside trees when sequential)",
-                                        trainer.record_acquisitions)
-    trainer.iterate = timed("rounds in all", trainer.iterate)
-    trainer.record_training = timed("after the last round", trainer.record_training)
+    parts = {"round_jobs": "gradients and sampling",
+             "grow_trees": "trees (growth, scores, cost state)",
+             "record_acquisitions": "cost state (also inside trees when sequential)",
+             "iterate": "rounds in all", "record_training": "after the last round"}
+    for method, name in parts.items():
+        if hasattr(trainer, method):     # older sources (before/after runs) lack some
+            setattr(trainer, method, timed(name, getattr(trainer, method)))
 
 
 def run(library, kind, data, threads, rounds, lam):

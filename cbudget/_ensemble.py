@@ -144,6 +144,16 @@ def read_imported_from(doc: dict) -> dict | None:
     return dict(section)
 
 
+def concatenate_trees(trees: list) -> np.ndarray:
+    """The ``NODE_DTYPE`` trees back to back. Copied as bytes: numpy's field-by-field
+    promotion of thousands of struct arrays costs several times the copy."""
+    if not trees:
+        return np.zeros(0, dtype=NODE_DTYPE)
+    if all(t.dtype == NODE_DTYPE and t.ndim == 1 and t.flags.c_contiguous for t in trees):
+        return np.concatenate([t.view(np.uint8) for t in trees]).view(NODE_DTYPE)
+    return np.concatenate(trees).astype(NODE_DTYPE, copy=False)
+
+
 class StagedCostTracker(CostTracker):
     """The mean cost of fixed inputs as an ensemble grows: each new iteration's trees
     are routed once, the inputs' acquired features are kept."""
@@ -257,7 +267,7 @@ class TreeEnsemble(Model):
         key = (t0, t1)
         if key not in self._flat_cache:
             trees = self.trees[t0:t1]
-            nodes = np.concatenate(trees) if trees else np.zeros(0, dtype=NODE_DTYPE)
+            nodes = concatenate_trees(trees)
             offsets = np.zeros(len(trees) + 1, dtype=np.int64)
             offsets[1:] = np.cumsum([t.shape[0] for t in trees])
             outputs = np.asarray(self.tree_outputs[t0:t1], dtype=np.int32)
@@ -395,9 +405,10 @@ class TreeEnsemble(Model):
         """
         return self._cost_curve(self.prepare_input(X))
 
-    def _cost_curve(self, X, node_counts=None):
+    def _cost_curve(self, X, node_counts=None, bitsets=None):
         _, offsets, _, nodes = self._flat(0, len(self.trees))
-        bitsets = self.cost_model.new_bitsets(X.shape[0])
+        if bitsets is None:
+            bitsets = self.cost_model.new_bitsets(X.shape[0])
         cost = np.zeros(X.shape[0])
         curve = np.zeros(self.num_iterations())
         for r in range(self.num_iterations()):
@@ -409,21 +420,34 @@ class TreeEnsemble(Model):
             curve[r] = cost.mean()
         return curve
 
+    def training_cost_pass(self, X) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+        """Route the training rows ``X`` (prepared, as ``Dataset.data``) through every
+        tree: set each node's ``new_acquisitions`` (the rows that first acquire its
+        feature there) and return the mean cost after each iteration and the rows'
+        acquisition bitsets (:meth:`cbudget.CostModel.new_bitsets`) after the last.
+
+        The boosters track the same numbers while they grow their trees; this pass is
+        what :meth:`finalize` runs for the other learners, and what continuing a model
+        runs over the trees it starts from."""
+        _, offsets, _, nodes = self._flat(0, len(self.trees))
+        counts = np.zeros(nodes.shape[0], dtype=np.int64)
+        bitsets = self.cost_model.new_bitsets(X.shape[0])
+        curve = self._cost_curve(X, node_counts=counts, bitsets=bitsets)
+        for t, tree in enumerate(self.trees):
+            tree["new_acquisitions"] = counts[offsets[t]:offsets[t + 1]]
+        self._flat_cache.clear()
+        return curve, bitsets
+
     def finalize(self, dtrain, evals, train_cost_curve=None) -> None:
         """After training: per node ``new_acquisitions`` (training inputs that first
         acquire the node's feature there) and the cost ``summary``.
 
         ``train_cost_curve``: the mean training cost after each iteration when training
-        already tracked it (the cost-aware boosters' acquisition state; the trees then
-        carry their ``new_acquisitions``), else both come from routing the training data
-        through the trees."""
+        already tracked it (the boosters' acquisition state; the trees then carry their
+        ``new_acquisitions``), else both come from routing the training data through the
+        trees (:meth:`training_cost_pass`)."""
         if train_cost_curve is None:
-            _, offsets, _, nodes = self._flat(0, len(self.trees))
-            counts = np.zeros(nodes.shape[0], dtype=np.int64)
-            curve = self._cost_curve(dtrain.data, node_counts=counts)
-            for t, tree in enumerate(self.trees):
-                tree["new_acquisitions"] = counts[offsets[t]:offsets[t + 1]]
-            self._flat_cache.clear()
+            curve = self.training_cost_pass(dtrain.data)[0]
         else:
             curve = np.asarray(train_cost_curve[:self.num_iterations()], dtype=np.float64)
         # the summary describes the model as it predicts by default (the best iteration)

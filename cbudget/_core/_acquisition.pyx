@@ -129,6 +129,10 @@ cdef class AcquisitionState:
         cdef bint first_use = not self.feature_used[feature]
         if group >= 0:
             group_word, group_bit = group >> 6, (<BITSET_WORD_C> 1) << (group & 63)
+        # every input has the feature (and so its group) already: nothing can change;
+        # after the first rounds this holds for most splits (the root's features)
+        if self.n_acquired[feature] == self.n_samples:
+            n_rows = 0
         for i in range(n_rows):
             row = rows[i]
             if not self.acquired[row, word] & bit:
@@ -157,6 +161,64 @@ cdef class AcquisitionState:
             first = self.acquire_rows(&rows[0] if rows.shape[0] else NULL, rows.shape[0],
                                       feature, &newly)
         return first, newly
+
+    def acquire_partition(self, node_struct[::1] tree, const int32_t[::1] rows):
+        """The acquisitions of a tree grown without a cost penalty, from the partition
+        its grower left: ``rows`` (as :meth:`TreeGrower.grow` reordered them) holds each
+        node's rows contiguously, the left child's first, so node ``i``'s rows follow
+        from the ``n_samples`` of the nodes before it. The rows of every split node
+        acquire its feature, parents before children (a row's order along its path: the
+        same counts as routing it); ``tree["new_acquisitions"]`` is incremented where
+        rows first acquire a feature. Returns the number of split nodes the rows visit.
+
+        ValueError when a row is out of range, the nodes' ``n_samples`` do not
+        partition ``rows`` (root: all of them; a split node: its children's sum), or a
+        node is neither a leaf nor a split on a feature of the state with both children
+        after it in the tree."""
+        cdef Py_ssize_t node, bad, n_nodes = tree.shape[0]
+        cdef int64_t visits = 0, newly
+        cdef int32_t left, right
+        if n_nodes == 0:
+            raise ValueError("tree has no nodes")
+        with nogil:
+            bad = first_bad_node(&tree[0], n_nodes, self.n_features)
+        if bad >= 0:
+            raise ValueError(f"tree node {bad}: children must come after it within the "
+                             f"tree, and its feature must be a feature of the state")
+        if tree[0].n_samples != rows.shape[0]:
+            raise ValueError(f"the root holds {tree[0].n_samples} rows, rows has "
+                             f"{rows.shape[0]}")
+        for node in range(n_nodes):
+            left, right = tree[node].left, tree[node].right
+            if left != -1 and (tree[left].n_samples < 0 or tree[right].n_samples < 0
+                               or tree[left].n_samples + tree[right].n_samples
+                               != tree[node].n_samples):
+                raise ValueError(f"tree node {node}: its children's n_samples do not add "
+                                 f"up to its own")
+        if rows.shape[0] == 0:
+            return 0
+        with nogil:
+            bad = first_out_of_range_32(&rows[0], rows.shape[0], 0, self.n_samples)
+        if bad >= 0:
+            raise ValueError(f"rows[{bad}] = {rows[bad]} is out of range for "
+                             f"{self.n_samples} samples")
+        # -1: not reached from the root (skipped; such a node's range is unknown)
+        start_array = np.full(n_nodes, -1, dtype=np.int64)
+        start_array[0] = 0
+        cdef int64_t[::1] start = start_array
+        with nogil:
+            for node in range(n_nodes):
+                left, right = tree[node].left, tree[node].right
+                if left == -1 or start[node] < 0:
+                    continue
+                start[left] = start[node]
+                start[right] = start[node] + tree[left].n_samples
+                newly = 0
+                self.acquire_rows(&rows[start[node]], tree[node].n_samples,
+                                  tree[node].feature, &newly)
+                tree[node].new_acquisitions += <int32_t> newly
+                visits += tree[node].n_samples
+        return visits
 
     def acquire_along_paths(self, const X_BINNED_C[::1, :] binned, node_struct[::1] tree,
                             const X_BINNED_C missing_bin, const int32_t[::1] rows):

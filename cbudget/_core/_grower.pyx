@@ -695,9 +695,10 @@ cdef class TreeGrower:
         self._release_histograms(node)
         return raw_gain, increment
 
-    def add_leaf_values(self, const int32_t[::1] rows, double[:, ::1] raw, int output):
+    def add_leaf_values(self, const int32_t[::1] rows, double[:, :] raw, int output):
         """``raw[r, output] += value of r's leaf`` for the rows of the last tree grown,
-        from its partition (``rows`` as left by :meth:`grow`): no traversal needed."""
+        from its partition (``rows`` as left by :meth:`grow`): no traversal needed.
+        ``raw`` may have any strides; Fortran order keeps the writes in one column."""
         cdef Py_ssize_t node, i
         cdef double value
         cdef grow_node * leaf

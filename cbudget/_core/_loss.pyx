@@ -47,12 +47,14 @@ def logistic_gradients(const double[::1] raw, const double[::1] y,
         hess[i] = fmax(p * (1.0 - p), MIN_HESSIAN) * w
 
 
-def softmax_gradients(const double[:, ::1] raw, const double[::1] y,
+def softmax_gradients(const double[:, :] raw, const double[::1] y,
                       const double[::1] weight, double[::1, :] grad, double[::1, :] hess,
                       int n_threads):
     """Softmax cross-entropy: ``p = softmax(raw[i])``, ``grad[i, k] = p_k - [y_i = k]``,
     ``hess[i, k] = max(p_k (1 - p_k), 1e-16)``, times ``weight`` (None: 1).
-    ``grad`` and ``hess`` are Fortran ordered (one contiguous column per class)."""
+    ``grad`` and ``hess`` are Fortran ordered (one contiguous column per class); ``raw``
+    may have any strides (training keeps it Fortran ordered too: a tree adds its leaf
+    values to one contiguous column)."""
     cdef Py_ssize_t i, k, n = raw.shape[0], n_classes = raw.shape[1]
     cdef bint weighted = weight is not None
     cdef double w, top, total, p

@@ -20,6 +20,8 @@ from cython.parallel cimport prange, threadid
 from libc.math cimport isnan
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
+import numpy as np
+
 from ._safety cimport (
     check_n_threads, check_offsets, first_bad_node, first_out_of_range_32,
     first_out_of_range_64)
@@ -169,7 +171,7 @@ def predict_binned_add(
     const X_BINNED_C[::1, :] binned,
     const node_struct[::1] tree,
     const X_BINNED_C missing_bin,
-    double[:, ::1] raw,
+    double[:, :] raw,
     const int output,
     int n_threads,
 ):
@@ -236,7 +238,8 @@ def predict_cost(
     """
     cdef Py_ssize_t n_samples = X.shape[0]
     cdef Py_ssize_t n_trees = tree_offsets.shape[0] - 1
-    cdef Py_ssize_t i, t
+    cdef Py_ssize_t i, t, block, stop
+    cdef Py_ssize_t n_blocks = (n_samples + ROW_BLOCK - 1) // ROW_BLOCK
     cdef int32_t node, feature, group
     cdef int64_t offset
     cdef double x, cost
@@ -263,32 +266,41 @@ def predict_cost(
                         or new_acquisitions.shape[1] != nodes.shape[0]):
         raise ValueError(f"new_acquisitions must have shape (n_threads, n_nodes) = "
                          f"({n_threads}, {nodes.shape[0]}) or no rows")
-    for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
-        cost = 0.0
+    if n_samples == 0:
+        return
+    # each row's cost summed over the trees in order, as one row at a time would; the
+    # rows of a block walk a tree together (the trees stay in cache)
+    partial_costs = np.zeros(n_samples)
+    cdef double[::1] partial = partial_costs
+    for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
         tid = threadid()
+        stop = min((block + 1) * ROW_BLOCK, n_samples)
         for t in range(n_trees):
             offset = tree_offsets[t]
-            cost = cost + tree_cost
-            node = 0
-            while nodes[offset + node].left != -1:
-                feature = nodes[offset + node].feature
-                cost = cost + split_cost
-                if not (acquired[i, feature >> 6] >> (feature & 63)) & 1:
-                    acquired[i, feature >> 6] |= (<uint64_t> 1) << (feature & 63)
-                    cost = cost + feature_costs[feature]
-                    if count_nodes:
-                        new_acquisitions[tid, offset + node] += 1
-                    group = feature_group[feature]
-                    if group >= 0 and not (groups_touched[i, group >> 6] >> (group & 63)) & 1:
-                        groups_touched[i, group >> 6] |= (<uint64_t> 1) << (group & 63)
-                        cost = cost + group_costs[group]
-                x = X[i, feature]
-                if isnan(x):
-                    goes_left = nodes[offset + node].default_left
-                else:
-                    goes_left = x <= nodes[offset + node].threshold
-                node = nodes[offset + node].left if goes_left else nodes[offset + node].right
-        out_cost[i] += cost
+            for i in range(block * ROW_BLOCK, stop):
+                cost = partial[i] + tree_cost
+                node = 0
+                while nodes[offset + node].left != -1:
+                    feature = nodes[offset + node].feature
+                    cost = cost + split_cost
+                    if not (acquired[i, feature >> 6] >> (feature & 63)) & 1:
+                        acquired[i, feature >> 6] |= (<uint64_t> 1) << (feature & 63)
+                        cost = cost + feature_costs[feature]
+                        if count_nodes:
+                            new_acquisitions[tid, offset + node] += 1
+                        group = feature_group[feature]
+                        if group >= 0 and not (groups_touched[i, group >> 6] >> (group & 63)) & 1:
+                            groups_touched[i, group >> 6] |= (<uint64_t> 1) << (group & 63)
+                            cost = cost + group_costs[group]
+                    x = X[i, feature]
+                    if isnan(x):
+                        goes_left = nodes[offset + node].default_left
+                    else:
+                        goes_left = x <= nodes[offset + node].threshold
+                    node = nodes[offset + node].left if goes_left else nodes[offset + node].right
+                partial[i] = cost
+        for i in range(block * ROW_BLOCK, stop):
+            out_cost[i] += partial[i]
 
 
 

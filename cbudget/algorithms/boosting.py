@@ -26,11 +26,11 @@
   :meth:`cbudget.Booster.best_iteration_within_budget` picks the best validation round
   within a total budget.
 
-Continuing a model (``xgb_model``): its trees are kept and new rounds added; for CEGB and
-Greedy Miser the acquisition state is restored by routing the training inputs through
-the existing trees. Row and column sampling depend only on ``seed`` and the round, so
-``a`` rounds continued by ``b`` grow the same trees as ``a + b`` rounds at once (up to
-floating-point rounding of the restored scores).
+Continuing a model (``xgb_model``): its trees are kept and new rounds added; the
+acquisition state (and, for CEGB and Greedy Miser, the penalty) is restored by routing
+the training inputs through the existing trees. Row and column sampling depend only on
+``seed`` and the round, so ``a`` rounds continued by ``b`` grow the same trees as ``a +
+b`` rounds at once (up to floating-point rounding of the restored scores).
 """
 from __future__ import annotations
 
@@ -183,7 +183,9 @@ class BoostingTrainer(Trainer):
 
         n_samples, n_features = dtrain.data.shape
         n_outputs = objective.n_outputs
-        self.raw_train = initial_raw(init, dtrain, base_score)
+        # Fortran order: a tree adds its leaf values to one contiguous column (rows in
+        # the order of its partition); C order would touch a cache line per row
+        self.raw_train = np.asfortranarray(initial_raw(init, dtrain, base_score))
         self.eval_state = [(name, data, binned_like(data, dtrain),
                             initial_raw(init, data, base_score))
                            for data, name in setup.evals]
@@ -200,16 +202,19 @@ class BoostingTrainer(Trainer):
         self.n_sub_features = max(1, int(round(p["colsample_bytree"] * n_features)))
         # a feature with a single bin can never be split: skip its histograms
         self.splittable = (dtrain.n_value_bins >= 2).astype(np.uint8)
-        self.cost_state = None
-        if p["algorithm"] in ("cegb", "greedy_miser"):
-            self.cost_state = AcquisitionState(n_samples, dtrain.cost_model.feature_group,
-                                               dtrain.cost_model.n_groups)
-            if init is not None and init.num_boosted_rounds():
-                # restored by routing the training inputs through the existing trees
-                every_round = (0, 0)
-                bitsets = init.acquired_bitsets(dtrain.data, every_round)
-                self.cost_state.load_bitsets(bitsets[0], bitsets[1],
-                                             init.used_features(every_round))
+        # Which training inputs have acquired which features, for every learner: the
+        # cost-aware ones grow their trees with it (the grower updates it at each split);
+        # for plain boosting it is updated from each tree's leaf partition after growth.
+        # Either way the training cost after each round, and each node's
+        # new_acquisitions, follow from it: no routing pass over the training data after
+        # training (TreeEnsemble.finalize).
+        costs = dtrain.cost_model
+        self.cost_state = AcquisitionState(n_samples, costs.feature_group, costs.n_groups)
+        self.split_visits = 0         # split nodes visited by all training inputs so far
+        self.train_cost_curve = []
+        if init is not None and init.num_boosted_rounds():
+            self.restore_costs(init)
+        self.penalised = p["algorithm"] in ("cegb", "greedy_miser")
         # Greedy Miser is first order: CART on the residuals, the hessian is the weight.
         if p["algorithm"] == "greedy_miser":
             unit = np.ones(n_samples) if weight is None else weight
@@ -220,22 +225,30 @@ class BoostingTrainer(Trainer):
         # they grow in parallel, one single-threaded grower per thread (the same trees as
         # one grower using all threads: growth does not depend on the thread count). Not
         # for the cost-aware learners, where each tree depends on the previous ones'.
-        tree_parallel = n_outputs > 1 and n_threads > 1 and self.cost_state is None
+        tree_parallel = n_outputs > 1 and n_threads > 1 and not self.penalised
         self.n_growers = min(n_threads, n_outputs) if tree_parallel else 1
         self.threads_per_tree = 1 if tree_parallel else n_threads
         self.growers = [tree_grower(dtrain, p, self.threads_per_tree)
                         for _ in range(self.n_growers)]
-        if self.cost_state is not None:
+        if self.penalised:
             self.growers[0].set_cost_penalty(self.cost_state, p["cost_tradeoff"],
                                              *penalty_costs(p["algorithm"], dtrain.cost_model))
         self.rows_buffers = [np.empty(n_samples, dtype=np.int32) for _ in self.growers]
-        # The cost-aware learners track the training inputs' acquisitions anyway: the
-        # training cost after each round follows from the state, no routing pass needed
-        # after training (when continuing a model, the pass is run instead).
-        self.track_costs = self.cost_state is not None and init is None
-        self.split_visits = 0         # split nodes visited by all training inputs so far
-        self.train_cost_curve = []
         self.pool = ThreadPoolExecutor(max_workers=self.n_growers) if tree_parallel else None
+
+    def restore_costs(self, init):
+        """Continuing ``init``: the acquisition state, its trees' ``new_acquisitions``
+        and the training cost curve of its rounds, from one routing pass of the training
+        inputs through its trees (they may be other data than ``init`` was trained on)."""
+        dtrain, costs = self.dtrain, self.dtrain.cost_model
+        curve, bitsets = self.model.training_cost_pass(dtrain.data)
+        self.cost_state.load_bitsets(bitsets[0], bitsets[1], self.model.used_features((0, 0)))
+        self.train_cost_curve = curve.tolist()
+        if costs.split_cost > 0:
+            # every input visits the split nodes above the leaf it reaches
+            leaves = self.model.predict(dtrain, pred_leaf=True, iteration_range=(0, 0))
+            self.split_visits = sum(int(tree["depth"][leaves[:, t]].sum())
+                                    for t, tree in enumerate(self.model.trees))
 
     def grow_tree(self, grower_index, k, in_bag, out_of_bag, feature_mask):
         """Grow the tree of output k and add it to the training and evaluation scores."""
@@ -244,11 +257,11 @@ class BoostingTrainer(Trainer):
         rows = self.rows_buffers[grower_index][:in_bag.shape[0]]
         rows[:] = in_bag      # the grower reorders its rows: never in_bag itself
         tree = grower.grow(self.grad[:, k], self.grow_hess[:, k], rows, feature_mask)
-        if self.cost_state is not None:
-            self.split_visits += int(tree["n_samples"][tree["left"] != -1].sum())
-            if out_of_bag.shape[0]:
-                self.split_visits += self.cost_state.acquire_along_paths(
-                    dtrain.binned, tree, dtrain.missing_bin, out_of_bag)
+        # the partition of the last tree grown, for record_acquisitions; the buffer is
+        # reused by this grower's next tree: trees growing in parallel keep a copy
+        partition = rows if self.pool is None else rows.copy()
+        if self.pool is None:
+            self.record_acquisitions(tree, partition, out_of_bag)
         if in_bag is self.all_rows:   # every row sits in a leaf of the partition
             grower.add_leaf_values(rows, self.raw_train, k)
         else:
@@ -256,7 +269,19 @@ class BoostingTrainer(Trainer):
                                self.threads_per_tree)
         for _, _, binned, raw in self.eval_state:
             predict_binned_add(binned, tree, dtrain.missing_bin, raw, k, self.threads_per_tree)
-        return tree
+        return tree, partition, out_of_bag
+
+    def record_acquisitions(self, tree, partition, out_of_bag):
+        """Update the acquisition state with a new tree (in the order of the trees):
+        the in-bag rows from the tree's partition (the cost-aware grower has done that
+        while growing), the rows left out of the round by routing them through it; the
+        tree's ``new_acquisitions`` count both."""
+        if not self.penalised:
+            self.cost_state.acquire_partition(tree, partition)
+        self.split_visits += int(tree["n_samples"][tree["left"] != -1].sum())
+        if out_of_bag.shape[0]:
+            self.split_visits += self.cost_state.acquire_along_paths(
+                self.dtrain.binned, tree, self.dtrain.missing_bin, out_of_bag)
 
     def grow_trees(self, grower_index, jobs):
         return [self.grow_tree(grower_index, *job) for job in jobs]
@@ -309,20 +334,21 @@ class BoostingTrainer(Trainer):
         n_samples = dtrain.data.shape[0]
         jobs = self.round_jobs(iteration)
         if self.pool is None:
-            trees = self.grow_trees(0, jobs)
+            grown = self.grow_trees(0, jobs)
         else:
             n = self.n_growers
             parts = [self.pool.submit(self.grow_trees, g, jobs[g::n]) for g in range(n)]
-            grown = [part.result() for part in parts]
-            trees = [grown[k % n][k // n] for k in range(n_outputs)]
-        self.model.add_round(trees)
-        if self.track_costs:
-            costs, state = dtrain.cost_model, self.cost_state
-            self.train_cost_curve.append(
-                (costs.feature_costs @ state.acquired_counts
-                 + costs.group_costs @ state.touched_counts
-                 + costs.split_cost * self.split_visits) / n_samples
-                + costs.tree_cost * len(self.model.trees))
+            by_grower = [part.result() for part in parts]
+            grown = [by_grower[k % n][k // n] for k in range(n_outputs)]
+            for tree_grown in grown:     # in the order of the trees, as routing would
+                self.record_acquisitions(*tree_grown)
+        self.model.add_round([tree for tree, _, _ in grown])
+        costs, state = dtrain.cost_model, self.cost_state
+        self.train_cost_curve.append(
+            (costs.feature_costs @ state.acquired_counts
+             + costs.group_costs @ state.touched_counts
+             + costs.split_cost * self.split_visits) / n_samples
+            + costs.tree_cost * len(self.model.trees))
         return False
 
     def eval_predictions(self):
@@ -333,9 +359,8 @@ class BoostingTrainer(Trainer):
         return self.model if n_keep is None else self.model[:n_keep]
 
     def record_training(self, model):
-        model.finalize(self.dtrain, self.named_evals,
-                       self.train_cost_curve if self.track_costs else None)
-        if (self.cost_state is not None and self.p["cost_tradeoff"] > 0 and model.trees
+        model.finalize(self.dtrain, self.named_evals, self.train_cost_curve)
+        if (self.penalised and self.p["cost_tradeoff"] > 0 and model.trees
                 and all(tree.shape[0] == 1 for tree in model.trees)):
             limit = smallest_blocking_tradeoff(self.p, self.dtrain, self.setup)
             if 0 < limit <= self.p["cost_tradeoff"]:

@@ -1,12 +1,21 @@
 """Gradients and hessians of the training objectives, in parallel over rows (the
 per-round work that is not tree growth)."""
 from cython.parallel cimport prange
-from libc.math cimport exp, fmax
+from libc.math cimport exp
 
 from ._safety cimport check_n_threads
 
 # Smallest hessian of the logistic and softmax losses (keeps Newton steps finite).
 cdef double MIN_HESSIAN = 1e-16
+# Rows of one softmax block: each class column of the block is read and written
+# contiguously (the arrays are Fortran ordered), not one cache line per class per row.
+cdef enum:
+    SOFTMAX_BLOCK = 64
+
+
+cdef inline double _larger(double a, double b) noexcept nogil:
+    """``fmax`` for numbers (never NaN here), inlined: libm's fmax is a call."""
+    return a if a >= b else b
 
 
 cdef int _check(Py_ssize_t n, Py_ssize_t n_y, Py_ssize_t n_grad, Py_ssize_t n_hess,
@@ -44,7 +53,35 @@ def logistic_gradients(const double[::1] raw, const double[::1] y,
         w = weight[i] if weighted else 1.0
         p = 1.0 / (1.0 + exp(-raw[i]))
         grad[i] = (p - y[i]) * w
-        hess[i] = fmax(p * (1.0 - p), MIN_HESSIAN) * w
+        hess[i] = _larger(p * (1.0 - p), MIN_HESSIAN) * w
+
+
+cdef void _softmax_block(const double[:, :] raw, const double[::1] y,
+                         const double * weight, double[::1, :] grad, double[::1, :] hess,
+                         Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
+    """Rows ``start:stop`` (at most SOFTMAX_BLOCK) class by class; each row's arithmetic
+    is that of a row-by-row loop (max, then the sum of exponentials in class order)."""
+    cdef double top[SOFTMAX_BLOCK]
+    cdef double total[SOFTMAX_BLOCK]
+    cdef Py_ssize_t i, j, k, n_classes = raw.shape[1]
+    cdef double p, w
+    for i in range(start, stop):
+        top[i - start] = raw[i, 0]
+        total[i - start] = 0.0
+    for k in range(1, n_classes):
+        for i in range(start, stop):
+            top[i - start] = _larger(top[i - start], raw[i, k])
+    for k in range(n_classes):
+        for i in range(start, stop):
+            grad[i, k] = exp(raw[i, k] - top[i - start])
+            total[i - start] = total[i - start] + grad[i, k]
+    for k in range(n_classes):
+        for i in range(start, stop):
+            j = i - start
+            w = weight[i] if weight != NULL else 1.0
+            p = grad[i, k] / total[j]
+            grad[i, k] = (p - (1.0 if <Py_ssize_t> y[i] == k else 0.0)) * w
+            hess[i, k] = _larger(p * (1.0 - p), MIN_HESSIAN) * w
 
 
 def softmax_gradients(const double[:, :] raw, const double[::1] y,
@@ -55,23 +92,14 @@ def softmax_gradients(const double[:, :] raw, const double[::1] y,
     ``grad`` and ``hess`` are Fortran ordered (one contiguous column per class); ``raw``
     may have any strides (training keeps it Fortran ordered too: a tree adds its leaf
     values to one contiguous column)."""
-    cdef Py_ssize_t i, k, n = raw.shape[0], n_classes = raw.shape[1]
+    cdef Py_ssize_t n = raw.shape[0], n_classes = raw.shape[1]
     cdef bint weighted = weight is not None
-    cdef double w, top, total, p
     _check(n, y.shape[0], grad.shape[0], hess.shape[0], weight, n_threads)
     if grad.shape[1] != n_classes or hess.shape[1] != n_classes or n_classes < 1:
         raise ValueError(f"grad / hess must have the shape of raw ({n}, {n_classes}), "
                          "with at least one class")
-    for i in prange(n, nogil=True, schedule="static", num_threads=n_threads):
-        w = weight[i] if weighted else 1.0
-        top = raw[i, 0]
-        for k in range(1, n_classes):
-            top = fmax(top, raw[i, k])
-        total = 0.0
-        for k in range(n_classes):
-            grad[i, k] = exp(raw[i, k] - top)
-            total = total + grad[i, k]
-        for k in range(n_classes):
-            p = grad[i, k] / total
-            grad[i, k] = (p - (1.0 if <Py_ssize_t> y[i] == k else 0.0)) * w
-            hess[i, k] = fmax(p * (1.0 - p), MIN_HESSIAN) * w
+    cdef const double * w = &weight[0] if weighted and n else NULL
+    cdef Py_ssize_t block, n_blocks = (n + SOFTMAX_BLOCK - 1) // SOFTMAX_BLOCK
+    for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
+        _softmax_block(raw, y, w, grad, hess, block * SOFTMAX_BLOCK,
+                       min((block + 1) * SOFTMAX_BLOCK, n))

@@ -21,16 +21,18 @@ cdef Py_ssize_t split_rows_core(
     Returns the number of rows going left."""
     cdef Py_ssize_t i, n_left = 0, n_right = 0
     cdef X_BINNED_C b
-    cdef bint goes_left
+    cdef int goes_left
+    cdef int32_t row
     for i in range(n_rows):
-        b = column[rows[i]]
+        # branch-free: the row is written to both sides and only one count advances (a
+        # split's direction is a coin flip to the branch predictor)
+        row = rows[i]
+        b = column[row]
         goes_left = default_left if b == missing_bin else b <= bin_threshold
-        if goes_left:
-            rows[n_left] = rows[i]
-            n_left += 1
-        else:
-            buffer[n_right] = rows[i]
-            n_right += 1
+        rows[n_left] = row
+        buffer[n_right] = row
+        n_left += goes_left
+        n_right += 1 - goes_left
     for i in range(n_right):
         rows[n_left + i] = buffer[i]
     return n_left

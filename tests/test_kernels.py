@@ -954,12 +954,13 @@ def test_predict(seed, dtype, layout):
 # ---------------------------------------------------------------------------------------
 # 8. Cost accounting
 # ---------------------------------------------------------------------------------------
-def random_cost_model(rng, n_features, n_groups):
+def random_cost_model(rng, n_features, n_groups, zero_split_cost=False):
     feature_group = (rng.integers(-1, n_groups, n_features) if n_groups
                      else np.full(n_features, -1)).astype(np.int32)
+    split_cost = float(rng.uniform(0, 0.3))
     return CostModel(rng.uniform(0, 5, n_features), feature_group,
                      rng.uniform(0, 10, n_groups), [f"g{i}" for i in range(n_groups)],
-                     rng.uniform(0, 1, n_features), float(rng.uniform(0, 0.3)),
+                     rng.uniform(0, 1, n_features), 0.0 if zero_split_cost else split_cost,
                      float(rng.uniform(0, 0.5)))
 
 
@@ -972,7 +973,8 @@ def test_cost_accumulate(seed, n_features, n_groups, initial_state, dtype):
     n_samples = 120
     X = random_raw_data(rng, n_samples, n_features, p_nan=0.15, dtype=dtype)
     edges_list = [find_bin_edges(X[:, f], 8) for f in range(n_features)]
-    cm = random_cost_model(rng, n_features, n_groups)
+    # without a split cost, inputs holding every split feature skip the walks
+    cm = random_cost_model(rng, n_features, n_groups, zero_split_cost=seed == 0)
     # two batches of trees (e.g. two boosting rounds), then the second batch again
     trees_a, nodes_a, off_a = random_forest(rng, edges_list, [3, 10, 0, 20])
     trees_b, nodes_b, off_b = random_forest(rng, edges_list, [15, 7])

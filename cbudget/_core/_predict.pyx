@@ -203,6 +203,24 @@ def predict_binned_add(
         raw[i, output] += tree[node].value
 
 
+def _lacking_features(const predict_node_struct[::1] nodes,
+                      const BITSET_WORD_C[:, ::1] acquired):
+    """Per input, how many of the features the trees split on it has not acquired."""
+    arr = np.asarray(nodes)
+    used = np.unique(arr["feature"][arr["left"] != -1]).astype(np.int32)
+    lacking = np.full(acquired.shape[0], used.shape[0], dtype=np.int32)
+    cdef int32_t[::1] out = lacking
+    cdef const int32_t[::1] features = used
+    cdef Py_ssize_t i, j
+    cdef int32_t f
+    with nogil:
+        for i in range(acquired.shape[0]):
+            for j in range(features.shape[0]):
+                f = features[j]
+                out[i] -= (acquired[i, f >> 6] >> (f & 63)) & 1
+    return lacking
+
+
 def predict_cost(
     const floating_t[:, ::1] X,
     const predict_node_struct[::1] nodes,
@@ -272,6 +290,11 @@ def predict_cost(
     # rows of a block walk a tree together (the trees stay in cache)
     partial_costs = np.zeros(n_samples)
     cdef double[::1] partial = partial_costs
+    # Without a split cost, an input that holds every feature the trees split on pays
+    # only tree_cost from there on: its walks are skipped (large ensembles saturate).
+    cdef bint may_skip = split_cost == 0.0
+    lacking = _lacking_features(nodes, acquired) if may_skip else np.zeros(1, np.int32)
+    cdef int32_t[::1] n_lacking = lacking
     for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
         tid = threadid()
         stop = min((block + 1) * ROW_BLOCK, n_samples)
@@ -279,6 +302,9 @@ def predict_cost(
             offset = tree_offsets[t]
             for i in range(block * ROW_BLOCK, stop):
                 cost = partial[i] + tree_cost
+                if may_skip and n_lacking[i] == 0:
+                    partial[i] = cost
+                    continue
                 node = 0
                 while nodes[offset + node].left != -1:
                     feature = nodes[offset + node].feature
@@ -286,6 +312,8 @@ def predict_cost(
                     if not (acquired[i, feature >> 6] >> (feature & 63)) & 1:
                         acquired[i, feature >> 6] |= (<uint64_t> 1) << (feature & 63)
                         cost = cost + feature_costs[feature]
+                        if may_skip:
+                            n_lacking[i] -= 1
                         if count_nodes:
                             new_acquisitions[tid, offset + node] += 1
                         group = feature_group[feature]

@@ -426,6 +426,19 @@ def test_build_histograms(seed, n_samples, n_features, n_rows):
     assert_hist_equal(out1, out)
 
 
+def histograms_with_counts(binned, rows, g, h, mask, nvb, n_threads, acquired, touched,
+                           feature_group, **options):
+    """build_histograms with acquisition counts into sentinel-filled outputs."""
+    n_features = binned.shape[1]
+    out = sentinel_histograms(n_features)
+    unacquired = np.full(n_features, 999, dtype=np.uint32)
+    untouched = np.full(n_features, 999, dtype=np.uint32)
+    build_histograms(binned, rows, g, h, mask, nvb, MISSING, out, n_threads,
+                     acquired=acquired, groups_touched=touched, feature_group=feature_group,
+                     unacquired_count=unacquired, group_untouched_count=untouched, **options)
+    return out, unacquired, untouched
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("n_groups", [0, 5, 67])
 @pytest.mark.parametrize("n_samples,n_rows", [(150, 100), (700, 600)])
@@ -448,14 +461,8 @@ def test_build_histograms_with_acquisitions(seed, n_groups, n_samples, n_rows):
     assert acquired.shape == (n_samples, 2)
 
     def run(n_threads):
-        out = sentinel_histograms(n_features)
-        unacq = np.full(n_features, 999, dtype=np.uint32)
-        untouched = np.full(n_features, 999, dtype=np.uint32)
-        build_histograms(binned, rows, g, h, mask, nvb, MISSING, out, n_threads,
-                         acquired=acquired, groups_touched=touched,
-                         feature_group=feature_group, unacquired_count=unacq,
-                         group_untouched_count=untouched)
-        return out, unacq, untouched
+        return histograms_with_counts(binned, rows, g, h, mask, nvb, n_threads, acquired,
+                                      touched, feature_group)
 
     out, unacq, untouched = run(2)
     plain = sentinel_histograms(n_features)
@@ -591,15 +598,9 @@ def test_build_histograms_row_wise(seed, n_samples, n_features, n_rows):
     count_mask = (rng.random(n_features) < 0.7).astype(np.uint8)
 
     def run(n_threads, sparse):
-        out = sentinel_histograms(n_features)
-        unacq = np.full(n_features, 999, dtype=np.uint32)
-        untouched = np.full(n_features, 999, dtype=np.uint32)
-        build_histograms(binned, rows, g, h, mask, nvb, MISSING, out, n_threads,
-                         acquired=acquired, groups_touched=touched,
-                         feature_group=feature_group, unacquired_count=unacq,
-                         group_untouched_count=untouched, count_mask=count_mask,
-                         sparse=sparse)
-        return out, unacq, untouched
+        return histograms_with_counts(binned, rows, g, h, mask, nvb, n_threads, acquired,
+                                      touched, feature_group, count_mask=count_mask,
+                                      sparse=sparse)
 
     out, unacq, untouched = run(2, layout)
     sg, sh, cnt = ref_histograms(binned, rows, g, h, N_BINS)

@@ -162,6 +162,29 @@ cdef class AcquisitionState:
                                       feature, &newly)
         return first, newly
 
+    cdef int _check_rows(self, const int32_t[::1] rows) except -1:
+        """ValueError unless every row (at least one) is a sample of the state."""
+        cdef Py_ssize_t bad
+        with nogil:
+            bad = first_out_of_range_32(&rows[0], rows.shape[0], 0, self.n_samples)
+        if bad >= 0:
+            raise ValueError(f"rows[{bad}] = {rows[bad]} is out of range for "
+                             f"{self.n_samples} samples")
+        return 0
+
+    cdef int _check_tree(self, const node_struct[::1] tree, str feature_is) except -1:
+        """ValueError unless the tree has nodes, each a leaf or a split on a feature of
+        the state (``feature_is`` says how) with both children after it."""
+        cdef Py_ssize_t bad
+        if tree.shape[0] == 0:
+            raise ValueError("tree has no nodes")
+        with nogil:
+            bad = first_bad_node(&tree[0], tree.shape[0], self.n_features)
+        if bad >= 0:
+            raise ValueError(f"tree node {bad}: children must come after it within the "
+                             f"tree, and its feature must be {feature_is}")
+        return 0
+
     def acquire_partition(self, node_struct[::1] tree, const int32_t[::1] rows):
         """The acquisitions of a tree grown without a cost penalty, from the partition
         its grower left: ``rows`` (as :meth:`TreeGrower.grow` reordered them) holds each
@@ -175,16 +198,10 @@ cdef class AcquisitionState:
         partition ``rows`` (root: all of them; a split node: its children's sum), or a
         node is neither a leaf nor a split on a feature of the state with both children
         after it in the tree."""
-        cdef Py_ssize_t node, bad, n_nodes = tree.shape[0]
+        cdef Py_ssize_t node, n_nodes = tree.shape[0]
         cdef int64_t visits = 0, newly
         cdef int32_t left, right
-        if n_nodes == 0:
-            raise ValueError("tree has no nodes")
-        with nogil:
-            bad = first_bad_node(&tree[0], n_nodes, self.n_features)
-        if bad >= 0:
-            raise ValueError(f"tree node {bad}: children must come after it within the "
-                             f"tree, and its feature must be a feature of the state")
+        self._check_tree(tree, "a feature of the state")
         if tree[0].n_samples != rows.shape[0]:
             raise ValueError(f"the root holds {tree[0].n_samples} rows, rows has "
                              f"{rows.shape[0]}")
@@ -197,11 +214,7 @@ cdef class AcquisitionState:
                                  f"up to its own")
         if rows.shape[0] == 0:
             return 0
-        with nogil:
-            bad = first_out_of_range_32(&rows[0], rows.shape[0], 0, self.n_samples)
-        if bad >= 0:
-            raise ValueError(f"rows[{bad}] = {rows[bad]} is out of range for "
-                             f"{self.n_samples} samples")
+        self._check_rows(rows)
         # -1: not reached from the root (skipped; such a node's range is unknown)
         start_array = np.full(n_nodes, -1, dtype=np.int64)
         start_array[0] = 0
@@ -231,7 +244,7 @@ cdef class AcquisitionState:
         ValueError when ``binned`` does not match the state, a row is out of range, or
         a node of ``tree`` is neither a leaf nor a split on a feature of ``binned`` with
         both children after it in the tree."""
-        cdef Py_ssize_t i, bad, n_nodes = tree.shape[0]
+        cdef Py_ssize_t i
         cdef int64_t visits = 0, newly
         cdef int32_t node, row
         cdef int32_t[::1] one = np.zeros(1, dtype=np.int32)
@@ -239,18 +252,8 @@ cdef class AcquisitionState:
             raise ValueError("binned does not match the acquisition state")
         if rows.shape[0] == 0:
             return 0
-        with nogil:
-            bad = first_out_of_range_32(&rows[0], rows.shape[0], 0, self.n_samples)
-        if bad >= 0:
-            raise ValueError(f"rows[{bad}] = {rows[bad]} is out of range for "
-                             f"{self.n_samples} samples")
-        if n_nodes == 0:
-            raise ValueError("tree has no nodes")
-        with nogil:
-            bad = first_bad_node(&tree[0], n_nodes, self.n_features)
-        if bad >= 0:
-            raise ValueError(f"tree node {bad}: children must come after it within the "
-                             f"tree, and its feature must be a column of binned")
+        self._check_rows(rows)
+        self._check_tree(tree, "a column of binned")
         with nogil:
             for i in range(rows.shape[0]):
                 row = rows[i]

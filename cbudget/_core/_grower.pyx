@@ -20,6 +20,7 @@ Greedy Miser (eq. 5 of its paper) only the once-per-model terms (its phi). The r
 counts come out of the histogram pass (siblings by subtraction); applying a split marks
 every row of the leaf as having acquired ``m``.
 """
+from cython.parallel cimport prange
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.stdlib cimport free, malloc
@@ -35,6 +36,9 @@ from ._safety cimport check_n_threads, checked_calloc, checked_malloc, first_out
 from ._split cimport find_best_split_core, leaf_value_core, split_struct
 from ._types cimport MAX_ROWS_C, X_BINNED_C, hist_struct, node_struct
 from ._types import NODE_DTYPE
+
+# Below this many rows a tree's leaf values are added to the scores on one thread.
+cdef Py_ssize_t MIN_PARALLEL_ROWS = 65536
 
 
 cdef struct grow_node:
@@ -701,7 +705,6 @@ cdef class TreeGrower:
         ``raw`` may have any strides; Fortran order keeps the writes in one column."""
         cdef Py_ssize_t node, i
         cdef double value
-        cdef grow_node * leaf
         if raw.shape[0] != self.n_samples or not 0 <= output < raw.shape[1]:
             raise ValueError("raw does not match the binned data")
         if self.n_nodes == 0:
@@ -710,15 +713,17 @@ cdef class TreeGrower:
             raise ValueError(f"rows has {rows.shape[0]} entries, the last tree was grown "
                              f"on {self.n_rows_grown}")
         self._check_rows_in_range(rows)
-        with nogil:
-            for node in range(self.n_nodes):
-                leaf = &self.nodes[node]
-                if leaf.left != -1:
-                    continue
-                value = self.learning_rate * leaf_value_core(
-                    leaf.sum_gradients, leaf.sum_hessians, self.reg_lambda)
-                for i in range(leaf.start, leaf.stop):
-                    raw[rows[i], output] += value
+        # the leaves hold disjoint rows: one thread a leaf, every row added to once
+        cdef int n_threads = self.n_threads if rows.shape[0] >= MIN_PARALLEL_ROWS else 1
+        for node in prange(self.n_nodes, nogil=True, schedule="dynamic",
+                           num_threads=n_threads):
+            if self.nodes[node].left != -1:
+                continue
+            value = self.learning_rate * leaf_value_core(
+                self.nodes[node].sum_gradients, self.nodes[node].sum_hessians,
+                self.reg_lambda)
+            for i in range(self.nodes[node].start, self.nodes[node].stop):
+                raw[rows[i], output] += value
 
     cdef _to_array(self, Py_ssize_t n_nodes):
         out = np.zeros(n_nodes, dtype=NODE_DTYPE)

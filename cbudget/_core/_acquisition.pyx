@@ -10,7 +10,7 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 import numpy as np
 
 from ._predict cimport binned_child
-from ._safety cimport first_bad_node, first_out_of_range_32
+from ._safety cimport check_rows_in_range, first_bad_node, first_out_of_range_32
 from ._types cimport BITSET_WORD_C, MAX_ROWS_C, X_BINNED_C, node_struct
 
 
@@ -162,16 +162,6 @@ cdef class AcquisitionState:
                                       feature, &newly)
         return first, newly
 
-    cdef int _check_rows(self, const int32_t[::1] rows) except -1:
-        """ValueError unless every row (at least one) is a sample of the state."""
-        cdef Py_ssize_t bad
-        with nogil:
-            bad = first_out_of_range_32(&rows[0], rows.shape[0], 0, self.n_samples)
-        if bad >= 0:
-            raise ValueError(f"rows[{bad}] = {rows[bad]} is out of range for "
-                             f"{self.n_samples} samples")
-        return 0
-
     cdef int _check_tree(self, const node_struct[::1] tree, str feature_is) except -1:
         """ValueError unless the tree has nodes, each a leaf or a split on a feature of
         the state (``feature_is`` says how) with both children after it."""
@@ -214,7 +204,7 @@ cdef class AcquisitionState:
                                  f"up to its own")
         if rows.shape[0] == 0:
             return 0
-        self._check_rows(rows)
+        check_rows_in_range(rows, self.n_samples)
         # -1: not reached from the root (skipped; such a node's range is unknown)
         start_array = np.full(n_nodes, -1, dtype=np.int64)
         start_array[0] = 0
@@ -252,7 +242,7 @@ cdef class AcquisitionState:
             raise ValueError("binned does not match the acquisition state")
         if rows.shape[0] == 0:
             return 0
-        self._check_rows(rows)
+        check_rows_in_range(rows, self.n_samples)
         self._check_tree(tree, "a column of binned")
         with nogil:
             for i in range(rows.shape[0]):

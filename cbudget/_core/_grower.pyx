@@ -32,7 +32,8 @@ from ._histogram cimport (SparseBins, build_histograms_core, sparse_bins_struct,
                           subtract_histograms_core)
 from ._partition cimport split_rows_parallel
 from ._path cimport mark_feature
-from ._safety cimport check_n_threads, checked_calloc, checked_malloc, first_out_of_range_32
+from ._safety cimport (check_n_threads, check_rows_in_range, checked_calloc, checked_malloc,
+                      first_out_of_range_32)
 from ._split cimport find_best_split_core, leaf_value_core, split_struct
 from ._types cimport MAX_ROWS_C, X_BINNED_C, hist_struct, node_struct
 from ._types import NODE_DTYPE
@@ -277,16 +278,6 @@ cdef class TreeGrower:
         self.coupled_group_costs = coupled_group_costs
         self.has_penalty = True
 
-    cdef int _check_rows_in_range(self, const int32_t[::1] rows) except -1:
-        """ValueError naming the first of ``rows`` (non-empty) outside [0, n_samples)."""
-        cdef Py_ssize_t bad
-        with nogil:
-            bad = first_out_of_range_32(&rows[0], rows.shape[0], 0, self.n_samples)
-        if bad >= 0:
-            raise ValueError(f"rows[{bad}] = {rows[bad]} is out of range for "
-                             f"{self.n_samples} samples")
-        return 0
-
     cdef int _check_inputs(self, const double[::1] gradients, const double[::1] hessians,
                            const int32_t[::1] rows,
                            const unsigned char[::1] feature_mask) except -1:
@@ -302,7 +293,7 @@ cdef class TreeGrower:
         if rows.shape[0] > self.n_samples:
             raise ValueError(f"rows has {rows.shape[0]} entries for {self.n_samples} "
                              f"samples (at most one per sample)")
-        self._check_rows_in_range(rows)
+        check_rows_in_range(rows, self.n_samples)
         return 0
 
     cdef hist_struct * _take_histograms(self) noexcept nogil:
@@ -712,7 +703,7 @@ cdef class TreeGrower:
         if rows.shape[0] != self.n_rows_grown:
             raise ValueError(f"rows has {rows.shape[0]} entries, the last tree was grown "
                              f"on {self.n_rows_grown}")
-        self._check_rows_in_range(rows)
+        check_rows_in_range(rows, self.n_samples)
         # the leaves hold disjoint rows: one thread a leaf, every row added to once
         cdef int n_threads = self.n_threads if rows.shape[0] >= MIN_PARALLEL_ROWS else 1
         for node in prange(self.n_nodes, nogil=True, schedule="dynamic",

@@ -23,7 +23,8 @@ cdef extern from *:
 
 import numpy as np
 
-from ._safety cimport check_n_threads, checked_malloc, first_out_of_range_32
+from ._safety cimport (check_n_threads, check_rows_in_range, checked_malloc,
+                      first_out_of_range_32)
 from ._types cimport X_BINNED_C, hist_struct, BITSET_WORD_C
 
 # Below this many (row, feature) pairs a histogram is built on one thread: an OpenMP
@@ -594,16 +595,6 @@ def _check_bins(binned, n_bins):
         raise ValueError(f"binned holds a bin >= the {n_bins} bins of out")
 
 
-def _check_rows(rows, Py_ssize_t n_samples):
-    cdef const int32_t[::1] view = rows
-    cdef Py_ssize_t bad
-    with nogil:
-        bad = first_out_of_range_32(&view[0] if view.shape[0] else NULL, view.shape[0], 0,
-                                    n_samples)
-    if bad >= 0:
-        raise ValueError(f"rows[{bad}] = {view[bad]} is out of range for {n_samples} samples")
-
-
 def build_histograms(
     const X_BINNED_C[::1, :] binned,
     const int32_t[::1] rows,
@@ -658,7 +649,7 @@ def build_histograms(
             or feature_mask.shape[0] != n_features):
         raise ValueError("gradients / hessians need one entry per sample, feature_mask "
                          "one per feature")
-    _check_rows(rows, binned.shape[0])
+    check_rows_in_range(rows, binned.shape[0])
     _check_bins(binned, out.shape[1])
     if sparse is not None:
         sparse.check_matches(binned, missing_bin)

@@ -47,6 +47,18 @@ cdef inline Py_ssize_t first_out_of_range_32(const int32_t * values, Py_ssize_t 
     return -1
 
 
+cdef inline int check_rows_in_range(const int32_t[::1] rows, Py_ssize_t n_samples) except -1:
+    """ValueError naming the first of ``rows`` outside ``[0, n_samples)``."""
+    cdef Py_ssize_t bad
+    if rows.shape[0] == 0:
+        return 0
+    with nogil:
+        bad = first_out_of_range_32(&rows[0], rows.shape[0], 0, n_samples)
+    if bad >= 0:
+        raise ValueError(f"rows[{bad}] = {rows[bad]} is out of range for {n_samples} samples")
+    return 0
+
+
 cdef inline Py_ssize_t first_out_of_range_64(const int64_t * values, Py_ssize_t n,
                                              Py_ssize_t low, Py_ssize_t stop) noexcept nogil:
     """Index of the first ``values[i]`` outside ``[low, stop)``, -1 when none is."""

@@ -503,6 +503,30 @@ def test_build_histograms_with_acquisitions(seed, n_groups, n_samples, n_rows):
     assert np.all(unacq2[not_counted] == 999) and np.all(untouched2[not_counted] == 999)
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("n_rows", [1, 31, 33, 300])
+def test_build_histograms_of_scattered_leaves(seed, n_rows):
+    """Leaves with under a quarter of the samples take the prefetching column pass:
+    every row counted once, with and without acquisition counts."""
+    rng = np.random.default_rng(seed)
+    n_samples, n_features = 2000, 10          # two full blocks and a partial one
+    binned, rows, g, h, nvb = random_leaf(rng, n_samples, n_features, n_rows)
+    mask = np.ones(n_features, dtype=np.uint8)
+    acquired_bits = rng.random((n_samples, n_features)) < 0.5
+    acquired = np.asfortranarray(ref_pack_bits(acquired_bits))
+    touched = np.asfortranarray(ref_pack_bits(np.zeros((n_samples, 1), dtype=bool)))
+    no_group = np.full(n_features, -1, dtype=np.int32)
+    sg, sh, cnt = ref_histograms(binned, rows, g, h, N_BINS)
+    for n_threads in (1, 2):
+        out = sentinel_histograms(n_features)
+        build_histograms(binned, rows, g, h, mask, nvb, MISSING, out, n_threads)
+        assert_histograms(out, sg, sh, cnt, mask, nvb)
+        counted, unacquired, _ = histograms_with_counts(
+            binned, rows, g, h, mask, nvb, n_threads, acquired, touched, no_group)
+        assert_hist_equal(counted, out)
+        np.testing.assert_array_equal(unacquired, (~acquired_bits[rows]).sum(axis=0))
+
+
 def ref_sparse_entries(binned, most_frequent_bin, features, n_bins):
     """Per row, the sorted ``f * n_bins + bin`` of its sparse features' other bins."""
     return [sorted(int(f) * n_bins + int(binned[r, f]) for f in features

@@ -18,10 +18,121 @@ from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 
 
+# Small C helpers of the histogram passes.
+# - A bin's gradient and hessian sums are adjacent doubles: on x86-64 (SSE2 is part of
+#   the base instruction set) one packed add updates both. Each lane is an ordinary IEEE
+#   addition, so the sums are bit-identical to the scalar code's (the fallback).
+# - The column pass of a full block of four features (cb_four_histograms), the hot loop
+#   of boosting on dense data, is C so that it can be kept out of line with its eight
+#   column and histogram pointers in registers: inlined into the OpenMP region (as
+#   Cython's static functions are), they were reloaded from the stack every row. With
+#   ``prefetch_rows > 0`` (leaves whose rows are far apart, so that each column read
+#   misses the cache) the columns are prefetched that many rows ahead; on dense leaves
+#   the hardware's sequential prefetch does better alone. Measured figures:
+#   docs/architecture.md, "Histograms".
 cdef extern from *:
-    void prefetch "__builtin_prefetch" (const void *) noexcept nogil
+    """
+    #if defined(_MSC_VER)
+    #define CB_NOINLINE __declspec(noinline)
+    #define CB_ALWAYS_INLINE __forceinline
+    #define CB_PREFETCH(address) ((void) 0)
+    #else
+    #define CB_NOINLINE __attribute__((noinline))
+    #define CB_ALWAYS_INLINE inline __attribute__((always_inline))
+    #define CB_PREFETCH(address) __builtin_prefetch(address)
+    #endif
+    #if defined(__SSE2__) || defined(_M_X64) || defined(_M_AMD64)
+    #include <emmintrin.h>
+    typedef __m128d cb_gh_pair;
+    static inline cb_gh_pair cb_gh_make(double g, double h) { return _mm_set_pd(h, g); }
+    static inline void cb_gh_add(double *sums, cb_gh_pair gh) {
+        _mm_storeu_pd(sums, _mm_add_pd(_mm_loadu_pd(sums), gh));
+    }
+    #else
+    typedef struct { double g, h; } cb_gh_pair;
+    static inline cb_gh_pair cb_gh_make(double g, double h) { cb_gh_pair p = {g, h}; return p; }
+    static inline void cb_gh_add(double *sums, cb_gh_pair gh) { sums[0] += gh.g; sums[1] += gh.h; }
+    #endif
+    typedef struct { double sum_gradients, sum_hessians; uint32_t count; } cb_bin;
+    /* One pass; ``prefetching`` and ``counting`` are constants in each caller below,
+       so each of the four variants is compiled without the other's work. The bins
+       are read into locals first: stores through the histograms may alias the uint8
+       columns, which would otherwise be read again after every store. */
+    static CB_ALWAYS_INLINE void cb_four_pass(
+            const uint8_t *const *columns, void *const *histograms, const int32_t *rows,
+            Py_ssize_t n_rows, const double *gradients, const double *hessians,
+            Py_ssize_t prefetch_rows, const uint64_t *words, const int *shifts,
+            uint32_t *missing, const int prefetching, const int counting) {
+        const uint8_t *c0 = columns[0], *c1 = columns[1], *c2 = columns[2], *c3 = columns[3];
+        cb_bin *h0 = (cb_bin *) histograms[0], *h1 = (cb_bin *) histograms[1];
+        cb_bin *h2 = (cb_bin *) histograms[2], *h3 = (cb_bin *) histograms[3];
+        Py_ssize_t i, ahead = n_rows - prefetch_rows;
+        uint32_t m0 = 0, m1 = 0, m2 = 0, m3 = 0;
+        int s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        if (counting) {
+            s0 = shifts[0]; s1 = shifts[1]; s2 = shifts[2]; s3 = shifts[3];
+        }
+        for (i = 0; i < n_rows; i++) {
+            int32_t row;
+            uint8_t b0, b1, b2, b3;
+            cb_gh_pair gh;
+            if (prefetching && i < ahead) {
+                row = rows[i + prefetch_rows];
+                CB_PREFETCH(c0 + row); CB_PREFETCH(c1 + row);
+                CB_PREFETCH(c2 + row); CB_PREFETCH(c3 + row);
+            }
+            row = rows[i];
+            b0 = c0[row]; b1 = c1[row]; b2 = c2[row]; b3 = c3[row];
+            gh = cb_gh_make(gradients[i], hessians[i]);
+            if (counting) {
+                uint64_t bits = ~words[row];
+                m0 += (bits >> s0) & 1; m1 += (bits >> s1) & 1;
+                m2 += (bits >> s2) & 1; m3 += (bits >> s3) & 1;
+            }
+            cb_gh_add(&h0[b0].sum_gradients, gh); h0[b0].count++;
+            cb_gh_add(&h1[b1].sum_gradients, gh); h1[b1].count++;
+            cb_gh_add(&h2[b2].sum_gradients, gh); h2[b2].count++;
+            cb_gh_add(&h3[b3].sum_gradients, gh); h3[b3].count++;
+        }
+        if (counting) {
+            missing[0] = m0; missing[1] = m1; missing[2] = m2; missing[3] = m3;
+        }
+    }
+    static CB_NOINLINE void cb_four_histograms(
+            const uint8_t *const *columns, void *const *histograms, const int32_t *rows,
+            Py_ssize_t n_rows, const double *gradients, const double *hessians,
+            Py_ssize_t prefetch_rows, const uint64_t *words, const int *shifts,
+            uint32_t *missing) {
+        if (prefetch_rows > 0 && words != NULL)
+            cb_four_pass(columns, histograms, rows, n_rows, gradients, hessians,
+                         prefetch_rows, words, shifts, missing, 1, 1);
+        else if (prefetch_rows > 0)
+            cb_four_pass(columns, histograms, rows, n_rows, gradients, hessians,
+                         prefetch_rows, words, shifts, missing, 1, 0);
+        else if (words != NULL)
+            cb_four_pass(columns, histograms, rows, n_rows, gradients, hessians,
+                         prefetch_rows, words, shifts, missing, 0, 1);
+        else
+            cb_four_pass(columns, histograms, rows, n_rows, gradients, hessians,
+                         prefetch_rows, words, shifts, missing, 0, 0);
+    }
+    """
+    void prefetch "CB_PREFETCH" (const void *) noexcept nogil
+    ctypedef double gh_pair "cb_gh_pair"    # opaque to Cython: only passed along
+    gh_pair gh_make "cb_gh_make" (double g, double h) noexcept nogil
+    void gh_add "cb_gh_add" (double * sums, gh_pair gh) noexcept nogil
+    # ``histograms``: hist_struct arrays (cb_bin is the same struct; checked at import)
+    size_t C_BIN_SIZE "sizeof(cb_bin)"
+    void four_histograms "cb_four_histograms" (
+        const X_BINNED_C * const * columns, void * const * histograms,
+        const int32_t * rows, Py_ssize_t n_rows, const double * gradients,
+        const double * hessians, Py_ssize_t prefetch_rows,
+        const BITSET_WORD_C * words, const int * shifts, uint32_t * missing) noexcept nogil
 
 import numpy as np
+
+if C_BIN_SIZE != sizeof(hist_struct):
+    raise ImportError("cb_bin does not match hist_struct")
 
 from ._safety cimport (check_n_threads, check_rows_in_range, checked_malloc,
                       first_out_of_range_32)
@@ -35,6 +146,13 @@ cdef Py_ssize_t MIN_PARALLEL_WORK = 32768
 # gradients are read once per block, and the block's independent updates overlap.
 cdef enum:
     FEATURE_BLOCK = 4
+
+# The column pass prefetches its columns' bytes COLUMN_PREFETCH_ROWS rows ahead in
+# leaves with fewer than 1 / SCATTERED_LEAF_SHARE of the samples (measured on 800,000
+# rows: 1.3x-1.8x faster on 5% and 1% leaves, 13% slower on half the rows).
+cdef enum:
+    COLUMN_PREFETCH_ROWS = 32
+    SCATTERED_LEAF_SHARE = 4
 
 # Row-wise (sparse) layout: a feature qualifies when its most frequent bin holds at least
 # this share of the rows. Measured on 400,000 x 50 normal data with a share of zeros
@@ -68,9 +186,8 @@ cdef struct count_task:
     uint64_t planes[COUNT_PLANES]   # bit k of a bit's count is bit (that bit) of plane k
 
 
-cdef inline void _add(hist_struct * h, double g, double hess) noexcept nogil:
-    h.sum_gradients += g
-    h.sum_hessians += hess
+cdef inline void _add(hist_struct * h, gh_pair gh) noexcept nogil:
+    gh_add(&h.sum_gradients, gh)    # sum_hessians follows sum_gradients
     h.count += 1
 
 
@@ -104,7 +221,7 @@ cdef inline void _block_histograms(
     cdef bint counting = False, any_group = False
     cdef Py_ssize_t f, i
     cdef int32_t row, group
-    cdef double g, h
+    cdef gh_pair gh
     cdef BITSET_WORD_C bits
     for f in range(first, stop):
         if feature_mask[f] and (row_wise == NULL or not row_wise[f]):
@@ -128,45 +245,35 @@ cdef inline void _block_histograms(
             n += 1
     if n == 0:
         return
-    if not counting:
-        if n == FEATURE_BLOCK:
-            for i in range(n_rows):
-                row = rows[i]
-                g = ordered_gradients[i]
-                h = ordered_hessians[i]
-                for j in range(FEATURE_BLOCK):     # a constant count: unrolled
-                    _add(&hists[j][columns[j][row]], g, h)
-        else:
-            for i in range(n_rows):
-                row = rows[i]
-                for j in range(n):
-                    _add(&hists[j][columns[j][row]], ordered_gradients[i], ordered_hessians[i])
-        return
     # Counting: the missing bits of every feature of the block are summed (cheap ALU
     # work); only the counted features' sums are stored.
-    word = &acquired[(first >> 6) * n_samples]
+    if counting:
+        word = &acquired[(first >> 6) * n_samples]
     if n == FEATURE_BLOCK and not any_group:
+        four_histograms(columns, <void * const *> hists, rows, n_rows, ordered_gradients,
+                        ordered_hessians,
+                        COLUMN_PREFETCH_ROWS if n_rows * SCATTERED_LEAF_SHARE < n_samples
+                        else 0, word, shifts, missing)
+    elif not counting:
         for i in range(n_rows):
             row = rows[i]
-            g = ordered_gradients[i]
-            h = ordered_hessians[i]
-            bits = ~word[row]
-            for j in range(FEATURE_BLOCK):
-                _add(&hists[j][columns[j][row]], g, h)
-                missing[j] += (bits >> shifts[j]) & 1
+            gh = gh_make(ordered_gradients[i], ordered_hessians[i])
+            for j in range(n):
+                _add(&hists[j][columns[j][row]], gh)
     else:
         for i in range(n_rows):
             row = rows[i]
             bits = ~word[row]
+            gh = gh_make(ordered_gradients[i], ordered_hessians[i])
             for j in range(n):
-                _add(&hists[j][columns[j][row]], ordered_gradients[i], ordered_hessians[i])
+                _add(&hists[j][columns[j][row]], gh)
                 missing[j] += (bits >> shifts[j]) & 1
             if any_group:
                 for j in range(n):
                     if group_words[j] != NULL:
                         untouched[j] += ((~group_words[j][row]) >> group_shifts[j]) & 1
     for j in range(n):
-        if count_mask[features[j]]:
+        if counting and count_mask[features[j]]:
             unacquired_count[features[j]] = missing[j]
             group_untouched_count[features[j]] = untouched[j]
 
@@ -203,7 +310,8 @@ cdef inline void _sparse_group_histograms(
     cdef const int64_t * indptr = &sparse.indptr[group * (n_samples + 1)]
     cdef const uint32_t * entries = sparse.entries
     cdef int32_t row
-    cdef double g, h, sum_g, sum_h, total_gradients = 0.0, total_hessians = 0.0
+    cdef double sum_g, sum_h, total_gradients = 0.0, total_hessians = 0.0
+    cdef gh_pair gh
     cdef uint32_t count
     cdef hist_struct * hist
     cdef int most_frequent
@@ -223,10 +331,9 @@ cdef inline void _sparse_group_histograms(
         if i + PREFETCH_ROWS // 2 < n_rows:
             prefetch(&entries[indptr[rows[i + PREFETCH_ROWS // 2]]])
         row = rows[i]
-        g = ordered_gradients[i]
-        h = ordered_hessians[i]
+        gh = gh_make(ordered_gradients[i], ordered_hessians[i])
         for k in range(indptr[row], indptr[row + 1]):
-            _add(&out[entries[k]], g, h)
+            _add(&out[entries[k]], gh)
         t = first_task
         while t < n_tasks:
             _count_row(&tasks[t], row)

@@ -54,6 +54,11 @@ cdef extern from *:
     static inline void cb_gh_add(double *sums, cb_gh_pair gh) { sums[0] += gh.g; sums[1] += gh.h; }
     #endif
     typedef struct { double sum_gradients, sum_hessians; uint32_t count; } cb_bin;
+    /* a row's gradient and hessian added to a bin (a cb_bin or hist_struct) */
+    static inline void cb_bin_add(void *bin, cb_gh_pair gh) {
+        cb_gh_add(&((cb_bin *) bin)->sum_gradients, gh);
+        ((cb_bin *) bin)->count++;
+    }
     /* One pass; ``prefetching`` and ``counting`` are constants in each caller below,
        so each of the four variants is compiled without the other's work. The bins
        are read into locals first: stores through the histograms may alias the uint8
@@ -89,10 +94,10 @@ cdef extern from *:
                 m0 += (bits >> s0) & 1; m1 += (bits >> s1) & 1;
                 m2 += (bits >> s2) & 1; m3 += (bits >> s3) & 1;
             }
-            cb_gh_add(&h0[b0].sum_gradients, gh); h0[b0].count++;
-            cb_gh_add(&h1[b1].sum_gradients, gh); h1[b1].count++;
-            cb_gh_add(&h2[b2].sum_gradients, gh); h2[b2].count++;
-            cb_gh_add(&h3[b3].sum_gradients, gh); h3[b3].count++;
+            cb_bin_add(&h0[b0], gh);
+            cb_bin_add(&h1[b1], gh);
+            cb_bin_add(&h2[b2], gh);
+            cb_bin_add(&h3[b3], gh);
         }
         if (counting) {
             missing[0] = m0; missing[1] = m1; missing[2] = m2; missing[3] = m3;
@@ -120,7 +125,7 @@ cdef extern from *:
     void prefetch "CB_PREFETCH" (const void *) noexcept nogil
     ctypedef double gh_pair "cb_gh_pair"    # opaque to Cython: only passed along
     gh_pair gh_make "cb_gh_make" (double g, double h) noexcept nogil
-    void gh_add "cb_gh_add" (double * sums, gh_pair gh) noexcept nogil
+    void bin_add "cb_bin_add" (hist_struct * bin, gh_pair gh) noexcept nogil
     # ``histograms``: hist_struct arrays (cb_bin is the same struct; checked at import)
     size_t C_BIN_SIZE "sizeof(cb_bin)"
     void four_histograms "cb_four_histograms" (
@@ -184,11 +189,6 @@ cdef struct count_task:
     # rows without a bit of one bitset word, counted per bit with bit-sliced counters
     const BITSET_WORD_C * column    # the word of every sample (column-major bitset)
     uint64_t planes[COUNT_PLANES]   # bit k of a bit's count is bit (that bit) of plane k
-
-
-cdef inline void _add(hist_struct * h, gh_pair gh) noexcept nogil:
-    gh_add(&h.sum_gradients, gh)    # sum_hessians follows sum_gradients
-    h.count += 1
 
 
 cdef inline void _block_histograms(
@@ -259,14 +259,14 @@ cdef inline void _block_histograms(
             row = rows[i]
             gh = gh_make(ordered_gradients[i], ordered_hessians[i])
             for j in range(n):
-                _add(&hists[j][columns[j][row]], gh)
+                bin_add(&hists[j][columns[j][row]], gh)
     else:
         for i in range(n_rows):
             row = rows[i]
             bits = ~word[row]
             gh = gh_make(ordered_gradients[i], ordered_hessians[i])
             for j in range(n):
-                _add(&hists[j][columns[j][row]], gh)
+                bin_add(&hists[j][columns[j][row]], gh)
                 missing[j] += (bits >> shifts[j]) & 1
             if any_group:
                 for j in range(n):
@@ -333,7 +333,7 @@ cdef inline void _sparse_group_histograms(
         row = rows[i]
         gh = gh_make(ordered_gradients[i], ordered_hessians[i])
         for k in range(indptr[row], indptr[row + 1]):
-            _add(&out[entries[k]], gh)
+            bin_add(&out[entries[k]], gh)
         t = first_task
         while t < n_tasks:
             _count_row(&tasks[t], row)

@@ -28,7 +28,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy.stats import rankdata
 
 __all__ = ["METRICS", "RANKING_OBJECTIVES", "evaluate_metric", "evaluate_on",
            "metric_maximize", "is_metric", "check_metric", "ranking_metric", "ranking_hint"]
@@ -66,6 +65,8 @@ def auc(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
     if w_pos == 0 or w_neg == 0:
         return float("nan")
     if weight is None:
+        # imported here: scipy.stats alone takes over a second to import
+        from scipy.stats import rankdata
         ranks = rankdata(pred)
         return float((ranks[pos].sum() - pos.sum() * (pos.sum() + 1) / 2)
                      / (pos.sum() * (~pos).sum()))

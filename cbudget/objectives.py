@@ -4,9 +4,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from scipy.special import expit, softmax
+from scipy.special import expit
 
-from ._core._loss import logistic_gradients, softmax_gradients, squared_error_gradients
+from ._core._loss import logistic_gradients, softmax, softmax_gradients, squared_error_gradients
 from ._core._rank import ranking_gradients
 
 __all__ = ["get_objective", "OBJECTIVES"]
@@ -130,7 +130,10 @@ class Softprob(Objective):
         softmax_gradients(raw, y, weight, grad, hess, n_threads)
 
     def transform(self, raw: np.ndarray) -> np.ndarray:
-        return softmax(raw, axis=1)
+        # the probabilities the gradients use (the same arithmetic), on one thread
+        prob = np.empty(raw.shape)
+        softmax(np.asarray(raw, dtype=np.float64), prob, 1)
+        return prob
 
 
 # LightGBM's limit too: 2**31 - 1 is the largest gain a 32-bit label gain table holds

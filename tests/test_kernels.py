@@ -24,7 +24,7 @@ from cbudget._core._linear import (
     predict_hard,
     soft_route,
 )
-from cbudget._core._loss import logistic_gradients, softmax_gradients
+from cbudget._core._loss import logistic_gradients, softmax, softmax_gradients
 from cbudget._core._partition import split_rows
 from cbudget._core._predict import (
     add_leaf_values,
@@ -1128,6 +1128,7 @@ def test_bitset_to_bool(seed, n_bits):
 def test_loss_gradients_match_numpy(weighted):
     from cbudget._core._loss import (
         logistic_gradients,
+        softmax,
         softmax_gradients,
         squared_error_gradients,
     )
@@ -1159,6 +1160,12 @@ def test_loss_gradients_match_numpy(weighted):
         np.testing.assert_allclose(gk, (pk - onehot) * factor[:, None], rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(hk, np.maximum(pk * (1 - pk), 1e-16) * factor[:, None],
                                    rtol=1e-12, atol=1e-300)
+        # the probabilities alone (predictions), into either layout: those the gradients use
+        for order in "CF":
+            prob = np.full((n, n_classes), np.nan, order=order)
+            softmax(raw_k, prob, n_threads)
+            np.testing.assert_allclose(prob, pk, rtol=1e-12, atol=1e-300)
+            np.testing.assert_array_equal(gk, (prob - onehot) * factor[:, None])
 
 
 @pytest.mark.parametrize("default_left", [False, True])
@@ -1402,7 +1409,10 @@ def test_kernels_reject_inconsistent_inputs():
              lambda: logistic_gradients(g, np.ones(n), None, np.empty(n), np.empty(1), 1),
              lambda: softmax_gradients(np.zeros((n, 3)), np.ones(n), None,
                                        np.empty((n, 2), order="F"),
-                                       np.empty((n, 3), order="F"), 1)]),
+                                       np.empty((n, 3), order="F"), 1),
+             lambda: softmax(np.zeros((n, 3)), np.empty((n, 2)), 1),
+             lambda: softmax(np.zeros((n, 3)), np.empty((n - 1, 3)), 1),
+             lambda: softmax(np.zeros((n, 3)), np.empty((n, 3)), 0)]),
         "build_histograms": (
             lambda: build_histograms(binned, rows, g, h, mask, nvb, MISSING, hist, 1),
             [lambda: build_histograms(binned, rows, g[:-1], h, mask, nvb, MISSING, hist, 1),

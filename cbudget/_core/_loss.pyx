@@ -56,15 +56,14 @@ def logistic_gradients(const double[::1] raw, const double[::1] y,
         hess[i] = _larger(p * (1.0 - p), MIN_HESSIAN) * w
 
 
-cdef void _softmax_block(const double[:, :] raw, const double[::1] y,
-                         const double * weight, double[::1, :] grad, double[::1, :] hess,
+cdef void _softmax_block(const double[:, :] raw, double[:, :] prob,
                          Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
-    """Rows ``start:stop`` (at most SOFTMAX_BLOCK) class by class; each row's arithmetic
-    is that of a row-by-row loop (max, then the sum of exponentials in class order)."""
+    """Softmax probabilities of rows ``start:stop`` (at most SOFTMAX_BLOCK) into
+    ``prob``, class by class; each row's arithmetic is that of a row-by-row loop (the
+    row's max, then its exponentials summed in class order, then divided by the sum)."""
     cdef double top[SOFTMAX_BLOCK]
     cdef double total[SOFTMAX_BLOCK]
-    cdef Py_ssize_t i, j, k, n_classes = raw.shape[1]
-    cdef double p, w
+    cdef Py_ssize_t i, k, n_classes = raw.shape[1]
     for i in range(start, stop):
         top[i - start] = raw[i, 0]
         total[i - start] = 0.0
@@ -73,15 +72,24 @@ cdef void _softmax_block(const double[:, :] raw, const double[::1] y,
             top[i - start] = _larger(top[i - start], raw[i, k])
     for k in range(n_classes):
         for i in range(start, stop):
-            grad[i, k] = exp(raw[i, k] - top[i - start])
-            total[i - start] = total[i - start] + grad[i, k]
+            prob[i, k] = exp(raw[i, k] - top[i - start])
+            total[i - start] = total[i - start] + prob[i, k]
     for k in range(n_classes):
         for i in range(start, stop):
-            j = i - start
-            w = weight[i] if weight != NULL else 1.0
-            p = grad[i, k] / total[j]
-            grad[i, k] = (p - (1.0 if <Py_ssize_t> y[i] == k else 0.0)) * w
-            hess[i, k] = _larger(p * (1.0 - p), MIN_HESSIAN) * w
+            prob[i, k] = prob[i, k] / total[i - start]
+
+
+def softmax(const double[:, :] raw, double[:, :] prob, int n_threads):
+    """``prob[i] = softmax(raw[i])`` (any strides; rows in parallel): the probabilities
+    :func:`softmax_gradients` computes."""
+    cdef Py_ssize_t block, n = raw.shape[0]
+    cdef Py_ssize_t n_blocks = (n + SOFTMAX_BLOCK - 1) // SOFTMAX_BLOCK
+    check_n_threads(n_threads)
+    if prob.shape[0] != n or prob.shape[1] != raw.shape[1] or raw.shape[1] < 1:
+        raise ValueError(f"prob must have the shape of raw ({n}, {raw.shape[1]}), with at "
+                         "least one class")
+    for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
+        _softmax_block(raw, prob, block * SOFTMAX_BLOCK, min((block + 1) * SOFTMAX_BLOCK, n))
 
 
 def softmax_gradients(const double[:, :] raw, const double[::1] y,
@@ -100,6 +108,15 @@ def softmax_gradients(const double[:, :] raw, const double[::1] y,
                          "with at least one class")
     cdef const double * w = &weight[0] if weighted and n else NULL
     cdef Py_ssize_t block, n_blocks = (n + SOFTMAX_BLOCK - 1) // SOFTMAX_BLOCK
+    cdef Py_ssize_t i, k, start, stop
+    cdef double p, w_i
     for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
-        _softmax_block(raw, y, w, grad, hess, block * SOFTMAX_BLOCK,
-                       min((block + 1) * SOFTMAX_BLOCK, n))
+        start = block * SOFTMAX_BLOCK
+        stop = min(start + SOFTMAX_BLOCK, n)
+        _softmax_block(raw, grad, start, stop)
+        for k in range(n_classes):
+            for i in range(start, stop):
+                w_i = w[i] if weighted else 1.0
+                p = grad[i, k]
+                grad[i, k] = (p - (1.0 if <Py_ssize_t> y[i] == k else 0.0)) * w_i
+                hess[i, k] = _larger(p * (1.0 - p), MIN_HESSIAN) * w_i

@@ -153,7 +153,8 @@ def predict_leaf(
     """``out[i, t]`` = tree-local id of the leaf that input ``i`` reaches in tree ``t``."""
     cdef Py_ssize_t n_samples = X.shape[0]
     cdef Py_ssize_t n_trees = tree_offsets.shape[0] - 1
-    cdef Py_ssize_t i, t
+    cdef Py_ssize_t n_blocks = (n_samples + ROW_BLOCK - 1) // ROW_BLOCK
+    cdef Py_ssize_t block, i, t, stop
     check_n_threads(n_threads)
     check_offsets(&tree_offsets[0] if tree_offsets.shape[0] else NULL,
                   tree_offsets.shape[0], nodes.shape[0], "predict_leaf")
@@ -162,9 +163,11 @@ def predict_leaf(
                          f"tree")
     if nodes.shape[0] == 0 or n_samples == 0:
         return
-    for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
+    for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
+        stop = min((block + 1) * ROW_BLOCK, n_samples)
         for t in range(n_trees):
-            out[i, t] = _leaf_of_row(&nodes[tree_offsets[t]], &X[i, 0])
+            for i in range(block * ROW_BLOCK, stop):
+                out[i, t] = _leaf_of_row(&nodes[tree_offsets[t]], &X[i, 0])
 
 
 def predict_binned_add(

@@ -242,15 +242,49 @@ def test_each_feature_and_group_is_paid_once_per_model():
                   & (splits["cost_penalty"] > 0))
 
 
-def test_threads_do_not_change_the_model():
-    X, y = make_problem(8, n=2000, objective="multi:softprob")
-    dtrain = cbudget.Dataset(X, y, feature_costs=np.arange(1.0, 7.0))
+def first_uses(booster, num_class):
+    """(round, tree of the round) of each tree that splits on a feature no earlier tree
+    used."""
+    used, uses = set(), []
+    for t, tree in enumerate(booster.trees):
+        features = set(tree["feature"][tree["left"] != -1].tolist())
+        if features - used:
+            uses.append(divmod(t, num_class))
+        used |= features
+    return uses
+
+
+@pytest.mark.parametrize("extra", [{"subsample": 0.8, "colsample_bytree": 0.7,
+                                    "cost_tradeoff": 0.05},
+                                   {"cost_tradeoff": 0.2}])
+def test_threads_do_not_change_the_model(extra):
+    """On several threads a multiclass round's trees grow in parallel from the round's
+    starting state, and those after a tree that used a new feature grow again: the
+    model, its costs and the evaluation log are those of one thread."""
+    X, y = make_problem(8, n=2000, n_features=8, objective="multi:softprob")
+    dtrain = cbudget.Dataset(X, y, feature_costs=np.arange(1.0, 9.0),
+                             cost_groups={"g": [5, 6]}, group_costs={"g": 3.0})
+    dvalid = cbudget.Dataset(X[:500], y[:500], reference=dtrain)
     params = {"algorithm": "greedy_miser", "objective": "multi:softprob", "num_class": 3,
-              "cost_tradeoff": 0.5, "subsample": 0.8, "colsample_bytree": 0.7}
-    one = cbudget.train({**params, "n_jobs": 1}, dtrain, 10, verbose_eval=False)
-    two = cbudget.train({**params, "n_jobs": 2}, dtrain, 10, verbose_eval=False)
+              **extra}
+    models, logs = [], []
+    for n_jobs in (1, 2):
+        log = {}
+        models.append(cbudget.train({**params, "n_jobs": n_jobs}, dtrain, 12,
+                                    evals=[(dvalid, "valid")], evals_result=log,
+                                    verbose_eval=False))
+        logs.append(log)
+    one, two = models
+    # both paths of the parallel round: a tree after the first of its round used a new
+    # feature (the rest of that round grew again), and rounds with no new feature
+    uses = first_uses(one, 3)
+    assert any(r > 0 and k > 0 for r, k in uses) and len({r for r, _ in uses}) < 12
+    assert len(one.trees) == len(two.trees) == 36
     for a, b in zip(one.trees, two.trees):
         np.testing.assert_array_equal(a, b)
+    assert logs[0] == logs[1]
+    assert one.summary == two.summary     # the training cost after each round included
+    np.testing.assert_array_equal(one.predict_cost(X), two.predict_cost(X))
 
 
 # ---------------------------------------------------------------------------------------

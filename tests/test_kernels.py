@@ -1299,6 +1299,22 @@ def test_build_histograms_frees_its_buffers_when_it_raises():
     assert mapped_bytes() - before < 256 * 2**20      # a leak would map 1.28 GB
 
 
+def test_acquisition_state_copy():
+    rng = np.random.default_rng(4)
+    n, groups = 300, np.array([0, -1, 1, 0, -1], np.int32)
+    state = AcquisitionState(n, groups, 2)
+    for feature in (0, 2, 4):
+        state.acquire(rng.choice(n, 100, replace=False).astype(np.int32), feature)
+    copy = AcquisitionState(n, groups, 2)
+    copy.acquire(np.arange(n, dtype=np.int32), 1)     # overwritten
+    copy.copy_from(state)
+    for name in ("acquired_bits", "groups_touched_bits", "acquired_counts",
+                 "touched_counts", "used_mask", "group_used_mask"):
+        np.testing.assert_array_equal(getattr(copy, name), getattr(state, name))
+    copy.acquire(np.arange(n, dtype=np.int32), 3)     # a copy, not a view
+    assert state.acquired_counts[3] == 0 and not state.used_mask[3]
+
+
 def test_build_histograms_rejects_incomplete_acquisition_arguments():
     rng = np.random.default_rng(1)
     binned, rows, g, h, nvb = random_leaf(rng, 50, 3, 10)
@@ -1488,6 +1504,10 @@ def test_kernels_reject_inconsistent_inputs():
                 np.zeros((n, 2), np.uint64), np.zeros((n, 1), np.uint64), []),
              lambda: AcquisitionState(n, no_group, 0).load_bitsets(
                 np.zeros((n, 1), np.uint64), np.zeros((n, 1), np.uint64), [m]),
+             lambda: AcquisitionState(n, no_group, 0).copy_from(
+                AcquisitionState(n - 1, no_group, 0)),
+             lambda: AcquisitionState(n, no_group, 0).copy_from(
+                AcquisitionState(n, np.zeros_like(no_group), 1)),
              lambda: AcquisitionState(n, no_group, -1),
              lambda: AcquisitionState(MAX_ROWS + 1, no_group, 0)]),
         "TreeGrower": (

@@ -117,6 +117,20 @@ cdef class AcquisitionState:
         group_used[...] = 0
         group_used[groups[groups >= 0]] = 1
 
+    def copy_from(self, AcquisitionState other):
+        """Make this state a copy of ``other`` (same samples, features and groups)."""
+        if (other.n_samples != self.n_samples or other.n_features != self.n_features
+                or other.n_groups != self.n_groups
+                or np.any(np.asarray(other.feature_group) != np.asarray(self.feature_group))):
+            raise ValueError("copy_from needs a state of the same samples, features and "
+                             "groups")
+        self.acquired[:, :] = other.acquired
+        self.groups_touched[:, :] = other.groups_touched
+        self.n_acquired[:] = other.n_acquired
+        self.n_touched[:] = other.n_touched
+        self.feature_used[:] = other.feature_used
+        self.group_used[:] = other.group_used
+
     cdef bint acquire_rows(self, const int32_t * rows, Py_ssize_t n_rows, int feature,
                            int64_t * newly_acquired) noexcept nogil:
         """Every row of ``rows`` acquires ``feature`` (and touches its group); adds the

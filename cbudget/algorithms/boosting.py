@@ -21,7 +21,9 @@
   included) uses yet pays ``cost_tradeoff`` times its cost ``feature_costs[m] +
   coupled_costs[m]`` (+ ``group_costs[g]`` if no member of its group is used yet, so
   group-mates then cost only their own marginal cost); later uses are free. Multiclass:
-  one tree per class per round, grown one after another, sharing phi. The number of
+  one tree per class per round, sharing phi: each tree sees the features the earlier
+  ones used (on several threads they grow in parallel and those after a tree that used a
+  new feature grow again, so the trees are the same on any number of threads). The number of
   rounds is the tree budget: with the Dataset's ``tree_cost`` (e),
   :meth:`cbudget.Booster.best_iteration_within_budget` picks the best validation round
   within a total budget.
@@ -224,15 +226,34 @@ class BoostingTrainer(Trainer):
         # Multiclass: the trees of one round are independent given the gradients, so
         # they grow in parallel, one single-threaded grower per thread (the same trees as
         # one grower using all threads: growth does not depend on the thread count). Not
-        # for the cost-aware learners, where each tree depends on the previous ones'.
-        tree_parallel = n_outputs > 1 and n_threads > 1 and not self.penalised
+        # for CEGB, where each tree depends on the inputs the previous ones charged.
+        # Greedy Miser's trees depend on each other only through the features the model
+        # uses (its penalty is once per model): they grow in parallel speculatively, each
+        # grower on a copy of the round's starting state, and a tree is kept only while
+        # no earlier tree of its round used a new feature (or group); the others grow
+        # again, in order, on the model's state (grow_round_speculatively). Most rounds
+        # use no new feature, and the trees are those of growing them one by one.
+        self.speculative = (p["algorithm"] == "greedy_miser" and n_outputs > 1
+                            and n_threads > 1)
+        tree_parallel = (n_outputs > 1 and n_threads > 1
+                         and (not self.penalised or self.speculative))
         self.n_growers = min(n_threads, n_outputs) if tree_parallel else 1
         self.threads_per_tree = 1 if tree_parallel else n_threads
         self.growers = [tree_grower(dtrain, p, self.threads_per_tree)
                         for _ in range(self.n_growers)]
-        if self.penalised:
-            self.growers[0].set_cost_penalty(self.cost_state, p["cost_tradeoff"],
-                                             *penalty_costs(p["algorithm"], dtrain.cost_model))
+        penalty = penalty_costs(p["algorithm"], dtrain.cost_model) if self.penalised else None
+        self.scratch_states = []
+        if self.speculative:
+            self.sequential_grower = tree_grower(dtrain, p, n_threads)
+            self.sequential_grower.set_cost_penalty(self.cost_state, p["cost_tradeoff"],
+                                                    *penalty)
+            self.scratch_states = [
+                AcquisitionState(n_samples, costs.feature_group, costs.n_groups)
+                for _ in self.growers]
+            for grower, state in zip(self.growers, self.scratch_states):
+                grower.set_cost_penalty(state, p["cost_tradeoff"], *penalty)
+        elif self.penalised:
+            self.growers[0].set_cost_penalty(self.cost_state, p["cost_tradeoff"], *penalty)
         self.rows_buffers = [np.empty(n_samples, dtype=np.int32) for _ in self.growers]
         self.pool = ThreadPoolExecutor(max_workers=self.n_growers) if tree_parallel else None
 
@@ -252,7 +273,6 @@ class BoostingTrainer(Trainer):
 
     def grow_tree(self, grower_index, k, in_bag, out_of_bag, feature_mask):
         """Grow the tree of output k and add it to the training and evaluation scores."""
-        dtrain = self.dtrain
         grower = self.growers[grower_index]
         rows = self.rows_buffers[grower_index][:in_bag.shape[0]]
         rows[:] = in_bag      # the grower reorders its rows: never in_bag itself
@@ -261,22 +281,44 @@ class BoostingTrainer(Trainer):
         # reused by this grower's next tree: trees growing in parallel keep a copy
         partition = rows if self.pool is None else rows.copy()
         if self.pool is None:
-            self.record_acquisitions(tree, partition, out_of_bag)
+            self.record_acquisitions(tree, partition, out_of_bag, not self.penalised)
+        self.add_scores(grower, tree, rows, k, in_bag, self.threads_per_tree)
+        return tree, partition, out_of_bag
+
+    def add_scores(self, grower, tree, rows, k, in_bag, n_threads):
+        """Add the tree of output k to the training scores (from ``grower``'s partition
+        ``rows`` when it holds every row) and to each evaluation set's scores."""
+        dtrain = self.dtrain
         if in_bag is self.all_rows:   # every row sits in a leaf of the partition
             grower.add_leaf_values(rows, self.raw_train, k)
         else:
             predict_binned_add(dtrain.binned, tree, dtrain.missing_bin, self.raw_train, k,
-                               self.threads_per_tree)
+                               n_threads)
         for _, _, binned, raw in self.eval_state:
-            predict_binned_add(binned, tree, dtrain.missing_bin, raw, k, self.threads_per_tree)
-        return tree, partition, out_of_bag
+            predict_binned_add(binned, tree, dtrain.missing_bin, raw, k, n_threads)
 
-    def record_acquisitions(self, tree, partition, out_of_bag):
+    def tree_values(self, grower, tree, rows, in_bag) -> list:
+        """What :meth:`add_scores` would add, as one column per data set (training set
+        first, then the evaluation sets), without adding it."""
+        dtrain = self.dtrain
+        # -0.0 + value is value, bit for bit (0.0 + -0.0 is not): adding these columns
+        # later gives the scores that adding the values directly would
+        columns = [np.full((data.shape[0], 1), -0.0, order="F")
+                   for data in [dtrain.binned] + [binned for _, _, binned, _ in self.eval_state]]
+        if in_bag is self.all_rows:
+            grower.add_leaf_values(rows, columns[0], 0)
+        else:
+            predict_binned_add(dtrain.binned, tree, dtrain.missing_bin, columns[0], 0, 1)
+        for column, (_, _, binned, _) in zip(columns[1:], self.eval_state):
+            predict_binned_add(binned, tree, dtrain.missing_bin, column, 0, 1)
+        return columns
+
+    def record_acquisitions(self, tree, partition, out_of_bag, from_partition):
         """Update the acquisition state with a new tree (in the order of the trees):
-        the in-bag rows from the tree's partition (the cost-aware grower has done that
-        while growing), the rows left out of the round by routing them through it; the
-        tree's ``new_acquisitions`` count both."""
-        if not self.penalised:
+        the in-bag rows from the tree's partition (``from_partition``; else the grower
+        has done that while growing on this state), the rows left out of the round by
+        routing them through it; the tree's ``new_acquisitions`` count both."""
+        if from_partition:
             self.cost_state.acquire_partition(tree, partition)
         self.split_visits += int(tree["n_samples"][tree["left"] != -1].sum())
         if out_of_bag.shape[0]:
@@ -285,6 +327,49 @@ class BoostingTrainer(Trainer):
 
     def grow_trees(self, grower_index, jobs):
         return [self.grow_tree(grower_index, *job) for job in jobs]
+
+    def speculate_trees(self, grower_index, jobs):
+        """Greedy Miser's trees of ``jobs`` on one grower and its copy of the state,
+        with their values (:meth:`tree_values`); nothing is added or recorded yet."""
+        grower = self.growers[grower_index]
+        speculated = []
+        for k, in_bag, out_of_bag, feature_mask in jobs:
+            rows = self.rows_buffers[grower_index][:in_bag.shape[0]]
+            rows[:] = in_bag
+            tree = grower.grow(self.grad[:, k], self.grow_hess[:, k], rows, feature_mask)
+            speculated.append((tree, rows.copy(), out_of_bag,
+                               self.tree_values(grower, tree, rows, in_bag)))
+        return speculated
+
+    def grow_round_speculatively(self, jobs):
+        """Greedy Miser's multiclass round on several threads, with the trees of growing
+        them one after another (see __init__)."""
+        state, n = self.cost_state, self.n_growers
+        for scratch in self.scratch_states:
+            scratch.copy_from(state)
+        parts = [self.pool.submit(self.speculate_trees, g, jobs[g::n]) for g in range(n)]
+        by_grower = [part.result() for part in parts]
+        trees, new_use = [], False
+        for k, (_, in_bag, out_of_bag, feature_mask) in enumerate(jobs):
+            if new_use:     # an earlier tree of the round used a new feature: grow again
+                grower = self.sequential_grower
+                rows = self.rows_buffers[0][:in_bag.shape[0]]
+                rows[:] = in_bag
+                tree = grower.grow(self.grad[:, k], self.grow_hess[:, k], rows, feature_mask)
+                self.record_acquisitions(tree, rows, out_of_bag, False)
+                self.add_scores(grower, tree, rows, k, in_bag, self.setup.n_threads)
+            else:
+                tree, rows, out_of_bag, values = by_grower[k % n][k // n]
+                used = (state.used_mask.copy(), state.group_used_mask.copy())
+                tree["new_acquisitions"] = 0    # counted again on the model's state
+                self.record_acquisitions(tree, rows, out_of_bag, True)
+                for raw, column in zip([self.raw_train] + [raw for *_, raw in self.eval_state],
+                                       values):
+                    raw[:, k] += column[:, 0]
+                new_use = not (np.array_equal(used[0], state.used_mask)
+                               and np.array_equal(used[1], state.group_used_mask))
+            trees.append(tree)
+        return trees
 
     def round_jobs(self, iteration):
         """The gradients of round ``iteration`` (into ``grad`` / ``hess``) and its trees'
@@ -333,16 +418,19 @@ class BoostingTrainer(Trainer):
         dtrain, n_outputs = self.dtrain, self.setup.objective.n_outputs
         n_samples = dtrain.data.shape[0]
         jobs = self.round_jobs(iteration)
-        if self.pool is None:
-            grown = self.grow_trees(0, jobs)
+        if self.speculative:
+            trees = self.grow_round_speculatively(jobs)
+        elif self.pool is None:
+            trees = [tree for tree, _, _ in self.grow_trees(0, jobs)]
         else:
             n = self.n_growers
             parts = [self.pool.submit(self.grow_trees, g, jobs[g::n]) for g in range(n)]
             by_grower = [part.result() for part in parts]
             grown = [by_grower[k % n][k // n] for k in range(n_outputs)]
             for tree_grown in grown:     # in the order of the trees, as routing would
-                self.record_acquisitions(*tree_grown)
-        self.model.add_round([tree for tree, _, _ in grown])
+                self.record_acquisitions(*tree_grown, True)
+            trees = [tree for tree, _, _ in grown]
+        self.model.add_round(trees)
         costs, state = dtrain.cost_model, self.cost_state
         self.train_cost_curve.append(
             (costs.feature_costs @ state.acquired_counts

@@ -285,32 +285,31 @@ class BoostingTrainer(Trainer):
         self.add_scores(grower, tree, rows, k, in_bag, self.threads_per_tree)
         return tree, partition, out_of_bag
 
-    def add_scores(self, grower, tree, rows, k, in_bag, n_threads):
-        """Add the tree of output k to the training scores (from ``grower``'s partition
-        ``rows`` when it holds every row) and to each evaluation set's scores."""
+    def score_arrays(self) -> list:
+        """The raw scores a tree is added to: the training set's, then each evaluation
+        set's."""
+        return [self.raw_train] + [raw for _, _, _, raw in self.eval_state]
+
+    def add_scores(self, grower, tree, rows, k, in_bag, n_threads, targets=None):
+        """Add the tree to column k of ``targets`` (default :meth:`score_arrays`): the
+        training rows from ``grower``'s partition ``rows`` when it holds every row, else
+        by traversal, and each evaluation set by traversal."""
         dtrain = self.dtrain
+        train, *evals = self.score_arrays() if targets is None else targets
         if in_bag is self.all_rows:   # every row sits in a leaf of the partition
-            grower.add_leaf_values(rows, self.raw_train, k)
+            grower.add_leaf_values(rows, train, k)
         else:
-            predict_binned_add(dtrain.binned, tree, dtrain.missing_bin, self.raw_train, k,
-                               n_threads)
-        for _, _, binned, raw in self.eval_state:
+            predict_binned_add(dtrain.binned, tree, dtrain.missing_bin, train, k, n_threads)
+        for (_, _, binned, _), raw in zip(self.eval_state, evals):
             predict_binned_add(binned, tree, dtrain.missing_bin, raw, k, n_threads)
 
     def tree_values(self, grower, tree, rows, in_bag) -> list:
-        """What :meth:`add_scores` would add, as one column per data set (training set
-        first, then the evaluation sets), without adding it."""
-        dtrain = self.dtrain
+        """What :meth:`add_scores` would add, as one column per score array, without
+        adding it."""
         # -0.0 + value is value, bit for bit (0.0 + -0.0 is not): adding these columns
         # later gives the scores that adding the values directly would
-        columns = [np.full((data.shape[0], 1), -0.0, order="F")
-                   for data in [dtrain.binned] + [binned for _, _, binned, _ in self.eval_state]]
-        if in_bag is self.all_rows:
-            grower.add_leaf_values(rows, columns[0], 0)
-        else:
-            predict_binned_add(dtrain.binned, tree, dtrain.missing_bin, columns[0], 0, 1)
-        for column, (_, _, binned, _) in zip(columns[1:], self.eval_state):
-            predict_binned_add(binned, tree, dtrain.missing_bin, column, 0, 1)
+        columns = [np.full((raw.shape[0], 1), -0.0, order="F") for raw in self.score_arrays()]
+        self.add_scores(grower, tree, rows, 0, in_bag, 1, columns)
         return columns
 
     def record_acquisitions(self, tree, partition, out_of_bag, from_partition):
@@ -363,8 +362,7 @@ class BoostingTrainer(Trainer):
                 used = (state.used_mask.copy(), state.group_used_mask.copy())
                 tree["new_acquisitions"] = 0    # counted again on the model's state
                 self.record_acquisitions(tree, rows, out_of_bag, True)
-                for raw, column in zip([self.raw_train] + [raw for *_, raw in self.eval_state],
-                                       values):
+                for raw, column in zip(self.score_arrays(), values):
                     raw[:, k] += column[:, 0]
                 new_use = not (np.array_equal(used[0], state.used_mask)
                                and np.array_equal(used[1], state.group_used_mask))

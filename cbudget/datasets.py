@@ -67,18 +67,20 @@ def train_valid_test_split(n_samples: int, sizes: Sequence[int], seed: int = 0
 QUADRANT_MEANS = (-5.0, -15.0, 15.0, 5.0)
 
 
-def make_quadrants(n_samples: int, seed: int = 0, means: ArrayLike = QUADRANT_MEANS
+def make_quadrants(n_samples: int, seed: int = 0, means: ArrayLike = QUADRANT_MEANS, *,
+                   label_noise: float = 1.0, feature_noise: float = 1.0
                    ) -> tuple[np.ndarray, np.ndarray]:
     """The synthetic regression data of the CSTC paper (Xu et al., JMLR 2014, section
     6.1), whose optimal feature cost is 12 per input.
 
     ``x`` and ``z`` are uniform in [-1, 1]; the quadrant of an input is
     ``q = (x < 0) + 2 (z < 0)`` (order ++, -+, +-, --) and its label is drawn from
-    ``N(means[q], 1)``. The default means, ``-10 sign(z) + 5 sign(x)``, put the
-    quadrants with negative ``z`` higher, as in the paper. Features (columns): four
+    ``N(means[q], label_noise^2)``. The default means, ``-10 sign(z) + 5 sign(x)``, put
+    the quadrants with negative ``z`` higher, as in the paper. Features (columns): four
     expensive ones -- column ``q`` equals the label for inputs of quadrant ``q`` and is
-    an independent ``N(means[q], 1)`` draw for the others, so that all four have the
-    same spread -- then ``sign(x)`` and ``sign(z)``, the cheap ones. With costs
+    an independent ``N(means[q], feature_noise^2)`` draw for the others (by default with
+    the labels' spread, so that all four look alike) -- then ``sign(x)`` and
+    ``sign(z)``, the cheap ones. With costs
     ``[10, 10, 10, 10, 1, 1]`` a perfect predictor reads the two signs, then the
     quadrant's expensive feature: cost 12.
 
@@ -88,6 +90,10 @@ def make_quadrants(n_samples: int, seed: int = 0, means: ArrayLike = QUADRANT_ME
     seed : int, default 0
     means : array-like of 4 floats, default ``(-5, -15, 15, 5)``
         The label mean of each quadrant.
+    label_noise : float, default 1
+        Standard deviation of the labels around their quadrant's mean.
+    feature_noise : float, default 1
+        Standard deviation of the expensive features' values outside their quadrant.
 
     Returns
     -------
@@ -98,9 +104,13 @@ def make_quadrants(n_samples: int, seed: int = 0, means: ArrayLike = QUADRANT_ME
     x, z = rng.uniform(-1, 1, n_samples), rng.uniform(-1, 1, n_samples)
     quadrant = (x < 0).astype(np.int64) + 2 * (z < 0)
     means = np.asarray(means, dtype=np.float64)
-    y = means[quadrant] + rng.normal(size=n_samples)
+    if means.shape != (4,) or not np.isfinite(means).all():
+        raise ValueError(f"means must be 4 finite numbers, got {means!r}")
+    if not (label_noise >= 0 and feature_noise >= 0):
+        raise ValueError("label_noise and feature_noise must be >= 0")
+    y = means[quadrant] + label_noise * rng.normal(size=n_samples)
     X = np.empty((n_samples, 6))
-    X[:, :4] = means + rng.normal(size=(n_samples, 4))
+    X[:, :4] = means + feature_noise * rng.normal(size=(n_samples, 4))
     X[np.arange(n_samples), quadrant] = y
     X[:, 4], X[:, 5] = np.where(x < 0, -1.0, 1.0), np.where(z < 0, -1.0, 1.0)
     return X, y

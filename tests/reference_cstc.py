@@ -5,10 +5,11 @@ from reference_predict import tree_walk
 
 
 def sigmoid(z):
-    return 1.0 / (1.0 + np.exp(-z))
+    with np.errstate(over="ignore"):     # exp(-z) = inf gives the right limit 0
+        return 1.0 / (1.0 + np.exp(-z))
 
 
-def soft_route(F, thresholds, upper, lower):
+def soft_route(F, thresholds, upper, lower, sharpness=1.0):
     """(reach, exit) by recursion from the root, input by input."""
     n, n_nodes = F.shape
     reach, exit_ = np.zeros((n, n_nodes)), np.zeros((n, n_nodes))
@@ -18,7 +19,7 @@ def soft_route(F, thresholds, upper, lower):
         if upper[k] == -1 and lower[k] == -1:
             exit_[i, k] += p
             return
-        s = sigmoid(F[i, k] - thresholds[k])
+        s = sigmoid(sharpness * (F[i, k] - thresholds[k]))
         for child, share in ((upper[k], s), (lower[k], 1.0 - s)):
             if child == -1:
                 exit_[i, k] += p * share
@@ -38,16 +39,17 @@ def loss_derivative(f, y, kind):
     return f - y if kind == 0 else -y * sigmoid(-y * f)
 
 
-def node_objective(f, y, sw, a, b, lu, lv, cu, cv, theta, splits, kind):
+def node_objective(f, y, sw, a, b, lu, lv, cu, cv, theta, sharpness, splits, kind):
     """(value, d value / d theta, d value / d f) of ``_linear.node_objective``."""
     losses, dl = loss(f, y, kind), loss_derivative(f, y, kind)
     if not splits:
         return float(np.sum(sw * a * losses)), 0.0, sw * a * dl
-    s = sigmoid(f - theta)
+    s = sigmoid(sharpness * (f - theta))
+    ds = sharpness * s * (1 - s)     # d s / d f
     slope = b * losses + lu - lv + cu - cv
     value = float(np.sum(sw * ((a + b * s) * losses + s * lu + (1 - s) * lv)))
-    grad_f = sw * ((a + b * s) * dl + s * (1 - s) * slope)
-    return value, float(-np.sum(sw * s * (1 - s) * slope)), grad_f
+    grad_f = sw * ((a + b * s) * dl + ds * slope)
+    return value, float(-np.sum(sw * ds * slope)), grad_f
 
 
 def predict_hard(X, weights, bias, thresholds, upper, lower, impute):

@@ -1622,7 +1622,8 @@ def test_linear_kernels_reject_inconsistent_inputs():
 
     def objective(**changes):
         args = dict(f=v, y=v, sw=v, own_weight=v, slope=v, lu=v, lv=v, cu=v, cv=v,
-                    threshold=0.0, splits=True, loss=0, grad=np.empty(n), n_threads=1)
+                    threshold=0.0, sharpness=1.0, splits=True, loss=0, grad=np.empty(n),
+                    n_threads=1)
         args.update(changes)
         node_objective(*args.values())
 
@@ -1633,20 +1634,26 @@ def test_linear_kernels_reject_inconsistent_inputs():
              lambda: pointwise_loss(F, v, 0, np.empty((n, 2)), 1)]),
         "soft_route": (
             lambda: soft_route(F, thresholds, upper, lower, np.empty((n, 3)), np.empty((n, 3)),
-                               1),
+                               1.0, 1),
             [lambda: soft_route(F, thresholds, upper[:2], lower, np.empty((n, 3)),
-                                np.empty((n, 3)), 1),
+                                np.empty((n, 3)), 1.0, 1),
              lambda: soft_route(F, thresholds, np.array([0, -1, -1], np.int32), lower,
-                                np.empty((n, 3)), np.empty((n, 3)), 1),     # a loop
+                                np.empty((n, 3)), np.empty((n, 3)), 1.0, 1),     # a loop
              lambda: soft_route(F, thresholds, np.array([3, -1, -1], np.int32), lower,
-                                np.empty((n, 3)), np.empty((n, 3)), 1),
+                                np.empty((n, 3)), np.empty((n, 3)), 1.0, 1),
              lambda: soft_route(F, thresholds, upper, lower, np.empty((n, 2)),
-                                np.empty((n, 3)), 1),
+                                np.empty((n, 3)), 1.0, 1),
              lambda: soft_route(F[:, :0].copy(), thresholds[:0], upper[:0], lower[:0],
-                                np.empty((n, 0)), np.empty((n, 0)), 1)]),
+                                np.empty((n, 0)), np.empty((n, 0)), 1.0, 1),
+             lambda: soft_route(F, thresholds, upper, lower, np.empty((n, 3)),
+                                np.empty((n, 3)), 0.0, 1),
+             lambda: soft_route(F, thresholds, upper, lower, np.empty((n, 3)),
+                                np.empty((n, 3)), np.inf, 1)]),
         "node_objective": (
             objective,
-            [lambda: objective(y=v[:-1]),
+            [lambda: objective(sharpness=-1.0),
+             lambda: objective(sharpness=np.nan),
+             lambda: objective(y=v[:-1]),
              lambda: objective(grad=np.empty(n - 1)),
              lambda: objective(slope=v[:-1])]),
         "predict_hard": (

@@ -65,7 +65,7 @@ def train_models():
     Xq, yq = make_quadrants(2000, seed=1)
     dquad = cbudget.Dataset(Xq, yq, feature_costs=[10, 10, 10, 10, 1, 1])
     models["cstc_quadrants"] = cbudget.train(    # regression, the paper's section 6.1
-        dict(common, algorithm="cstc", max_depth=3, cost_tradeoff=0.075, reg_alpha=0.001),
+        dict(common, algorithm="cstc", max_depth=3, cost_tradeoff=0.004, reg_alpha=0.001),
         dquad, 5, verbose_eval=False)
     return models
 

@@ -14,7 +14,7 @@ shapes and index arrays (children, columns) and raises ValueError before any loo
 import numpy as np
 
 from cython.parallel cimport prange
-from libc.math cimport exp, isfinite, log1p
+from libc.math cimport INFINITY, exp, isfinite, log1p
 from libc.stdint cimport int32_t, int64_t
 
 from ._safety cimport check_n_threads, first_out_of_range_32, first_out_of_range_64
@@ -39,6 +39,12 @@ cdef int _check_children(const int32_t[::1] upper, const int32_t[::1] lower,
 # loss codes: squared 1/2 (f - y)^2 (the paper's); logistic log(1 + exp(-y f)), y = +-1
 LOSS_SQUARED = 0
 LOSS_LOGISTIC = 1
+
+
+cdef int _check_sharpness(double sharpness, str name) except -1:
+    if not (0.0 < sharpness < INFINITY):
+        raise ValueError(f"{name}: sharpness must be finite and > 0, got {sharpness}")
+    return 0
 
 
 cdef inline double _sigmoid(double z) noexcept nogil:
@@ -78,13 +84,13 @@ def pointwise_loss(const double[:, ::1] F, const double[::1] y, int loss, double
 
 def soft_route(const double[:, ::1] F, const double[::1] thresholds, const int32_t[::1] upper,
                const int32_t[::1] lower, double[:, ::1] reach, double[:, ::1] exit,
-               int n_threads):
+               double sharpness, int n_threads):
     """Soft traversal (eq. 4): ``reach[i, k]`` is the probability that input ``i`` reaches
     node ``k``, ``exit[i, k]`` that it leaves the tree through a terminal of ``k``.
 
-    The root is reached with probability 1; node ``k`` sends ``s = sigmoid(F[i, k] -
-    thresholds[k])`` of its probability up and ``1 - s`` down; a leaf passes all of it
-    to its terminal. An infinite ``F[i, k] - thresholds[k]`` routes hard.
+    The root is reached with probability 1; node ``k`` sends ``s = sigmoid(sharpness
+    (F[i, k] - thresholds[k]))`` of its probability up and ``1 - s`` down; a leaf passes
+    all of it to its terminal. An infinite ``F[i, k] - thresholds[k]`` routes hard.
 
     Parameters
     ----------
@@ -92,11 +98,13 @@ def soft_route(const double[:, ::1] F, const double[::1] thresholds, const int32
     thresholds : float64 (n_nodes,)
     upper, lower : int32 (n_nodes,), child ids (-1: terminal), parents before children
     reach, exit : float64 (n_samples, n_nodes), overwritten
+    sharpness : float > 0, the slope of the sigmoid
     """
     cdef Py_ssize_t n = F.shape[0], n_nodes = F.shape[1], i, k
     cdef double r, s
     check_n_threads(n_threads)
     _check_children(upper, lower, n_nodes, "soft_route")
+    _check_sharpness(sharpness, "soft_route")
     if (thresholds.shape[0] != n_nodes or reach.shape[0] != n or reach.shape[1] != n_nodes
             or exit.shape[0] != n or exit.shape[1] != n_nodes):
         raise ValueError("soft_route: thresholds need one entry per node, reach and exit "
@@ -111,7 +119,7 @@ def soft_route(const double[:, ::1] F, const double[::1] thresholds, const int32
             if upper[k] == -1 and lower[k] == -1:
                 exit[i, k] = r
                 continue
-            s = _sigmoid(F[i, k] - thresholds[k])
+            s = _sigmoid(sharpness * (F[i, k] - thresholds[k]))
             if upper[k] == -1:
                 exit[i, k] = exit[i, k] + r * s
             else:
@@ -126,13 +134,14 @@ def node_objective(const double[::1] f, const double[::1] y, const double[::1] s
                    const double[::1] own_weight, const double[::1] own_slope,
                    const double[::1] loss_upper, const double[::1] loss_lower,
                    const double[::1] cost_upper, const double[::1] cost_lower,
-                   double threshold, bint splits, int loss, double[::1] grad_f,
+                   double threshold, double sharpness, bint splits, int loss,
+                   double[::1] grad_f,
                    int n_threads):
     """The per-input part of one node's objective with the other nodes fixed, and its
     gradient with respect to the node's scores and threshold.
 
-    With ``s_i = sigmoid(f_i - threshold)`` (``splits``; else ``s_i`` plays no part),
-    the value is::
+    With ``s_i = sigmoid(sharpness (f_i - threshold))`` (``splits``; else ``s_i`` plays
+    no part), the value is::
 
         sum_i sw_i [(a_i + b_i s_i) loss(f_i, y_i) + s_i LU_i + (1 - s_i) LV_i]
 
@@ -160,6 +169,7 @@ def node_objective(const double[::1] f, const double[::1] y, const double[::1] s
                             or loss_lower.shape[0] != n or cost_upper.shape[0] != n
                             or cost_lower.shape[0] != n))):
         raise ValueError(f"node_objective: every per-input array needs {n} entries")
+    _check_sharpness(sharpness, "node_objective")
     for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
         stop = min((block + 1) * ROW_BLOCK, n)
         v = 0.0
@@ -169,8 +179,8 @@ def node_objective(const double[::1] f, const double[::1] y, const double[::1] s
             dl = _loss_derivative(f[i], y[i], loss)
             w = sample_weight[i]
             if splits:
-                s = _sigmoid(f[i] - threshold)
-                ds = s * (1.0 - s)
+                s = _sigmoid(sharpness * (f[i] - threshold))
+                ds = sharpness * s * (1.0 - s)
                 slope_term = (own_slope[i] * l + loss_upper[i] - loss_lower[i]
                               + cost_upper[i] - cost_lower[i])
                 v = v + w * ((own_weight[i] + own_slope[i] * s) * l

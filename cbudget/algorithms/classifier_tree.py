@@ -7,7 +7,11 @@ Each node scores and routes with ``x . w + b > theta``; training minimises every
 loss weighted by its reach probability (cscc, cronus: exit probability times
 ``class_weight``) + ``reg_alpha`` x l1 + ``cost_tradeoff`` (default 0.01) x the relaxed
 expected cost (per path ``sum_a c_a sqrt(sum_nodes w_a^2)``; cronus: reach-weighted
-weights in one norm), by block coordinate descent (:mod:`.cstc_solver`):
+weights in one norm), on standardised features and (regression) standardised targets,
+so that the loss is in units of the label variance and lambda does not move with the
+labels' scale; the routing probability is ``sigmoid(routing_sharpness (f - theta))``
+(default 30, see :mod:`.cstc_solver` for this and the other departures from the paper);
+by block coordinate descent (:mod:`.cstc_solver`):
 ``num_boost_round`` is the number of sweeps (fewer when the objective changes less than
 ``tol``; evaluation and early stopping per sweep; the best sweep is kept). ``max_depth``
 levels (default 3; cascades: stages, default 4), ``tree_structure`` "full", "prune" or
@@ -59,6 +63,8 @@ PARAMS = (
     Param("basis_max_depth", 4, number(integer=True, low=1), "depth of the basis trees"),
     Param("basis_learning_rate", 0.1, number(low=0, low_open=True),
           "learning rate of the basis trees"),
+    Param("routing_sharpness", 30.0, number(low=0, low_open=True),
+          "slope of the sigmoid of the soft routing, on standardised scores"),
     Param("tol", 1e-4, number(low=0, low_open=True),
           "relative objective change that ends a node's and the sweeps' iterations"),
 )
@@ -79,6 +85,16 @@ def basis_booster(p, dtrain, targets):
                           n_threads=resolve_n_threads(p["n_jobs"]), verbose=False)
     return run_training(GBDT.trainer(params, data, p["basis_trees"], setup),
                         CallbackContainer([]))
+
+
+def standardize_targets(targets, weight):
+    """(mean, standard deviation) of regression targets under ``weight``; the solver fits
+    the standardised targets, so that ``cost_tradeoff`` and ``reg_alpha`` weigh against
+    a loss in units of the targets' variance, whatever their scale. A constant target
+    keeps the scale 1."""
+    mean = float(np.average(targets, weights=weight))
+    scale = float(np.sqrt(np.average((targets - mean) ** 2, weights=weight)))
+    return mean, scale if scale > 0 else 1.0
 
 
 def class_factor(p, labels, weight):
@@ -106,8 +122,15 @@ class ClassifierTreeTrainer(Trainer):
         objective = setup.objective
         y, weight = dtrain.label, dtrain.weight
         binary = objective.name == "binary:logistic"
-        targets = 2.0 * y - 1.0 if binary else y.astype(np.float64)
         self.sample_weight = np.ones(y.shape[0]) if weight is None else weight
+        if binary:
+            targets = 2.0 * y - 1.0
+            self.target_mean, self.target_scale = 0.0, 1.0
+        else:
+            targets = y.astype(np.float64)
+            self.target_mean, self.target_scale = standardize_targets(targets,
+                                                                      self.sample_weight)
+        scaled_targets = (targets - self.target_mean) / self.target_scale
         self.basis = basis_booster(p, dtrain, targets) if p["basis_trees"] else None
         coords = node_inputs(dtrain.data, self.basis)
         self.mean, self.std = standardize(coords)
@@ -115,14 +138,14 @@ class ClassifierTreeTrainer(Trainer):
         groups, group_costs = cost_groups(dtrain.cost_model, self.basis, Z.shape[1])
         cascade = p["algorithm"] != "cstc"
         self.problem = problem = TreeProblem(
-            Z, targets, self.sample_weight,
+            Z, scaled_targets, self.sample_weight,
             class_factor(p, y, weight) if binary else np.ones(y.shape[0]),
             groups, group_costs, kind="cascade" if cascade else "tree", depth=p["max_depth"],
             weighting="exit" if cascade else "reach",
             cost_form="cronus" if p["algorithm"] == "cronus" else "paths",
             loss=LOSS_LOGISTIC if p["loss"] == "logistic" else LOSS_SQUARED,
             rho=p["reg_alpha"], lam=p["cost_tradeoff"], tol=p["tol"], usable=self.std > 0,
-            n_threads=setup.n_threads)
+            n_threads=setup.n_threads, sharpness=p["routing_sharpness"])
         self.eval_coords = [(name, data, standardized(node_inputs(data.data, self.basis),
                                                       self.mean, self.std))
                             for data, name in setup.evals]
@@ -156,7 +179,10 @@ class ClassifierTreeTrainer(Trainer):
                 problem.active.copy())
 
     def transform(self, score):
-        return score_transform(self.setup.objective.name, self.p["loss"], score)
+        """Predictions from the problem's scores (on the scale of the standardised
+        targets)."""
+        return score_transform(self.setup.objective.name, self.p["loss"],
+                               score * self.target_scale + self.target_mean)
 
     def export(self):
         """The problem's alive nodes as a ClassifierTree / Cascade: renumbered in level
@@ -166,15 +192,17 @@ class ClassifierTreeTrainer(Trainer):
         new_id = {int(k): i for i, k in enumerate(alive)}
         upper, lower = problem.children()
         scale = np.where(self.std > 0, 1.0 / np.where(self.std > 0, self.std, 1.0), 0.0)
-        weights = problem.B[alive] * scale
-        bias = problem.bias[alive] - weights @ self.mean
+        # back to the targets' scale, then to the coordinates' scale
+        weights = problem.B[alive] * scale * self.target_scale
+        bias = (problem.bias[alive] * self.target_scale + self.target_mean
+                - weights @ self.mean)
         model_class = ClassifierTree if p["algorithm"] == "cstc" else Cascade
         return model_class(
             objective=self.setup.objective.name, loss=p["loss"],
             feature_names=dtrain.feature_names, cost_model=dtrain.cost_model, params=p,
             weights=weights, bias=bias,
             thresholds=np.where([upper[k] == -1 and lower[k] == -1 for k in alive], 0.0,
-                                problem.theta[alive]),
+                                problem.theta[alive] * self.target_scale + self.target_mean),
             upper=[new_id[int(upper[k])] if upper[k] != -1 else -1 for k in alive],
             lower=[new_id[int(lower[k])] if lower[k] != -1 else -1 for k in alive],
             impute=self.mean if self.basis is None else np.zeros_like(self.mean),
@@ -199,6 +227,7 @@ class ClassifierTreeTrainer(Trainer):
             problem.B, problem.bias, problem.theta, problem.active = (
                 a.copy() for a in self.states[n_keep])
             problem.F = problem.Z @ problem.B.T + problem.bias
+        problem.drop_idle_weights()
         if self.p["fine_tune"]:
             problem.fine_tune()
         return self.export()

@@ -19,13 +19,31 @@ weights ``B[k]``, bias and threshold. It implements
 * per-node block coordinate descent (Algorithm 1): the auxiliary variables of Lemma 1 in
   closed form, then leaves by the weighted ridge solution of eq. (16) and branching
   nodes (weights, bias and threshold) by L-BFGS on the analytic gradient, whose
-  per-input part is ``_core._linear.node_objective``; weights below 1e-4 are clamped to
-  zero for good;
+  per-input part is ``_core._linear.node_objective``; weights below ``CLAMP`` are
+  clamped to zero for good;
 * top-down initialisation (3.4.2), bottom-up pruning (3.6.1), greedy top-down growth
   (3.6.2) and fine-tuning of the leaves without the cost term (3.5).
 
 Each classifier also has a bias, not penalised and not a feature. The cost is measured
 on the standardised weights, so rescaling a feature does not change what it costs.
+
+Departures from the paper, so that one ``cost_tradeoff`` finds the paper's tree whatever
+the scale of the labels (the caller standardises regression targets, so the scores are
+in label deviations):
+
+* the soft routing is ``sigmoid(sharpness (f - theta))``. With the paper's slope 1 the
+  routing is as soft as the labels are close: labels 0 / 1 / 5 / 6 leave a branch
+  1/2 label apart, and a slope of 1 sends 40% of the inputs down the wrong side, so
+  every leaf fits a mixture and buys every feature;
+* ``CLAMP`` is 1e-3 (the weights are in label deviations per feature deviation): the
+  Lemma 1 iterations shrink an unneeded weight geometrically, and one left at 1e-4
+  charges its whole feature cost to every input that reaches the node;
+* :meth:`TreeProblem.drop_idle_weights`: the mixed norm makes a small weight cheap in
+  a routing node above a leaf that reads the same feature, but the prediction pays the
+  feature on the sibling's path too; weights that send no training input to another
+  side are removed (the training predictions do not change);
+* fine-tuning fits each leaf on the inputs that its hard route sends it, as prediction
+  will, rather than on soft-routed ones that leak other regions into the fit.
 """
 import numpy as np
 import scipy.linalg
@@ -44,9 +62,11 @@ from .linear_inputs import threads_for
 
 __all__ = ["TreeProblem", "CLAMP"]
 
-CLAMP = 1e-4            # |weight| below this is set to zero for good (section 3.4)
+CLAMP = 1e-3            # |weight| below this is set to zero for good (section 3.4)
 _MAX_NODE_ITERATIONS = 100
 _MAX_LBFGS_ITERATIONS = 200
+# a sigmoid this steep is a step function on any scores but ties at the threshold
+_HARD_SHARPNESS = 1e9
 
 
 def skeleton(kind, depth):
@@ -101,10 +121,11 @@ class TreeProblem:
     loss : LOSS_SQUARED or LOSS_LOGISTIC
     rho, lam : float; reg_alpha and cost_tradeoff
     usable : bool (n_coords,); coordinates that may get a weight (not constant)
+    sharpness : float > 0; routing_sharpness, the slope of the routing sigmoid
     """
 
     def __init__(self, Z, y, sample_weight, class_factor, groups, group_costs, *, kind, depth,
-                 weighting, cost_form, loss, rho, lam, tol, usable, n_threads):
+                 weighting, cost_form, loss, rho, lam, tol, usable, sharpness, n_threads):
         self.Z, self.y = Z, y
         self.sw = sample_weight
         self.W = float(sample_weight.sum())
@@ -115,6 +136,7 @@ class TreeProblem:
         self.kind, self.weighting, self.cost_form = kind, weighting, cost_form
         self.loss, self.rho, self.lam, self.tol = loss, float(rho), float(lam), float(tol)
         self.n_threads = n_threads
+        self.sharpness = float(sharpness)
         self.usable = usable
         self.upper_full, self.lower_full = skeleton(kind, depth)
         n_nodes = self.upper_full.shape[0]
@@ -179,7 +201,8 @@ class TreeProblem:
         theta = self.theta if theta is None else theta
         reach = np.empty_like(F)
         exit_ = np.empty_like(F)
-        soft_route(F, theta, upper, lower, reach, exit_, self._threads(F.size))
+        soft_route(F, theta, upper, lower, reach, exit_, self.sharpness,
+                   self._threads(F.size))
         return reach, exit_
 
     def loss_weights(self, reach, exit_):
@@ -357,13 +380,14 @@ class TreeProblem:
             beta_a, bias = np.ascontiguousarray(x[:n_active]), float(x[n_active])
             theta = x[n_active + 1] if t["splits"] else 0.0
             dense_scores(self.Z, columns, beta_a, bias, f, threads)
-            s = _sigmoid(f - theta) if t["splits"] else None
+            s = _sigmoid(self.sharpness * (f - theta)) if t["splits"] else None
             beta = np.zeros(d)
             beta[active] = beta_a
             cost_value, diag, cu, cv = self._cost_pieces(t, beta, s)
             loss_value, d_theta = node_objective(
                 f, self.y, self.sw, t["own_weight"], t["own_slope"], t["loss_upper"],
-                t["loss_lower"], cu, cv, theta, t["splits"], self.loss, grad_f, threads_f)
+                t["loss_lower"], cu, cv, theta, self.sharpness, t["splits"], self.loss, grad_f,
+                threads_f)
             value = (loss_value / self.W + 0.5 * self.rho * float(beta_a ** 2 @ inv_gamma)
                      + self.lam * cost_value)
             grad = np.empty_like(x)
@@ -475,24 +499,37 @@ class TreeProblem:
 
     def fine_tune(self):
         """Section 3.5: re-fit every leaf on its non-zero coordinates without the cost
-        term (the features are decided; the mixed norm only shrank the weights)."""
-        lam, self.lam = self.lam, 0.0
+        term (the features are decided; the mixed norm only shrank the weights), on the
+        inputs that reach it with hard thresholds, as predictions will route them (soft
+        routing would leak other regions' inputs into the fit). A leaf that no training
+        input reaches keeps its weights."""
+        upper, lower = self.children()
+        _, visited = self.hard_walk(self.F)
+        lam, sharpness = self.lam, self.sharpness
+        self.lam, self.sharpness = 0.0, _HARD_SHARPNESS
         try:
-            upper, lower = self.children()
             for k in self.alive_nodes():
-                if upper[k] == -1 and lower[k] == -1:
+                if upper[k] == -1 and lower[k] == -1 and visited[:, k].any():
                     self.optimize_node(k)
         finally:
-            self.lam = lam
+            self.lam, self.sharpness = lam, sharpness
 
     # -- hard prediction on other data (validation) ----------------------------------
     def predict_hard(self, Z, alive=None):
         """(scores of the exit nodes, exit nodes) of the rows of ``Z`` with hard
         thresholds, using the structure ``alive`` (default: the current one)."""
-        alive = self.alive if alive is None else alive
         F = Z @ self.B.T + self.bias
-        n = Z.shape[0]
+        node, _ = self.hard_walk(F, alive)
+        return F[np.arange(F.shape[0]), node], node
+
+    def hard_walk(self, F, alive=None):
+        """(exit node, bool (n_samples, n_nodes) of the nodes visited) of inputs with
+        node scores ``F`` under hard thresholds, in the structure ``alive``."""
+        alive = self.alive if alive is None else alive
+        n = F.shape[0]
         node = np.zeros(n, dtype=np.int64)
+        visited = np.zeros(F.shape, dtype=bool)
+        visited[:, 0] = True
         done = np.zeros(n, dtype=bool)
         up_full, lo_full = self.upper_full, self.lower_full
         while not done.all():
@@ -503,7 +540,32 @@ class TreeProblem:
             child_alive = (child >= 0) & alive[np.maximum(child, 0)]
             done[rows[~child_alive]] = True
             node[rows[child_alive]] = child[child_alive]
-        return F[np.arange(n), node], node
+            visited[rows[child_alive], child[child_alive]] = True
+        return node, visited
+
+    def drop_idle_weights(self):
+        """Remove the weights of branching nodes that route no training input
+        differently: the mixed norm charges a small weight little, the prediction cost
+        charges its feature in full. For each node with two children, coordinates are
+        tried from the smallest weight up; one goes when every training input that
+        reaches the node (hard thresholds) still takes the same side without it. The
+        training predictions are unchanged. A node that no training input reaches is left
+        alone (nothing shows what its weights do)."""
+        upper, lower = self.children()
+        _, visited = self.hard_walk(self.F)
+        for k in self.alive_nodes():
+            rows = np.flatnonzero(visited[:, k])
+            if upper[k] == -1 or lower[k] == -1 or rows.size == 0:
+                continue
+            scores = self.F[rows, k]
+            side = scores > self.theta[k]
+            for j in sorted(np.flatnonzero(self.active[k]), key=lambda j: abs(self.B[k, j])):
+                trial = scores - self.B[k, j] * self.Z[rows, j]
+                if np.array_equal(trial > self.theta[k], side):
+                    scores = trial
+                    self.B[k, j] = 0.0
+                    self.active[k, j] = False
+            self.set_scores(k)
 
     def prune(self, Z_valid, score):
         """Bottom-up pruning (3.6.1): remove a leaf whenever the validation ``score``

@@ -42,7 +42,7 @@ FULL = {
     "adapt_rounds": {"letters": 2000, "mnist38": 200, "synthetic_costly": 600},
     "patience": {"letters": 300, "mnist38": 50, "synthetic_costly": 100},
     "lgbm_gammas": {"letters": (3.0,)},          # ADAPT-GBRT with the LightGBM f0
-    "lin_p_full": (0.1, 0.2, 0.3, 0.5), "lin_gammas": {"letters": (1e-3, 1e-2, 3e-2, 1e-1)},
+    "lin_p_full": (0.1, 0.2, 0.3, 0.5), "lin_gammas": {"letters": (1e-3, 3e-3, 1e-2, 3e-2)},
     "lin_alternations": 20, "lin_restarts": 4,
     "gm_lambdas": {"letters": (0.0, 3.0, 10.0, 30.0, 100.0),
                    "mnist38": (0.0, 3.0, 10.0, 30.0, 100.0),

@@ -120,38 +120,83 @@ FOUR_CLUSTER_CENTERS = ((-2.5, 6.0), (0.0, 6.0), (0.0, 0.0), (0.0, -2.0))
 FOUR_CLUSTER_LABELS = (1, 0, 1, 0)
 
 
-def make_four_clusters(n_samples: int, seed: int = 0, noise: float = 0.2
+def make_four_clusters(n_samples: int, seed: int = 0, noise: ArrayLike = 0.2, *,
+                       centers: ArrayLike = FOUR_CLUSTER_CENTERS,
+                       labels: ArrayLike = FOUR_CLUSTER_LABELS,
+                       proportions: ArrayLike | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Two features, four equally large clusters: the adaptive-acquisition example of
-    the ADAPT paper (Nan and Saligrama, NIPS 2017, Synthetic-2, Figure 3).
+    """Two features, four Gaussian clusters: the adaptive-acquisition example of the ADAPT
+    paper (Nan and Saligrama, NIPS 2017, Synthetic-2, Figure 3), and with ``centers``,
+    ``labels``, ``noise`` and ``proportions`` a family of such geometries.
 
-    Clusters 1 and 2 (the top, ``x2 = 6``) have labels 1 and 0 and differ in ``x1``;
-    clusters 3 and 4 (``x1 = 0``, ``x2 = 0`` and ``-2``) have labels 1 and 0. No linear
-    classifier separates the classes, so an expensive model f0 reading both features is
-    needed somewhere. An L1-regularised logistic regression picks ``x1`` first (it
-    isolates cluster 1); with ``x1`` alone a gate can send only cluster 1 to a low-cost
-    predictor, so full accuracy costs 1.75 per input with unit costs. The adaptive
-    system reads ``x2`` only: the gate sends the top clusters to f0 and a predictor on
-    ``x2`` separates clusters 3 and 4 -- full accuracy at cost 1.5.
+    By default clusters 1 and 2 (the top, ``x2 = 6``) have labels 1 and 0 and differ in
+    ``x1``; clusters 3 and 4 (``x1 = 0``, ``x2 = 0`` and ``-2``) have labels 1 and 0. No
+    linear classifier separates the classes, so an expensive model f0 reading both
+    features is needed somewhere. An L1-regularised logistic regression picks ``x1``
+    first (it isolates cluster 1); with ``x1`` alone a gate can send only cluster 1 to a
+    low-cost predictor, so full accuracy costs 1.75 per input with unit costs. The
+    adaptive system reads ``x2`` only: the gate sends the top clusters to f0 and a
+    predictor on ``x2`` separates clusters 3 and 4 -- full accuracy at cost 1.5.
+
+    In general (unit costs, f0 reading both features, clusters far apart compared with
+    ``noise``) the cheapest fully accurate gated model with a linear gate and predictor
+    reads one feature ``a`` for every input: the gate keeps the clusters on one side of
+    a threshold on ``x_a`` whose labels a threshold on ``x_a`` separates and sends the
+    others to f0, which also pays the other feature -- cost 1 + (share of the inputs sent
+    to f0), minimised over ``a`` and the threshold.
 
     Parameters
     ----------
     n_samples : int
     seed : int, default 0
-    noise : float, default 0.2
-        Standard deviation of the Gaussian noise around each cluster's centre.
+    noise : float or array-like of 4 floats, default 0.2
+        Standard deviation of the Gaussian noise around each cluster's centre (one for
+        all clusters, or one per cluster).
+    centers : array-like of shape (4, 2), default ``FOUR_CLUSTER_CENTERS``
+        The clusters' centres ``(x1, x2)``.
+    labels : array-like of 4 ints in {0, 1}, default ``FOUR_CLUSTER_LABELS``
+        The clusters' labels.
+    proportions : array-like of 4 non-negative floats, optional
+        The clusters' shares of the rows (normalised to sum 1; counts rounded by largest
+        remainder, ties to the first clusters), the rows ordered by cluster. None (the
+        default): equally large clusters interleaved, row ``i`` in cluster ``i % 4``.
 
     Returns
     -------
     X : ndarray of float64, shape (n_samples, 2)
     y : ndarray of int64, shape (n_samples,)
     cluster : ndarray of int64, shape (n_samples,)
-        0..3 for clusters 1..4 (``n_samples // 4`` each, the first ones one more).
+        0..3 for clusters 1..4 (by default ``n_samples // 4`` each, the first ones one
+        more).
     """
+    centers = np.asarray(centers, dtype=np.float64)
+    if centers.shape != (4, 2) or not np.isfinite(centers).all():
+        raise ValueError(f"centers must be 4 finite points of 2 coordinates (shape (4, 2)), "
+                         f"got shape {centers.shape}")
+    labels = np.asarray(labels)
+    if labels.shape != (4,) or not np.isin(labels, (0, 1)).all():
+        raise ValueError(f"labels must be 4 values in {{0, 1}}, got {labels.tolist()!r}")
+    noise = np.asarray(noise, dtype=np.float64)
+    if noise.shape not in ((), (4,)) or not (np.isfinite(noise).all() and (noise >= 0).all()):
+        raise ValueError(f"noise must be a finite number >= 0 or 4 of them, got "
+                         f"{noise.tolist()!r}")
+    if proportions is None:
+        cluster = np.arange(n_samples) % 4
+    else:
+        share = np.asarray(proportions, dtype=np.float64)
+        if (share.shape != (4,) or not np.isfinite(share).all() or (share < 0).any()
+                or share.sum() <= 0):
+            raise ValueError(f"proportions must be 4 finite numbers >= 0, not all 0, got "
+                             f"{share.tolist()!r}")
+        exact = n_samples * share / share.sum()
+        counts = np.floor(exact).astype(np.int64)
+        extra = np.argsort(-(exact - counts), kind="stable")[:n_samples - counts.sum()]
+        counts[extra] += 1
+        cluster = np.repeat(np.arange(4), counts)
     rng = np.random.default_rng(seed)
-    cluster = np.arange(n_samples) % 4
-    X = np.asarray(FOUR_CLUSTER_CENTERS)[cluster] + noise * rng.normal(size=(n_samples, 2))
-    return X, np.asarray(FOUR_CLUSTER_LABELS, dtype=np.int64)[cluster], cluster.astype(np.int64)
+    scale = noise if noise.ndim == 0 else noise[cluster][:, None]
+    X = centers[cluster] + scale * rng.normal(size=(n_samples, 2))
+    return X, labels.astype(np.int64)[cluster], cluster.astype(np.int64)
 
 
 # make_ranking's features: (cost, noise added to the latent relevance); None: pure noise

@@ -124,3 +124,30 @@ def l1_baseline_curve(X, y, X_test, y_test, expensive_predict, expensive_feature
         cost = np.mean(np.where(to_expensive, expensive_cost, len(selected)))
         points.append((cost, accuracy))
     return selected, points
+
+
+def four_cluster_optimum(centers, labels, proportions=None):
+    """The cheapest fully accurate gated model of well separated four-cluster data
+    (``datasets.make_four_clusters``; two unit-cost features, f0 reading both) with a
+    linear gate and predictor, by enumeration: the gate and f1 read one feature ``a``
+    (reading both costs 2, as f0 does); the inputs kept for f1 are the clusters on one
+    side of a threshold on ``x_a`` and f1 must separate their labels by a threshold on
+    ``x_a``; the others go to f0 and pay both features. Returns (mean cost per input,
+    feature, bool mask of the clusters sent to f0); every input to f0 (cost 2) if no
+    such gate helps."""
+    centers = np.asarray(centers, dtype=np.float64)
+    labels = np.asarray(labels)
+    share = np.full(4, 0.25) if proportions is None else np.asarray(proportions, float)
+    share = share / share.sum()
+    best = (2.0, None, np.ones(4, dtype=bool))
+    for a in range(2):
+        x = centers[:, a]
+        for t in np.unique(x):
+            for kept in (x <= t, x >= t):
+                ones, zeros = x[kept & (labels == 1)], x[kept & (labels == 0)]
+                separable = (ones.size == 0 or zeros.size == 0 or ones.max() < zeros.min()
+                             or zeros.max() < ones.min())
+                cost = 1.0 + share[~kept].sum()
+                if separable and cost < best[0] - 1e-12:
+                    best = (cost, a, ~kept)
+    return best

@@ -8,7 +8,12 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse
-from reference_adapt import brute_gated_cost, l1_baseline_curve, q_step_numeric
+from reference_adapt import (
+    brute_gated_cost,
+    four_cluster_optimum,
+    l1_baseline_curve,
+    q_step_numeric,
+)
 
 import cbudget
 from cbudget.adapt import calibrated_threshold, q_step
@@ -18,13 +23,15 @@ from cbudget.model_io import FORMAT_VERSION
 
 
 class NearestCenter:
-    """A perfect classifier of the four-cluster data (an 'expensive' external model)."""
+    """A perfect classifier of four-cluster data (an 'expensive' external model)."""
     classes_ = np.array([0, 1])
 
+    def __init__(self, centers=FOUR_CLUSTER_CENTERS, labels=FOUR_CLUSTER_LABELS):
+        self.centers, self.labels = np.asarray(centers, dtype=float), np.asarray(labels)
+
     def predict_proba(self, X):
-        centers = np.asarray(FOUR_CLUSTER_CENTERS)
-        nearest = np.argmin(((X[:, None, :] - centers[None]) ** 2).sum(axis=2), axis=1)
-        p = np.where(np.asarray(FOUR_CLUSTER_LABELS)[nearest] == 1, 0.99, 0.01)
+        nearest = np.argmin(((X[:, None, :] - self.centers[None]) ** 2).sum(axis=2), axis=1)
+        p = np.where(self.labels[nearest] == 1, 0.99, 0.01)
         return np.column_stack([1 - p, p])
 
 
@@ -193,6 +200,133 @@ def test_synthetic2_adapt_lin_reaches_cost_1_5_where_l1_baseline_needs_1_75(seed
     assert selected.tolist() == [0]
     full_accuracy_cost = min(cost for cost, accuracy in points if accuracy == 1.0)
     assert full_accuracy_cost == pytest.approx(1.75, abs=0.02)
+
+
+def test_make_four_clusters_arguments_and_bad_input():
+    X, y, cluster = make_four_clusters(10, seed=3, noise=0.0, centers=[[0, 1], [2, 3], [4, 5],
+                                                                     [6, 7]],
+                                       labels=[0, 0, 1, 1], proportions=[1, 1, 2, 1])
+    np.testing.assert_array_equal(cluster, [0, 0, 1, 1, 2, 2, 2, 2, 3, 3])   # 2 / 2 / 4 / 2
+    np.testing.assert_array_equal(X, np.asarray([[0, 1], [2, 3], [4, 5], [6, 7]])[cluster])
+    np.testing.assert_array_equal(y, [0, 0, 0, 0, 1, 1, 1, 1, 1, 1])
+    # one spread per cluster: cluster 2 exactly at its centre
+    X, _, cluster = make_four_clusters(400, noise=[0.5, 0.5, 0.0, 0.5])
+    assert np.all(X[cluster == 2] == FOUR_CLUSTER_CENTERS[2])
+    assert X[cluster == 0].std(axis=0) == pytest.approx([0.5, 0.5], rel=0.2)
+    # the defaults are the paper's generator
+    np.testing.assert_array_equal(make_four_clusters(50, seed=2)[0],
+                                  make_four_clusters(50, seed=2, centers=FOUR_CLUSTER_CENTERS,
+                                                     labels=FOUR_CLUSTER_LABELS)[0])
+    for bad in ({"centers": [[0, 0]] * 3}, {"centers": [[0, np.inf]] * 4},
+                {"labels": [0, 1, 2, 1]}, {"noise": -0.1}, {"noise": [0.1, 0.2]},
+                {"proportions": [1, 1, -1, 1]}, {"proportions": [0, 0, 0, 0]}):
+        with pytest.raises(ValueError):
+            make_four_clusters(10, **bad)
+
+
+# The four-cluster family (Synthetic-2's geometry moved, scaled, stretched, transposed,
+# with other spreads, cluster sizes and sample sizes): name -> (centres, labels, noise,
+# cluster proportions, column scale of X, training rows, the known optimal cost).
+# The optimum: the gate and f1 read one feature, f0 gets the clusters a threshold on it
+# cannot keep with separable labels (reference_adapt.four_cluster_optimum).
+C = np.asarray(FOUR_CLUSTER_CENTERS, dtype=float)
+L = FOUR_CLUSTER_LABELS
+FAMILY = {
+    "paper": (C, L, 0.2, None, None, 200, 1.5),
+    "scaled x0.1": (C, L, 0.2, None, 0.1, 200, 1.5),
+    "scaled x1000, shifted": (C + [40.0, -70.0], L, 0.2, None, 1000.0, 200, 1.5),
+    "stretched x1 x10, x2 x0.1": (C, L, 0.2, None, (10.0, 0.1), 200, 1.5),
+    "features swapped": (C[:, ::-1], L, 0.2, None, None, 200, 1.5),
+    "upside down, labels swapped": (C * [1, -1], [0, 1, 0, 1], 0.2, None, None, 200, 1.5),
+    "close clusters": ([[-1, 3], [0, 3], [0, 0], [0, -1]], L, 0.1, None, None, 200, 1.5),
+    "far clusters, wide spread": ([[-10, 30], [0, 30], [0, 0], [0, -10]], L, 1.0, None,
+                                  None, 200, 1.5),
+    "uneven spreads": (C, L, (0.05, 0.3, 0.1, 0.25), None, None, 200, 1.5),
+    "one cluster to f0 (x1)": ([[-4, 6], [0, 6], [2, 0], [-2, -2]], L, 0.2, None, None, 200,
+                               1.25),
+    "small top clusters": (C, L, 0.2, (0.2, 0.2, 0.3, 0.3), None, 200, 1.4),
+    "large top clusters": (C, L, 0.2, (0.3, 0.3, 0.2, 0.2), None, 200, 1.6),
+    "x1 is cheaper": (C, L, 0.2, (0.4, 0.4, 0.1, 0.1), None, 200, 1.6),
+    "80 rows": (C, L, 0.2, None, None, 80, 1.5),
+    "1000 rows": (C, L, 0.2, None, None, 1000, 1.5),
+}
+# the grid of cost_tradeoff tried (p_full: the optimum's share of inputs to f0)
+FAMILY_GAMMAS = (0.03, 0.1)
+
+
+def four_cluster_member(name, seed):
+    centers, labels, noise, proportions, scale, n, optimum = FAMILY[name]
+    scale = np.ones(2) if scale is None else np.broadcast_to(np.asarray(scale, float), 2)
+    parts = [make_four_clusters(rows, seed=s, noise=noise, centers=centers, labels=labels,
+                                proportions=proportions)
+             for rows, s in ((n, seed), (400, seed + 100))]
+    (X, y, _), (X_test, y_test, _) = parts
+    return (X * scale, y, X_test * scale, y_test, np.asarray(centers, float) * scale, labels,
+            proportions, optimum)
+
+
+@pytest.mark.parametrize("name", list(FAMILY))
+def test_adapt_lin_reaches_the_optimum_on_the_four_cluster_family(name):
+    """On every member some cost_tradeoff of a small grid (p_full: the optimum's share to
+    f0) reaches full test accuracy at a mean cost within 3% of the known optimum."""
+    seed = list(FAMILY).index(name)
+    X, y, X_test, y_test, centers, labels, proportions, optimum = four_cluster_member(name,
+                                                                                      seed)
+    cost, feature, to_f0 = four_cluster_optimum(centers, labels, proportions)
+    assert cost == pytest.approx(optimum)          # the family's table is right
+    share = (np.full(4, 0.25) if proportions is None
+             else np.asarray(proportions) / np.sum(proportions))[to_f0].sum()
+    expensive = NearestCenter(centers, labels)
+    assert np.all((expensive.predict_proba(X_test)[:, 1] > 0.5) == y_test)   # f0 is perfect
+    dtrain = cbudget.Dataset(X, y, feature_costs=[1.0, 1.0])
+    f0 = cbudget.ExternalModel(expensive, features="all")
+    found = []
+    for gamma in FAMILY_GAMMAS:
+        model = cbudget.train({"algorithm": "adapt_lin", "p_full": share,
+                               "cost_tradeoff": gamma}, dtrain, 30, expensive_model=f0,
+                              verbose_eval=False)
+        accuracy = np.mean((model.predict(X_test) > 0.5) == y_test)
+        mean_cost = model.predict_cost(X_test).mean()
+        found.append((gamma, accuracy, mean_cost))
+        if accuracy == 1.0 and mean_cost <= 1.03 * optimum:
+            assert model.used_features().tolist() == [feature]
+            return
+    pytest.fail(f"no point at full accuracy within 3% of the optimal cost {optimum}: "
+                f"(gamma, accuracy, cost) {found}")
+
+
+class Undone:
+    """``model`` applied to the features with ``X * scale + shift`` undone."""
+    classes_ = np.array([-1, 1])
+
+    def __init__(self, model, scale, shift):
+        self.model, self.scale, self.shift = model, scale, shift
+
+    def predict_proba(self, X):
+        return self.model.predict_proba((X - self.shift) / self.scale)
+
+
+def test_adapt_lin_does_not_depend_on_the_features_units():
+    """The solver standardises the features: scaling and shifting the columns (by 1e-3
+    to 1e3) gives the same routes, features and predictions, so the useful range of
+    cost_tradeoff does not move with the data's units."""
+    X, y, costs = binary_problem(n=600)
+    X_test = binary_problem(seed=5)[0][:300]
+    scale = np.array([1e-3, 1.0, 10.0, 1e3, 0.1, 100.0])
+    shift = np.array([5.0, -3.0, 0.0, 1e4, 2.0, -50.0])
+    models = []
+    for a, b in ((np.ones(6), np.zeros(6)), (scale, shift)):
+        f0 = cbudget.ExternalModel(Undone(Threshold(), a, b), features=[0, 1])
+        models.append(cbudget.train({"algorithm": "adapt_lin", "p_full": 0.3,
+                                     "cost_tradeoff": 0.01, "n_restarts": 2},
+                                    cbudget.Dataset(X * a + b, y, **costs), 10,
+                                    expensive_model=f0, verbose_eval=False))
+    plain, moved = models
+    assert 0 < plain.used_features().size < 6
+    np.testing.assert_array_equal(plain.used_features(), moved.used_features())
+    np.testing.assert_array_equal(plain.route(X_test), moved.route(X_test * scale + shift))
+    np.testing.assert_allclose(plain.predict(X_test), moved.predict(X_test * scale + shift),
+                               rtol=1e-6, atol=1e-9)
 
 
 @pytest.mark.parametrize("weighted", [False, True])

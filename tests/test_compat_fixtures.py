@@ -1,6 +1,7 @@
 """Backward compatibility: model files written by cbudget 0.1.0 (format 1.5) and by the
 development versions before it (formats 1.0 to 1.4) still load and predict bit for bit
-what cbudget 0.1.0 predicted with them.
+what cbudget 0.1.0 predicted with them (a gated model's margins and probabilities within
+a few ulps: ``CPU_DEPENDENT``).
 
 The fixtures are in ``tests/fixtures/v0_1_0/`` (see its README): per model ``<name>.json``
 (the saved model) and ``<name>.npz`` (the inputs ``X``, with missing values, and the
@@ -108,6 +109,24 @@ def assert_bit_identical(actual, expected, what):
         np.testing.assert_array_equal(np.signbit(actual), np.signbit(expected), err_msg=what)
 
 
+# A gated model's margins and probabilities go through numpy's log and exp and a BLAS
+# product (its linear parts); numpy and OpenBLAS pick their kernels by the CPU's SIMD
+# extensions, and those differ in the last bits (seen: 1 to 4 ulps on an AVX-512 machine
+# against the fixtures written on one without). Its other outputs stay bit for bit.
+CPU_DEPENDENT = {("GatedModel", "predict"), ("GatedModel", "predict_margin")}
+CPU_ULPS = 8
+
+
+def assert_within_ulps(actual, expected, ulps, what):
+    actual = np.asarray(actual)
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    assert np.array_equal(np.isnan(actual), np.isnan(expected)), f"{what}: NaNs"
+    spacing = np.spacing(np.maximum(np.abs(actual), np.abs(expected)))
+    off = np.abs(np.nan_to_num(actual) - np.nan_to_num(expected)) / spacing
+    assert off.max(initial=0.0) <= ulps, f"{what}: {off.max()} ulps apart"
+
+
 def load_fixture(name):
     with np.load(FIXTURE_DIR / f"{name}.npz") as data:
         stored = {key: data[key] for key in data.files}
@@ -119,7 +138,10 @@ def check_outputs(model, stored, when):
     expected = {key[4:]: value for key, value in stored.items() if key.startswith("out_")}
     assert sorted(expected) == sorted(outputs_of(model)), f"{when}: outputs stored"
     for name, value in expected.items():
-        assert_bit_identical(OUTPUTS[name](model, X), value, f"{when}: {name}")
+        if (type(model).__name__, name) in CPU_DEPENDENT:
+            assert_within_ulps(OUTPUTS[name](model, X), value, CPU_ULPS, f"{when}: {name}")
+        else:
+            assert_bit_identical(OUTPUTS[name](model, X), value, f"{when}: {name}")
 
 
 def test_every_fixture_is_there():

@@ -16,10 +16,17 @@ low-cost predictor f1:
   1) times its cost (``acquisition="input"``: per input that has not acquired it, as
   CEGB). The tree parameters are Greedy Miser's.
 * adapt_lin: linear gate and predictor with the penalty ``cost_tradeoff`` (0.01) x
-  ``sum_a c_a sqrt(g_a^2 + f1_a^2)`` and a ridge ``reg_lambda`` (1e-4) on the raw
-  (centred) features, solved by L-BFGS; ``num_boost_round`` alternations at most (until
-  the objective changes less than ``tol``), from ``n_restarts`` (4) starts, the lowest
-  objective kept.
+  ``sum_a c_a sqrt(g_a^2 + f1_a^2)`` and a ridge ``reg_lambda`` (1e-4) on the
+  standardised features (so gamma does not depend on the features' units), solved by
+  L-BFGS; ``num_boost_round`` alternations at most (until the objective changes less
+  than ``tol`` or the features used settle), from ``n_restarts`` (4) starts. Departures
+  from the paper, each because the paper's example (Synthetic-2) broke on variants of
+  its geometry: the first start follows gamma down from where the zero model stops
+  being optimal (a continuation); the others start from the best gates that read one
+  feature (the p_full share of the inputs at one end of it to f0); every start's
+  features are refitted without the relaxed penalty (g and f1 jointly, q eliminated),
+  and the start kept is the one of lowest (OPT) with the paper's cost -- gamma times
+  the cost of the features used -- not with its group-norm relaxation.
 
 Evaluation and early stopping use the gated predictions; the model is cut to the best
 iteration. ``xgb_model`` is not supported.
@@ -79,6 +86,13 @@ __all__ = ["ALGORITHMS", "LinearPairProblem", "check_expensive_model"]
 ZERO_CANDIDATE = 1e-4
 # the smoothing of the group norms, sqrt(norm^2 + eps^2), in decreasing steps
 SMOOTHING = (1e-2, 1e-4, 1e-6, 1e-8)
+# the first start's continuation: the relaxed problem at this many trade-offs
+PATH_LEVELS = 4
+# the relaxed alternations stop once the features used are the same this many times
+# (only the features they choose matter: the refit fits the weights)
+SETTLED = 3
+# L-BFGS iterations of a refit
+REFIT_ITERATIONS = 1000
 
 
 def _softplus(z):
@@ -300,7 +314,7 @@ class AdaptGBRTTrainer(GatedTrainer):
 
 
 class LinearPairProblem:
-    """(OPT2) for linear g and f1 on centred features ``Z`` (missing values at 0, the
+    """(OPT2) for linear g and f1 on standardised features ``Z`` (missing values at 0, the
     mean): ``v = [g (d), g's bias, f1 (d), f1's bias]``, minimising
 
         sum_i w_i [(1 - q_i)(l(y_i, f1) + softplus(g_i)) + q_i softplus(-g_i)]
@@ -317,6 +331,7 @@ class LinearPairProblem:
         self.columns = np.arange(Z.shape[1], dtype=np.int64)
         # products by cbudget's kernels (no BLAS: its idle threads spin and compete with
         # OpenMP's; fixed summation order)
+        self.requested_threads = n_threads
         self.n_threads = threads_for(Z.shape[0] * Z.shape[1], n_threads)
         self.y = y
         self.w = weight / weight.sum()
@@ -349,9 +364,9 @@ class LinearPairProblem:
         return self._scores(g, g_bias), self._scores(f, f_bias)
 
     def excess_loss(self, v):
-        """A_i - B_i of the q-step."""
+        """A_i - B_i of the q-step (softplus(g) - softplus(-g) = g)."""
         sg, sf = self.margins(v)
-        return positive_log_loss(sf, self.y) + _softplus(sg) - self.loss0 - _softplus(-sg)
+        return positive_log_loss(sf, self.y) + sg - self.loss0
 
     def _pair_squares(self, v):
         g, _, f, _ = self.split(v)
@@ -365,8 +380,8 @@ class LinearPairProblem:
 
     def loss_and_margin_gradients(self, v, q):
         sg, sf = self.margins(v)
-        loss = self.w @ ((1 - q) * (positive_log_loss(sf, self.y) + _softplus(sg))
-                         + q * _softplus(-sg))
+        # (1 - q) softplus(g) + q softplus(-g) = softplus(g) - q g
+        loss = self.w @ ((1 - q) * positive_log_loss(sf, self.y) + _softplus(sg) - q * sg)
         return loss, self.w * (expit(sg) - q), self.w * (1 - q) * (expit(sf) - self.y)
 
     def _loss_gradient(self, v, q):
@@ -375,13 +390,17 @@ class LinearPairProblem:
         return loss, np.concatenate([self._transposed(dg), [dg.sum()], self._transposed(df),
                                      [df.sum()]])
 
-    def _smoothed(self, v, q, eps, free):
+    def _smoothed(self, v, q, eps, free, gamma=None):
+        """The smoothed objective of (OPT2) and its gradient (``gamma``: the group
+        penalty's weight, by default the problem's)."""
+        gamma = self.gamma if gamma is None else gamma
+        costs = self.group_costs
         loss, grad = self._loss_gradient(v, q)
         g, _, f, _ = self.split(v)
         squares = g * g + f * f
         norms = np.sqrt(self.groups @ squares + eps * eps)
-        value = loss + self.gamma * self.group_costs @ norms + 0.5 * self.reg_lambda * squares.sum()
-        scale = self.gamma * (self.groups.T @ (self.group_costs / norms)) + self.reg_lambda
+        value = loss + gamma * costs @ norms + 0.5 * self.reg_lambda * squares.sum()
+        scale = gamma * (self.groups.T @ (costs / norms)) + self.reg_lambda
         d = self.d
         grad[:d] += scale * g
         grad[d + 1:2 * d + 1] += scale * f
@@ -392,8 +411,8 @@ class LinearPairProblem:
         d = self.d
         free = np.ones(2 * d + 2)
         for eps in SMOOTHING:
-            v = scipy.optimize.minimize(self._smoothed, v, args=(q, eps, free), jac=True,
-                                        method="L-BFGS-B",
+            v = scipy.optimize.minimize(self._smoothed, v, args=(q, eps, free),
+                                        jac=True, method="L-BFGS-B",
                                         options={"maxiter": 500, "gtol": 1e-10}).x
         zero = self._zero_pairs(v, q)
         if zero.any():
@@ -401,9 +420,62 @@ class LinearPairProblem:
             v[:d][zero] = 0.0
             v[d + 1:2 * d + 1][zero] = 0.0
             free[:d][zero] = free[d + 1:2 * d + 1][zero] = 0.0
-            v = scipy.optimize.minimize(self._smoothed, v, args=(q, SMOOTHING[-1], free),
+            v = scipy.optimize.minimize(self._smoothed, v,
+                                        args=(q, SMOOTHING[-1], free),
                                         jac=True, method="L-BFGS-B",
                                         options={"maxiter": 500, "gtol": 1e-10}).x
+        return v
+
+    def profile(self, v, p_full, weight):
+        """(OPT) without the group penalty, with q eliminated by the q-step (its
+        minimiser for ``v``), and its gradient: by the envelope theorem the loss gradient
+        at that q (plus the ridge)."""
+        q, _ = q_step(self.excess_loss(v), p_full, weight)
+        loss, grad = self._loss_gradient(v, q)
+        value = loss + self._kl_terms(q) + 0.5 * self.reg_lambda * self._pair_squares(v).sum()
+        d = self.d
+        grad[:d] += self.reg_lambda * v[:d]
+        grad[d + 1:2 * d + 1] += self.reg_lambda * v[d + 1:2 * d + 1]
+        return float(value), grad
+
+    def with_gamma(self, gamma):
+        """This problem with another group penalty weight."""
+        other = copy.copy(self)
+        other.gamma = gamma
+        return other
+
+    def refit(self, q, v):
+        """Minimise the loss and the ridge for fixed ``q`` from ``v``, without the group
+        penalty: the unrelaxed (OPT2) once the features are chosen (their cost is then a
+        constant). Used on a :meth:`restricted` problem."""
+        free = np.ones(2 * self.d + 2)
+        return scipy.optimize.minimize(self._smoothed, v, args=(q, 1.0, free, 0.0), jac=True,
+                                       method="L-BFGS-B",
+                                       options={"maxiter": REFIT_ITERATIONS, "gtol": 1e-10}).x
+
+    def restricted(self, support):
+        """The problem on the features ``support`` only, with the groups that contain one
+        of them (and their costs)."""
+        support = np.asarray(support, dtype=np.intp)
+        groups = self.groups[:, support].tocsr()
+        touched = np.flatnonzero(np.diff(groups.indptr))
+        return LinearPairProblem(self.Z[:, support], self.y, self.w, self.loss0,
+                                 groups[touched], self.group_costs[touched], gamma=self.gamma,
+                                 reg_lambda=self.reg_lambda, n_threads=self.requested_threads)
+
+    def take(self, v, support):
+        """``v``'s coordinates of a :meth:`restricted` problem on ``support``."""
+        g, g_bias, f, f_bias = self.split(v)
+        return np.concatenate([g[support], [g_bias], f[support], [f_bias]])
+
+    def embed(self, v_support, support):
+        """A :meth:`restricted` problem's ``v`` as this problem's (zeros elsewhere)."""
+        k = len(support)
+        v = np.zeros(2 * self.d + 2)
+        v[np.asarray(support, dtype=np.intp)] = v_support[:k]
+        v[self.d] = v_support[k]
+        v[self.d + 1 + np.asarray(support, dtype=np.intp)] = v_support[k + 1:2 * k + 1]
+        v[2 * self.d + 1] = v_support[2 * k + 1]
         return v
 
     def _zero_pairs(self, v, q):
@@ -425,13 +497,31 @@ class LinearPairProblem:
         radius = self.gamma * (self.groups.T @ (self.group_costs * empty))
         return candidate & (pair_gradient <= radius)
 
-    def objective(self, v, q):
-        """The (OPT) value at ``v`` and its q: losses, the KL term's entropy, penalties."""
-        loss = self.loss_and_margin_gradients(v, q)[0]
+    def _kl_terms(self, q):
+        """The terms of (OPT) that depend on q alone: ``sum_i w_i (q_i loss0_i - H(q_i))``
+        (the expensive model's loss and the KL term's entropy)."""
         with np.errstate(divide="ignore", invalid="ignore"):
             entropy = -(np.where(q > 0, q * np.log(q), 0.0)
                         + np.where(q < 1, (1 - q) * np.log1p(-q), 0.0))
-        return float(loss + self.w @ (q * self.loss0 - entropy) + self.penalty(v))
+        return float(self.w @ (q * self.loss0 - entropy))
+
+    def _losses(self, v, q):
+        """The losses of (OPT) at ``v`` and q, with the KL term's entropy."""
+        return float(self.loss_and_margin_gradients(v, q)[0]) + self._kl_terms(q)
+
+    def objective(self, v, q):
+        """The (OPT) value at ``v`` and its q: losses, the KL term's entropy, penalties
+        (the relaxed cost)."""
+        return self._losses(v, q) + float(self.penalty(v))
+
+    def cost_objective(self, v, q):
+        """(OPT) with the paper's cost itself, ``gamma`` times the cost of the features
+        (and groups) g or f1 uses, in place of its group-norm relaxation (and the
+        ridge)."""
+        squares = self._pair_squares(v)
+        used = (self.groups @ squares) > 0
+        return (self._losses(v, q) + self.gamma * float(self.group_costs @ used)
+                + 0.5 * self.reg_lambda * float(squares.sum()))
 
 
 def _single_threaded_blas():
@@ -445,61 +535,203 @@ def _single_threaded_blas():
     return threadpool_limits(1, user_api="blas")
 
 
-def _restarts(p, problem, y, std, weight, objective, sample_weight, num_boost_round,
+def _single_feature_gates(Z, y, weight, f0_right, p_full):
+    """Gates that read one feature: per feature ``a`` and direction, the ``p_full`` share
+    of the inputs with the largest (or smallest) ``Z[:, a]`` go to f0 and the best
+    threshold on the same feature classifies the others. Returns ``(share of the
+    training inputs such a system gets right, a, direction)`` per feature and direction
+    (+1: the largest values to f0), best first."""
+    w = weight / weight.sum()
+    candidates = []
+    for a in np.flatnonzero(np.ptp(Z, axis=0) > 0) if Z.shape[0] else ():
+        order = np.argsort(Z[:, a], kind="stable")
+        for direction in (1, -1):
+            rows = order if direction == 1 else order[::-1]
+            ww, yy = w[rows], y[rows] > 0.5
+            # keep the prefix, send the suffix of weight at most p_full to f0
+            sent = np.cumsum(ww[::-1])[::-1]
+            kept = int(np.searchsorted(-sent, -p_full * (1 + 1e-12), side="right"))
+            ones = np.concatenate([[0.0], np.cumsum(np.where(yy, ww, 0.0)[:kept])])
+            zeros = np.concatenate([[0.0], np.cumsum(np.where(yy, 0.0, ww)[:kept])])
+            right = max((ones + zeros[-1] - zeros).max(), (zeros + ones[-1] - ones).max())
+            right += float(ww[kept:] @ f0_right[rows[kept:]])
+            candidates.append((right, int(a), direction))
+    candidates.sort(key=lambda c: -c[0])     # stable: ties keep feature order
+    return candidates
+
+
+def _start_gates(p, problem, y, weight, f0_right, n_starts):
+    """The starts after the first (from zero): ``(q0, feature)`` of the best single-feature
+    gates, then of random gates (the p_full share of the inputs furthest along a random
+    direction; feature None)."""
+    Z, d = problem.Z, problem.d
+    starts = []
+    for _, a, direction in _single_feature_gates(Z, y, weight, f0_right,
+                                                 p["p_full"])[:n_starts - 1]:
+        starts.append((_routed_along(direction * Z[:, a], weight, p["p_full"]), a))
+    for start in range(len(starts) + 1, n_starts):
+        rng = np.random.default_rng([p["seed"], start])
+        direction = rng.standard_normal(d) * (np.ptp(Z, axis=0) > 0)
+        starts.append((_routed_along(problem._scores(direction, 0.0), weight, p["p_full"]),
+                       None))
+    return starts
+
+
+def _routed_along(score, weight, p_full):
+    """1 for the inputs of highest ``score`` whose weight is at most ``p_full`` of the
+    total, 0 for the others."""
+    order = np.argsort(-score, kind="stable")
+    share = np.cumsum(weight[order]) / weight.sum()
+    q0 = np.zeros(score.shape[0])
+    q0[order[share <= p_full * (1 + 1e-12)]] = 1.0
+    return q0
+
+
+def _alternate(problem, v, p, weight, num_boost_round, step, objective):
+    """Algorithm 1 from ``v``: q-step, then ``step(q, v)``, until ``objective(v, q)``
+    changes by at most ``tol`` (relative), the features used have not changed for
+    ``SETTLED`` alternations, or for ``num_boost_round`` alternations; the states and
+    objective values."""
+    states, values, previous, same = [], [], None, 0
+    used = problem._pair_squares(v) > 0
+    for _ in range(num_boost_round):
+        q, _ = q_step(problem.excess_loss(v), p["p_full"], weight)
+        v = step(q, v)
+        value = objective(v, q_step(problem.excess_loss(v), p["p_full"], weight)[0])
+        states.append(v.copy())
+        values.append(value)
+        now = problem._pair_squares(v) > 0
+        same = same + 1 if np.array_equal(now, used) else 0
+        used = now
+        if previous is not None and abs(previous - value) <= p["tol"] * max(1.0, abs(value)):
+            break
+        if same >= SETTLED:
+            break
+        previous = value
+    return states, values
+
+
+def _refit(problem, v, p, weight, support=None, q0=None):
+    """(OPT) without the group penalty on the features ``support`` (by default those
+    ``v`` uses), from ``v`` (fitted to ``q0`` first if given): the unrelaxed (OPT) once
+    the features are chosen, their cost a constant; minimised over g and f1 jointly, q
+    eliminated by the q-step (L-BFGS on :meth:`LinearPairProblem.profile`: the
+    alternation's fixed point without its slow zigzag). The state (as ``problem``'s) and
+    its (OPT) value with the paper's cost."""
+    if support is None:
+        support = np.flatnonzero(problem._pair_squares(v) > 0)
+    sub = problem.restricted(support)
+    v = problem.take(v, support)
+    if q0 is not None:
+        v = sub.refit(q0, v)
+    v = scipy.optimize.minimize(sub.profile, v, args=(p["p_full"], weight), jac=True,
+                                method="L-BFGS-B",
+                                options={"maxiter": REFIT_ITERATIONS, "gtol": 1e-9}).x
+    value = sub.cost_objective(v, q_step(sub.excess_loss(v), p["p_full"], weight)[0])
+    return [problem.embed(v, support)], value
+
+
+def _restarts(p, problem, y, weight, f0_right, objective, sample_weight, num_boost_round,
               verbose):
-    """Algorithm 1 from each start; the (states, objective values) of the start of lowest
-    final objective, None if there was no alternation."""
+    """Algorithm 1 from each start, then the refit on the features it chose; a start from
+    a single-feature gate first fits the gate and f1 on that feature alone (refitted: a
+    candidate too). Returns the states of the candidate whose final (OPT) value with the
+    paper's cost is lowest, and that value; None if there was no alternation."""
     d = problem.d
     n_starts = p["n_restarts"] if 0 < p["p_full"] < 1 else 1
+    gates = _start_gates(p, problem, y, weight, f0_right, n_starts) if n_starts > 1 else []
     best = None
+
+    def keep(states, value, start, what):
+        nonlocal best
+        if verbose:
+            used = np.flatnonzero(problem._pair_squares(states[-1]) > 0).size
+            print(f"adapt_lin: start {start} ({what}): objective {value:.6g} after "
+                  f"{len(states)} alternations, {used} features", flush=True)
+        if best is None or value < best[1]:
+            best = (states, value)
+
     for start in range(n_starts):
         v = np.zeros(2 * d + 2)
         v[2 * d + 1] = objective.base_score(y, sample_weight)[0]
-        if start > 0:
-            rng = np.random.default_rng([p["seed"], start])
-            direction = rng.standard_normal(d) * np.where(std > 0, 1.0 / np.where(
-                std > 0, std, 1.0), 0.0)
-            along = problem._scores(direction, 0.0)
-            q0 = (along > np.quantile(along, 1.0 - p["p_full"])).astype(np.float64)
+        if start == 0:
+            # the continuation: gamma from where the zero model stops being optimal down
+            # to the given one, each level's features refitted
+            path, refitted = [], set()
+            for level in _path_levels(problem, v, p, weight):
+                at_level = problem.with_gamma(level)
+                states, _ = _alternate(at_level, v, p, weight, num_boost_round,
+                                       at_level.solve, at_level.objective)
+                if not states:
+                    break
+                path += states
+                v = states[-1]
+                support = tuple(np.flatnonzero(problem._pair_squares(v) > 0))
+                if support not in refitted:
+                    refitted.add(support)
+                    refit, value = _refit(problem, v, p, weight)
+                    keep(path + refit, value, start, f"gamma {level:.3g}")
+            continue
+        first = []
+        q0, feature = gates[start - 1]
+        if feature is None:
             v = problem.solve(q0, v)
-        states, values, previous = [], [], None
-        for _ in range(num_boost_round):
-            q, _ = q_step(problem.excess_loss(v), p["p_full"], weight)
-            v = problem.solve(q, v)
-            value = problem.objective(v, q_step(problem.excess_loss(v), p["p_full"], weight)[0])
-            states.append(v.copy())
-            values.append(value)
-            if previous is not None and abs(previous - value) <= p["tol"] * max(1.0, abs(value)):
-                break
-            previous = value
-        if verbose and values:
-            used = np.flatnonzero(problem._pair_squares(v) > 0).size
-            print(f"adapt_lin: start {start}: objective {values[-1]:.6g} after "
-                  f"{len(values)} alternations, {used} features", flush=True)
-        if states and (best is None or values[-1] < best[1][-1]):
-            best = (states, values)
+        else:
+            first, value = _refit(problem, v, p, weight, [feature], q0)
+            keep(first, value, start, f"feature {feature} alone")
+            v = first[-1]
+        states, _ = _alternate(problem, v, p, weight, num_boost_round, problem.solve,
+                               problem.objective)
+        if states:
+            refit, value = _refit(problem, states[-1], p, weight)
+            keep(first + states + refit, value, start, "all features")
     return best
 
 
+def _path_levels(problem, v, p, weight):
+    """The trade-offs of the first start's continuation: ``PATH_LEVELS`` values,
+    geometric, from the smallest gamma at which ``v`` (the zero model) solves (OPT2)
+    for its q (excluded) down to the problem's gamma."""
+    gamma = problem.gamma
+    q, _ = q_step(problem.excess_loss(v), p["p_full"], weight)
+    _, grad = problem._loss_gradient(v, q)
+    d = problem.d
+    costs = problem.groups.T @ problem.group_costs
+    priced = costs > 0
+    if gamma <= 0 or not priced.any():
+        return [gamma]
+    pair = np.hypot(grad[:d], grad[d + 1:2 * d + 1])
+    gamma_max = float((pair[priced] / costs[priced]).max())
+    if gamma_max <= gamma:
+        return [gamma]
+    return [gamma_max * (gamma / gamma_max) ** (j / PATH_LEVELS)
+            for j in range(1, PATH_LEVELS + 1)]
+
+
 class AdaptLinTrainer(GatedTrainer):
-    """Algorithm 1 from ``n_restarts`` starts (zeros; then random gates sending the
-    ``p_full`` share of the inputs furthest along a random direction to f0): alternate the
-    q-step and (OPT2) until the objective changes by less than ``tol`` or for
-    ``num_boost_round`` alternations; keep the start of lowest objective. Its alternations
-    are then the iterations the training loop evaluates (metrics, callbacks, early
+    """Algorithm 1 from ``n_restarts`` starts (:func:`_restarts`: zeros along a gamma
+    continuation; then the best single-feature gates, random gates if there are too few
+    of them): alternate the q-step and (OPT2) until the objective changes by less than
+    ``tol``, the features used settle, or for ``num_boost_round`` alternations; refit
+    each start's features and keep the start of lowest (OPT) with the paper's cost. Its
+    states are then the iterations the training loop evaluates (metrics, callbacks, early
     stopping)."""
 
     def __init__(self, p, dtrain, num_boost_round, setup):
         super().__init__(p, dtrain, num_boost_round, setup)
         self.mean, std = standardize(dtrain.data)
-        Z = standardized(dtrain.data, self.mean, np.where(std > 0, 1.0, 0.0))   # centred
+        # the solver works on standardised features (constant columns 0); gated() maps
+        # its weights back to the raw features
+        self.scale = np.where(std > 0, 1.0 / np.where(std > 0, std, 1.0), 0.0)
+        Z = standardized(dtrain.data, self.mean, std)
         groups, group_costs = cost_groups(dtrain.cost_model, None, Z.shape[1])
         self.problem = LinearPairProblem(Z, dtrain.label, self.weight, self.loss0, groups,
                                          group_costs, gamma=p["cost_tradeoff"],
                                          reg_lambda=p["reg_lambda"], n_threads=setup.n_threads)
         with _single_threaded_blas():
-            best = _restarts(p, self.problem, dtrain.label, std, self.weight, setup.objective,
-                             dtrain.weight, num_boost_round, setup.verbose)
+            best = _restarts(p, self.problem, dtrain.label, self.weight,
+                             self.loss0 < np.log(2.0), setup.objective, dtrain.weight,
+                             num_boost_round, setup.verbose)
         # the zero model (no alternation), then the kept start's alternations
         self.states = [np.zeros(2 * Z.shape[1] + 2)] + (best[0] if best else [])
         self.n_iterations = len(self.states) - 1
@@ -510,11 +742,11 @@ class AdaptLinTrainer(GatedTrainer):
     def gated(self, v):
         dtrain, problem = self.dtrain, self.problem
         g, g_bias, f, f_bias = problem.split(v)
-        parts = [LinearClassifier(w, b - w @ self.mean, self.mean,
+        parts = [LinearClassifier(w * self.scale, b - (w * self.scale) @ self.mean, self.mean,
                                   feature_names=dtrain.feature_names,
                                   cost_model=dtrain.cost_model)
                  for w, b in ((g, g_bias), (f, f_bias))]
-        # calibrated on the margins routing computes (raw features), not the centred ones
+        # calibrated on the margins routing computes (raw features), not the standardised ones
         return GatedModel(gate=parts[0], predictor=parts[1], expensive=self.f0,
                           feature_names=dtrain.feature_names, cost_model=dtrain.cost_model,
                           params=self.p, gate_threshold=_gate_threshold(
@@ -566,12 +798,13 @@ ADAPT_GBRT_PARAMS = ADAPT_PARAMS + greedy_miser_trees(TREE_PARAMS) + (
 ADAPT_LIN_PARAMS = ADAPT_PARAMS + (
     Param("cost_tradeoff", 0.01, number(low=0),
           "gamma: weight of the group-lasso cost penalty"),
-    Param("reg_lambda", 1e-4, number(low=0), "ridge on the (centred) features"),
+    Param("reg_lambda", 1e-4, number(low=0), "ridge on the (standardised) features"),
     Param("tol", 1e-5, number(low=0, low_open=True),
           "relative objective change that ends the alternations"),
     Param("n_restarts", 4, number(integer=True, low=1),
           "starts of the alternating minimisation (the first from zero, the others from "
-          "random gates); the lowest objective is kept"),
+          "the best gates reading one feature, then random gates); the start of lowest "
+          "objective (with the paper's cost) is kept"),
 )
 # the gated model's own settings, not passed on to its parts
 ADAPT_PARAM_NAMES = ("p_full", "gate_threshold", "q_update_period", "acquisition",

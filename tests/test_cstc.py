@@ -396,21 +396,60 @@ def test_drop_idle_weights_keeps_every_route_and_prediction():
     np.testing.assert_array_equal(problem.F, Z @ problem.B.T + problem.bias)
 
 
+def _assert_least_squares_leaf(problem, Z, k, rows):
+    """Node ``k``'s weights and bias are the least-squares fit of ``rows`` on its
+    features."""
+    columns = problem.active[k]
+    A = np.column_stack([Z[rows][:, columns], np.ones(rows.sum())])
+    solution = np.linalg.lstsq(A, problem.y[rows], rcond=None)[0]
+    # fitted values: a feature constant on the rows makes the weights not unique
+    np.testing.assert_allclose(Z[rows] @ problem.B[k] + problem.bias[k], A @ solution,
+                               rtol=1e-6, atol=1e-9)
+
+
 def test_fine_tuning_fits_each_leaf_on_the_inputs_it_routes():
     """Section 3.5 on hard routes: each leaf is the least-squares fit (l1 aside) of the
-    inputs that reach it, on its features."""
+    inputs that reach it, on its own features and those its path has paid for."""
     problem, Z = _quadrant_problem(0.004)
     problem.drop_idle_weights()
     problem.rho = 0.0
+    paid = {k: problem.paid_coordinates(k) for k in range(3, 7)}
+    own = {k: problem.active[k].copy() for k in range(3, 7)}
+    costs_before = [problem.active[problem.path(k)].any(axis=0) for k in range(3, 7)]
     problem.fine_tune()
     _, exits = problem.predict_hard(Z)
-    for k in range(3, 7):
-        rows, columns = exits == k, problem.active[k]
-        assert columns.sum() == 1                     # the quadrant's own feature
-        A = np.column_stack([Z[rows][:, columns], np.ones(rows.sum())])
-        solution = np.linalg.lstsq(A, problem.y[rows], rcond=None)[0]
-        np.testing.assert_allclose(problem.B[k, columns], solution[:-1], rtol=1e-6)
-        assert problem.bias[k] == pytest.approx(solution[-1], rel=1e-6, abs=1e-9)
+    for k, before in zip(range(3, 7), costs_before):
+        rows = exits == k
+        assert own[k].sum() == 1                      # the quadrant's own feature
+        assert own[k][problem.active[k]].sum() == 1   # ... kept
+        assert not (problem.active[k] & ~paid[k]).any()   # any other, already paid
+        np.testing.assert_array_equal(problem.paid_coordinates(k), before)  # same cost
+        _assert_least_squares_leaf(problem, Z, k, rows)
+
+
+def test_unreached_nodes_go_and_their_parent_is_fine_tuned():
+    """A node that no training input reaches is removed (the training predictions do not
+    change); a parent left without children is a leaf, and fine-tuning re-fits it."""
+    problem, Z = _quadrant_problem(0.004)
+    problem.alive[4] = False                      # node 1's lower side: an exit
+    problem.theta[1] = problem.F[:, 1].max() + 1.0    # no input goes up to node 3
+    scores, exits = problem.predict_hard(Z)
+    assert (exits == 1).any()
+    problem.drop_unreached_nodes()
+    assert not problem.alive[[3, 4]].any() and problem.alive[[0, 1, 2, 5, 6]].all()
+    assert not problem.B[3].any() and not problem.active[3].any()
+    new_scores, new_exits = problem.predict_hard(Z)
+    np.testing.assert_array_equal(new_exits, exits)
+    np.testing.assert_array_equal(new_scores, scores)
+    own, paid = problem.active[1].copy(), problem.paid_coordinates(1)
+    assert (paid & ~own).any()
+    problem.rho = 0.0
+    problem.fine_tune()
+    _, exits = problem.predict_hard(Z)
+    assert (problem.active[1] & ~own).any()           # reads what the root paid for
+    assert not (problem.active[1] & ~paid).any()
+    _assert_least_squares_leaf(problem, Z, 1, exits == 1)
+    assert problem.drop_unreached_nodes() is None and problem.alive[0]
 
 
 def test_make_quadrants_noise_arguments_and_bad_input():
@@ -542,15 +581,20 @@ def test_thread_count_does_not_change_the_model(monkeypatch):
     np.testing.assert_array_equal(a.thresholds, b.thresholds)
 
 
-def test_fine_tuning_adds_no_feature():
+def test_fine_tuning_adds_no_cost():
+    """The re-fitted leaves read no feature that their path has not paid for; routing
+    nodes are not touched."""
     X, y, costs = _binary_data()
     d = cbudget.Dataset(X, y, feature_costs=costs)
     raw, tuned = (cbudget.train({"algorithm": "cstc", "objective": "binary:logistic",
                                  "fine_tune": f, "cost_tradeoff": 0.05}, d, 5,
                                 verbose_eval=False) for f in (False, True))
-    assert not ((tuned.weights != 0) & (raw.weights == 0)).any()
+    np.testing.assert_array_equal(tuned.predict_cost(X), raw.predict_cost(X))
     leaves = [k for k in range(raw.num_nodes()) if raw.is_leaf(k)]
     inner = [k for k in range(raw.num_nodes()) if not raw.is_leaf(k)]
+    for k in leaves:
+        paid = (raw.weights[raw.path(k)] != 0).any(axis=0)
+        assert not ((tuned.weights[k] != 0) & ~paid).any()
     np.testing.assert_array_equal(raw.weights[inner], tuned.weights[inner])
     assert not np.allclose(raw.weights[leaves], tuned.weights[leaves])
     # without the cost's shrinkage the leaves' weights grow
@@ -576,21 +620,27 @@ def test_early_stopping_keeps_the_best_sweep():
 
 
 def test_pruning_never_worsens_validation_and_removes_useless_nodes():
+    """Pruning runs on the optimised tree: from the full tree's sweeps, leaves go while
+    the validation error does not get worse."""
     X, y, costs = _binary_data(n=1600)
     d = cbudget.Dataset(X[:1000], y[:1000], feature_costs=costs)
     dv = cbudget.Dataset(X[1000:], y[1000:], reference=d)
-    full = cbudget.train({"algorithm": "cstc", "objective": "binary:logistic", "max_depth": 4,
-                          "fine_tune": False}, d, 0, verbose_eval=False)
-    pruned = cbudget.train({"algorithm": "cstc", "objective": "binary:logistic",
-                            "max_depth": 4, "fine_tune": False, "tree_structure": "prune",
-                            "eval_metric": "error"}, d, 0, evals=[(dv, "valid")],
-                           verbose_eval=False)
-    assert pruned.num_nodes() < full.num_nodes() == 15
+    params = {"algorithm": "cstc", "objective": "binary:logistic", "max_depth": 4,
+              "fine_tune": False, "eval_metric": "error"}
+    full, pruned = (cbudget.train({**params, "tree_structure": structure}, d, 3,
+                                  evals=[(dv, "valid")], verbose_eval=False)
+                    for structure in ("full", "prune"))
+    # the full tree less the nodes no training input reaches
+    assert pruned.num_nodes() < full.num_nodes() <= 15
+    assert (full.n_samples > 0).all() and (pruned.n_samples > 0).all()
 
     def error(model):
         return np.mean((model.predict(X[1000:]) > 0.5) != y[1000:])
 
     assert error(pruned) <= error(full)
+    # the nodes kept are the full tree's, unchanged (no fine-tuning here)
+    kept = {tuple(w) for w in pruned.weights}
+    assert kept <= {tuple(w) for w in full.weights}
 
 
 def test_greedy_growth_adds_only_improving_nodes():

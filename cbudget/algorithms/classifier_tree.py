@@ -15,8 +15,9 @@ by block coordinate descent (:mod:`.cstc_solver`):
 ``num_boost_round`` is the number of sweeps (fewer when the objective changes less than
 ``tol``; evaluation and early stopping per sweep; the best sweep is kept). ``max_depth``
 levels (default 3; cascades: stages, default 4), ``tree_structure`` "full", "prune" or
-"greedy" (the last two on the last ``evals`` set), ``loss`` "squared" (the paper's, +-1
-targets) or "logistic", ``fine_tune`` (re-fit the leaves without the cost term),
+"greedy" (the last two on the last ``evals`` set; "prune" prunes the optimised tree),
+``loss`` "squared" (the paper's, +-1 targets) or "logistic", ``fine_tune`` (re-fit the
+leaves without the cost term, on the features their paths pay for),
 ``basis_trees`` > 0 for the boosting trick (``basis_max_depth``,
 ``basis_learning_rate``). ``xgb_model`` is not supported: each training optimises the
 whole tree.
@@ -53,7 +54,8 @@ PARAMS = (
     Param("max_depth", None, number(integer=True, low=1, high=12, allow_none=True),
           "levels of the tree (stages of a cascade); default 3 (cascades 4)"),
     Param("tree_structure", "full", choice("full", "prune", "greedy"),
-          '"full", "prune" (bottom-up on validation, 3.6.1) or "greedy" (top-down, 3.6.2)'),
+          '"full", "prune" (bottom-up on validation after the sweeps, 3.6.1) or "greedy" '
+          '(top-down, 3.6.2)'),
     Param("loss", "squared", choice(*LOSSES),
           'the paper\'s "squared" (+-1 targets for binary) or "logistic"'),
     Param("fine_tune", True, flag, "re-fit the leaves without the cost term (3.5)"),
@@ -112,8 +114,9 @@ def class_factor(p, labels, weight):
 
 
 class ClassifierTreeTrainer(Trainer):
-    """Structure (full, pruned or greedy on the last ``evals`` set), then sweeps of block
-    coordinate descent, then fine-tuning of the leaves."""
+    """Structure (full, or greedy on the last ``evals`` set), sweeps of block coordinate
+    descent, then (``finish``) pruning on the last ``evals`` set for "prune", removal of
+    unreached nodes and idle routing weights, and fine-tuning of the leaves."""
 
     keeps_all_iterations = False
 
@@ -150,6 +153,8 @@ class ClassifierTreeTrainer(Trainer):
                                                       self.mean, self.std))
                             for data, name in setup.evals]
         start = time.perf_counter()
+        # (validation coordinates, lower-is-better score) that pruning uses at the end
+        self.pruning = None
         if p["tree_structure"] == "full":
             problem.initialize()
         else:
@@ -161,13 +166,14 @@ class ClassifierTreeTrainer(Trainer):
             score = validation_score(setup.metrics[-1], valid, self.transform)
             if p["tree_structure"] == "prune":
                 problem.initialize()
-                problem.prune(Z_valid, score)
+                self.pruning = (Z_valid, score)
             else:
                 problem.grow_greedy(Z_valid, score)
         if setup.verbose:
+            pruned = " (pruned after the sweeps)" if self.pruning else ""
             print(f"{p['algorithm']}: {p['tree_structure']} structure of "
                   f"{problem.alive.sum()} nodes initialised in "
-                  f"{time.perf_counter() - start:.1f} s", flush=True)
+                  f"{time.perf_counter() - start:.1f} s{pruned}", flush=True)
         self.model = self.export()
         # the problem's state after each sweep, the first one before any
         self.states = [self.state()]
@@ -227,6 +233,9 @@ class ClassifierTreeTrainer(Trainer):
             problem.B, problem.bias, problem.theta, problem.active = (
                 a.copy() for a in self.states[n_keep])
             problem.F = problem.Z @ problem.B.T + problem.bias
+        if self.pruning is not None:
+            problem.prune(*self.pruning)
+        problem.drop_unreached_nodes()
         problem.drop_idle_weights()
         if self.p["fine_tune"]:
             problem.fine_tune()

@@ -9,8 +9,11 @@ prediction cost and validation score of each model, the Pareto-optimal ones mark
 from __future__ import annotations
 
 import warnings
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,13 +24,46 @@ from .metrics import metric_maximize
 from .training import lambda_max as find_lambda_max
 from .training import train
 
-__all__ = ["CostPath", "cost_path", "pareto_mask"]
+__all__ = ["CostPath", "ScoredModel", "cost_path", "pareto_mask", "train_scored"]
 
 # A point placed in a cost gap whose log(1 + cost) is within this share of the gap from
 # an end's did not narrow it: the path jumps there (not split again). Small, because a
 # cost only a little above the jump's lower end (Letters: 9.9 next to 10.9, below a jump
 # from 0) is still a model worth having.
 STEP_TOLERANCE = 0.02
+
+
+class ScoredModel(NamedTuple):
+    """A model of a path or a sweep (:func:`train_scored`) and how it does on the
+    validation data."""
+    model: Model
+    metric: str      # the validation metric (the one early stopping watches)
+    score: float     # its value at the best iteration (the last without early stopping)
+    cost: float      # mean prediction cost per input
+
+
+def train_scored(params: dict, dtrain: Dataset, dvalid: Dataset, num_boost_round: int = 100,
+                 *, early_stopping_rounds: int | None = None, **train_kwargs) -> ScoredModel:
+    """Train with ``params`` (quietly, ``dvalid`` evaluated as "valid") and score the
+    model on ``dvalid``: one point of :func:`cost_path`, or of a parameter sweep.
+    ``train_kwargs``: the other arguments of :func:`cbudget.train`."""
+    log: dict = {}
+    model = train(params, dtrain, num_boost_round, evals=[(dvalid, "valid")],
+                  early_stopping_rounds=early_stopping_rounds, evals_result=log,
+                  verbose_eval=False, **train_kwargs)
+    name = list(log["valid"])[-1]    # the metric early stopping watches
+    values = log["valid"][name]
+    best = model.best_iteration if model.best_iteration is not None else len(values) - 1
+    return ScoredModel(model, name, float(values[min(best, len(values) - 1)]),
+                       float(model.predict_cost(dvalid).mean()))
+
+
+@contextmanager
+def _no_lambda_max_warning() -> Iterator[None]:
+    # the model at lambda_max has no split by design: no warning about it
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*no split could pay its cost")
+        yield
 
 
 def pareto_mask(costs: np.ndarray, scores: np.ndarray, maximize: bool) -> np.ndarray:
@@ -110,7 +146,8 @@ class CostPath:
 def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int = 16,
               eps: float = 1e-3, lambdas=None, num_boost_round: int = 100,
               early_stopping_rounds: int | None = None, metric: str | None = None,
-              n_jobs: int = 1, **train_kwargs) -> CostPath:
+              n_jobs: int = 1, executor: Executor | None = None, **train_kwargs
+              ) -> CostPath:
     """Train one model per trade-off from ``lambda_max`` down and return the frontier.
 
     The grid: about half of ``n_points`` geometric from ``lambda_max`` to ``lambda_max *
@@ -146,6 +183,13 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         Models trained at the same time (threads; -1: one per core). With more than
         one, each model trains on ``cores / n_jobs`` threads unless ``params`` sets
         ``n_jobs``. The models do not depend on it.
+    executor : concurrent.futures.Executor, optional
+        Train the models on it instead (not with ``n_jobs``), each on one thread unless
+        ``params`` sets ``n_jobs``: the first grid at once, then the points placed in
+        the cost gaps one by one. The function it is given is a closure that holds the
+        data: an executor of other processes must pickle it with cloudpickle, and
+        should send it once, not with every point (:func:`cbudget.dask.cost_path` does
+        both on a Dask cluster). The models do not depend on it.
 
     Returns
     -------
@@ -174,39 +218,43 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         grid = np.sort(np.asarray(lambdas, dtype=np.float64).reshape(-1))[::-1]
         if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid < 0):
             raise ValueError("lambdas must be finite numbers >= 0")
+    if executor is not None and n_jobs != 1:
+        raise ValueError("give n_jobs (local threads) or an executor, not both")
     workers = min(resolve_n_threads(n_jobs), grid.size)
     base = dict(params)
     if metric is not None:
         base["eval_metric"] = metric
-    if workers > 1 and "n_jobs" not in base:
+    if executor is not None and "n_jobs" not in base:
+        base["n_jobs"] = 1
+    elif workers > 1 and "n_jobs" not in base:
         base["n_jobs"] = max(1, resolve_n_threads(-1) // workers)
 
-    def fit(lam: float) -> tuple[Model, str, float, float]:
-        log: dict = {}
-        model = train(dict(base, cost_tradeoff=float(lam)), dtrain, num_boost_round,
-                      evals=[(dvalid, "valid")], early_stopping_rounds=early_stopping_rounds,
-                      evals_result=log, verbose_eval=False, **train_kwargs)
-        name = list(log["valid"])[-1]    # the metric early stopping watches
-        values = log["valid"][name]
-        best = model.best_iteration if model.best_iteration is not None else len(values) - 1
-        return (model, name, float(values[min(best, len(values) - 1)]),
-                float(model.predict_cost(dvalid).mean()))
+    def fit(lam: float) -> ScoredModel:
+        return train_scored(dict(base, cost_tradeoff=float(lam)), dtrain, dvalid,
+                            num_boost_round, early_stopping_rounds=early_stopping_rounds,
+                            **train_kwargs)
 
-    with warnings.catch_warnings():
-        # the model at lambda_max has no split by design: no warning about it
-        warnings.filterwarnings("ignore", message=".*no split could pay its cost")
-        if workers > 1:
+    def fit_elsewhere(lam: float) -> ScoredModel:
+        with _no_lambda_max_warning():   # the filter below does not reach the executor
+            return fit(lam)
+
+    def fit_all(lams: list[float]) -> dict[float, ScoredModel]:
+        if executor is not None:
+            return dict(zip(lams, executor.map(fit_elsewhere, lams)))
+        if workers > 1 and len(lams) > 1:
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                fitted = dict(zip(grid.tolist(), pool.map(fit, grid)))
-        else:
-            fitted = {lam: fit(lam) for lam in grid.tolist()}
+                return dict(zip(lams, pool.map(fit, lams)))
+        return {lam: fit(lam) for lam in lams}
+
+    with _no_lambda_max_warning():
+        fitted = fit_all(grid.tolist())
         steps: set = set()   # gaps a point between did not narrow: jumps of the path
         for _ in range(n_refine):   # one at a time: the same models whatever n_jobs
             pick = _widest_cost_gap(fitted, step, steps)
             if pick is None:
                 break
             lam, high, low = pick
-            fitted[lam] = fit(lam)
+            fitted.update(fit_all([lam]))
             # the point's cost next to one end's: the whole jump is on its other side
             cost, cost_high, cost_low = np.log1p([fitted[x][3] for x in (lam, high, low)])
             if abs(cost - cost_low) < STEP_TOLERANCE * abs(cost_low - cost_high):

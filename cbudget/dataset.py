@@ -1,6 +1,7 @@
 """Dataset: validated input data, labels, weights, costs, and quantile-binned features."""
 from __future__ import annotations
 
+import copy
 import numbers
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,10 +21,19 @@ if TYPE_CHECKING:  # only for type hints: the model classes import this module
 
     from ._model import Model
 
-__all__ = ["Dataset", "as_float_matrix"]
+__all__ = ["Dataset", "as_float_matrix", "binning_rows"]
 
 # Bin edges are found on at most this many rows (as scikit-learn's binner does).
-_BINNING_SUBSAMPLE = 200_000
+BINNING_SUBSAMPLE = 200_000
+
+
+def binning_rows(n_samples: int) -> np.ndarray | None:
+    """The sorted rows whose values place the bin edges of a training set of
+    ``n_samples`` rows (None: all of them); a Dask training gathers the same ones."""
+    if n_samples <= BINNING_SUBSAMPLE:
+        return None
+    return np.sort(np.random.default_rng(0).choice(n_samples, BINNING_SUBSAMPLE,
+                                                   replace=False))
 
 # What a Dataset is built from: a numpy array (or anything numpy converts to a 2-D array
 # of numbers, a pandas DataFrame included) or a scipy.sparse matrix.
@@ -355,6 +365,16 @@ class Dataset:
         self.binned = self.bin_data(X)
         self._sparse_bins: SparseBins | None = None
 
+    def without_rows(self) -> Dataset:
+        """A copy with this Dataset's bin edges, feature names and costs but no rows: a
+        light ``reference`` to send to where the rows are (the workers of a Dask
+        training)."""
+        light = copy.copy(self)
+        light.data, light.binned = self.data[:0], self.binned[:0]
+        light.label = light.weight = light.group_ptr = None
+        light._sparse_bins = None
+        return light
+
     def sparse_bins(self) -> SparseBins:
         """The row-wise layout of the mostly-constant features of :attr:`binned`
         (``cbudget._core._histogram.SparseBins``), made on first use and kept: every
@@ -369,10 +389,9 @@ class Dataset:
         return state
 
     def _fit_bin_edges(self, X):
-        if X.shape[0] > _BINNING_SUBSAMPLE:
-            rows = np.random.default_rng(0).choice(X.shape[0], _BINNING_SUBSAMPLE,
-                                                   replace=False)
-            X = X[np.sort(rows)]
+        rows = binning_rows(X.shape[0])
+        if rows is not None:
+            X = X[rows]
         # numpy's sort releases the GIL: the features' edges are found in parallel
         with ThreadPoolExecutor(max_workers=resolve_n_threads(None)) as pool:
             return list(pool.map(lambda f: find_bin_edges(X[:, f], self.max_bin),

@@ -97,18 +97,27 @@ def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals=()
     Model
         Booster, Forest, ClassifierTree, Cascade or GatedModel (see ``algorithm``).
     """
-    algorithm, p, dtrain, setup = _set_up(params, dtrain, num_boost_round, evals,
-                                          verbose_eval, xgb_model, expensive_model)
+    algorithm, p, dtrain, setup = set_up_training(params, dtrain, num_boost_round, evals,
+                                                  verbose_eval, xgb_model, expensive_model)
+    monitors = training_callbacks(callbacks, verbose_eval, early_stopping_rounds,
+                                  num_boost_round)
+    trainer = algorithm.trainer(p, dtrain, int(num_boost_round), setup)
+    return run_training(trainer, CallbackContainer(monitors + trainer.callbacks()),
+                        evals_result)
+
+
+def training_callbacks(callbacks, verbose_eval, early_stopping_rounds,
+                       num_boost_round: int) -> list:
+    """The user's callbacks and those that ``verbose_eval`` and ``early_stopping_rounds``
+    ask for, checked (before the trainer's set-up work)."""
     monitors = list(callbacks or [])
     if verbose_eval:
         monitors.append(EvaluationMonitor(period=10 if verbose_eval is True else int(verbose_eval)))
         monitors.append(ProgressMonitor(int(num_boost_round)))
     if early_stopping_rounds is not None:
         monitors.append(EarlyStopping(early_stopping_rounds))
-    CallbackContainer(monitors)   # checked before the trainer's set-up work
-    trainer = algorithm.trainer(p, dtrain, int(num_boost_round), setup)
-    return run_training(trainer, CallbackContainer(monitors + trainer.callbacks()),
-                        evals_result)
+    CallbackContainer(monitors)
+    return monitors
 
 
 def lambda_max(params: dict, dtrain: Dataset, *, xgb_model=None) -> float:
@@ -141,7 +150,7 @@ def lambda_max(params: dict, dtrain: Dataset, *, xgb_model=None) -> float:
     NotApplicableError
         For algorithms whose trade-off is not a split's cost penalty.
     """
-    algorithm, p, dtrain, setup = _set_up(params, dtrain, 1, (), False, xgb_model, None)
+    algorithm, p, dtrain, setup = set_up_training(params, dtrain, 1, (), False, xgb_model, None)
     return algorithm.lambda_max(p, dtrain, setup)
 
 
@@ -154,11 +163,12 @@ def root_split_terms(params: dict, dtrain: Dataset, *, xgb_model=None) -> list:
     -------
     list of (raw_gain, increment) pairs of float64 arrays (n_features,)
     """
-    algorithm, p, dtrain, setup = _set_up(params, dtrain, 1, (), False, xgb_model, None)
+    algorithm, p, dtrain, setup = set_up_training(params, dtrain, 1, (), False, xgb_model, None)
     return algorithm.root_split_terms(p, dtrain, setup)
 
 
-def _set_up(params, dtrain, num_boost_round, evals, verbose_eval, xgb_model, expensive_model):
+def set_up_training(params, dtrain, num_boost_round, evals, verbose_eval, xgb_model,
+                    expensive_model):
     """The checks of :func:`train`: (algorithm, resolved params, training data as the
     algorithm reads it, TrainingSetup)."""
     p = resolve_params(params)

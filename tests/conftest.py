@@ -13,7 +13,10 @@ kept.
 
 The `slow` marker: checks of minutes on a busy machine are left out of `pytest tests`
 (the README's command) and run by `pytest tests -m slow` (.ci/run runs both)."""
+import logging
 import os
+
+import pytest
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -31,3 +34,18 @@ def pytest_collection_modifyitems(config, items):
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A client of one LocalCluster for every Dask test of the session (starting one
+    costs seconds): two single-threaded worker processes, so that what crosses between
+    processes is pickled, as on a real cluster."""
+    pytest.importorskip("distributed")
+    from distributed import Client, LocalCluster
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=":0", silence_logs=logging.ERROR)
+    client = Client(cluster)
+    yield client
+    client.close()
+    cluster.close()

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+from small_models import small_model_params
 
 import cbudget
 
@@ -26,23 +27,10 @@ def _data(n, seed):
     return X, y.astype(np.float64)
 
 
-def _params(algorithm):
-    params = {"algorithm": algorithm, "objective": "binary:logistic", "n_jobs": 1,
-              "max_depth": 4}
-    if algorithm in ("cegb", "greedy_miser", "adapt_gbrt"):
-        params["cost_tradeoff"] = 0.01
-    if algorithm == "adapt_lin":
-        params.update(n_restarts=1, cost_tradeoff=0.01)
-        del params["max_depth"]
-    if algorithm in ("cstc", "cscc", "cronus"):
-        params.update(max_depth=2, cost_tradeoff=0.001)
-    return params
-
-
 def _train(algorithm, dtrain, f0, rounds=8, **params):
     extra = {"expensive_model": f0} if algorithm.startswith("adapt") else {}
-    return cbudget.train({**_params(algorithm), **params}, dtrain, rounds, verbose_eval=False,
-                         **extra)
+    return cbudget.train({**small_model_params(algorithm), **params}, dtrain, rounds,
+                         verbose_eval=False, **extra)
 
 
 @pytest.fixture(scope="module", params=["no_groups", "groups"])

@@ -14,4 +14,6 @@ cdef class AcquisitionState:
     cdef readonly Py_ssize_t n_samples, n_features, n_groups
     cdef bint acquire_rows(self, const int32_t * rows, Py_ssize_t n_rows, int feature,
                            int64_t * newly_acquired) noexcept nogil
+    cdef bint add_acquisitions(self, int feature, int64_t newly,
+                               int64_t newly_touched) noexcept nogil
     cdef int _check_tree(self, const node_struct[::1] tree, str feature_is) except -1

@@ -140,7 +140,6 @@ cdef class AcquisitionState:
         cdef int32_t row, group = self.feature_group[feature]
         cdef BITSET_WORD_C bit = (<BITSET_WORD_C> 1) << (feature & 63), group_bit = 0
         cdef int64_t newly = 0, newly_touched = 0
-        cdef bint first_use = not self.feature_used[feature]
         if group >= 0:
             group_word, group_bit = group >> 6, (<BITSET_WORD_C> 1) << (group & 63)
         # every input has the feature (and so its group) already: nothing can change;
@@ -155,13 +154,34 @@ cdef class AcquisitionState:
                 if group >= 0 and not self.groups_touched[row, group_word] & group_bit:
                     self.groups_touched[row, group_word] |= group_bit
                     newly_touched += 1
-        self.n_acquired[feature] += newly
         newly_acquired[0] += newly
+        return self.add_acquisitions(feature, newly, newly_touched)
+
+    cdef bint add_acquisitions(self, int feature, int64_t newly,
+                               int64_t newly_touched) noexcept nogil:
+        """What :meth:`acquire_rows` records in the counts and the model's use, for rows
+        held elsewhere (the workers of a distributed training, which keep the bitsets):
+        ``newly`` inputs acquired ``feature``, ``newly_touched`` touched its group.
+        Returns True when the model had not used the feature before."""
+        cdef int32_t group = self.feature_group[feature]
+        cdef bint first_use = not self.feature_used[feature]
+        self.n_acquired[feature] += newly
         if group >= 0:
             self.n_touched[group] += newly_touched
             self.group_used[group] = 1
         self.feature_used[feature] = 1
         return first_use
+
+    def set_counts(self, acquired_counts, touched_counts):
+        """Replace the per-feature and per-group input counts (summed over the workers
+        of a distributed training after each tree); the bitsets are not touched."""
+        acquired = np.asarray(acquired_counts, dtype=np.int64)
+        touched = np.asarray(touched_counts, dtype=np.int64)
+        if acquired.shape != (self.n_features,) or touched.shape != (self.n_groups,):
+            raise ValueError(f"the counts must have the shapes ({self.n_features},) and "
+                             f"({self.n_groups},)")
+        np.asarray(self.n_acquired)[...] = acquired
+        np.asarray(self.n_touched)[...] = touched
 
     def acquire(self, const int32_t[::1] rows, int feature):
         """Python access to :meth:`acquire_rows` (rows must be distinct); returns

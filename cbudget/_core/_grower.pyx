@@ -24,6 +24,7 @@ from cython.parallel cimport prange
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
@@ -84,6 +85,14 @@ cdef class TreeGrower:
     max_depth : int, -1 for no limit
     best_first : bool
     n_threads : int
+    sparse_bins : SparseBins, optional
+        The row-wise layout of ``binned``'s mostly-constant features.
+    exchange : object, optional
+        The driver of a distributed training (:meth:`grow_remote`): the rows are on the
+        workers behind it, ``binned`` has none.
+    n_tree_rows : int, optional
+        The rows of the whole training set, when they are spread over workers: the
+        driver's, and each worker's grower (:meth:`begin_tree`) is sized for it.
 
     ValueError when the arrays disagree with ``binned`` or with each other (every value
     bin must have its edge, every bin of ``binned`` must be at most ``missing_bin``), or
@@ -127,13 +136,26 @@ cdef class TreeGrower:
     cdef unsigned char * group_on_path    # scratch: groups on a leaf's path
     cdef unsigned char * single_mask      # scratch: one feature masked in
     cdef double * penalty                 # scratch: per-feature penalty of one leaf
+    # Distributed growth (docs/architecture.md, "Dask"). On the driver, ``exchange``
+    # holds the rows: the grower has none of its own, sums the workers' histograms and
+    # picks the splits (the same loop as on local rows). On a worker (``begin_tree``
+    # ...), the tree's rows, gradients and mask are kept between the driver's requests.
+    cdef object exchange
+    cdef object remote_error              # an exception of the exchange, raised after growth
+    cdef object pending                   # the histograms the last remote split brought
+    cdef Py_ssize_t pending_node
+    cdef object tree_arrays               # a worker's (rows, gradients, hessians, mask)
+    cdef int32_t * tree_rows              # ... and pointers into them
+    cdef const double * tree_gradients
+    cdef const double * tree_hessians
+    cdef const unsigned char * tree_mask
 
     def __cinit__(self, const X_BINNED_C[::1, :] binned, const double[::1] bin_edges,
                   const int64_t[::1] edges_indptr, const uint32_t[::1] n_value_bins,
                   int missing_bin, double learning_rate, double reg_lambda,
                   double min_child_weight, double gamma, uint32_t min_data_in_leaf,
                   int num_leaves, int max_depth, bint best_first, int n_threads,
-                  SparseBins sparse_bins=None):
+                  SparseBins sparse_bins=None, exchange=None, Py_ssize_t n_tree_rows=0):
         cdef Py_ssize_t f, n_edges
         # pointers are NULL until allocated: __dealloc__ frees whatever was, also when
         # this raises
@@ -172,6 +194,17 @@ cdef class TreeGrower:
         self.missing_bin = missing_bin
         self.n_samples = binned.shape[0]
         self.n_features = binned.shape[1]
+        self.exchange = exchange
+        if exchange is not None:
+            if binned.shape[0] != 0 or sparse_bins is not None:
+                raise ValueError("a grower whose rows are on workers (exchange) takes no "
+                                 "rows of its own: binned must have 0 rows")
+            if not 0 < n_tree_rows <= MAX_ROWS_C:
+                raise ValueError(f"n_tree_rows must be in [1, {MAX_ROWS_C}] on a driver, "
+                                 f"got {n_tree_rows}")
+            self.n_samples = n_tree_rows
+        elif not 0 <= n_tree_rows <= MAX_ROWS_C:
+            raise ValueError(f"n_tree_rows must be in [0, {MAX_ROWS_C}], got {n_tree_rows}")
         self.n_bins = missing_bin + 1
         self.learning_rate = learning_rate
         self.reg_lambda = reg_lambda
@@ -184,7 +217,10 @@ cdef class TreeGrower:
         self.n_threads = n_threads
         # Every leaf keeps >= min_data_in_leaf rows, so no tree has more nodes than this
         # (at most 2 * MAX_ROWS_C - 1: node ids fit in int32).
-        cdef Py_ssize_t cap = 2 * max(1, self.n_samples // self.min_data_in_leaf) - 1
+        # (a worker of a distributed training holds some of the rows of trees whose node
+        # ids are the driver's: sized for all of them, n_tree_rows)
+        cdef Py_ssize_t cap = 2 * max(1, max(self.n_samples, n_tree_rows)
+                                      // self.min_data_in_leaf) - 1
         if num_leaves > 0:
             cap = min(cap, 2 * <Py_ssize_t> num_leaves - 1)
         if 0 <= max_depth < 30:
@@ -197,12 +233,14 @@ cdef class TreeGrower:
         self.n_rows_grown = 0
         self.has_penalty = False
         self.group_on_path = NULL
+        # row scratch: none needed on the driver of a distributed growth
+        cdef Py_ssize_t n_local = binned.shape[0]
         self.buffer = <int32_t *> checked_malloc(
-            self.n_samples, sizeof(int32_t), "the row partition buffer")
+            n_local, sizeof(int32_t), "the row partition buffer")
         self.ordered_gradients = <double *> checked_malloc(
-            self.n_samples, sizeof(double), "the gathered gradients")
+            n_local, sizeof(double), "the gathered gradients")
         self.ordered_hessians = <double *> checked_malloc(
-            self.n_samples, sizeof(double), "the gathered hessians")
+            n_local, sizeof(double), "the gathered hessians")
         self.per_feature = <split_struct *> checked_malloc(
             self.n_features, sizeof(split_struct), "the per-feature split results")
         self.nodes = <grow_node *> checked_malloc(cap, sizeof(grow_node), "the tree's nodes")
@@ -250,8 +288,11 @@ cdef class TreeGrower:
 
         ``feature_costs`` / ``group_costs`` are paid per input that lacks the feature
         (group), ``coupled_costs`` / ``coupled_group_costs`` once per model."""
-        if state.n_samples != self.n_samples or state.n_features != self.n_features:
-            raise ValueError("the acquisition state does not match the binned data")
+        if state.n_features != self.n_features or state.n_samples != (
+                0 if self.exchange is not None else self.n_samples):
+            raise ValueError("the acquisition state does not match the binned data (a "
+                             "grower whose rows are on workers takes a state of 0 rows: "
+                             "the workers keep the bitsets)")
         if (feature_costs.shape[0] != self.n_features or feature_group.shape[0] != self.n_features
                 or coupled_costs.shape[0] != self.n_features
                 or group_costs.shape[0] != state.n_groups
@@ -280,7 +321,8 @@ cdef class TreeGrower:
 
     cdef int _check_inputs(self, const double[::1] gradients, const double[::1] hessians,
                            const int32_t[::1] rows,
-                           const unsigned char[::1] feature_mask) except -1:
+                           const unsigned char[::1] feature_mask,
+                           bint allow_empty=False) except -1:
         """ValueError unless the arrays match the binned data and ``rows`` holds between
         1 and n_samples indices in range (the scratch buffers and the node capacity are
         sized for n_samples rows)."""
@@ -288,7 +330,7 @@ cdef class TreeGrower:
             raise ValueError("gradients/hessians do not match the binned data")
         if feature_mask.shape[0] != self.n_features:
             raise ValueError("feature_mask does not match the number of features")
-        if rows.shape[0] == 0:
+        if rows.shape[0] == 0 and not allow_empty:
             raise ValueError("no rows to grow a tree on")
         if rows.shape[0] > self.n_samples:
             raise ValueError(f"rows has {rows.shape[0]} entries for {self.n_samples} "
@@ -309,9 +351,26 @@ cdef class TreeGrower:
             node.histograms = NULL
 
     cdef bint _can_split(self, grow_node * node) noexcept nogil:
-        return ((self.max_depth < 0 or node.depth < self.max_depth)
-                and node.stop - node.start >= 2 * self.min_data_in_leaf
-                and node.sum_hessians >= 2 * self.min_child_weight)
+        return self._can_split_rows(node.depth, node.stop - node.start, node.sum_hessians)
+
+    cdef bint _can_split_rows(self, int depth, Py_ssize_t n_rows,
+                              double sum_hessians) noexcept nogil:
+        return ((self.max_depth < 0 or depth < self.max_depth)
+                and n_rows >= 2 * self.min_data_in_leaf
+                and sum_hessians >= 2 * self.min_child_weight)
+
+    cdef Py_ssize_t _child_to_build(self, grow_node * node, Py_ssize_t left_id) noexcept nogil:
+        """Which child of the node's split gets its histograms built (the smaller; the
+        other's are the difference), -1 when neither child can be split: as growth on
+        local rows decides after the split, from the split's counts."""
+        cdef Py_ssize_t n_left = node.split.count_left
+        cdef Py_ssize_t n_right = node.stop - node.start - n_left
+        cdef double hessians_left = node.split.sum_hessian_left
+        if not (self._can_split_rows(node.depth + 1, n_left, hessians_left)
+                or self._can_split_rows(node.depth + 1, n_right,
+                                        node.sum_hessians - hessians_left)):
+            return -1
+        return left_id if n_left <= n_right else left_id + 1
 
     cdef inline uint32_t * _unacquired(self, grow_node * node) noexcept nogil:
         return <uint32_t *> (node.histograms + self.n_features * self.n_bins)
@@ -429,28 +488,91 @@ cdef class TreeGrower:
                      const double * hessians, const unsigned char * feature_mask) noexcept nogil:
         """The node's histograms (and, with a cost penalty, acquisition counts);
         ``node.histograms`` stays NULL when memory runs out."""
-        cdef int status
         node.histograms = self._take_histograms()
         if node.histograms == NULL:
             return
-        if self.has_penalty:
-            status = build_histograms_core(
-                &self.binned[0, 0], self.n_samples, self.n_features, &rows[node.start],
-                node.stop - node.start, gradients, hessians, feature_mask,
-                &self.n_value_bins[0], self.missing_bin, node.histograms, self.n_bins,
-                self.ordered_gradients, self.ordered_hessians, self.count_mask,
-                &self.state.acquired[0, 0], &self.state.groups_touched[0, 0],
-                &self.feature_group[0], self._unacquired(node), self._untouched(node),
-                self.sparse, self.n_threads)
-        else:
-            status = build_histograms_core(
-                &self.binned[0, 0], self.n_samples, self.n_features, &rows[node.start],
-                node.stop - node.start, gradients, hessians, feature_mask,
-                &self.n_value_bins[0], self.missing_bin, node.histograms, self.n_bins,
-                self.ordered_gradients, self.ordered_hessians, NULL, NULL, NULL, NULL, NULL,
-                NULL, self.sparse, self.n_threads)
-        if status != 0:
+        if self.exchange is not None:
+            if self._fetch_remote_histograms(node) != 0:
+                self._release_histograms(node)
+        elif self._build_into(node.histograms, &rows[node.start], node.stop - node.start,
+                              gradients, hessians, feature_mask) != 0:
             self._release_histograms(node)
+
+    cdef int _build_into(self, hist_struct * out, int32_t * rows, Py_ssize_t n_rows,
+                         const double * gradients, const double * hessians,
+                         const unsigned char * feature_mask) noexcept nogil:
+        """The histograms of ``rows[:n_rows]`` into the block ``out`` (followed by the
+        acquisition counts, with a cost penalty); 0, or -1 when memory runs out."""
+        cdef uint32_t * unacquired = <uint32_t *> (out + self.n_features * self.n_bins)
+        if self.has_penalty:
+            return build_histograms_core(
+                &self.binned[0, 0], self.n_samples, self.n_features, rows, n_rows,
+                gradients, hessians, feature_mask, &self.n_value_bins[0], self.missing_bin,
+                out, self.n_bins, self.ordered_gradients, self.ordered_hessians,
+                self.count_mask, &self.state.acquired[0, 0], &self.state.groups_touched[0, 0],
+                &self.feature_group[0], unacquired, unacquired + self.n_features,
+                self.sparse, self.n_threads)
+        return build_histograms_core(
+            &self.binned[0, 0], self.n_samples, self.n_features, rows, n_rows,
+            gradients, hessians, feature_mask, &self.n_value_bins[0], self.missing_bin,
+            out, self.n_bins, self.ordered_gradients, self.ordered_hessians, NULL, NULL,
+            NULL, NULL, NULL, NULL, self.sparse, self.n_threads)
+
+    cdef int _fetch_remote_histograms(self, grow_node * node) noexcept with gil:
+        """The node's histograms and counts summed over the workers: those the last
+        remote split brought (its smaller child's), else asked for. -1 with
+        ``remote_error`` set when the exchange fails."""
+        cdef Py_ssize_t node_id = node - self.nodes
+        cdef const unsigned char[::1] block
+        try:
+            if self.pending is not None and self.pending_node == node_id:
+                block = self.pending
+            else:
+                block = self.exchange.histograms(node_id)
+            self.pending = None
+            if block.shape[0] != <Py_ssize_t> self.histograms_bytes:
+                raise ValueError(f"the exchange sent {block.shape[0]} bytes of histograms "
+                                 f"for {self.histograms_bytes}")
+            memcpy(node.histograms, &block[0], self.histograms_bytes)
+            return 0
+        except BaseException as error:
+            self.remote_error = error
+            return -1
+
+    cdef int _begin_remote_tree(self, const unsigned char * feature_mask, double * sum_g,
+                                double * sum_h, Py_ssize_t * n_rows) noexcept with gil:
+        """Start a tree on the workers (they take the feature mask and, with a cost
+        penalty, which features to count); their row count and gradient sums."""
+        try:
+            mask = np.asarray(<const unsigned char[:self.n_features]> feature_mask).copy()
+            counted = np.asarray(<unsigned char[:self.n_features]> self.count_mask).copy()
+            n, g, h = self.exchange.begin_tree(mask, counted if self.has_penalty else None)
+            n_rows[0], sum_g[0], sum_h[0] = n, g, h
+            if not 0 < n_rows[0] <= self.n_samples:
+                raise ValueError(f"the workers hold {n_rows[0]} rows of the tree, not in "
+                                 f"[1, {self.n_samples}]")
+            return 0
+        except BaseException as error:
+            self.remote_error = error
+            return -1
+
+    cdef Py_ssize_t _split_remote(self, grow_node * node, Py_ssize_t left_id,
+                                  Py_ssize_t build_id, int64_t * newly,
+                                  int64_t * newly_touched) noexcept with gil:
+        """Split the node's rows on the workers (with a cost penalty they acquire the
+        feature: ``newly`` / ``newly_touched`` of their inputs acquire it / touch its
+        group) and, when ``build_id >= 0``, build that child's histograms in the same
+        round trip; returns the number of rows sent left (-1: ``remote_error``)."""
+        try:
+            n_left, n_new, n_new_touched, block = self.exchange.split(
+                node - self.nodes, node.split.feature, node.split.bin_threshold,
+                bool(node.split.default_left), left_id, build_id, bool(self.has_penalty))
+            self.pending, self.pending_node = block, build_id
+            newly[0], newly_touched[0] = n_new, n_new_touched
+            return n_left
+        except BaseException as error:
+            self.remote_error = error
+            return -1
 
     cdef void _subtract_counts(self, grow_node * parent, grow_node * small,
                                grow_node * large, const unsigned char * feature_mask) noexcept nogil:
@@ -506,39 +628,75 @@ cdef class TreeGrower:
         ndarray of NODE_DTYPE
             Node 0 is the root; children have larger ids than their parent.
         """
+        if self.exchange is not None:
+            raise ValueError("this grower's rows are on workers: grow_remote")
         self._check_inputs(gradients, hessians, rows, feature_mask)
+        return self._grow(&rows[0], &gradients[0], &hessians[0], rows.shape[0],
+                          &feature_mask[0])
+
+    def grow_remote(self, const unsigned char[::1] feature_mask):
+        """Grow one tree on rows held by the workers behind ``exchange`` (the driver of
+        a distributed training): the same growth as :meth:`grow`, with the workers'
+        histograms summed, and the split of a leaf's rows (and, with a cost penalty,
+        their acquisitions) done by the workers. The exchange's methods:
+
+        * ``begin_tree(feature_mask, count_mask or None)`` -> ``(n_rows, sum_gradients,
+          sum_hessians)`` of the tree's in-bag rows;
+        * ``histograms(node)`` -> the node's histograms and acquisition counts, summed,
+          as the bytes of one histogram block;
+        * ``split(node, feature, bin_threshold, default_left, left_id, build_id,
+          acquire)`` -> ``(n_left, newly_acquired, newly_touched, block or None)``: the
+          children get ids ``left_id`` and ``left_id + 1``; ``block`` holds child
+          ``build_id``'s histograms (``build_id = -1``: none wanted).
+
+        An exception of the exchange is raised once growth has released its buffers."""
+        if self.exchange is None:
+            raise ValueError("this grower has no exchange: grow")
+        if feature_mask.shape[0] != self.n_features:
+            raise ValueError("feature_mask does not match the number of features")
+        return self._grow(NULL, NULL, NULL, 0, &feature_mask[0])
+
+    cdef _grow(self, int32_t * row_ptr, const double * g, const double * h,
+               Py_ssize_t n_rows, const unsigned char * mask):
+        """The growth loop of :meth:`grow` and :meth:`grow_remote` (``row_ptr``, ``g``,
+        ``h`` NULL: the rows are on the exchange's workers)."""
         self.n_nodes = 0       # until this tree is grown: add_leaf_values has nothing
-        self.n_rows_grown = rows.shape[0]
+        self.pending = None
+        self.remote_error = None
+        cdef bint remote = self.exchange is not None
         cdef Py_ssize_t n_nodes = 1, n_open = 0, n_leaves = 1, i, pick, n_left
+        cdef Py_ssize_t build_id
         cdef grow_node * node
         cdef grow_node * left
         cdef grow_node * right
         cdef grow_node * small
         cdef grow_node * large
         cdef grow_node * candidate
-        cdef int32_t * row_ptr = &rows[0]
-        cdef const double * g = &gradients[0]
-        cdef const double * h = &hessians[0]
-        cdef const unsigned char * mask = &feature_mask[0]
-        cdef bint partition_error = False, allocation_error = False
+        cdef bint partition_error = False, allocation_error = False, remote_failed = False
         cdef bint first_use, group_first_use
         cdef int m
         cdef int32_t group
+        cdef int64_t newly = 0, newly_touched = 0
         cdef double sum_g = 0.0, sum_h = 0.0
         with nogil:
             if self.has_penalty:
                 self._prepare_costs(mask)
-            for i in range(rows.shape[0]):
+            if remote:
+                if self._begin_remote_tree(mask, &sum_g, &sum_h, &n_rows) != 0:
+                    remote_failed = True
+                    n_rows = 0
+            for i in range(0 if remote else n_rows):
                 sum_g += g[row_ptr[i]]
                 sum_h += h[row_ptr[i]]
+            self.n_rows_grown = n_rows
             node = &self.nodes[0]
-            node.start, node.stop, node.depth = 0, rows.shape[0], 0
+            node.start, node.stop, node.depth = 0, n_rows, 0
             node.sum_gradients, node.sum_hessians = sum_g, sum_h
             node.histograms = NULL
             node.split.feature = -1
             node.left = node.right = node.parent = -1
             node.new_acquisitions = 0
-            if self._can_split(node):
+            if not remote_failed and self._can_split(node):
                 self._build(node, row_ptr, g, h, mask)
                 if node.histograms == NULL:
                     allocation_error = True
@@ -570,10 +728,21 @@ cdef class TreeGrower:
                 n_open -= 1
                 self.open_leaves[pick] = self.open_leaves[n_open]
 
-                n_left = split_rows_parallel(
-                    &row_ptr[node.start], node.stop - node.start,
-                    &self.binned[0, node.split.feature], node.split.bin_threshold,
-                    node.split.default_left, self.missing_bin, self.buffer, self.n_threads)
+                if remote:
+                    # the child whose histograms are built (the smaller, as below), if
+                    # either child may be split: in the same round trip as the split
+                    build_id = self._child_to_build(node, n_nodes)
+                    n_left = self._split_remote(node, n_nodes, build_id, &newly,
+                                                &newly_touched)
+                    if n_left < 0:
+                        remote_failed = True
+                        break
+                else:
+                    n_left = split_rows_parallel(
+                        &row_ptr[node.start], node.stop - node.start,
+                        &self.binned[0, node.split.feature], node.split.bin_threshold,
+                        node.split.default_left, self.missing_bin, self.buffer,
+                        self.n_threads)
                 if n_left != node.split.count_left:
                     partition_error = True
                     break
@@ -582,9 +751,13 @@ cdef class TreeGrower:
                     group = self.feature_group[m]
                     group_first_use = (group >= 0 and not self.state.group_used[group]
                                        and self.coupled_group_costs[group] > 0)
-                    first_use = self.state.acquire_rows(
-                        &row_ptr[node.start], node.stop - node.start, m,
-                        &node.new_acquisitions)
+                    if remote:
+                        node.new_acquisitions += newly
+                        first_use = self.state.add_acquisitions(m, newly, newly_touched)
+                    else:
+                        first_use = self.state.acquire_rows(
+                            &row_ptr[node.start], node.stop - node.start, m,
+                            &node.new_acquisitions)
                     if self.keep_dormant and ((first_use and self.coupled_costs[m] > 0)
                                               or group_first_use):
                         self._rescore_features(n_open, m, group_first_use, mask)
@@ -609,7 +782,8 @@ cdef class TreeGrower:
                 if self._can_split(small) or self._can_split(large):
                     self._build(small, row_ptr, g, h, mask)
                     if small.histograms == NULL:
-                        allocation_error = True
+                        remote_failed = self.remote_error is not None
+                        allocation_error = not remote_failed
                         break
                     if self._can_split(large):
                         large.histograms = self._take_histograms()
@@ -627,6 +801,10 @@ cdef class TreeGrower:
                 n_open = self._open_if_splittable(right, mask, n_open)
             for i in range(n_nodes):
                 self._release_histograms(&self.nodes[i])
+        self.pending = None
+        if remote_failed or self.remote_error is not None:
+            error, self.remote_error = self.remote_error, None
+            raise error
         if allocation_error:
             raise MemoryError(f"cannot allocate a leaf's histograms: "
                               f"{self.histograms_bytes} bytes")
@@ -634,6 +812,134 @@ cdef class TreeGrower:
             raise RuntimeError("internal error: row partition disagrees with the histogram")
         self.n_nodes = n_nodes
         return self._to_array(n_nodes)
+
+    # A worker's part of a distributed tree: the driver's grow_remote asks, through its
+    # exchange, for begin_tree, then build_node / split_node per leaf; add_tree_values
+    # adds the finished tree. Node ids are the driver's.
+
+    def begin_tree(self, gradients, hessians, rows, feature_mask, count_mask=None):
+        """Start a tree on this worker's in-bag ``rows`` (int32, reordered in place by
+        the splits; may be empty), kept with the arrays until the next tree.
+        ``count_mask``: the features whose acquisition counts the histograms carry (the
+        driver's, from the counts of all workers); needed with a cost penalty.
+
+        Returns (number of rows, sum of gradients, sum of hessians) of the rows."""
+        if self.exchange is not None:
+            raise ValueError("begin_tree is a worker's: this grower is a driver")
+        cdef const double[::1] g = gradients
+        cdef const double[::1] h = hessians
+        cdef int32_t[::1] r = rows
+        cdef const unsigned char[::1] fm = feature_mask
+        cdef const unsigned char[::1] counted
+        cdef Py_ssize_t i, n = r.shape[0]
+        cdef double sum_g = 0.0, sum_h = 0.0
+        self._check_inputs(g, h, r, fm, True)
+        if self.has_penalty:
+            if count_mask is None:
+                raise ValueError("a cost-penalised tree needs the driver's count_mask")
+            counted = count_mask
+            if counted.shape[0] != self.n_features:
+                raise ValueError("count_mask does not match the number of features")
+            for i in range(self.n_features):
+                self.count_mask[i] = counted[i]
+        self.tree_arrays = (rows, gradients, hessians, feature_mask)   # kept alive
+        self.tree_rows = &r[0] if n else NULL
+        self.tree_gradients, self.tree_hessians = &g[0], &h[0]
+        self.tree_mask = &fm[0]
+        for i in range(n):
+            sum_g += g[r[i]]
+            sum_h += h[r[i]]
+        _init_child(&self.nodes[0], 0, -1)
+        self.nodes[0].start, self.nodes[0].stop = 0, n
+        self.n_nodes = 1
+        self.n_rows_grown = n
+        return n, sum_g, sum_h
+
+    cdef grow_node * _tree_node(self, Py_ssize_t node_id) except NULL:
+        if self.tree_arrays is None or not 0 <= node_id < self.n_nodes:
+            raise ValueError(f"node {node_id} is not a node of the tree begun here")
+        return &self.nodes[node_id]
+
+    def build_node(self, Py_ssize_t node_id):
+        """The histograms (and acquisition counts) of this worker's rows of a node, as
+        the bytes of one histogram block (zeros where the feature mask is 0)."""
+        cdef grow_node * node = self._tree_node(node_id)
+        block = np.zeros(self.histograms_bytes, dtype=np.uint8)
+        cdef unsigned char[::1] out = block
+        cdef int status = 0
+        if node.stop > node.start:
+            with nogil:
+                status = self._build_into(<hist_struct *> &out[0], &self.tree_rows[node.start],
+                                          node.stop - node.start, self.tree_gradients,
+                                          self.tree_hessians, self.tree_mask)
+        if status != 0:
+            raise MemoryError("cannot allocate the histogram counters' scratch")
+        return block
+
+    def split_node(self, Py_ssize_t node_id, int feature, int bin_threshold,
+                   bint default_left, Py_ssize_t left_id, bint acquire):
+        """Split this worker's rows of a node (children ``left_id``, ``left_id + 1``);
+        with ``acquire``, the rows acquire ``feature``. Returns (rows sent left, rows
+        that newly acquired the feature, rows that newly touched its group)."""
+        cdef grow_node * node = self._tree_node(node_id)
+        if not 0 <= feature < self.n_features or not 0 <= bin_threshold < self.missing_bin:
+            raise ValueError(f"no split on feature {feature} at bin {bin_threshold}")
+        if left_id != self.n_nodes or left_id + 2 > self.capacity or node.left != -1:
+            raise ValueError(f"node {node_id} cannot get children {left_id}, {left_id + 1} "
+                             f"here ({self.n_nodes} nodes)")
+        cdef Py_ssize_t n_left = 0, n_rows = node.stop - node.start
+        cdef int64_t newly = 0, touched_before = 0
+        cdef int child
+        cdef int32_t group = self.feature_group[feature] if self.has_penalty else -1
+        if acquire and not self.has_penalty:
+            raise ValueError("acquire needs a cost penalty (set_cost_penalty)")
+        if group >= 0:
+            touched_before = self.state.n_touched[group]
+        if n_rows:
+            with nogil:
+                n_left = split_rows_parallel(
+                    &self.tree_rows[node.start], n_rows, &self.binned[0, feature],
+                    bin_threshold, default_left, self.missing_bin, self.buffer,
+                    self.n_threads)
+                if acquire:
+                    self.state.acquire_rows(&self.tree_rows[node.start], n_rows, feature,
+                                            &newly)
+        node.left, node.right = left_id, left_id + 1
+        for child in range(2):
+            _init_child(&self.nodes[left_id + child], node.depth + 1, node_id)
+        self.nodes[left_id].start, self.nodes[left_id].stop = node.start, node.start + n_left
+        self.nodes[left_id + 1].start = node.start + n_left
+        self.nodes[left_id + 1].stop = node.stop
+        self.n_nodes = left_id + 2
+        return n_left, newly, (self.state.n_touched[group] - touched_before
+                               if acquire and group >= 0 else 0)
+
+    def tree_node_sizes(self):
+        """The number of this worker's rows in each node of the tree begun here (int32):
+        its partition (the rows passed to :meth:`begin_tree`) as
+        :meth:`AcquisitionState.acquire_partition` reads it."""
+        sizes = np.zeros(self.n_nodes, dtype=np.int32)
+        cdef Py_ssize_t node
+        for node in range(self.n_nodes):
+            sizes[node] = self.nodes[node].stop - self.nodes[node].start
+        return sizes
+
+    def add_tree_values(self, node_struct[::1] tree, double[:, :] raw, int output):
+        """``raw[r, output] += value of r's leaf`` for this worker's rows of the tree
+        begun here (the driver's finished tree, whose nodes these are)."""
+        if self.tree_arrays is None or tree.shape[0] != self.n_nodes:
+            raise ValueError(f"the tree has {tree.shape[0]} nodes, {self.n_nodes} here")
+        if raw.shape[0] != self.n_samples or not 0 <= output < raw.shape[1]:
+            raise ValueError("raw does not match the binned data")
+        cdef Py_ssize_t node, i
+        for node in range(self.n_nodes):
+            if (tree[node].left == -1) != (self.nodes[node].left == -1):
+                raise ValueError("the tree's shape differs from the one grown here")
+        with nogil:
+            for node in range(self.n_nodes):
+                if self.nodes[node].left == -1:
+                    for i in range(self.nodes[node].start, self.nodes[node].stop):
+                        raw[self.tree_rows[i], output] += tree[node].value
 
     def root_split_terms(self, const double[::1] gradients, const double[::1] hessians,
                          int32_t[::1] rows, const unsigned char[::1] feature_mask):
@@ -648,6 +954,8 @@ cdef class TreeGrower:
         raw_gain, increment : float64 arrays (n_features,)
             ``raw_gain[f] = -inf`` where no split on ``f`` is allowed.
         """
+        if self.exchange is not None:
+            raise ValueError("this grower's rows are on workers")
         self._check_inputs(gradients, hessians, rows, feature_mask)
         self.n_nodes = 0       # node 0 is overwritten: the last tree is gone
         raw_gain = np.full(self.n_features, -np.inf)
@@ -696,6 +1004,8 @@ cdef class TreeGrower:
         ``raw`` may have any strides; Fortran order keeps the writes in one column."""
         cdef Py_ssize_t node, i
         cdef double value
+        if self.exchange is not None:
+            raise ValueError("this grower's rows are on workers")
         if raw.shape[0] != self.n_samples or not 0 <= output < raw.shape[1]:
             raise ValueError("raw does not match the binned data")
         if self.n_nodes == 0:

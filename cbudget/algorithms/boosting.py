@@ -48,8 +48,9 @@ from ..booster import Booster
 from ..engine import Algorithm, Trainer, model_to_continue
 from ..params import Param, choice, depth_limit, flag, number
 
-__all__ = ["ALGORITHMS", "GREEDY_MISER", "TREE_PARAMS", "BoostingTrainer", "binned_like",
-           "penalty_costs", "tree_grower", "complete_tree_params", "greedy_miser_trees"]
+__all__ = ["ALGORITHMS", "GREEDY_MISER", "TREE_PARAMS", "BoostingTrainer", "RoundSampler",
+           "binned_like", "penalty_costs", "tree_grower", "complete_tree_params",
+           "greedy_miser_trees", "initial_base_score", "mean_training_cost"]
 
 # LightGBM's limit too: more leaves than this is never a useful tree, and the grower's
 # per-leaf arrays are sized by it
@@ -111,15 +112,19 @@ def complete_tree_params(p: dict, depthwise_depth: int) -> None:
         p["max_depth"] = depthwise_depth
 
 
-def tree_grower(dtrain, p: dict, n_threads: int) -> TreeGrower:
-    """A histogram tree grower on ``dtrain`` with the tree parameters of ``p``."""
+def tree_grower(dtrain, p: dict, n_threads: int, *, exchange=None,
+                n_tree_rows: int = 0) -> TreeGrower:
+    """A histogram tree grower on ``dtrain`` with the tree parameters of ``p``
+    (``exchange``, ``n_tree_rows``: a Dask training's driver or worker, see
+    :class:`TreeGrower`)."""
     edges, edges_indptr = dtrain.flat_bin_edges()
     return TreeGrower(
         dtrain.binned, edges, edges_indptr, dtrain.n_value_bins, dtrain.missing_bin,
         p["learning_rate"], p["reg_lambda"], p["min_child_weight"], p["gamma"],
         p["min_data_in_leaf"], p["num_leaves"] or -1,
         -1 if p["max_depth"] is None else p["max_depth"], p["grow_policy"] == "lossguide",
-        n_threads, dtrain.sparse_bins())
+        n_threads, dtrain.sparse_bins() if exchange is None else None, exchange=exchange,
+        n_tree_rows=n_tree_rows)
 
 
 def binned_like(data, dtrain) -> np.ndarray:
@@ -163,6 +168,59 @@ def initial_raw(init, data, base_score) -> np.ndarray:
     return np.ascontiguousarray(raw.reshape(data.num_data(), -1), dtype=np.float64)
 
 
+class RoundSampler:
+    """The rows and features of each boosting round: they depend only on ``seed`` and
+    the round, so continued training and a Dask training (whose workers draw the same
+    rows) repeat them.
+
+    ``sample(iteration)`` returns the in-bag mask of the rows (None: every row) and one
+    feature mask per output (features with a single bin are never split: masked out)."""
+
+    def __init__(self, p: dict, n_samples: int, n_value_bins: np.ndarray, n_outputs: int,
+                 query_ptr: np.ndarray | None = None):
+        self.seed, self.n_samples, self.n_outputs = p["seed"], n_samples, n_outputs
+        self.n_sub_rows = max(1, int(round(p["subsample"] * n_samples)))
+        # ranking: a round samples whole queries, as LightGBM bags them (a query's
+        # lambdas only mean something beside the other documents of the query)
+        self.query_ptr = query_ptr
+        if query_ptr is not None:
+            self.n_sub_queries = max(1, int(round(p["subsample"] * (query_ptr.shape[0] - 1))))
+        n_features = n_value_bins.shape[0]
+        self.n_sub_features = max(1, int(round(p["colsample_bytree"] * n_features)))
+        self.splittable = (n_value_bins >= 2).astype(np.uint8)
+
+    def sample(self, iteration: int) -> tuple[np.ndarray | None, list[np.ndarray]]:
+        rng = np.random.default_rng([self.seed, iteration])
+        in_bag_mask = None
+        if self.n_sub_rows < self.n_samples:
+            if self.query_ptr is None:
+                in_bag_mask = np.zeros(self.n_samples, dtype=bool)
+                in_bag_mask[rng.choice(self.n_samples, self.n_sub_rows, replace=False)] = True
+            else:
+                sizes = np.diff(self.query_ptr)
+                chosen = np.zeros(sizes.shape[0], dtype=bool)
+                chosen[rng.choice(sizes.shape[0], self.n_sub_queries, replace=False)] = True
+                in_bag_mask = np.repeat(chosen, sizes)
+        n_features = self.splittable.shape[0]
+        feature_masks = []
+        for _ in range(self.n_outputs):
+            feature_mask = self.splittable.copy()
+            if self.n_sub_features < n_features:
+                sampled = np.zeros(n_features, dtype=np.uint8)
+                sampled[rng.choice(n_features, self.n_sub_features, replace=False)] = 1
+                feature_mask &= sampled
+            feature_masks.append(feature_mask)
+        return in_bag_mask, feature_masks
+
+
+def mean_training_cost(costs, acquired_counts, touched_counts, split_visits: int,
+                       n_samples: int, n_trees: int) -> float:
+    """The mean cost per training input of a model of ``n_trees`` trees, from how many
+    inputs acquired each feature and touched each group, and the split nodes visited."""
+    return float((costs.feature_costs @ acquired_counts + costs.group_costs @ touched_counts
+                  + costs.split_cost * split_visits) / n_samples + costs.tree_cost * n_trees)
+
+
 class BoostingTrainer(Trainer):
     """Rounds of one tree per output on the gradients of the objective; the cost-aware
     learners grow them with a cost penalty and the training inputs' acquisition state."""
@@ -194,16 +252,8 @@ class BoostingTrainer(Trainer):
         self.grad = np.empty((n_samples, n_outputs), dtype=np.float64, order="F")
         self.hess = np.empty((n_samples, n_outputs), dtype=np.float64, order="F")
         self.all_rows = np.arange(n_samples, dtype=np.int32)
-        self.n_sub_rows = max(1, int(round(p["subsample"] * n_samples)))
-        # ranking: a round samples whole queries, as LightGBM bags them (a query's
-        # lambdas only mean something beside the other documents of the query)
-        self.query_ptr = dtrain.group_ptr if objective.needs_groups else None
-        if self.query_ptr is not None:
-            n_queries = self.query_ptr.shape[0] - 1
-            self.n_sub_queries = max(1, int(round(p["subsample"] * n_queries)))
-        self.n_sub_features = max(1, int(round(p["colsample_bytree"] * n_features)))
-        # a feature with a single bin can never be split: skip its histograms
-        self.splittable = (dtrain.n_value_bins >= 2).astype(np.uint8)
+        self.sampler = RoundSampler(p, n_samples, dtrain.n_value_bins, n_outputs,
+                                    dtrain.group_ptr if objective.needs_groups else None)
         # Which training inputs have acquired which features, for every learner: the
         # cost-aware ones grow their trees with it (the grower updates it at each split);
         # for plain boosting it is updated from each tree's leaf partition after growth.
@@ -372,35 +422,16 @@ class BoostingTrainer(Trainer):
     def round_jobs(self, iteration):
         """The gradients of round ``iteration`` (into ``grad`` / ``hess``) and its trees'
         samples: ``(output, in_bag rows, out_of_bag rows, feature_mask)`` per tree."""
-        p, dtrain, objective = self.p, self.dtrain, self.setup.objective
-        n_samples, n_features = dtrain.data.shape
+        dtrain, objective = self.dtrain, self.setup.objective
         objective.gradients(self.raw_train, dtrain.label, dtrain.weight, self.grad, self.hess,
                             self.setup.n_threads, dtrain.group_ptr)
-        # sampling depends on the seed and the round only (continuation repeats it)
-        rng = np.random.default_rng([p["seed"], iteration])
-        out_of_bag = self.all_rows[:0]
-        if self.n_sub_rows < n_samples:
-            if self.query_ptr is None:
-                in_bag_mask = np.zeros(n_samples, dtype=bool)
-                in_bag_mask[rng.choice(n_samples, self.n_sub_rows, replace=False)] = True
-            else:
-                sizes = np.diff(self.query_ptr)
-                chosen = np.zeros(sizes.shape[0], dtype=bool)
-                chosen[rng.choice(sizes.shape[0], self.n_sub_queries, replace=False)] = True
-                in_bag_mask = np.repeat(chosen, sizes)
+        in_bag_mask, feature_masks = self.sampler.sample(iteration)
+        if in_bag_mask is None:
+            in_bag, out_of_bag = self.all_rows, self.all_rows[:0]
+        else:
             in_bag = np.flatnonzero(in_bag_mask).astype(np.int32)
             out_of_bag = np.flatnonzero(~in_bag_mask).astype(np.int32)
-        else:
-            in_bag = self.all_rows
-        jobs = []
-        for k in range(objective.n_outputs):
-            feature_mask = self.splittable.copy()
-            if self.n_sub_features < n_features:
-                sampled = np.zeros(n_features, dtype=np.uint8)
-                sampled[rng.choice(n_features, self.n_sub_features, replace=False)] = 1
-                feature_mask &= sampled
-            jobs.append((k, in_bag, out_of_bag, feature_mask))
-        return jobs
+        return [(k, in_bag, out_of_bag, mask) for k, mask in enumerate(feature_masks)]
 
     def root_split_terms(self):
         """Per tree of the next round, per feature: the best raw gain of a root split
@@ -429,12 +460,10 @@ class BoostingTrainer(Trainer):
                 self.record_acquisitions(*tree_grown, True)
             trees = [tree for tree, _, _ in grown]
         self.model.add_round(trees)
-        costs, state = dtrain.cost_model, self.cost_state
-        self.train_cost_curve.append(
-            (costs.feature_costs @ state.acquired_counts
-             + costs.group_costs @ state.touched_counts
-             + costs.split_cost * self.split_visits) / n_samples
-            + costs.tree_cost * len(self.model.trees))
+        state = self.cost_state
+        self.train_cost_curve.append(mean_training_cost(
+            dtrain.cost_model, state.acquired_counts, state.touched_counts, self.split_visits,
+            n_samples, len(self.model.trees)))
         return False
 
     def eval_predictions(self):

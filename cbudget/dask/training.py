@@ -1,0 +1,534 @@
+"""Data-parallel training of gbdt, cegb and greedy_miser on a Dask cluster, in the style
+of ``xgboost.dask.train`` (docs/architecture.md, "Dask").
+
+Each worker keeps its partitions' binned rows, labels, scores, gradients and CEGB
+acquisition bitsets in its memory for the whole run (a :class:`WorkerShard`, held as a
+Dask actor). The driver grows every tree with the grower of single-machine training
+(``TreeGrower.grow_remote``): per leaf, the workers build the histograms (with CEGB's
+counts of inputs lacking each feature) of their rows, the driver sums them in a fixed
+worker order, picks the split with the same code, and sends it back; the workers split
+their rows and acquire the feature. One round trip per split: the histograms of the
+smaller child come back with the split.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._core._acquisition import AcquisitionState
+from .._core._openmp_helpers import resolve_n_threads
+from .._core._predict import predict_binned_add
+from .._core._types import HISTOGRAM_DTYPE
+from ..algorithms.boosting import (
+    RoundSampler,
+    binned_like,
+    initial_base_score,
+    mean_training_cost,
+    penalty_costs,
+    tree_grower,
+)
+from ..booster import Booster
+from ..callback import CallbackContainer
+from ..dataset import Dataset, as_float_matrix, binning_rows
+from ..engine import Trainer, run_training
+from ..objectives import get_objective
+from ..training import set_up_training, training_callbacks
+from .scoring import check_client
+
+__all__ = ["DaskDataset", "train"]
+
+DISTRIBUTED_ALGORITHMS = ("gbdt", "cegb", "greedy_miser")
+
+
+def _is_dask_collection(value) -> bool:
+    try:
+        from dask.base import is_dask_collection
+    except ImportError:    # pragma: no cover - cbudget.dask needs dask to import
+        return False
+    return is_dask_collection(value)
+
+
+def _row_blocks(collection, what: str) -> list:
+    """The row partitions of a Dask array (2-D: one block of columns) or DataFrame /
+    Series, as delayed objects in row order."""
+    if not _is_dask_collection(collection):
+        raise TypeError(f"{what} must be a Dask array or DataFrame, got "
+                        f"{type(collection).__name__}")
+    if hasattr(collection, "chunks"):          # a Dask array
+        if collection.ndim == 2:
+            collection = collection.rechunk({1: -1})
+            return list(collection.to_delayed()[:, 0])
+        if collection.ndim == 1:
+            return list(collection.to_delayed())
+        raise ValueError(f"{what} must be 1-D or 2-D, got {collection.ndim} dimensions")
+    return list(collection.to_delayed())
+
+
+def _partition(X, label, weight) -> tuple:
+    """One partition's float matrix, labels and weights, checked to have the same rows."""
+    X, _ = as_float_matrix(X, "data")
+    y = np.asarray(label, dtype=np.float64).reshape(-1)
+    w = None if weight is None else np.asarray(weight, dtype=np.float64).reshape(-1)
+    if y.shape[0] != X.shape[0] or (w is not None and w.shape[0] != X.shape[0]):
+        raise ValueError(f"a partition has {X.shape[0]} rows of data but "
+                         f"{y.shape[0]} labels" + ("" if w is None else
+                                                   f" and {w.shape[0]} weights")
+                         + ": data, label and weight must be partitioned alike")
+    return X, y, w
+
+
+def _labels(part: tuple) -> tuple:
+    return part[1], part[2]
+
+
+def _rows_of(part: tuple, rows: np.ndarray) -> np.ndarray:
+    return part[0][rows]
+
+
+class DaskDataset:
+    """Training data on a Dask cluster for :func:`train`, as ``xgboost.dask.DaskDMatrix``.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    data : dask.array.Array (n_samples, n_features) or dask.dataframe.DataFrame
+        Partitioned along rows (a Dask array's column blocks are joined).
+    label : dask.array.Array or dask.dataframe.Series
+        Partitioned like ``data``.
+    weight : like ``label``, optional
+    feature_names, feature_costs, cost_groups, group_costs, coupled_costs, split_cost,
+    tree_cost, default_cost, max_bin
+        As for :class:`cbudget.Dataset`.
+
+    The partitions are computed and kept on the workers (``client.compute``); they stay
+    where Dask put them, and training keeps each worker's rows there. The bin edges
+    are found on the driver from the same rows a :class:`cbudget.Dataset` of the whole
+    data would use (all of them up to 200,000 rows, else the same random sample),
+    gathered once: the edges, and so the trees, equal single-machine training's. The
+    driver also gathers the labels and weights once (16 bytes per row), for the initial
+    score.
+
+    Attributes
+    ----------
+    reference : cbudget.Dataset
+        The bin edges, feature names and costs, without rows: build validation data
+        with ``cbudget.Dataset(X, y, reference=dtrain.reference)``.
+    partition_rows : list of int
+    """
+
+    def __init__(self, client, data, label, *, weight=None,
+                 feature_names: Sequence[str] | None = None, feature_costs=None,
+                 cost_groups=None, group_costs=None, coupled_costs=None,
+                 split_cost: float = 0.0, tree_cost: float = 0.0,
+                 default_cost: float | None = None, max_bin: int = 255) -> None:
+        check_client(client)
+        self.client = client
+        blocks = _row_blocks(data, "data")
+        label_blocks = _row_blocks(label, "label")
+        weight_blocks = (None if weight is None else _row_blocks(weight, "weight"))
+        if len(label_blocks) != len(blocks) or (weight_blocks is not None
+                                                and len(weight_blocks) != len(blocks)):
+            raise ValueError(f"data has {len(blocks)} partitions, label "
+                             f"{len(label_blocks)}" + ("" if weight_blocks is None else
+                                                       f", weight {len(weight_blocks)}")
+                             + ": they must be partitioned alike")
+        if feature_names is None and hasattr(data, "columns"):
+            feature_names = [str(c) for c in data.columns]
+        from dask import delayed
+        parts = [delayed(_partition)(X, y, None if weight_blocks is None else weight_blocks[i])
+                 for i, (X, y) in enumerate(zip(blocks, label_blocks))]
+        self.parts = client.compute(parts)
+        labels = client.gather(client.map(_labels, self.parts))
+        self.partition_rows = [int(y.shape[0]) for y, _ in labels]
+        self.label = np.concatenate([y for y, _ in labels])
+        self.weight = (None if weight is None
+                       else np.concatenate([w for _, w in labels]))
+        n_samples = self.label.shape[0]
+        if n_samples == 0:
+            raise ValueError("the training data has no rows")
+        sample = self._gather_rows(binning_rows(n_samples))
+        template = Dataset(sample, feature_names=feature_names,
+                           feature_costs=feature_costs, cost_groups=cost_groups,
+                           group_costs=group_costs, coupled_costs=coupled_costs,
+                           split_cost=split_cost, tree_cost=tree_cost,
+                           default_cost=default_cost, max_bin=max_bin)
+        self.reference = template.without_rows()
+        # cbudget.Dataset's checks of the labels and weights (finite, weights >= 0 ...)
+        Dataset(np.zeros((n_samples, 1)), self.label, weight=self.weight)
+
+    def _gather_rows(self, rows: np.ndarray | None) -> np.ndarray:
+        """The rows with these global indices (None: all), gathered to the driver."""
+        offsets = np.concatenate(([0], np.cumsum(self.partition_rows)))
+        picks = []
+        for i, part in enumerate(self.parts):
+            local = (np.arange(self.partition_rows[i]) if rows is None else
+                     rows[(rows >= offsets[i]) & (rows < offsets[i + 1])] - offsets[i])
+            picks.append(self.client.submit(_rows_of, part, local, pure=False))
+        return np.concatenate(self.client.gather(picks))
+
+    def num_data(self) -> int:
+        return int(self.label.shape[0])
+
+    def num_feature(self) -> int:
+        return self.reference.num_feature()
+
+    @property
+    def feature_names(self) -> list[str]:
+        return self.reference.feature_names
+
+    @property
+    def cost_model(self):
+        return self.reference.cost_model
+
+    def placement(self) -> dict[str, list[int]]:
+        """Which partitions each worker holds (by worker address, sorted; partitions
+        in row order): training keeps them there."""
+        holders = self.client.who_has(self.parts)
+        by_worker: dict[str, list[int]] = {}
+        for i, part in enumerate(self.parts):
+            where = sorted(holders.get(part.key, ()))
+            if not where:
+                raise RuntimeError(f"partition {i} of the training data is on no worker "
+                                   "(lost with its worker?)")
+            by_worker.setdefault(where[0], []).append(i)
+        return dict(sorted(by_worker.items()))
+
+    def __repr__(self) -> str:
+        return (f"<cbudget.dask.DaskDataset: {self.num_data()} rows x {self.num_feature()} "
+                f"features in {len(self.parts)} partitions>")
+
+
+class WorkerShard:
+    """A worker's rows of a Dask training, kept in its memory for the whole run (a Dask
+    actor): binned data, labels, scores, gradients, the acquisition bitsets, and the
+    worker's side of the tree growth (``TreeGrower.begin_tree`` / ``split_node`` /
+    ``build_node``)."""
+
+    def __init__(self, p: dict, reference: Dataset, base_score: np.ndarray,
+                 n_total: int, global_rows: np.ndarray, *parts) -> None:
+        X = np.concatenate([part[0] for part in parts])
+        y = np.concatenate([part[1] for part in parts])
+        w = None if parts[0][2] is None else np.concatenate([part[2] for part in parts])
+        self.data = Dataset(X, y, weight=w, reference=reference)
+        self.objective = get_objective(p["objective"], p["num_class"], p)
+        self.objective.check_label(y)
+        n_outputs = self.objective.n_outputs
+        self.n_threads = min(resolve_n_threads(p["n_jobs"]), _worker_threads())
+        self.global_rows = np.asarray(global_rows, dtype=np.int64)
+        n = X.shape[0]
+        self.raw = np.asfortranarray(np.tile(base_score, (n, 1)))
+        self.grad = np.empty((n, n_outputs), order="F")
+        self.hess = np.empty((n, n_outputs), order="F")
+        if p["algorithm"] == "greedy_miser":    # first order: the hessian is the weight
+            unit = np.ones(n) if w is None else w
+            self.grow_hess = np.asfortranarray(np.repeat(unit[:, None], n_outputs, axis=1))
+        else:
+            self.grow_hess = self.hess
+        self.sampler = RoundSampler(p, n_total, reference.n_value_bins, n_outputs)
+        costs = reference.cost_model
+        self.state = AcquisitionState(n, costs.feature_group, costs.n_groups)
+        self.grower = tree_grower(self.data, p, self.n_threads, n_tree_rows=n_total)
+        if p["algorithm"] in ("cegb", "greedy_miser"):
+            self.grower.set_cost_penalty(self.state, p["cost_tradeoff"],
+                                         *penalty_costs(p["algorithm"], costs))
+        self.in_bag = self.out_of_bag = self.rows = np.zeros(0, dtype=np.int32)
+
+    def start_round(self, iteration: int) -> None:
+        """The round's gradients and its in-bag rows (the rows of this worker that the
+        whole data's sample for the round holds)."""
+        self.objective.gradients(self.raw, self.data.label, self.data.weight, self.grad,
+                                 self.hess, self.n_threads, None)
+        in_bag_mask, _ = self.sampler.sample(iteration)
+        local = (np.ones(self.raw.shape[0], dtype=bool) if in_bag_mask is None
+                 else in_bag_mask[self.global_rows])
+        self.in_bag = np.flatnonzero(local).astype(np.int32)
+        self.out_of_bag = np.flatnonzero(~local).astype(np.int32)
+
+    def begin_tree(self, k: int, feature_mask, count_mask) -> tuple:
+        self.rows = self.in_bag.copy()     # the grower reorders its rows
+        return self.grower.begin_tree(self.grad[:, k], self.grow_hess[:, k], self.rows,
+                                      feature_mask, count_mask)
+
+    def histograms(self, node: int) -> np.ndarray:
+        return self.grower.build_node(node)
+
+    def split(self, node, feature, bin_threshold, default_left, left_id, build_id,
+              acquire) -> tuple:
+        n_left, newly, newly_touched = self.grower.split_node(
+            node, feature, bin_threshold, default_left, left_id, acquire)
+        block = self.grower.build_node(build_id) if build_id >= 0 else None
+        return n_left, newly, newly_touched, block
+
+    def finish_tree(self, tree: np.ndarray, k: int, from_partition: bool) -> tuple:
+        """Add the driver's finished tree to the scores of this worker's rows and record
+        their acquisitions, as single-machine training does (the in-bag rows from the
+        partition unless the grower acquired while growing, the others by routing).
+        Returns the new acquisitions per node, the split nodes the out-of-bag rows
+        visit, and this worker's acquisition counts per feature and per group."""
+        if self.out_of_bag.shape[0] == 0:
+            self.grower.add_tree_values(tree, self.raw, k)
+        else:
+            predict_binned_add(self.data.binned, tree, self.data.missing_bin, self.raw, k,
+                               self.n_threads)
+        local = tree.copy()
+        local["new_acquisitions"] = 0
+        if from_partition and self.rows.shape[0]:
+            local["n_samples"] = self.grower.tree_node_sizes()
+            self.state.acquire_partition(local, self.rows)
+        visits = 0
+        if self.out_of_bag.shape[0]:
+            visits = self.state.acquire_along_paths(self.data.binned, local,
+                                                    self.data.missing_bin, self.out_of_bag)
+        return (local["new_acquisitions"].copy(), visits, self.state.acquired_counts.copy(),
+                self.state.touched_counts.copy())
+
+    def memory_bytes(self) -> int:
+        """The bytes of the arrays this shard keeps (binned rows, scores, gradients,
+        acquisition bitsets)."""
+        arrays = (self.data.binned, self.data.data, self.data.label, self.raw, self.grad,
+                  self.hess, self.state.acquired_bits, self.state.groups_touched_bits)
+        extra = 0 if self.grow_hess is self.hess else self.grow_hess.nbytes
+        return int(sum(a.nbytes for a in arrays) + extra)
+
+
+def _worker_threads() -> int:
+    """The threads the Dask worker running this gives its tasks (all cores outside one)."""
+    try:
+        from distributed import get_worker
+        return max(1, int(get_worker().state.nthreads))
+    except (ImportError, ValueError, AttributeError):
+        return resolve_n_threads(None)
+
+
+class ShardExchange:
+    """The driver's side of the growth (``TreeGrower.grow_remote``'s exchange): asks
+    every worker's shard at once and sums their answers in the fixed order of the
+    shards (sorted by worker address), so the sums do not depend on which answers first.
+    Counts the bytes of histograms received (``traffic``)."""
+
+    def __init__(self, shards: list, workers: list[str], histogram_entries: int):
+        self.shards, self.workers = shards, workers
+        self.histogram_entries = histogram_entries    # n_features * n_bins
+        self.output = 0
+        self.bytes_received = 0
+        self.round_trips = 0
+
+    def ask_all(self, method: str, *args) -> list:
+        """Call ``method`` on every shard (all at once) and wait for every answer; a
+        lost worker or a failure on one raises an error naming it."""
+        self.round_trips += 1
+        futures = [getattr(shard, method)(*args) for shard in self.shards]
+        answers = []
+        for worker, future in zip(self.workers, futures):
+            try:
+                answers.append(future.result())
+            except Exception as error:
+                raise RuntimeError(f"cbudget.dask: worker {worker} failed in {method}: "
+                                   f"{type(error).__name__}: {error}") from error
+        return answers
+
+    def sum_blocks(self, blocks: list) -> np.ndarray:
+        """The workers' histogram blocks summed (in shard order): the histograms
+        field by field, then the acquisition counts."""
+        self.bytes_received += sum(block.nbytes for block in blocks)
+        total = blocks[0].copy()
+        size = self.histogram_entries * HISTOGRAM_DTYPE.itemsize
+        hist = total[:size].view(HISTOGRAM_DTYPE)
+        counts = total[size:].view(np.uint32)
+        for block in blocks[1:]:
+            other = block[:size].view(HISTOGRAM_DTYPE)
+            for field in HISTOGRAM_DTYPE.names:
+                hist[field] += other[field]
+            counts += block[size:].view(np.uint32)
+        return total
+
+    def begin_tree(self, feature_mask, count_mask) -> tuple:
+        answers = self.ask_all("begin_tree", self.output, feature_mask, count_mask)
+        n_rows, sum_g, sum_h = answers[0]
+        for n, g, h in answers[1:]:
+            n_rows, sum_g, sum_h = n_rows + n, sum_g + g, sum_h + h
+        return n_rows, sum_g, sum_h
+
+    def histograms(self, node: int) -> np.ndarray:
+        return self.sum_blocks(self.ask_all("histograms", node))
+
+    def split(self, node, feature, bin_threshold, default_left, left_id, build_id,
+              acquire) -> tuple:
+        answers = self.ask_all("split", node, feature, bin_threshold, default_left,
+                               left_id, build_id, acquire)
+        n_left = sum(a[0] for a in answers)
+        newly = sum(a[1] for a in answers)
+        newly_touched = sum(a[2] for a in answers)
+        block = None if build_id < 0 else self.sum_blocks([a[3] for a in answers])
+        return n_left, newly, newly_touched, block
+
+
+class DaskBoostingTrainer(Trainer):
+    """Boosting rounds whose trees grow on the workers' rows (module docstring), driven
+    by the one training loop (``engine.run_training``) like every trainer."""
+
+    model: Booster
+
+    def __init__(self, p: dict, dtrain: DaskDataset, num_boost_round: int, setup,
+                 traffic: dict | None):
+        super().__init__(p, dtrain.reference, num_boost_round, setup)
+        client, reference, objective = dtrain.client, dtrain.reference, setup.objective
+        n_samples = dtrain.num_data()
+        objective.check_label(dtrain.label)
+        base_score = initial_base_score(p, objective, dtrain.label, dtrain.weight)
+        self.model = Booster(objective=objective.name, num_class=objective.num_class,
+                             base_score=base_score, feature_names=reference.feature_names,
+                             cost_model=reference.cost_model, params=p)
+        offsets = np.concatenate(([0], np.cumsum(dtrain.partition_rows)))
+        placement = dtrain.placement()
+        self.workers = list(placement)
+        futures = []
+        for worker, indices in placement.items():
+            global_rows = np.concatenate([np.arange(offsets[i], offsets[i + 1])
+                                          for i in indices])
+            futures.append(client.submit(
+                WorkerShard, p, reference, base_score, n_samples, global_rows,
+                *[dtrain.parts[i] for i in indices], actor=True, workers=[worker],
+                allow_other_workers=False, pure=False))
+        shards = [future.result() for future in futures]
+        self.shard_futures = futures    # the actors live while these are held
+        histogram_entries = reference.num_feature() * (reference.missing_bin + 1)
+        self.exchange = ShardExchange(shards, self.workers, histogram_entries)
+        self.traffic = traffic
+        self.n_samples = n_samples
+        self.sampler = RoundSampler(p, n_samples, reference.n_value_bins, objective.n_outputs)
+        self.grower = tree_grower(reference, p, setup.n_threads, exchange=self.exchange,
+                                  n_tree_rows=n_samples)
+        costs = reference.cost_model
+        self.cost_state = AcquisitionState(0, costs.feature_group, costs.n_groups)
+        self.penalised = p["algorithm"] in ("cegb", "greedy_miser")
+        if self.penalised:
+            self.grower.set_cost_penalty(self.cost_state, p["cost_tradeoff"],
+                                         *penalty_costs(p["algorithm"], costs))
+        self.split_visits = 0
+        self.train_cost_curve: list[float] = []
+        self.eval_state = [(name, data, binned_like(data, reference),
+                            np.tile(base_score, (data.num_data(), 1)))
+                           for data, name in setup.evals]
+
+    def iterate(self, iteration: int) -> bool:
+        exchange, reference = self.exchange, self.dtrain
+        bytes_before, trips_before = exchange.bytes_received, exchange.round_trips
+        _, feature_masks = self.sampler.sample(iteration)
+        exchange.ask_all("start_round", iteration)
+        trees = []
+        for k, feature_mask in enumerate(feature_masks):
+            exchange.output = k
+            tree = self.grower.grow_remote(feature_mask)
+            finished = exchange.ask_all("finish_tree", tree, k, not self.penalised)
+            acquired = touched = None
+            for new_acquisitions, visits, worker_acquired, worker_touched in finished:
+                tree["new_acquisitions"] += new_acquisitions
+                self.split_visits += visits
+                acquired = worker_acquired if acquired is None else acquired + worker_acquired
+                touched = worker_touched if touched is None else touched + worker_touched
+            self.cost_state.set_counts(acquired, touched)
+            self.split_visits += int(tree["n_samples"][tree["left"] != -1].sum())
+            for _, _, binned, raw in self.eval_state:
+                predict_binned_add(binned, tree, reference.missing_bin, raw, k,
+                                   self.setup.n_threads)
+            trees.append(tree)
+        self.model.add_round(trees)
+        state = self.cost_state
+        self.train_cost_curve.append(mean_training_cost(
+            reference.cost_model, state.acquired_counts, state.touched_counts,
+            self.split_visits, self.n_samples, len(self.model.trees)))
+        if self.traffic is not None:
+            self.traffic.setdefault("histogram_bytes", []).append(
+                exchange.bytes_received - bytes_before)
+            self.traffic.setdefault("round_trips", []).append(
+                exchange.round_trips - trips_before)
+        return False
+
+    def eval_predictions(self) -> list:
+        transform = self.setup.objective.transform
+        return [(name, data, transform(raw)) for name, data, _, raw in self.eval_state]
+
+    def finish(self, n_keep: int | None) -> Booster:
+        return self.model if n_keep is None else self.model[:n_keep]  # type: ignore[return-value]
+
+    def record_training(self, model) -> None:
+        model.finalize(None, self.named_evals, self.train_cost_curve)
+        if self.traffic is not None:
+            self.traffic["worker_memory_bytes"] = dict(zip(
+                self.workers, self.exchange.ask_all("memory_bytes")))
+
+    def close(self) -> None:
+        # releasing the futures ends the actors and frees the workers' copies
+        self.shard_futures = []
+
+
+def train(client, params: dict[str, Any], dtrain: DaskDataset, num_boost_round: int = 10,
+          *, evals=None, early_stopping_rounds: int | None = None, evals_result=None,
+          verbose_eval: bool | int = False, callbacks=None,
+          traffic: dict | None = None) -> Booster:
+    """Train gbdt, cegb or greedy_miser on the workers that hold ``dtrain``'s partitions
+    (``xgboost.dask.train`` style); returns the :class:`cbudget.Booster`, as
+    :func:`cbudget.train` does.
+
+    The trees are those of single-machine training (``cbudget.train`` on the same rows
+    in partition order): with one partition, bit for bit; with several, up to the order
+    of floating-point sums (a split whose gain ties another's within rounding may go the
+    other way). Rows sampled by ``subsample`` are the same rows.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    params : dict
+        As for :func:`cbudget.train`; ``algorithm`` one of gbdt, cegb, greedy_miser;
+        objectives for regression, binary and multiclass classification (ranking needs
+        each query's rows together: not here). ``n_jobs``: threads per worker (default:
+        the worker's).
+    dtrain : DaskDataset
+    num_boost_round, early_stopping_rounds, evals_result, verbose_eval, callbacks
+        As for :func:`cbudget.train`.
+    evals : list of (cbudget.Dataset, name), optional
+        Validation data on the driver, built with ``reference=dtrain.reference``.
+    traffic : dict, optional
+        Filled with what crossed the network: per round the histogram bytes the driver
+        received (``"histogram_bytes"``) and the round trips to the workers
+        (``"round_trips"``); after training the bytes each worker's shard keeps
+        (``"worker_memory_bytes"``).
+
+    Raises
+    ------
+    ValueError
+        For another algorithm or a ranking objective, or data the local training
+        rejects.
+    RuntimeError
+        When a worker is lost or fails (the message names it); training stops.
+    """
+    check_client(client)
+    if not isinstance(dtrain, DaskDataset):
+        raise TypeError(f"dtrain must be a cbudget.dask.DaskDataset, got "
+                        f"{type(dtrain).__name__}")
+    if dtrain.client is not client:
+        raise ValueError("dtrain was made with another client")
+    algorithm_name = (params or {}).get("algorithm", "gbdt")
+    if algorithm_name not in DISTRIBUTED_ALGORITHMS:
+        raise ValueError(f"cbudget.dask.train trains {list(DISTRIBUTED_ALGORITHMS)}; "
+                         f"{algorithm_name!r} is not data-parallel here: train it with "
+                         "cbudget.train on one machine (its models still score on the "
+                         "cluster with cbudget.dask.predict)")
+    # the local checks, on a stand-in with the training labels (no rows gathered)
+    stand_in = dtrain.reference.without_rows()
+    stand_in.label = np.zeros(0)
+    _, p, _, setup = set_up_training(params, stand_in, num_boost_round, evals, verbose_eval,
+                                     None, None)
+    if setup.objective.needs_groups:
+        raise ValueError(f"objective {setup.objective.name} ranks the documents of each "
+                         "query: cbudget.dask.train does not keep queries together")
+    monitors = training_callbacks(callbacks, verbose_eval, early_stopping_rounds,
+                                  num_boost_round)
+    trainer = DaskBoostingTrainer(p, dtrain, int(num_boost_round), setup, traffic)
+    model = run_training(trainer, CallbackContainer(monitors + trainer.callbacks()),
+                         evals_result)
+    assert isinstance(model, Booster)
+    return model

@@ -20,6 +20,7 @@ import argparse
 import json
 import logging
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -58,8 +59,22 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tradeoff", type=float, default=1e-3,
                         help="cost_tradeoff of cbudget's CEGB (LightGBM's cegb_tradeoff)")
+    parser.add_argument("--load", type=int, default=0,
+                        help="busy processes running beside the benchmark (other work on "
+                             "a busy machine)")
     parser.add_argument("--output", type=Path, default=harness.RESULTS / "dask.md")
     args = parser.parse_args()
+    # other work: started first, stopped last (a busy loop per process)
+    load = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(args.load)]
+    try:
+        run(args)
+    finally:
+        for process in load:
+            process.kill()
+
+
+def run(args):
 
     import dask.array as da
     import lightgbm as lgb
@@ -144,7 +159,8 @@ def main():
     cluster.close()
     doc = dict(command=harness.command_line(), machine=harness.machine_info(),
                rows=args.rows, features=N_FEATURES, rounds=args.rounds, leaves=args.leaves,
-               partitions=args.partitions, repeats=args.repeats, records=records)
+               partitions=args.partitions, repeats=args.repeats, load=args.load,
+               records=records)
     args.output.with_suffix(".json").write_text(json.dumps(doc, indent=1, default=str))
     write_markdown(doc, args.output)
 
@@ -187,8 +203,9 @@ def write_markdown(doc, path):
     lines = [f"Command: `{doc['command']}`", "",
              f"{doc['rows']:,} rows x {doc['features']} features, {doc['rounds']} rounds, "
              f"{doc['leaves']} leaves, {doc['partitions']} partitions on a LocalCluster of "
-             "2 worker processes x 1 thread; single-process runs on 2 threads. Seconds: "
-             f"median (min-max) of {doc['repeats']} interleaved repeats.", "",
+             "2 worker processes x 1 thread; single-process runs on 2 threads"
+             + (f"; {doc['load']} busy processes running beside it" if doc.get("load") else "")
+             + f". Seconds: median (min-max) of {doc['repeats']} interleaved repeats.", "",
              "| system | algorithm | train s | predict 100k rows s |",
              "|---|---|---|---|"]
     for system in ("cbudget", "cbudget.dask", "lightgbm", "lightgbm.dask"):

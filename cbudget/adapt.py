@@ -283,7 +283,12 @@ class LinearClassifier:
         values = np.array(X[:, used], dtype=np.float64)
         bad = ~np.isfinite(values)
         values[bad] = np.broadcast_to(self.impute[used], values.shape)[bad]
-        return values @ self.weights[used] + self.bias
+        # feature by feature, not a matrix-vector product (BLAS's, and numpy's sums,
+        # round a row by its place in the matrix): a row scores the same in any batch
+        score = np.zeros(values.shape[0])
+        for column, weight in zip(values.T, self.weights[used]):
+            score += column * weight
+        return score + self.bias
 
     def predict(self, X: InputData, *, output_margin: bool = False) -> np.ndarray:
         """Scores (``output_margin``) or ``sigmoid`` of the scores, of shape (n_samples,)."""

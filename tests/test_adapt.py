@@ -699,3 +699,25 @@ def test_ties_at_the_gate_threshold_never_exceed_p_full():
                                    **ONE_START[algorithm]}, dtrain, 10, expensive_model=f0,
                                   verbose_eval=False)
             assert np.mean(model.route(X) == 0) <= p_full
+
+
+def test_a_linear_score_does_not_depend_on_the_batch():
+    """A row scores the same alone, in any block, or in the whole matrix (a BLAS
+    matrix-vector product rounds a row by its place: cbudget.dask scores by blocks)."""
+    rng = np.random.default_rng(0)
+    n_features = 37
+    names = [f"f{i}" for i in range(n_features)]
+    weights = rng.normal(size=n_features) * 10.0 ** rng.integers(-3, 3, size=n_features)
+    weights[::5] = 0.0
+    linear = cbudget.LinearClassifier(
+        weights, 0.25, rng.normal(size=n_features), feature_names=names,
+        cost_model=cbudget.CostModel.from_user(names))
+    X = rng.normal(size=(999, n_features)) * 100
+    X[rng.random(X.shape) < 0.05] = np.nan
+    whole = linear.predict(X, output_margin=True)
+    blocks = np.concatenate([linear.predict(X[i:i + 97], output_margin=True)
+                             for i in range(0, X.shape[0], 97)])
+    alone = np.array([linear.predict(X[i:i + 1], output_margin=True)[0]
+                      for i in range(0, X.shape[0], 7)])
+    assert np.array_equal(whole, blocks)
+    assert np.array_equal(whole[::7], alone)

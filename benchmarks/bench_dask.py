@@ -63,7 +63,12 @@ def main():
                         help="busy processes running beside the benchmark (other work on "
                              "a busy machine)")
     parser.add_argument("--output", type=Path, default=harness.RESULTS / "dask.md")
+    parser.add_argument("--render-from", type=Path, metavar="JSON",
+                        help="only rewrite the tables of --output from this JSON of a run")
     args = parser.parse_args()
+    if args.render_from:
+        write_markdown(json.loads(args.render_from.read_text()), args.output)
+        return
     # other work: started first, stopped last (a busy loop per process)
     load = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
             for _ in range(args.load)]
@@ -170,10 +175,18 @@ def spread(values):
     return f"{np.median(values):.2f} ({values.min():.2f}-{values.max():.2f})"
 
 
+def block_bytes(run):
+    """One worker's histogram block: the round's histogram bytes over the exchanges that
+    carry blocks (every round trip but the round's start, the tree's begin and its
+    finish: the root's and the splits') and the 2 workers."""
+    return run["histogram_bytes_per_round"] / max(1, run["round_trips_per_round"] - 3) / 2
+
+
 def projection(records, rounds, rows):
     """Seconds per round for W workers, on paper: the local compute of a round shrinks
     as 1/W (its measured single-process time at 2 threads, taken as 2 workers' worth),
-    and each split costs one round trip plus the driver receiving W histogram blocks."""
+    and each round trip costs its measured time on this machine plus the driver
+    receiving W histogram blocks."""
     lines = []
     for algorithm in ("gbdt", "cegb"):
         dask_runs = [r for r in records if r["system"] == "cbudget.dask"
@@ -184,8 +197,7 @@ def projection(records, rounds, rows):
             continue
         compute = np.median([r["seconds"] for r in local_runs]) / rounds
         trips = np.median([r["round_trips_per_round"] for r in dask_runs])
-        block = np.median([r["histogram_bytes_per_round"] for r in dask_runs]) / max(
-            1, trips - 3) / 2      # per split and worker (2 workers measured)
+        block = np.median([block_bytes(r) for r in dask_runs])
         measured = np.median([r["seconds"] for r in dask_runs]) / rounds
         latency = max(0.0, (measured - compute) / trips)   # per round trip, measured here
         for workers in (10, 100):
@@ -219,7 +231,7 @@ def write_markdown(doc, path):
                              f"{spread(predict) if predict else '-'} |")
     lines += ["", "cbudget.dask traffic and memory (per training run):", "",
               "| algorithm | round trips / round | splits / round | histogram bytes to the "
-              "driver / round | bytes per split per worker | shard arrays per worker MB | "
+              "driver / round | one worker's histogram block | shard arrays per worker MB | "
               "worker RSS MB (cbudget.dask) | worker RSS MB (after lightgbm.dask) | "
               "same split features as local | train cost dask / local |",
               "|---|---|---|---|---|---|---|---|---|---|"]
@@ -231,7 +243,7 @@ def write_markdown(doc, path):
         if not runs:
             continue
         r = runs[-1]
-        per_split = r["histogram_bytes_per_round"] / max(1, r["splits_per_round"]) / 2
+        per_split = block_bytes(r)
         shard = "/".join(f"{v / 1e6:.0f}" for v in r["shard_bytes"].values())
         rss = "/".join(f"{v / 1e6:.0f}" for v in r["worker_rss"].values())
         lgb_rss = ("/".join(f"{v / 1e6:.0f}" for v in lgb_runs[-1]["worker_rss"].values())

@@ -361,8 +361,9 @@ cdef class TreeGrower:
 
     cdef Py_ssize_t _child_to_build(self, grow_node * node, Py_ssize_t left_id) noexcept nogil:
         """Which child of the node's split gets its histograms built (the smaller; the
-        other's are the difference), -1 when neither child can be split: as growth on
-        local rows decides after the split, from the split's counts."""
+        other's are the difference), -1 when neither child can be split; decided from
+        the split's counts, before the rows are split (on workers, the histograms come
+        back with the split)."""
         cdef Py_ssize_t n_left = node.split.count_left
         cdef Py_ssize_t n_right = node.stop - node.start - n_left
         cdef double hessians_left = node.split.sum_hessian_left
@@ -728,10 +729,10 @@ cdef class TreeGrower:
                 n_open -= 1
                 self.open_leaves[pick] = self.open_leaves[n_open]
 
+                # the child whose histograms are built (the smaller), if either child
+                # may be split; on workers, in the same round trip as the split
+                build_id = self._child_to_build(node, n_nodes)
                 if remote:
-                    # the child whose histograms are built (the smaller, as below), if
-                    # either child may be split: in the same round trip as the split
-                    build_id = self._child_to_build(node, n_nodes)
                     n_left = self._split_remote(node, n_nodes, build_id, &newly,
                                                 &newly_touched)
                     if n_left < 0:
@@ -775,11 +776,11 @@ cdef class TreeGrower:
                 _init_child(right, node.depth + 1, <int32_t> (node - self.nodes))
 
                 # Histograms: build the smaller child's, subtract for the sibling.
-                if left.stop - left.start <= right.stop - right.start:
-                    small, large = left, right
-                else:
-                    small, large = right, left
-                if self._can_split(small) or self._can_split(large):
+                if build_id >= 0:
+                    if build_id == node.left:
+                        small, large = left, right
+                    else:
+                        small, large = right, left
                     self._build(small, row_ptr, g, h, mask)
                     if small.histograms == NULL:
                         remote_failed = self.remote_error is not None

@@ -42,6 +42,7 @@ from .cost_path import CostPath, cost_path
 from .costs import CostModel, CostReport
 from .cstc import Cascade, ClassifierTree
 from .dataset import Dataset
+from .exits import ExitChoice, ExitRules
 from .forest import Forest
 from .interop.from_lightgbm import from_lightgbm
 from .interop.from_sklearn import from_sklearn
@@ -64,6 +65,8 @@ __all__ = [
     "Dataset",
     "EarlyStopping",
     "EvaluationMonitor",
+    "ExitChoice",
+    "ExitRules",
     "ExternalModel",
     "FeatureSource",
     "FetchCall",

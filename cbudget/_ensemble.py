@@ -11,7 +11,7 @@ import numpy as np
 
 from ._core._predict import predict_leaf
 from ._core._types import NODE_DTYPE, compact_nodes
-from ._model import CostTracker, Model
+from ._model import CostParts, CostTracker, Model, NotApplicableError
 from .dataset import query_boundaries_of
 from .model_io import check_integer_range, invalid, require
 from .on_demand import FeatureSource, ReadSteps, global_node_ids, walk_trees
@@ -241,9 +241,16 @@ class TreeEnsemble(Model):
         return len(self.iteration_indptr) - 1
 
     def _tree_range(self, iteration_range):
-        """Trees ``[t0, t1)`` of ``iteration_range``: None is up to the best iteration
-        after early stopping (as LightGBM and the scikit-learn wrappers predict), else
-        every iteration; ``(0, 0)`` is every iteration."""
+        """Trees ``[t0, t1)`` of ``iteration_range`` (see :meth:`iterations_used`)."""
+        begin, end = self.iterations_used(iteration_range)
+        return self.iteration_indptr[begin], self.iteration_indptr[end]
+
+    def iterations_used(self, iteration_range: tuple[int, int] | None = None
+                        ) -> tuple[int, int]:
+        """The iterations ``[begin, end)`` that predicting with ``iteration_range`` uses:
+        None is up to the best iteration after early stopping (as LightGBM and the
+        scikit-learn wrappers predict), else every iteration; ``(0, 0)`` is every
+        iteration."""
         n_iterations = self.num_iterations()
         if iteration_range is None:
             begin, end = 0, n_iterations
@@ -259,7 +266,7 @@ class TreeEnsemble(Model):
             if not 0 <= begin <= end <= n_iterations:
                 raise ValueError(f"iteration_range {tuple(iteration_range)} is out of "
                                  f"[0, {n_iterations}]")
-        return self.iteration_indptr[begin], self.iteration_indptr[end]
+        return begin, end
 
     def _flat(self, t0, t1):
         """All trees in ``[t0, t1)`` back to back: (nodes, int64 offsets, int32 outputs,
@@ -315,14 +322,25 @@ class TreeEnsemble(Model):
         sliced._slice_extra(t0, t1)
         return sliced
 
+    def copy(self):
+        """A copy of the model that shares its (read-only) trees: setting its attributes
+        (exit rules, parameters) leaves this one as it is."""
+        new = copy.copy(self)
+        new.params = dict(self.params)
+        new.summary = dict(self.summary)
+        new.trees, new.tree_outputs = list(self.trees), list(self.tree_outputs)
+        new.iteration_indptr = list(self.iteration_indptr)
+        new._flat_cache = dict(self._flat_cache)
+        return new
+
     def _slice_extra(self, t0, t1):
         """Hook for subclasses: keep per-tree data of trees ``[t0, t1)`` after slicing."""
 
     def _leaf_indices(self, X, iteration_range):
         """int32 (n_samples, n_trees): the tree-local leaf each input reaches (of a
         FeatureSource: fetching what the paths read)."""
-        if isinstance(X, FeatureSource):
-            return self._acquire(X, iteration_range=iteration_range)
+        if isinstance(X, FeatureSource):     # every tree's leaf: no exits
+            return self._acquire(X, iteration_range=iteration_range, early_exit=False)
         X = self.prepare_input(X)
         t0, t1 = self._tree_range(iteration_range)
         _, offsets, _, nodes = self._flat(t0, t1)
@@ -334,61 +352,93 @@ class TreeEnsemble(Model):
                    **reads: Any) -> ReadSteps:
         """All trees of ``iteration_range`` walked together (see :func:`walk_trees`);
         returns the leaf each input reaches in each tree."""
-        t0, t1 = self._tree_range(iteration_range)
+        if reads.get("early_exit"):
+            self._exit_tree_ends(None, iteration_range, True)   # raises
+        return self._walk(source, rows, *self._tree_range(iteration_range))
+
+    def _walk(self, source: FeatureSource, rows: np.ndarray, t0: int, t1: int) -> ReadSteps:
+        """The read steps of trees ``[t0, t1)`` (:func:`walk_trees`)."""
         key = ("walk", t0, t1)
         if key not in self._flat_cache:
-            offsets, nodes = self.packed_trees(iteration_range)
+            _, offsets, _, nodes = self._flat(t0, t1)
             self._flat_cache[key] = (offsets, global_node_ids(offsets, nodes))
         offsets, nodes = self._flat_cache[key]
         return walk_trees(source, rows, offsets, nodes, self.n_threads())
 
+    # -- early exit ---------------------------------------------------------------------
+    def _exit_tree_ends(self, X, iteration_range, early_exit):
+        """int64 per input of the prepared ``X``: the trees of ``iteration_range`` it
+        evaluates before it exits; None when every input evaluates them all. Only
+        boosters have exit rules."""
+        if early_exit:
+            raise NotApplicableError(f"early exit does not apply to a {type(self).__name__}: "
+                                     f"{self.no_exit_reason}")
+        return None
+
     # -- prediction cost ----------------------------------------------------------------
-    def _costs(self, X, iteration_range=None, node_counts=None):
-        """(per-input cost, acquisition bitsets) of the prepared rows ``X``."""
+    def _costs(self, X, iteration_range=None, node_counts=None, early_exit=None):
+        """(per-input cost, acquisition bitsets) of the prepared rows ``X``, each input's
+        trees ending at its exit (``early_exit``: see :meth:`Booster.predict`)."""
         offsets, nodes = self.packed_trees(iteration_range)
         bitsets = self.cost_model.new_bitsets(X.shape[0])
         cost = np.zeros(X.shape[0])
         self.cost_model.accumulate(X, nodes, offsets, bitsets, cost, node_counts=node_counts,
-                                   n_threads=self.n_threads())
+                                   n_threads=self.n_threads(),
+                                   row_tree_end=self._exit_tree_ends(X, iteration_range,
+                                                                     early_exit))
         return cost, bitsets
 
-    def acquired_bitsets(self, X, iteration_range=None):
+    def acquired_bitsets(self, X, iteration_range=None, early_exit=None):
         """Per input of the prepared matrix ``X``, the bitsets (acquired features, touched
         cost groups) of :meth:`cbudget.CostModel.new_bitsets` after the trees."""
-        return self._costs(X, iteration_range)[1]
+        return self._costs(X, iteration_range, early_exit=early_exit)[1]
 
-    def _cost_and_acquired(self, X, iteration_range=None):
-        cost, bitsets = self._costs(X, iteration_range)
+    def _cost_and_acquired(self, X, iteration_range=None, early_exit=None):
+        cost, bitsets = self._costs(X, iteration_range, early_exit=early_exit)
         return cost, self.cost_model.acquired_matrix(bitsets)
 
-    def predict_cost(self, X, *, iteration_range=None) -> np.ndarray:
+    def predict_cost(self, X, *, iteration_range=None, early_exit: bool | None = None
+                     ) -> np.ndarray:
         """Prediction cost of each input (docs/architecture.md, "Cost model"): each
         feature paid once per input across all trees, its cost group once, plus split
-        and tree costs.
+        and tree costs. With exit rules (a booster's ``exit_rules``), an input pays only
+        for the trees before its exit; ``early_exit=False``: for all of them.
 
         Returns
         -------
         ndarray of float64, shape (n_samples,)
         """
-        X = self.prepare_input(X, iteration_range=iteration_range)
-        return self._costs(X, iteration_range)[0]
+        reads = {"iteration_range": iteration_range, "early_exit": early_exit}
+        return self._costs(self.prepare_input(X, **reads), **reads)[0]
 
-    def acquisitions(self, X, *, iteration_range=None) -> np.ndarray:
+    def acquisitions(self, X, *, iteration_range=None, early_exit: bool | None = None
+                     ) -> np.ndarray:
         """The features each input pays for: bool (n_samples, n_features), True where an
-        input's paths through the trees test the feature."""
-        X = self.prepare_input(X, iteration_range=iteration_range)
-        return self._cost_and_acquired(X, iteration_range)[1].astype(bool)
+        input's paths through the trees (those before its exit) test the feature."""
+        reads = {"iteration_range": iteration_range, "early_exit": early_exit}
+        return self._cost_and_acquired(self.prepare_input(X, **reads), **reads)[1] \
+            .astype(bool)
 
-    def cost_report(self, X, *, iteration_range=None):
+    def cost_parts(self, X, *, iteration_range=None, early_exit: bool | None = None
+                   ) -> CostParts:
+        """Each input's acquired features and its split and tree costs (those before its
+        exit): what a model that contains this one (a gated model) combines."""
+        reads = {"iteration_range": iteration_range, "early_exit": early_exit}
+        cost, acquired = self._cost_and_acquired(self.prepare_input(X, **reads), **reads)
+        return CostParts(acquired.astype(bool),
+                         self.cost_model.structural_costs(cost, acquired))
+
+    def cost_report(self, X, *, iteration_range=None, early_exit: bool | None = None):
         """Mean cost, per-input cost, per-feature acquisition rates, features used and the
-        fixed coupled cost of predicting ``X``.
+        fixed coupled cost of predicting ``X`` (inputs exit early as :meth:`predict_cost`
+        says).
 
         Returns
         -------
         CostReport
         """
-        cost, acquired = self._cost_and_acquired(
-            self.prepare_input(X, iteration_range=iteration_range), iteration_range)
+        reads = {"iteration_range": iteration_range, "early_exit": early_exit}
+        cost, acquired = self._cost_and_acquired(self.prepare_input(X, **reads), **reads)
         return self.cost_model.report(cost, acquired, self.used_features(iteration_range),
                                       self.feature_names, query_boundaries_of(X))
 

@@ -93,6 +93,9 @@ class Model:
     """
 
     model_type: ClassVar[str] = ""
+    # why exit rules (cbudget.exits) do not apply, for the models they do not
+    no_exit_reason: ClassVar[str] = ("exit rules apply to boosted models, whose trees add "
+                                     "up to the scores")
     # a gated model's file may leave its (external) expensive model out: load_model
     # takes it back
     loads_expensive_model: ClassVar[bool] = False
@@ -234,8 +237,7 @@ class Model:
         """Each input's acquired features and its other costs (split, tree, declared):
         what a model that contains this one (a gated model) combines with its other
         parts, paying each feature once."""
-        X = self.prepare_input(X)
-        cost, acquired = self._cost_and_acquired(X)
+        cost, acquired = self._cost_and_acquired(self.prepare_input(X))
         return CostParts(acquired.astype(bool),
                          self.cost_model.structural_costs(cost, acquired))
 
@@ -262,6 +264,13 @@ class Model:
             "coupled_cost": self.cost_model.coupled_cost(used),
             **extra,
         }
+
+    # -- early exit ---------------------------------------------------------------------
+    def calibrate_exits(self, data, epsilon: float = 0.01, **options: Any) -> Any:
+        """Calibrate exit rules on validation ``data`` (see :meth:`Booster.calibrate_exits`,
+        :meth:`GatedModel.calibrate_exits`); NotApplicableError for the other models."""
+        raise NotApplicableError(f"calibrate_exits does not apply to a {type(self).__name__} "
+                                 f"({self.algorithm}): {self.no_exit_reason}")
 
     # -- stages -------------------------------------------------------------------------
     def _no_stages(self, what: str) -> NotApplicableError:

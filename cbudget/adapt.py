@@ -15,13 +15,14 @@ import math
 import numbers
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Union, overload
+from typing import Any, Literal, TypeAlias, Union, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from ._model import CostParts, Model, NotApplicableError
+from .booster import Booster
 from .costs import CostModel, CostReport, resolve_feature
 from .dataset import Dataset, InputData, prediction_input, query_boundaries_of
 from .model_io import (
@@ -37,9 +38,6 @@ from .model_io import (
     require,
 )
 from .on_demand import FeatureSource, ReadSteps, in_lockstep
-
-if TYPE_CHECKING:  # only for type hints: the parts are read by nested_model_from_dict
-    from .booster import Booster
 
 __all__ = ["ExternalModel", "GatedModel", "LinearClassifier", "calibrated_threshold", "q_step",
            "positive_probability", "is_binary_classifier"]
@@ -131,15 +129,16 @@ def is_binary_classifier(model: Model) -> bool:
     return model.objective == "binary:logistic" and model.num_class in (1, 2)
 
 
-def positive_probability(model: Model | ExternalModel, X: np.ndarray) -> np.ndarray:
+def positive_probability(model: Model | ExternalModel, X: np.ndarray, **options: Any
+                         ) -> np.ndarray:
     """P(y = 1) of the rows of the prepared matrix ``X`` by an expensive model: an
     :class:`ExternalModel`'s, a forest's vote shares (its ``predict`` gives classes), any
-    other binary cbudget model's ``predict``."""
+    other binary cbudget model's ``predict`` (with ``options``)."""
     if isinstance(model, ExternalModel):
         return model.positive_proba(X)
     if callable(getattr(model, "predict_proba", None)):
         return model.predict_proba(X)[:, 1]  # type: ignore[attr-defined]  # a Forest has it
-    return model.predict(X)
+    return model.predict(X, **options)
 
 
 def positive_log_loss(margin: np.ndarray, y01: np.ndarray) -> np.ndarray:
@@ -359,6 +358,8 @@ class GatedModel(Model):
     model_type = "gated"
     algorithms = ("adapt_gbrt", "adapt_lin")
     loads_expensive_model = True
+    no_exit_reason = ("its gate and low-cost predictor are linear (adapt_lin): no stages to "
+                      "exit from; exit rules apply to boosted parts (adapt_gbrt)")
     objective = "binary:logistic"
     num_class = 1
     default_metric = "logloss"
@@ -382,44 +383,96 @@ class GatedModel(Model):
                              "expensive_model=...)")
         return self.expensive
 
-    def _expensive_proba(self, X):
-        return positive_probability(self._expensive(), X)
+    def _expensive_proba(self, X, early_exit=None):
+        f0 = self._expensive()
+        return positive_probability(f0, X, **self._exit_options(f0, early_exit))
 
-    def _margin(self, part, X):
-        return part.predict(X, output_margin=True)
+    def _exit_options(self, part, early_exit) -> dict[str, Any]:
+        """The ``early_exit`` option for a part: boosters have exit rules, the other parts
+        none (NotApplicableError for ``early_exit=True`` when no part is a booster)."""
+        if early_exit and not any(isinstance(p, Booster) for p in (self.gate, self.predictor)):
+            raise NotApplicableError(f"early exit does not apply to this gated model: "
+                                     f"{self.no_exit_reason}")
+        return {"early_exit": early_exit} if isinstance(part, Booster) else {}
 
-    def route(self, X: InputData) -> np.ndarray:
+    def _margin(self, part, X, early_exit=None):
+        return part.predict(X, output_margin=True, **self._exit_options(part, early_exit))
+
+    def route(self, X: InputData, *, early_exit: bool | None = None) -> np.ndarray:
         """0 where the expensive model serves the input, 1 where the low-cost predictor
-        does (the paper's z), int8 of shape (n_samples,)."""
-        return self._route(self.prepare_input(X))
+        does (the paper's z), int8 of shape (n_samples,); ``early_exit`` as for
+        :meth:`predict`."""
+        return self._route(self.prepare_input(X, early_exit=early_exit), early_exit)
 
-    def _route(self, X):
-        return np.where(self._margin(self.gate, X) > self.gate_threshold, 0, 1).astype(np.int8)
+    def _route(self, X, early_exit=None):
+        return np.where(self._margin(self.gate, X, early_exit) > self.gate_threshold, 0, 1) \
+            .astype(np.int8)
 
-    def read_steps(self, source: FeatureSource, rows: np.ndarray, **reads: Any) -> ReadSteps:
+    def read_steps(self, source: FeatureSource, rows: np.ndarray,
+                   early_exit: bool | None = None, **reads: Any) -> ReadSteps:
         """The gate's features first; then, together, the low-cost predictor's for the
-        inputs it keeps and the expensive model's for those it sends on."""
-        yield from self.gate.read_steps(source, rows)
+        inputs it keeps and the expensive model's for those it sends on (each booster
+        stopping at its exits)."""
+        f0 = self._expensive()
+        yield from self.gate.read_steps(source, rows, **self._exit_options(self.gate, early_exit))
         # the route of all rows, as predict computes it (the same arithmetic); the rows
         # not walked here are never used
-        route = self._route(source.values)[rows]
-        yield from in_lockstep(self.predictor.read_steps(source, rows[route == 1]),
-                               self._expensive().read_steps(source, rows[route == 0]))
+        route = self._route(source.values, early_exit)[rows]
+        yield from in_lockstep(
+            self.predictor.read_steps(source, rows[route == 1],
+                                      **self._exit_options(self.predictor, early_exit)),
+            f0.read_steps(source, rows[route == 0], **self._exit_options(f0, early_exit)))
+
+    def calibrate_exits(self, data: InputData, epsilon: float = 0.01, *, every: int = 1,
+                        **options: Any) -> dict[str, Any]:
+        """Exit rules for the gate and the low-cost predictor (the boosters among them),
+        calibrated on validation ``data``: the gate's so that its exited route differs
+        from its full route on at most a fraction ``epsilon`` of the inputs, the
+        predictor's on the inputs the gate (with its exits) keeps, so that its class
+        differs on at most ``epsilon`` of them. See :meth:`cbudget.Booster.calibrate_exits`
+        (``every``); each part keeps its rules (its ``exit_rules``), saved with the model.
+
+        Returns
+        -------
+        dict
+            ``{"gate": ExitRules, "predictor": ExitRules}`` (the boosted parts).
+        """
+        if options:
+            raise TypeError(f"a gated model's calibrate_exits takes epsilon and every, not "
+                            f"{sorted(options)}")
+        parts = {name: part for name, part in (("gate", self.gate),
+                                               ("predictor", self.predictor))
+                 if isinstance(part, Booster)}
+        if not parts:
+            raise NotApplicableError(f"calibrate_exits does not apply to this gated model "
+                                     f"({self.algorithm}): {self.no_exit_reason}")
+        X = self.prepare_input(data)
+        rules = {}
+        if "gate" in parts:
+            rules["gate"] = parts["gate"].calibrate_exits(
+                X, epsilon, every=every, decision_threshold=self.gate_threshold)
+        if "predictor" in parts:
+            kept = np.ascontiguousarray(X[self._route(X) == 1])
+            rules["predictor"] = parts["predictor"].calibrate_exits(kept, epsilon, every=every)
+        return rules
 
     @overload  # type: ignore[override]
     def predict(self, X: InputData, *, output_margin: bool = ...,
-                return_route: Literal[False] = ...) -> np.ndarray: ...
+                return_route: Literal[False] = ..., early_exit: bool | None = ...
+                ) -> np.ndarray: ...
     @overload
     def predict(self, X: InputData, *, output_margin: bool = ...,
-                return_route: Literal[True]) -> tuple[np.ndarray, np.ndarray]: ...
+                return_route: Literal[True], early_exit: bool | None = ...
+                ) -> tuple[np.ndarray, np.ndarray]: ...
     @overload
     def predict(self, X: InputData, *, output_margin: bool = ...,
-                return_route: bool) -> np.ndarray | tuple[np.ndarray, np.ndarray]: ...
+                return_route: bool, early_exit: bool | None = ...
+                ) -> np.ndarray | tuple[np.ndarray, np.ndarray]: ...
 
     # Model.predict(X, **options) -> ndarray: each model type takes its own options, and
     # this one returns the route too on request
-    def predict(self, X: InputData, *, output_margin: bool = False, return_route: bool = False
-                ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    def predict(self, X: InputData, *, output_margin: bool = False, return_route: bool = False,
+                early_exit: bool | None = None) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """P(y = 1) of each input, from the model its gate chooses.
 
         Parameters
@@ -430,20 +483,25 @@ class GatedModel(Model):
         return_route : bool
             Also return the route: int8 array, 0 where the expensive model ``f0`` served
             the input, 1 where the low-cost predictor ``f1`` did.
+        early_exit : bool, optional
+            Whether the boosted parts stop an input at their exits
+            (:meth:`calibrate_exits`); default: where they have exit rules. False: the
+            full parts. The cost methods take the same argument.
 
         Returns
         -------
         ndarray of shape (n_samples,), or (predictions, route)
         """
-        X = self.prepare_input(X)
-        route = self._route(X)
+        X = self.prepare_input(X, early_exit=early_exit)
+        route = self._route(X, early_exit)
         low, high = np.flatnonzero(route == 1), np.flatnonzero(route == 0)
         out = np.zeros(X.shape[0])
         if low.size:
             out[low] = self.predictor.predict(np.ascontiguousarray(X[low]),
-                                              output_margin=output_margin)
+                                              output_margin=output_margin,
+                                              **self._exit_options(self.predictor, early_exit))
         if high.size:
-            p0 = self._expensive_proba(np.ascontiguousarray(X[high]))
+            p0 = self._expensive_proba(np.ascontiguousarray(X[high]), early_exit)
             if output_margin:
                 p0 = np.clip(p0, PROBABILITY_EPS, 1 - PROBABILITY_EPS)
                 p0 = np.log(p0) - np.log1p(-p0)
@@ -451,30 +509,31 @@ class GatedModel(Model):
         return (out, route) if return_route else out
 
     # -- prediction cost --------------------------------------------------------------
-    def _combined_cost_parts(self, X, expensive_cost=None):
+    def _combined_cost_parts(self, X, expensive_cost=None, early_exit=None):
         """(acquired features, split / tree / declared costs) per input: the gate's,
         then the chosen model's, each feature once."""
-        route = self._route(X)
-        acquired, other = self.gate.cost_parts(X)
+        route = self._route(X, early_exit)
+        acquired, other = self.gate.cost_parts(X, **self._exit_options(self.gate, early_exit))
         for z, part in ((1, self.predictor), (0, None)):
             rows = np.flatnonzero(route == z)
             if rows.size == 0:
                 continue
             Xz = np.ascontiguousarray(X[rows])
             if part is None:
-                part_acquired, part_other = self._expensive_cost_parts(Xz)
+                part_acquired, part_other = self._expensive_cost_parts(Xz, early_exit)
                 if expensive_cost is not None:
                     part_other = part_other + expensive_cost[rows]
             else:
-                part_acquired, part_other = part.cost_parts(Xz)
+                part_acquired, part_other = part.cost_parts(
+                    Xz, **self._exit_options(part, early_exit))
             acquired[rows] |= part_acquired
             other[rows] += part_other
         return acquired, other
 
-    def _expensive_cost_parts(self, X):
+    def _expensive_cost_parts(self, X, early_exit=None):
         f0 = self._expensive()
         if not isinstance(f0, ExternalModel):
-            return f0.cost_parts(X)
+            return f0.cost_parts(X, **self._exit_options(f0, early_exit))
         acquired = np.zeros((X.shape[0], self.num_features()), dtype=bool)
         features = f0.feature_indices(self.feature_names)
         if features is not None:
@@ -493,13 +552,13 @@ class GatedModel(Model):
                              "per input)")
         return cost
 
-    def _cost_and_acquired(self, X, expensive_cost=None):
+    def _cost_and_acquired(self, X, expensive_cost=None, early_exit=None):
         acquired, other = self._combined_cost_parts(
-            X, self._check_expensive_cost(expensive_cost, X.shape[0]))
+            X, self._check_expensive_cost(expensive_cost, X.shape[0]), early_exit)
         return self.cost_model.acquisition_costs(acquired) + other, acquired
 
-    def predict_cost(self, X: InputData, *,
-                     expensive_cost: ArrayLike | None = None) -> np.ndarray:
+    def predict_cost(self, X: InputData, *, expensive_cost: ArrayLike | None = None,
+                     early_exit: bool | None = None) -> np.ndarray:
         """Prediction cost of each input: the gate's features, plus those of the model it
         is sent to, each once (groups included), plus split, tree and declared costs.
 
@@ -509,24 +568,34 @@ class GatedModel(Model):
         expensive_cost : array of shape (n_samples,), optional
             Per-input cost of an external expensive model on these inputs, added for
             those sent to it (on top of its declared cost or features).
+        early_exit : bool, optional
+            As for :meth:`predict`: each boosted part charged up to the input's exit.
 
         Returns
         -------
         ndarray of float64, shape (n_samples,)
         """
-        return self._cost_and_acquired(self.prepare_input(X), expensive_cost)[0]
+        return self._cost_and_acquired(self.prepare_input(X, early_exit=early_exit),
+                                       expensive_cost, early_exit)[0]
 
-    def cost_parts(self, X: InputData) -> CostParts:
+    def acquisitions(self, X: InputData, *, early_exit: bool | None = None) -> np.ndarray:
+        """The features each input pays for (bool, n_samples x n_features): the gate's and
+        those of the model it is sent to (``early_exit`` as for :meth:`predict`)."""
+        return self._cost_and_acquired(self.prepare_input(X, early_exit=early_exit),
+                                       early_exit=early_exit)[1].astype(bool)
+
+    def cost_parts(self, X: InputData, *, early_exit: bool | None = None) -> CostParts:
         """Each input's acquired features (the gate's and its chosen model's) and its
         other costs (split, tree and declared)."""
-        return CostParts(*self._combined_cost_parts(self.prepare_input(X)))
+        return CostParts(*self._combined_cost_parts(
+            self.prepare_input(X, early_exit=early_exit), early_exit=early_exit))
 
     def used_features(self) -> np.ndarray:
         """Sorted indices of the features the gate or the low-cost predictor reads."""
         return np.union1d(self.gate.used_features(), self.predictor.used_features())
 
-    def cost_report(self, X: InputData, *,
-                    expensive_cost: ArrayLike | None = None) -> CostReport:
+    def cost_report(self, X: InputData, *, expensive_cost: ArrayLike | None = None,
+                    early_exit: bool | None = None) -> CostReport:
         """Mean cost, per-input cost, acquisition rates, features used (by the gate and
         the low-cost predictor) and the coupled cost of predicting ``X``.
 
@@ -534,7 +603,8 @@ class GatedModel(Model):
         -------
         CostReport
         """
-        cost, acquired = self._cost_and_acquired(self.prepare_input(X), expensive_cost)
+        cost, acquired = self._cost_and_acquired(self.prepare_input(X, early_exit=early_exit),
+                                                 expensive_cost, early_exit)
         return self.cost_model.report(cost, acquired, self.used_features(), self.feature_names,
                                       query_boundaries_of(X))
 

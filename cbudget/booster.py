@@ -1,6 +1,7 @@
 """Booster: an additive ensemble of regression trees (gbdt, cegb, greedy_miser)."""
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
@@ -8,12 +9,25 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._core._predict import add_leaf_values, predict_raw
+from ._core._predict import add_leaf_values, predict_raw, predict_raw_exits
 from ._ensemble import TreeEnsemble, read_imported_from, read_scores, read_trees, tree_to_dict
+from ._model import NotApplicableError
 from .costs import CostModel
-from .dataset import InputData
+from .dataset import Dataset, InputData
+from .exits import (
+    BAND,
+    EPSILON_GRID,
+    GAP,
+    ExitChoice,
+    ExitRules,
+    best_epsilon,
+    calibrate,
+    certified_bounds,
+    check_epsilon,
+    check_points,
+)
 from .interop.to_xgboost import save_xgboost
-from .metrics import evaluate_on
+from .metrics import RANKING_OBJECTIVES, check_metric, evaluate_on, metric_maximize
 from .model_io import (
     IMPORTED,
     build,
@@ -26,7 +40,7 @@ from .model_io import (
     require,
 )
 from .objectives import get_objective
-from .on_demand import FeatureSource
+from .on_demand import FeatureSource, ReadSteps
 
 __all__ = ["Booster"]
 
@@ -70,6 +84,7 @@ class Booster(TreeEnsemble):
         self._objective = get_objective(objective, num_class if num_class > 1 else None)
         self.num_class = int(num_class)
         self.base_score = np.asarray(base_score, dtype=np.float64)
+        self._exit_rules: ExitRules | None = None
 
     @property
     def n_outputs(self) -> int:
@@ -95,11 +110,15 @@ class Booster(TreeEnsemble):
             self._add_tree(tree, k)
         self._end_iteration()
 
+    def _slice_extra(self, t0, t1):
+        self._exit_rules = None     # made for the whole model's iterations
+
     # -- prediction ---------------------------------------------------------------------
     # Model.predict(X, **options): each model type takes its own options
     def predict(self, X: InputData, *,
                 output_margin: bool = False, pred_leaf: bool = False,
-                iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+                iteration_range: tuple[int, int] | None = None,
+                early_exit: bool | None = None) -> np.ndarray:
         """Predict.
 
         Parameters
@@ -114,6 +133,12 @@ class Booster(TreeEnsemble):
             to ``best_iteration`` after early stopping, else all; ``(0, 0)``: all. The
             cost methods (``predict_cost``, ``acquisitions``, ``cost_report``) take the
             same argument and default.
+        early_exit : bool, optional
+            With :attr:`exit_rules` (from :meth:`calibrate_exits`), an input stops at its
+            exit and its prediction is its scores there (default, None: when the rules
+            apply to ``iteration_range``'s iterations). False: the full model. True:
+            exits, or ValueError when the model has no rules for these iterations.
+            ``pred_leaf`` ignores exits. The cost methods take the same argument.
 
         Returns
         -------
@@ -123,9 +148,16 @@ class Booster(TreeEnsemble):
         """
         if pred_leaf:
             return self._leaf_indices(X, iteration_range)
+        rules = self._exits_for(iteration_range, early_exit)
         t0, t1 = self._tree_range(iteration_range)
         _, offsets, outputs, nodes = self._flat(t0, t1)
-        if isinstance(X, FeatureSource):      # from the leaves the walk reached
+        if rules is not None:
+            if isinstance(X, FeatureSource):
+                raw = self._acquire(X, iteration_range=iteration_range,
+                                    early_exit=early_exit)[0]
+            else:
+                raw = self._raw_with_exits(self.prepare_input(X), rules)[0]
+        elif isinstance(X, FeatureSource):      # from the leaves the walk reached
             leaves = self._leaf_indices(X, iteration_range)
             raw = np.tile(self.base_score, (leaves.shape[0], 1))
             add_leaf_values(leaves, nodes, offsets, outputs, raw, self.n_threads())
@@ -136,6 +168,336 @@ class Booster(TreeEnsemble):
         if output_margin:
             return raw[:, 0].copy() if raw.shape[1] == 1 else raw
         return self.transform(raw)
+
+    # -- early exit ---------------------------------------------------------------------
+    @property
+    def exit_rules(self) -> ExitRules | None:
+        """The exit rules (:class:`cbudget.ExitRules`: from :meth:`calibrate_exits`, or
+        set), None without. Prediction and the cost methods use them by default; saved
+        with the model. Slicing the model drops them."""
+        return self._exit_rules
+
+    @exit_rules.setter
+    def exit_rules(self, rules: ExitRules | None) -> None:
+        if rules is not None:
+            if not isinstance(rules, ExitRules):
+                raise TypeError(f"exit_rules must be a cbudget.ExitRules or None, not "
+                                f"{type(rules).__name__}")
+            # the checks a model file's rules get
+            ExitRules.from_dict(rules.to_dict(), self.num_iterations(), self.n_outputs)
+        self._exit_rules = rules
+
+    def set_exit_rules(self, rules: ExitRules | None) -> Booster:
+        """Set :attr:`exit_rules` (None: remove them); returns the model."""
+        self.exit_rules = rules
+        return self
+
+    def _exits_for(self, iteration_range, early_exit) -> ExitRules | None:
+        """The exit rules that apply to a prediction with these options, or None."""
+        if early_exit is not None and not isinstance(early_exit, (bool, np.bool_)):
+            raise TypeError(f"early_exit must be None, True or False, not {early_exit!r}")
+        rules = self._exit_rules
+        if early_exit is False:
+            return None
+        if rules is None:
+            if early_exit:
+                raise ValueError("early_exit=True, but this model has no exit rules: make "
+                                 "them with calibrate_exits(validation_data, epsilon)")
+            return None
+        used = self.iterations_used(iteration_range)
+        if used != (0, rules.iterations):
+            if early_exit:
+                raise ValueError(f"the exit rules apply to iterations [0, "
+                                 f"{rules.iterations}), not to {list(used)}")
+            return None
+        return rules
+
+    def _exit_tree_ends(self, X, iteration_range, early_exit):
+        rules = self._exits_for(iteration_range, early_exit)
+        return None if rules is None else self._raw_with_exits(X, rules)[1]
+
+    def _raw_with_exits(self, X: np.ndarray, rules: ExitRules) -> tuple[np.ndarray, np.ndarray]:
+        """(raw scores at each input's exit, the trees it evaluated) of the prepared
+        ``X``."""
+        indptr = np.asarray(self.iteration_indptr, dtype=np.int64)
+        _, offsets, outputs, nodes = self._flat(0, int(indptr[rules.iterations]))
+        raw = np.tile(self.base_score, (X.shape[0], 1))
+        trees = np.empty(X.shape[0], dtype=np.int64)
+        predict_raw_exits(X, nodes, offsets, outputs, indptr[rules.check_after], rules.lower,
+                          rules.upper, rules.gap, raw, trees, self.n_threads())
+        return raw, trees
+
+    def read_steps(self, source: FeatureSource, rows: np.ndarray, iteration_range=None,
+                   early_exit: bool | None = None, **reads: Any) -> ReadSteps:
+        """All trees walked together (:func:`cbudget.on_demand.walk_trees`); with exit
+        rules, the trees between two checks that can let inputs out together, the inputs
+        that exit at a check walking no further. Returns the leaves each input reaches
+        (without exits), or (raw scores at the exit, trees evaluated) with them."""
+        rules = self._exits_for(iteration_range, early_exit)
+        if rules is None:
+            return super().read_steps(source, rows, iteration_range)
+        return self._exit_walk(source, rows, rules)
+
+    def _exit_walk(self, source: FeatureSource, rows: np.ndarray, rules: ExitRules
+                   ) -> ReadSteps:
+        indptr = self.iteration_indptr
+        firing = np.flatnonzero(rules.firing())
+        bounds = [0, *(indptr[rules.check_after[k]] for k in firing), indptr[rules.iterations]]
+        raw = np.tile(self.base_score, (rows.size, 1))
+        trees = np.full(rows.size, bounds[-1], dtype=np.int64)
+        live = np.arange(rows.size)
+        for j, (t0, t1) in enumerate(zip(bounds[:-1], bounds[1:])):
+            leaves = yield from self._walk(source, rows[live], t0, t1)
+            _, offsets, outputs, nodes = self._flat(t0, t1)
+            scores = raw[live]
+            add_leaf_values(leaves, nodes, offsets, outputs, scores, self.n_threads())
+            raw[live] = scores
+            if j < firing.size:
+                out = rules.exits(scores, int(firing[j]))
+                trees[live[out]] = t1
+                live = live[~out]
+        return raw, trees
+
+    def exit_iterations(self, X: InputData, *, iteration_range: tuple[int, int] | None = None,
+                        early_exit: bool | None = None) -> np.ndarray:
+        """The iterations each input evaluates before it exits (all of
+        ``iteration_range``'s without exit rules or with ``early_exit=False``).
+
+        Returns
+        -------
+        ndarray of int64, shape (n_samples,)
+        """
+        reads = {"iteration_range": iteration_range, "early_exit": early_exit}
+        X = self.prepare_input(X, **reads)
+        rules = self._exits_for(iteration_range, early_exit)
+        if rules is None:
+            begin, end = self.iterations_used(iteration_range)
+            return np.full(X.shape[0], end - begin, dtype=np.int64)
+        return np.searchsorted(self.iteration_indptr, self._raw_with_exits(X, rules)[1]) \
+            .astype(np.int64)
+
+    def calibrate_exits(self, data: InputData, epsilon: float = 0.01, *,  # type: ignore[override]
+                        every: int = 1,
+                        tolerance: float | None = None, decision_threshold: float = 0.0,
+                        max_metric_drop: float | None = None, metric: str | None = None,
+                        iteration_range: tuple[int, int] | None = None) -> ExitRules:
+        """Make exit rules on validation ``data`` and set them (:attr:`exit_rules`).
+
+        After every ``every`` iterations, an input leaves when its prediction is settled:
+        one score (regression, binary) outside a band, or (multiclass) its two largest
+        class scores more than a threshold apart. The thresholds are the loosest with
+        which the exited predictions disagree with the full model's on at most a fraction
+        ``epsilon`` of ``data``'s inputs (binary and multiclass: the predicted class;
+        regression: a prediction more than ``tolerance`` away), spread evenly over the
+        checks. Every check also lets out the inputs whose prediction the later trees
+        cannot change (their largest and smallest leaf values summed), so
+        ``epsilon=0`` changes no prediction on any input.
+
+        The rule is learned on ``data``: on other inputs the disagreement is near
+        ``epsilon``, not bounded by it (``epsilon=0`` excepted). Probabilities at an exit
+        are those of the scores so far: an exited input's probability is less extreme
+        than the full model's would mostly be (docs/architecture.md, "Early exit").
+
+        Parameters
+        ----------
+        data : array-like or Dataset
+            Validation inputs (labels needed only with ``max_metric_drop``).
+        epsilon : float in [0, 1], default 0.01
+        every : int, default 1
+            Iterations between two checks. Fewer checks save less, but on-demand
+            prediction (:class:`cbudget.FeatureSource`) takes fewer rounds of fetches.
+        tolerance : float, optional
+            Regression (required there): how far an exited prediction may be from the
+            full model's and still agree.
+        decision_threshold : float, default 0
+            Binary: the raw score above which the model predicts the positive class.
+        max_metric_drop : float, optional
+            Instead of ``epsilon``: the largest epsilon of (0.1, 0.05, ..., 0.001, 0)
+            whose exits worsen ``metric`` on ``data`` by at most this much.
+        metric : str, optional
+            For ``max_metric_drop``: default "error" (binary), "merror" (multiclass),
+            "rmse" (regression).
+        iteration_range : (begin, end), optional
+            The iterations predictions will use (begin must be 0); default as
+            :meth:`predict`'s.
+
+        Returns
+        -------
+        ExitRules
+            Also in :attr:`exit_rules`, saved with the model.
+        """
+        if max_metric_drop is None:
+            rules = self._calibrated(data, [check_epsilon(epsilon)], every, tolerance,
+                                     decision_threshold, iteration_range)[0]
+        else:
+            rules = self._calibrated_by_metric(data, float(max_metric_drop), metric, every,
+                                               tolerance, decision_threshold, iteration_range)
+        self._exit_rules = rules
+        return rules
+
+    def _calibrated(self, data, epsilons, every, tolerance, decision_threshold,
+                    iteration_range) -> list[ExitRules]:
+        """Exit rules for each of ``epsilons`` (:func:`cbudget.exits.calibrate`)."""
+        if self.objective in RANKING_OBJECTIVES:
+            raise NotApplicableError(
+                f"exit rules do not apply to {self.objective}: a document's place depends "
+                "on the other documents of its query, which per-document exits do not see")
+        begin, end = self.iterations_used(iteration_range)
+        if begin != 0:
+            raise ValueError("exit rules apply to iterations from 0: iteration_range must "
+                             "begin at 0")
+        if end == 0:
+            raise ValueError("the model has no iterations to exit from")
+        gap = self.n_outputs > 1
+        regression = not gap and self.objective != "binary:logistic"
+        if regression:
+            if tolerance is None or not (math.isfinite(tolerance) and tolerance >= 0):
+                raise ValueError("regression exits need tolerance (a finite number >= 0): "
+                                 "how far an exited prediction may be from the full model's")
+        elif tolerance is not None:
+            raise ValueError("tolerance is for regression; classes agree or do not")
+        if not math.isfinite(decision_threshold):
+            raise ValueError("decision_threshold must be finite")
+        checks = check_points(end, every)
+        X = self.prepare_input(data)
+        indptr = self.iteration_indptr
+        _, offsets, outputs, nodes = self._flat(0, indptr[end])
+        full = np.tile(self.base_score, (X.shape[0], 1))
+        predict_raw(X, nodes, offsets, outputs, full, self.n_threads())
+        # the most and least each iteration can add to each output
+        leaf_max = np.zeros((end, self.n_outputs))
+        leaf_min = np.zeros((end, self.n_outputs))
+        for r in range(end):
+            for t in range(indptr[r], indptr[r + 1]):
+                values = self.trees[t]["value"][self.trees[t]["left"] == -1]
+                leaf_max[r, self.tree_outputs[t]] += values.max()
+                leaf_min[r, self.tree_outputs[t]] += values.min()
+        magnitude = float(np.abs(self.base_score).max()
+                          + np.maximum(np.abs(leaf_max), np.abs(leaf_min)).sum())
+        rule = GAP if gap else BAND
+        certified = certified_bounds(leaf_max, leaf_min, checks, rule=rule,
+                                     decision_threshold=None if regression
+                                     else float(decision_threshold),
+                                     tolerance=tolerance, magnitude=magnitude)
+
+        def stages():
+            raw = np.tile(self.base_score, (X.shape[0], 1))
+            done = 0
+            for k, check in enumerate(checks.tolist()):
+                t = indptr[check]
+                predict_raw(X, nodes[offsets[done]:offsets[t]],
+                            offsets[done:t + 1] - offsets[done], outputs[done:t], raw,
+                            self.n_threads())
+                done = t
+                yield k, raw
+
+        return calibrate(stages(), full, epsilons, rule=rule, iterations=end, checks=checks,
+                         every=every, decision_threshold=None if regression or gap
+                         else float(decision_threshold), tolerance=tolerance,
+                         certified=certified)
+
+    def _exit_metric_default(self) -> str:
+        if self.n_outputs > 1:
+            return "merror"
+        return "error" if self.objective == "binary:logistic" else "rmse"
+
+    def _scored_exits(self, data: Dataset, X: np.ndarray, rules: ExitRules, metric: str
+                      ) -> tuple[float, float]:
+        """(mean cost, ``metric``) of predicting ``data`` (prepared: ``X``) with ``rules``."""
+        raw, trees = self._raw_with_exits(X, rules)
+        offsets, nodes = self.packed_trees((0, rules.iterations))
+        bitsets = self.cost_model.new_bitsets(X.shape[0])
+        cost = np.zeros(X.shape[0])
+        self.cost_model.accumulate(X, nodes, offsets, bitsets, cost,
+                                   n_threads=self.n_threads(), row_tree_end=trees)
+        return (float(cost.mean()) if cost.size else 0.0,
+                evaluate_on(metric, data, self.transform(raw)))
+
+    def _calibrated_by_metric(self, data, max_drop, metric, every, tolerance,
+                              decision_threshold, iteration_range) -> ExitRules:
+        if not isinstance(data, Dataset) or data.label is None:
+            raise TypeError("max_metric_drop needs data as a cbudget.Dataset with labels")
+        if not (math.isfinite(max_drop) and max_drop >= 0):
+            raise ValueError(f"max_metric_drop must be a finite number >= 0, got {max_drop}")
+        metric = metric or self._exit_metric_default()
+        check_metric(metric, self.objective)
+        candidates = self._calibrated(data, EPSILON_GRID, every, tolerance,
+                                      decision_threshold, iteration_range)
+        X = self.prepare_input(data)
+        scores = [(rules.calibration["epsilon"], self._scored_exits(data, X, rules, metric)[1])
+                  for rules in candidates]
+        full = evaluate_on(metric, data, self.predict(X, iteration_range=(
+            0, candidates[0].iterations), early_exit=False))
+        chosen = candidates[best_epsilon(scores, full, max_drop, metric_maximize(metric))]
+        chosen.calibration["max_metric_drop"] = max_drop
+        return chosen
+
+    def best_exit_within_budget(self, data: Dataset, budget: float, *,
+                                epsilons: Sequence[float] = EPSILON_GRID,
+                                metric: str | None = None, every: int = 1,
+                                tolerance: float | None = None,
+                                iterations: Sequence[int] | None = None) -> ExitChoice:
+        """The (iterations, epsilon) pair whose model, with exits calibrated on ``data``,
+        scores best on ``data`` within a mean cost per input of ``budget``.
+
+        Parameters
+        ----------
+        data : Dataset with labels (validation data)
+        budget : float
+        epsilons : sequence of float
+            The epsilons of :meth:`calibrate_exits` tried.
+        metric : str, optional
+            Default: the model's (:attr:`default_metric`).
+        every, tolerance : as for :meth:`calibrate_exits`
+        iterations : sequence of int, optional
+            The numbers of iterations tried; default every one up to 32 iterations, else
+            32 spread evenly from 1 to all.
+
+        Returns
+        -------
+        ExitChoice
+            ``(model, iteration, epsilon, cost, score, metric)``: ``model`` holds
+            iterations ``0..iteration`` and the calibrated exit rules.
+
+        Raises
+        ------
+        ValueError
+            If no pair is within ``budget``.
+        """
+        if not isinstance(data, Dataset) or data.label is None:
+            raise TypeError("data must be a cbudget.Dataset with labels")
+        budget = float(budget)
+        if not budget >= 0:
+            raise ValueError(f"budget must be >= 0, got {budget}")
+        epsilons = [check_epsilon(e) for e in epsilons]
+        if not epsilons:
+            raise ValueError("epsilons is empty")
+        metric = metric or self.default_metric
+        check_metric(metric, self.objective)
+        n = self.num_iterations()
+        if iterations is None:
+            ends = np.unique(np.linspace(1, n, min(n, 32)).round().astype(int)).tolist()
+        else:
+            ends = sorted({int(r) for r in iterations})
+            if not ends or ends[0] < 1 or ends[-1] > n:
+                raise ValueError(f"iterations must be in [1, {n}]")
+        sign = 1.0 if metric_maximize(metric) else -1.0
+        X = self.prepare_input(data)
+        best, best_key = None, None
+        for end in ends:
+            model = self[:end]
+            for rules in model._calibrated(X, epsilons, every, tolerance, 0.0, None):
+                model._exit_rules = rules
+                cost, score = model._scored_exits(data, X, rules, metric)
+                key = (sign * score, -cost)
+                if cost <= budget and (best_key is None or key > best_key):
+                    best_key = key
+                    best = ExitChoice(model, end - 1, rules.calibration["epsilon"], cost,
+                                      score, metric)
+                model = model.copy()
+        if best is None:
+            raise ValueError(f"no model with exits is within budget {budget}")
+        return best
 
     def _staged_metric(self, data, metric):
         """``metric`` of ``data`` using rounds ``0..r``, for each round ``r``."""
@@ -193,6 +555,8 @@ class Booster(TreeEnsemble):
         doc["trees"] = [tree_to_dict(t, k) for t, k in zip(self.trees, self.tree_outputs)]
         if self.imported_from is not None:
             doc["imported_from"] = dict(self.imported_from)
+        if self._exit_rules is not None:
+            doc["exit_rules"] = self._exit_rules.to_dict()
         if self.algorithm in COST_AWARE_SECTIONS:
             p = self.params
             doc[self.algorithm] = {
@@ -233,6 +597,9 @@ class Booster(TreeEnsemble):
         # tree outputs differ is refused by model_io's final comparison
         for t0, t1 in zip(indptr[:-1], indptr[1:]):
             model.add_round(tree for _, tree, _ in trees[t0:t1])
+        if "exit_rules" in doc:
+            model._exit_rules = ExitRules.from_dict(doc["exit_rules"], model.num_iterations(),
+                                                    model.n_outputs)
         return read_attributes(model, doc, model.num_iterations())
 
     def __repr__(self) -> str:

@@ -18,9 +18,11 @@ from typing import NamedTuple
 import numpy as np
 
 from ._core._openmp_helpers import resolve_n_threads
-from ._model import Model
+from ._model import Model, NotApplicableError
+from .booster import Booster
 from .dataset import Dataset
-from .metrics import metric_maximize
+from .exits import check_epsilon
+from .metrics import evaluate_on, metric_maximize
 from .training import lambda_max as find_lambda_max
 from .training import train
 
@@ -103,6 +105,10 @@ class CostPath:
         The Pareto-optimal points: none of the others is cheaper and at least as good.
     lambda_max : float or None
         The trade-off the grid starts from (None when the grid was given).
+    epsilons : ndarray or None
+        With ``exit_epsilons``: the epsilon of each model's exit rules
+        (:meth:`cbudget.Booster.calibrate_exits`), NaN for a model without exits; None
+        without that dimension.
     """
 
     lambdas: np.ndarray
@@ -113,6 +119,7 @@ class CostPath:
     models: list[Model] = field(repr=False)
     pareto: np.ndarray
     lambda_max: float | None = None
+    epsilons: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.models)
@@ -137,17 +144,24 @@ class CostPath:
         return self.models[self.best_index(budget)]
 
     def __str__(self) -> str:
-        lines = [f"{'lambda':>12} {'mean cost':>12} {self.metric:>12}  pareto"]
-        for lam, cost, score, best in zip(self.lambdas, self.costs, self.scores, self.pareto):
-            lines.append(f"{lam:>12.4g} {cost:>12.6g} {score:>12.6g}  {'*' if best else ''}")
+        exits = self.epsilons is not None
+        lines = [f"{'lambda':>12}" + (f" {'epsilon':>8}" if exits else "")
+                 + f" {'mean cost':>12} {self.metric:>12}  pareto"]
+        epsilons = self.epsilons if self.epsilons is not None else [None] * len(self)
+        for lam, eps, cost, score, best in zip(self.lambdas, epsilons, self.costs,
+                                                self.scores, self.pareto):
+            column = "" if eps is None else f" {'-' if np.isnan(eps) else f'{eps:g}':>8}"
+            lines.append(f"{lam:>12.4g}{column} {cost:>12.6g} {score:>12.6g}  "
+                         f"{'*' if best else ''}")
         return "\n".join(lines)
 
 
 def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int = 16,
               eps: float = 1e-3, lambdas=None, num_boost_round: int = 100,
               early_stopping_rounds: int | None = None, metric: str | None = None,
-              n_jobs: int = 1, executor: Executor | None = None, **train_kwargs
-              ) -> CostPath:
+              n_jobs: int = 1, executor: Executor | None = None,
+              exit_epsilons=None, exit_every: int = 1, exit_tolerance: float | None = None,
+              **train_kwargs) -> CostPath:
     """Train one model per trade-off from ``lambda_max`` down and return the frontier.
 
     The grid: about half of ``n_points`` geometric from ``lambda_max`` to ``lambda_max *
@@ -190,11 +204,21 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         data: an executor of other processes must pickle it with cloudpickle, and
         should send it once, not with every point (:func:`cbudget.dask.cost_path` does
         both on a Dask cluster). The models do not depend on it.
+    exit_epsilons : sequence of float, optional
+        The path's exit dimension (boosters: gbdt, cegb, greedy_miser): besides each
+        model, one copy of it per epsilon with exit rules calibrated on ``dvalid``
+        (:meth:`cbudget.Booster.calibrate_exits` with ``every=exit_every``), scored and
+        costed with its exits (``CostPath.epsilons``). Scores and costs are measured on
+        the data the exits were calibrated on.
+    exit_every : int, default 1
+    exit_tolerance : float, optional
+        Regression's exits: how far an exited prediction may be from the full one.
 
     Returns
     -------
     CostPath
-        Its entries ordered by trade-off, largest first.
+        Its entries ordered by trade-off, largest first (with exits: each model, then its
+        copies by epsilon).
     """
     if not isinstance(dvalid, Dataset) or dvalid.label is None:
         raise TypeError("dvalid must be a cbudget.Dataset with labels")
@@ -218,6 +242,12 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         grid = np.sort(np.asarray(lambdas, dtype=np.float64).reshape(-1))[::-1]
         if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid < 0):
             raise ValueError("lambdas must be finite numbers >= 0")
+    if exit_epsilons is not None:
+        exit_epsilons = sorted({check_epsilon(e) for e in exit_epsilons})
+        algorithm = params.get("algorithm", "gbdt")
+        if algorithm not in Booster.algorithms:
+            raise NotApplicableError(f"exit_epsilons applies to boosters (gbdt, cegb, "
+                                     f"greedy_miser), not to {algorithm!r}")
     if executor is not None and n_jobs != 1:
         raise ValueError("give n_jobs (local threads) or an executor, not both")
     workers = min(resolve_n_threads(n_jobs), grid.size)
@@ -262,14 +292,34 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
             elif abs(cost - cost_high) < STEP_TOLERANCE * abs(cost_low - cost_high):
                 steps.add((lam, low))
     order = sorted(fitted, reverse=True)
-    models = [fitted[lam][0] for lam in order]
     metric_name = fitted[order[0]][1]
-    scores = np.array([fitted[lam][2] for lam in order])
-    costs = np.array([fitted[lam][3] for lam in order])
+    points = [(lam, np.nan, fitted[lam]) for lam in order]
+    if exit_epsilons is not None:
+        points = [point for lam, eps, scored in points
+                  for point in [(lam, eps, scored)]
+                  + [(lam, e, _with_exits(scored, dvalid, e, exit_every, exit_tolerance))
+                     for e in exit_epsilons]]
+    scores = np.array([scored.score for _, _, scored in points])
+    costs = np.array([scored.cost for _, _, scored in points])
     maximize = metric_maximize(metric_name)
-    return CostPath(lambdas=np.array(order), costs=costs, scores=scores, metric=metric_name,
-                    maximize=maximize, models=models,
-                    pareto=pareto_mask(costs, scores, maximize), lambda_max=start)
+    return CostPath(lambdas=np.array([lam for lam, _, _ in points]), costs=costs,
+                    scores=scores, metric=metric_name, maximize=maximize,
+                    models=[scored.model for _, _, scored in points],
+                    pareto=pareto_mask(costs, scores, maximize), lambda_max=start,
+                    epsilons=None if exit_epsilons is None
+                    else np.array([eps for _, eps, _ in points]))
+
+
+def _with_exits(scored: ScoredModel, dvalid: Dataset, epsilon: float, every: int,
+                tolerance: float | None) -> ScoredModel:
+    """A copy of the scored booster with exit rules calibrated on ``dvalid``, scored and
+    costed there with its exits."""
+    assert isinstance(scored.model, Booster)
+    model = scored.model.copy()
+    model.calibrate_exits(dvalid, epsilon, every=every, tolerance=tolerance)
+    return ScoredModel(model, scored.metric, evaluate_on(scored.metric, dvalid,
+                                                         model.predict(dvalid)),
+                       float(model.predict_cost(dvalid).mean()))
 
 
 def _widest_cost_gap(fitted: dict, step: float, steps: set) -> tuple | None:

@@ -118,6 +118,10 @@ class ClassifierTree(Model):
     """
 
     model_type = "tree_of_classifiers"
+    no_exit_reason: ClassVar[str] = (
+        "each input already leaves it where its route ends (a tree's leaf, a cascade's "
+        "exit stage), which training chose for the cost; exit rules apply to boosted "
+        "models, whose trees add up to the scores")
     algorithms: ClassVar[tuple[str, ...]] = ("cstc",)
 
     def __init__(self, *, objective: str, loss: str, feature_names: Sequence[str],

@@ -69,6 +69,10 @@ class Forest(TreeEnsemble):
     """
 
     model_type = "forest"
+    no_exit_reason: ClassVar[str] = (
+        "its trees vote for classes, and its budget is the number of trees (grown until a "
+        "validation budget is met); exit rules apply to boosted models, whose trees add "
+        "up to the scores")
     algorithms: ClassVar[tuple[str, ...]] = ("budget_rf", IMPORTED)
 
     def __init__(self, *, objective: str, num_class: int, class_prior: ArrayLike,

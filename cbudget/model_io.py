@@ -8,7 +8,7 @@ Format history (the reader accepts every minor version up to :data:`FORMAT_VERSI
 1.0 boosters, 1.1 the ``cegb`` section, 1.2 the ``greedy_miser`` section, 1.3 forests
 (``budget_rf``), 1.4 trees and cascades of linear classifiers, 1.5 gated models, 1.6
 models imported from LightGBM, XGBoost and scikit-learn (``algorithm: "imported"``, the
-``imported_from`` section).
+``imported_from`` section), 1.7 a booster's exit rules (the ``exit_rules`` section).
 Floats are written with ``repr`` precision, so save -> load -> predict is bit-identical.
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "model_from_dict", "mo
            "build", "IMPORTED"]
 
 FORMAT_NAME = "cbudget"
-FORMAT_VERSION = (1, 6)
+FORMAT_VERSION = (1, 7)
 
 # the ``algorithm`` of a model that cbudget did not train (cbudget.interop): it has no
 # training parameters
@@ -119,11 +119,15 @@ def read_header(doc: dict, algorithms) -> Header:
     if params.setdefault("algorithm", algorithm) != algorithm:
         raise invalid(f"training_params.algorithm {params['algorithm']!r} is not the "
                       f"document's algorithm {algorithm!r}")
+    # no parameter check compares the objective with the document's
+    if params.get("objective", objective) != objective:
+        raise invalid(f"training_params.objective {params['objective']!r} is not the "
+                      f"document's objective {objective!r}")
     if algorithm == IMPORTED:
         if params != {"algorithm": IMPORTED}:
             raise invalid("an imported model has no training_params but its algorithm")
     else:
-        params = checked_params(params, "training_params")
+        params = checked_params({"objective": objective, **params}, "training_params")
     cost_model = CostModel.from_dict(require(doc, "cost_model", dict), len(feature_names))
     return Header(feature_names, objective, params, cost_model)
 

@@ -301,7 +301,8 @@ class _CostAwareEstimator(BaseEstimator):
         self.cost_path_ = cost_path(
             {k: v for k, v in params.items() if k != "cost_tradeoff"}, dtrain, evals[-1][0],
             n_points=self.path_points, num_boost_round=self.n_estimators,
-            early_stopping_rounds=self.early_stopping_rounds)
+            early_stopping_rounds=self.early_stopping_rounds,
+            exit_epsilons=getattr(self, "exit_epsilons", None))
         chosen = self.cost_path_.best_index(
             np.inf if self.cost_budget is None else self.cost_budget)
         self.cost_tradeoff_ = float(self.cost_path_.lambdas[chosen])
@@ -622,6 +623,7 @@ class _GradientBoosting(_CostAwareEstimator):
 class _CostAwareBoosting(_CostAwareEstimator):
     def __init__(self, *, n_estimators: int = 100, cost_tradeoff: float | str | None = None,
                  cost_budget: float | None = None, path_points: int = 16,
+                 exit_epsilons: Sequence[float] | None = None,
                  learning_rate: float | None = None, num_leaves: int | None = None,
                  max_depth: int | None = None,
                  feature_costs: FeatureCosts | None = None,
@@ -641,6 +643,7 @@ class _CostAwareBoosting(_CostAwareEstimator):
         self.cost_tradeoff = cost_tradeoff
         self.cost_budget = cost_budget
         self.path_points = path_points
+        self.exit_epsilons = exit_epsilons
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
         self.max_depth = max_depth
@@ -654,8 +657,13 @@ class _CostAwareBoosting(_CostAwareEstimator):
         if isinstance(self.cost_tradeoff, str) and self.cost_tradeoff != "path":
             raise ValueError(f"cost_tradeoff must be a number >= 0 or 'path', got "
                              f"{self.cost_tradeoff!r}")
-        if self.cost_budget is not None and self.cost_tradeoff != "path":
-            raise ValueError("cost_budget applies with cost_tradeoff='path'")
+        for name in ("cost_budget", "exit_epsilons"):
+            if getattr(self, name) is not None and self.cost_tradeoff != "path":
+                raise ValueError(f"{name} applies with cost_tradeoff='path'")
+        if self.exit_epsilons is not None and not isinstance(self, ClassifierMixin):
+            raise ValueError("exit_epsilons applies to the classifiers: exits of a regressor "
+                             "need a tolerance, a ranker's none (cbudget.cost_path takes "
+                             "exit_tolerance)")
         return self.cost_tradeoff == "path"
 
 
@@ -806,6 +814,10 @@ class CEGBClassifier(_Classifier, _CostAwareBoosting):
         With ``cost_tradeoff="path"``: the most a prediction may cost on average.
     path_points : int, default 16
         With ``cost_tradeoff="path"``: the trade-offs tried.
+    exit_epsilons : sequence of float, optional
+        With ``cost_tradeoff="path"``: the path's exit dimension (each trade-off's model
+        also with exit rules calibrated at these epsilons, :func:`cbudget.cost_path`),
+        so the model chosen may stop inputs early (``model_.exit_rules``).
     learning_rate, num_leaves, max_depth : optional
         As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
     """
@@ -830,6 +842,10 @@ class CEGBRegressor(_Regressor, _CostAwareBoosting):
         With ``cost_tradeoff="path"``: the most a prediction may cost on average.
     path_points : int, default 16
         With ``cost_tradeoff="path"``: the trade-offs tried.
+    exit_epsilons : None
+        The classifiers' exit dimension of the path; a regressor's or ranker's is a
+        ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` takes
+        ``exit_epsilons`` and ``exit_tolerance``).
     learning_rate, num_leaves, max_depth : optional
         As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
     """
@@ -854,6 +870,10 @@ class GreedyMiserClassifier(_Classifier, _CostAwareBoosting):
         With ``cost_tradeoff="path"``: the most a prediction may cost on average.
     path_points : int, default 16
         With ``cost_tradeoff="path"``: the trade-offs tried.
+    exit_epsilons : sequence of float, optional
+        With ``cost_tradeoff="path"``: the path's exit dimension (each trade-off's model
+        also with exit rules calibrated at these epsilons, :func:`cbudget.cost_path`),
+        so the model chosen may stop inputs early (``model_.exit_rules``).
     learning_rate, num_leaves, max_depth : optional
         As in cbudget (None: its defaults, 0.1, depth 4 level by level).
     """
@@ -878,6 +898,10 @@ class GreedyMiserRegressor(_Regressor, _CostAwareBoosting):
         With ``cost_tradeoff="path"``: the most a prediction may cost on average.
     path_points : int, default 16
         With ``cost_tradeoff="path"``: the trade-offs tried.
+    exit_epsilons : None
+        The classifiers' exit dimension of the path; a regressor's or ranker's is a
+        ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` takes
+        ``exit_epsilons`` and ``exit_tolerance``).
     learning_rate, num_leaves, max_depth : optional
         As in cbudget (None: its defaults, 0.1, depth 4 level by level).
     """
@@ -923,6 +947,10 @@ class CEGBRanker(_Ranker, _CostAwareBoosting):
         With ``cost_tradeoff="path"``: the most a document's prediction may cost on
         average.
     path_points : int, default 16
+    exit_epsilons : None
+        The classifiers' exit dimension of the path; a regressor's or ranker's is a
+        ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` takes
+        ``exit_epsilons`` and ``exit_tolerance``).
     learning_rate, num_leaves, max_depth : optional
         As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
 """)
@@ -941,6 +969,10 @@ class GreedyMiserRanker(_Ranker, _CostAwareBoosting):
         (None: 1); "path" as for :class:`CEGBRanker`.
     cost_budget : float, optional
     path_points : int, default 16
+    exit_epsilons : None
+        The classifiers' exit dimension of the path; a regressor's or ranker's is a
+        ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` takes
+        ``exit_epsilons`` and ``exit_tolerance``).
     learning_rate, num_leaves, max_depth : optional
         As in cbudget (None: its defaults, 0.1, depth 4 level by level).
 """)

@@ -123,6 +123,17 @@ def _seed_models() -> tuple[tuple[str, str], ...]:
     models["adapt_lin"] = _train(
         {"algorithm": "adapt_lin", "p_full": 0.3, "cost_tradeoff": 0.02, "n_restarts": 1},
         "binary:logistic", 2, expensive_model=f0_forest)
+    # exit rules (issue 26): calibrated on a binary booster, LightGBM's margin rule on a
+    # multiclass one, and in a gated model's gate and predictor
+    exits = _train(BOOST, "binary:logistic", 6)
+    exits.calibrate_exits(_problem("binary:logistic", 80, 1)[0], 0.1, every=2)
+    models["gbdt_exit_rules"] = exits
+    margin = _train({**BOOST, "num_class": 3}, "multi:softprob", 4)
+    margin.exit_rules = cbudget.ExitRules.margin_rule(margin, 1.0, every=1)
+    models["gbdt_margin_exit_rules"] = margin
+    gated = cbudget.model_io.model_from_dict(models["adapt_gbrt"].to_dict())
+    gated.calibrate_exits(_problem("binary:logistic", 80, 1)[0], 0.1)
+    models["adapt_gbrt_exit_rules"] = gated
     models["imported_booster"] = _imported(models["gbdt_multiclass"])
     models["imported_forest"] = _imported(models["budget_rf_multiclass"])
     return tuple((name, json.dumps(model.to_dict(), allow_nan=False))
@@ -577,6 +588,11 @@ def use_model(model: cbudget.Model, tmpdir: str, original: Any = None) -> None:
         run("predict_proba(votes)", lambda: model.predict_proba(X, votes=True))
     else:
         run("predict(output_margin)", lambda: model.predict(X, output_margin=True))
+    if isinstance(model, (cbudget.Booster, cbudget.GatedModel)):
+        run("predict(early_exit=False)", lambda: model.predict(X, early_exit=False))
+        run("predict_cost(early_exit=False)", lambda: model.predict_cost(X, early_exit=False))
+    if isinstance(model, cbudget.Booster):
+        run("exit_iterations", lambda: model.exit_iterations(X))
     if isinstance(model, (cbudget.Booster, cbudget.Forest)):
         run("predict(pred_leaf)", lambda: model.predict(X, pred_leaf=True))
         run("predict(iteration_range=(0, 0))", lambda: model.predict(X, iteration_range=(0, 0)))

@@ -131,6 +131,21 @@ def test_options_pass_through(dask_client, models):
                  [_local(model, method, X, **options) for model, method, options in cases])
 
 
+def test_exit_rules_hold_on_the_cluster(dask_client, models):
+    """A booster with exit rules scores on the workers as it does locally, with and
+    without its exits."""
+    by_name, X = models
+    booster = by_name["gbdt_multiclass"].copy()
+    booster.calibrate_exits(X[:150], 0.05)
+    X_dask = da.from_array(X, chunks=100)
+    cases = [(method, options) for method in METHODS
+             for options in ({}, {"early_exit": False})]
+    _check_equal([getattr(cbudget_dask, method)(dask_client, booster, X_dask, **options)
+                  for method, options in cases],
+                 [_local(booster, method, X, **options) for method, options in cases])
+    assert booster.predict_cost(X).mean() < booster.predict_cost(X, early_exit=False).mean()
+
+
 def test_the_graph_refers_to_the_model_once(dask_client, models):
     by_name, X = models
     model = by_name["adapt_gbrt"]           # holds its expensive booster too

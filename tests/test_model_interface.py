@@ -132,6 +132,27 @@ def test_staged_helpers_work_or_say_they_do_not_apply(models, data, algorithm):
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_early_exit_works_or_says_it_does_not_apply(models, data, algorithm):
+    """Exit rules on the additive models (boosters, ADAPT-GBRT's gate and predictor);
+    NotApplicableError saying why on the others."""
+    model = models[0][algorithm]
+    dtrain, dvalid, X = data
+    if algorithm not in ("gbdt", "cegb", "greedy_miser", "adapt_gbrt"):
+        with pytest.raises(cbudget.NotApplicableError, match="exit"):
+            model.calibrate_exits(dvalid, 0.05)
+        return
+    model = cbudget.model_io.model_from_dict(model.to_dict())     # a copy to calibrate
+    full_cost = model.predict_cost(X)
+    full = model.predict(X)
+    model.calibrate_exits(dvalid, 0.0)
+    assert np.array_equal(model.predict(X) > 0.5, full > 0.5)
+    assert np.all(model.predict_cost(X) <= full_cost + 1e-12)
+    assert np.array_equal(model.predict(X, early_exit=False), full)
+    assert np.array_equal(model.cost_parts(X, early_exit=False).acquired,
+                          model.acquisitions(X, early_exit=False))
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_feature_importance_works_or_says_it_does_not_apply(models, algorithm):
     model = models[0][algorithm]
     for kind in ("split", "gain", "cost"):

@@ -578,6 +578,16 @@ def test_wrong_field_type(saved, tmp_path, key, value):
         load_model(write_json(tmp_path, doc))
 
 
+@pytest.mark.parametrize("objective", [float("inf"), 3, "multi:softprob"])
+def test_training_params_objective_must_be_the_documents(saved, objective):
+    """No parameter check reads the stored objective: a file whose training_params
+    objective differs (a number, another objective) is refused, not saved as given."""
+    doc = copy.deepcopy(saved[1])
+    doc["training_params"]["objective"] = objective
+    with pytest.raises(ValueError, match="training_params.objective"):
+        cbudget.model_io.model_from_dict(doc)
+
+
 @pytest.mark.parametrize("entry", [1, None, "tree", [1, 2]])
 def test_tree_entry_not_an_object(saved, tmp_path, entry):
     doc = copy.deepcopy(saved[1])

@@ -320,3 +320,22 @@ def test_cost_tradeoff_chosen_on_a_cost_path(estimator):
         estimator(cost_tradeoff="auto").fit(X, y)
     with pytest.raises(ValueError, match="cost_budget applies"):
         estimator(cost_budget=3.0).fit(X, y)
+
+
+def test_the_cost_path_of_an_estimator_takes_the_exit_dimension():
+    X, y = _binary()
+    costs = [1.0, 2.0, 4.0, 8.0, 16.0]
+    with_exits = CEGBClassifier(n_estimators=20, cost_tradeoff="path", path_points=3,
+                                exit_epsilons=[0.0, 0.05], feature_costs=costs,
+                                random_state=0).fit(X[:200], y[:200],
+                                                    eval_set=[(X[200:], y[200:])])
+    path = with_exits.cost_path_
+    assert len(path) == 9 and np.isnan(path.epsilons[0])
+    chosen = path.models.index(with_exits.model_)
+    if not np.isnan(path.epsilons[chosen]):
+        assert with_exits.model_.exit_rules.calibration["epsilon"] == path.epsilons[chosen]
+    assert with_exits.predict_cost(X[200:]).mean() == pytest.approx(path.costs[chosen])
+    with pytest.raises(ValueError, match="exit_epsilons applies with"):
+        CEGBClassifier(exit_epsilons=[0.01]).fit(X, y)
+    with pytest.raises(ValueError, match="classifiers"):
+        CEGBRegressor(cost_tradeoff="path", exit_epsilons=[0.01]).fit(X, y.astype(float))

@@ -109,6 +109,82 @@ def predict_raw(
                 out[i, tree_outputs[t]] += tree[_leaf_of_row(tree, &X[i, 0])].threshold
 
 
+cdef inline bint _exits(const double[:, ::1] out, Py_ssize_t i, double lower, double upper,
+                        bint gap) noexcept nogil:
+    """Whether scores ``out[i]`` leave: output 0 outside ``[lower, upper]`` (``gap``
+    False), or the two largest outputs more than ``upper`` apart (``gap`` True)."""
+    cdef Py_ssize_t k
+    cdef double first, second, v
+    if not gap:
+        return out[i, 0] < lower or out[i, 0] > upper
+    first = out[i, 0]
+    second = out[i, 1]
+    if second > first:
+        first, second = second, first
+    for k in range(2, out.shape[1]):
+        v = out[i, k]
+        if v > first:
+            second = first
+            first = v
+        elif v > second:
+            second = v
+    return first - second > upper
+
+
+def predict_raw_exits(
+    const floating_t[:, ::1] X,
+    const predict_node_struct[::1] nodes,
+    const int64_t[::1] tree_offsets,
+    const int32_t[::1] tree_outputs,
+    const int64_t[::1] check_after,
+    const double[::1] lower,
+    const double[::1] upper,
+    bint gap,
+    double[:, ::1] out,
+    int64_t[::1] trees_evaluated,
+    int n_threads,
+):
+    """``predict_raw`` with exits: after ``check_after[k]`` trees (ascending, in
+    ``[1, n_trees)``), an input whose scores ``_exits`` at ``(lower[k], upper[k])`` stops.
+    ``trees_evaluated[i]``: the trees input ``i`` evaluated (``n_trees`` if it never
+    left). The sums are ``predict_raw``'s, tree by tree in order."""
+    cdef Py_ssize_t n_samples = X.shape[0]
+    cdef Py_ssize_t n_trees = tree_offsets.shape[0] - 1
+    cdef Py_ssize_t n_checks = check_after.shape[0]
+    cdef Py_ssize_t n_blocks = (n_samples + ROW_BLOCK - 1) // ROW_BLOCK
+    cdef Py_ssize_t block, i, t, k, stop
+    cdef const predict_node_struct * tree
+    check_n_threads(n_threads)
+    check_offsets(&tree_offsets[0] if tree_offsets.shape[0] else NULL,
+                  tree_offsets.shape[0], nodes.shape[0], "predict_raw_exits")
+    if out.shape[0] != n_samples or trees_evaluated.shape[0] != n_samples:
+        raise ValueError(f"out / trees_evaluated need one row per input ({n_samples})")
+    _check_outputs(tree_outputs, n_trees, out.shape[1])
+    if lower.shape[0] != n_checks or upper.shape[0] != n_checks:
+        raise ValueError("lower / upper need one entry per check")
+    for k in range(n_checks):
+        if not 1 <= check_after[k] < n_trees or (k and check_after[k] <= check_after[k - 1]):
+            raise ValueError(f"check_after must ascend within [1, {n_trees})")
+    if gap and out.shape[1] < 2:
+        raise ValueError("the gap rule needs two outputs or more")
+    trees_evaluated[:] = n_trees
+    if nodes.shape[0] == 0 or n_samples == 0:
+        return
+    for block in prange(n_blocks, nogil=True, schedule="static", num_threads=n_threads):
+        stop = min((block + 1) * ROW_BLOCK, n_samples)
+        k = 0
+        for t in range(n_trees):
+            tree = &nodes[tree_offsets[t]]
+            for i in range(block * ROW_BLOCK, stop):
+                if trees_evaluated[i] > t:
+                    out[i, tree_outputs[t]] += tree[_leaf_of_row(tree, &X[i, 0])].threshold
+            if k < n_checks and check_after[k] == t + 1:
+                for i in range(block * ROW_BLOCK, stop):
+                    if trees_evaluated[i] > t and _exits(out, i, lower[k], upper[k], gap):
+                        trees_evaluated[i] = t + 1
+                k = k + 1
+
+
 def predict_node_rows(
     const floating_t[:, ::1] X,
     const predict_node_struct[::1] nodes,
@@ -238,6 +314,7 @@ def predict_cost(
     BITSET_WORD_C[:, ::1] groups_touched,
     int64_t[:, ::1] new_acquisitions,
     int n_threads,
+    const int64_t[::1] row_tree_end=None,
 ):
     """Per-input prediction cost of the trees, with cached acquisition.
 
@@ -256,6 +333,9 @@ def predict_cost(
     new_acquisitions : int64 array of shape (n_threads, n_nodes) or with 0 rows
         When it has rows, ``new_acquisitions[thread, node]`` counts the inputs that first
         acquired the node's feature at that node (global node index); sum over axis 0.
+    row_tree_end : int64 array of shape (n_samples,), optional
+        Input ``i`` evaluates only trees ``0 .. row_tree_end[i] - 1`` (it exited there:
+        see ``predict_raw_exits``); None: every tree.
     """
     cdef Py_ssize_t n_samples = X.shape[0]
     cdef Py_ssize_t n_trees = tree_offsets.shape[0] - 1
@@ -287,6 +367,14 @@ def predict_cost(
                         or new_acquisitions.shape[1] != nodes.shape[0]):
         raise ValueError(f"new_acquisitions must have shape (n_threads, n_nodes) = "
                          f"({n_threads}, {nodes.shape[0]}) or no rows")
+    cdef bint all_trees = row_tree_end is None
+    if not all_trees:
+        if row_tree_end.shape[0] != n_samples:
+            raise ValueError(f"row_tree_end has {row_tree_end.shape[0]} entries for "
+                             f"{n_samples} inputs")
+        if n_samples and first_out_of_range_64(&row_tree_end[0], n_samples, 0,
+                                               n_trees + 1) >= 0:
+            raise ValueError(f"row_tree_end must hold tree counts in [0, {n_trees}]")
     if n_samples == 0:
         return
     # each row's cost summed over the trees in order, as one row at a time would; the
@@ -304,6 +392,8 @@ def predict_cost(
         for t in range(n_trees):
             offset = tree_offsets[t]
             for i in range(block * ROW_BLOCK, stop):
+                if not all_trees and t >= row_tree_end[i]:
+                    continue
                 cost = partial[i] + tree_cost
                 if may_skip and n_lacking[i] == 0:
                     partial[i] = cost

@@ -85,10 +85,10 @@ def _check_method(model: Model, method: str, options: Mapping[str, Any]) -> None
     if model.objective not in PROBABILITY_OBJECTIVES:
         raise NotApplicableError(f"predict_proba does not apply to a {model.objective} "
                                  f"{type(model).__name__}: it gives no probabilities")
-    other = sorted(set(options) - {"iteration_range"})
+    other = sorted(set(options) - {"iteration_range", "early_exit"})
     if other:
         raise TypeError(f"predict_proba of a {type(model).__name__} takes iteration_range "
-                        f"only, got {other}")
+                        f"and early_exit only, got {other}")
 
 
 def _matrix(X: Any) -> DaskMatrix:

@@ -1,0 +1,382 @@
+"""Early exit: rules that stop evaluating an input once its prediction is settled
+(docs/architecture.md, "Early exit").
+
+A boosted model adds its trees one iteration after another. After some iterations (the
+*checks*) an :class:`ExitRules` looks at each input's scores so far; an input whose
+scores are outside a band (one score: regression, binary) or whose two largest class
+scores are far enough apart (multiclass) leaves there. It evaluates none of the later
+trees, so it pays for none of the features only they read: with on-demand acquisition
+(:class:`cbudget.FeatureSource`) they are never fetched. Its prediction is its scores
+at the exit.
+
+The thresholds come from :func:`calibrate`: on validation inputs, the exited prediction
+may disagree with the full model's on at most a fraction ``epsilon`` of them. Whatever
+``epsilon``, a check also lets out the inputs the trees left cannot change
+(:func:`certified_bounds`: their largest and smallest leaf values summed), so
+``epsilon = 0`` changes no prediction on any input.
+
+The rules are stored in the model file (``exit_rules``); the booster applies them in its
+prediction kernel (``_predict.predict_raw_exits``), in the cost kernel (each input's
+trees end at its exit) and in its on-demand walk, with the same comparisons here
+(:meth:`ExitRules.exits`).
+"""
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ._json_checks import invalid, require
+
+__all__ = ["ExitRules", "ExitChoice", "calibrate", "certified_bounds", "check_epsilon",
+           "check_points", "exit_mask", "best_epsilon", "BAND", "GAP", "EPSILON_GRID"]
+
+# "band": output 0 outside [lower, upper] exits; "gap": the two largest outputs more than
+# upper apart
+BAND, GAP = "band", "gap"
+# a bound every finite score is below (stands for "everyone exits"; JSON has no infinity)
+BIG = sys.float_info.max
+# the certified bounds are widened by this share of the scores' magnitude: sums of the
+# same leaf values in another order differ by rounding
+CERTIFIED_SLACK = 1e-9
+# the epsilons tried by default (selection, a metric-drop calibration), largest first
+EPSILON_GRID = (0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001, 0.0)
+# what the calibration section of a file may hold, and of which types
+NUMBER = (int, float)
+CALIBRATION_KEYS: dict[str, Any] = {
+    "method": str, "epsilon": NUMBER, "decision_threshold": NUMBER, "tolerance": NUMBER,
+    "margin": NUMBER, "every": int, "n_inputs": int, "disagreement": NUMBER,
+    "max_metric_drop": NUMBER}
+
+
+class ExitChoice(NamedTuple):
+    """Result of :meth:`cbudget.Booster.best_exit_within_budget`."""
+    model: Any          # the Booster of iterations 0..iteration, with the exit rules set
+    iteration: int
+    epsilon: float
+    cost: float         # mean prediction cost per input on the validation data
+    score: float
+    metric: str
+
+
+@dataclass(eq=False)
+class ExitRules:
+    """Where and when inputs leave a booster early.
+
+    Attributes
+    ----------
+    rule : {"band", "gap"}
+        "band" (one output: regression, binary): after check ``k`` an input leaves when
+        its score is below ``lower[k]`` or above ``upper[k]``. "gap" (multiclass): when its
+        two largest class scores differ by more than ``upper[k]``.
+    iterations : int
+        The rules apply to predictions with iterations ``0 .. iterations - 1`` (the
+        model's default range when they were made).
+    check_after : ndarray of int64
+        The checks: after ``check_after[k]`` iterations (ascending, below
+        ``iterations``).
+    lower, upper : ndarray of float64
+        The thresholds of each check (-inf / +inf: no exit on that side).
+    calibration : dict
+        How they were made: ``method`` ("calibrated" or "margin"), ``epsilon``,
+        ``decision_threshold``, ``tolerance``, ``margin``, ``every``, ``n_inputs`` and the
+        validation ``disagreement`` (the fraction of inputs whose exited prediction
+        differs from the full model's), as they apply.
+    """
+
+    rule: str
+    iterations: int
+    check_after: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    calibration: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.check_after = np.asarray(self.check_after, dtype=np.int64)
+        self.lower = np.asarray(self.lower, dtype=np.float64)
+        self.upper = np.asarray(self.upper, dtype=np.float64)
+
+    @property
+    def gap(self) -> bool:
+        """Whether the rule compares the two largest class scores."""
+        return self.rule == GAP
+
+    def firing(self) -> np.ndarray:
+        """bool per check: whether it can let any input out."""
+        return (self.upper < np.inf) | (self.lower > -np.inf)
+
+    def exits(self, scores: np.ndarray, k: int) -> np.ndarray:
+        """bool per row of ``scores`` (n, n_outputs): whether it leaves at check ``k``
+        (the prediction kernel's comparisons)."""
+        return exit_mask(scores, self.gap, self.lower[k], self.upper[k])
+
+    @classmethod
+    def margin_rule(cls, model: Any, margin: float, every: int = 10) -> ExitRules:
+        """LightGBM's ``pred_early_stop`` rule as exit rules of ``model`` (a Booster):
+        every ``every`` iterations (``pred_early_stop_freq``), a binary input leaves when
+        ``2 |score| > margin``, a multiclass one when its two largest scores differ by
+        more than ``margin`` (``pred_early_stop_margin``). It is not calibrated: set it
+        with ``model.exit_rules = rules``."""
+        margin = float(margin)
+        if not (math.isfinite(margin) and margin >= 0):
+            raise ValueError(f"margin must be a finite number >= 0, got {margin!r}")
+        iterations = model.iterations_used()[1]
+        checks = check_points(iterations, every)
+        gap = model.n_outputs > 1
+        upper = np.full(checks.size, margin if gap else margin / 2)
+        lower = np.full(checks.size, -np.inf if gap else -margin / 2)
+        return cls(GAP if gap else BAND, iterations, checks, lower, upper,
+                   {"method": "margin", "margin": margin, "every": int(every)})
+
+    # -- files --------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The ``exit_rules`` section of a model file (null: no exit on that side)."""
+        def finite_or_none(values):
+            return [float(v) if math.isfinite(v) else None for v in values.tolist()]
+        return {"rule": self.rule, "iterations": int(self.iterations),
+                "check_after": self.check_after.tolist(),
+                "lower": finite_or_none(self.lower), "upper": finite_or_none(self.upper),
+                "calibration": dict(self.calibration)}
+
+    @classmethod
+    def from_dict(cls, d: Any, n_iterations: int, n_outputs: int) -> ExitRules:
+        """The rules of a file's ``exit_rules`` section, checked against its model
+        (``n_iterations``, ``n_outputs``); ValueError naming the field otherwise."""
+        where = "exit_rules."
+        if not isinstance(d, dict):
+            raise invalid("exit_rules must be an object")
+        unknown = set(d) - {"rule", "iterations", "check_after", "lower", "upper",
+                            "calibration"}
+        if unknown:
+            raise invalid(f"unknown field(s) {sorted(unknown)} in exit_rules")
+        rule = require(d, "rule", str, where)
+        if rule not in (BAND, GAP) or (rule == GAP) != (n_outputs > 1):
+            raise invalid(f"{where}rule must be {GAP!r} for a multiclass model, {BAND!r} "
+                          f"otherwise")
+        iterations = require(d, "iterations", int, where)
+        if not 1 <= iterations <= n_iterations:
+            raise invalid(f"{where}iterations must be in [1, {n_iterations}]")
+        checks = require(d, "check_after", list, where)
+        if not all(isinstance(c, int) and not isinstance(c, bool) for c in checks) \
+                or any(not 1 <= c < iterations for c in checks) \
+                or any(b <= a for a, b in zip(checks, checks[1:])):
+            raise invalid(f"{where}check_after must ascend within [1, {iterations})")
+        bounds = {}
+        for key, missing in (("lower", -np.inf), ("upper", np.inf)):
+            values = require(d, key, list, where)
+            if len(values) != len(checks) or not all(
+                    v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                  and math.isfinite(v)) for v in values):
+                raise invalid(f"{where}{key} must hold one finite number or null per check")
+            bounds[key] = [missing if v is None else float(v) for v in values]
+        if rule == GAP and any(v != -np.inf for v in bounds["lower"]):
+            raise invalid(f"{where}lower must be null for the gap rule")
+        calibration = require(d, "calibration", dict, where)
+        for key, value in calibration.items():
+            kind = CALIBRATION_KEYS.get(key)
+            if kind is None:
+                raise invalid(f"unknown field {key!r} in {where}calibration")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, kind)
+                                      or (isinstance(value, float) and not math.isfinite(value))):
+                raise invalid(f"{where}calibration.{key} has the wrong type or value")
+        return cls(rule, iterations, np.asarray(checks, dtype=np.int64),
+                   np.asarray(bounds["lower"]), np.asarray(bounds["upper"]), dict(calibration))
+
+    def __repr__(self) -> str:
+        how = self.calibration.get("method", "?")
+        detail = (f"epsilon={self.calibration.get('epsilon')}" if how == "calibrated"
+                  else f"margin={self.calibration.get('margin')}")
+        return (f"<cbudget.ExitRules {self.rule}: {int(self.firing().sum())} of "
+                f"{self.check_after.size} checks can exit, {how} ({detail}), for "
+                f"{self.iterations} iterations>")
+
+
+def exit_mask(scores: np.ndarray, gap: bool, lower: float, upper: float) -> np.ndarray:
+    """bool per row of ``scores``: outside ``[lower, upper]`` (output 0), or with its two
+    largest outputs more than ``upper`` apart (``gap``)."""
+    if gap:
+        top = np.sort(scores, axis=1)
+        return top[:, -1] - top[:, -2] > upper
+    return (scores[:, 0] < lower) | (scores[:, 0] > upper)
+
+
+def check_epsilon(epsilon: Any) -> float:
+    """``epsilon`` as a float in [0, 1]; ValueError otherwise."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.floating)) \
+            or not 0 <= epsilon <= 1:
+        raise ValueError(f"epsilon must be a number in [0, 1], got {epsilon!r}")
+    return float(epsilon)
+
+
+def check_points(iterations: int, every: Any) -> np.ndarray:
+    """The checks after every ``every`` iterations, below ``iterations``."""
+    if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
+        raise ValueError(f"every must be an integer >= 1, got {every!r}")
+    return np.arange(int(every), int(iterations), int(every), dtype=np.int64)
+
+
+def certified_bounds(leaf_max: np.ndarray, leaf_min: np.ndarray, checks: np.ndarray, *,
+                     rule: str, decision_threshold: float | None, tolerance: float | None,
+                     magnitude: float) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) per check that only let out the inputs the later trees cannot
+    change: ``leaf_max[r, c]`` / ``leaf_min[r, c]`` are the largest / smallest sums
+    iteration ``r`` can add to output ``c``. Band with a decision threshold (binary):
+    the score stays on its side; band with a tolerance (regression): every input leaves
+    when the later trees move no score by more than it; gap: the leading class stays
+    ahead. ``magnitude`` bounds the scores' size, for the rounding slack."""
+    # what iterations r.. can still add, per output: suffix sums
+    up = np.cumsum(leaf_max[::-1], axis=0)[::-1]
+    down = np.cumsum(leaf_min[::-1], axis=0)[::-1]
+    rest_up, rest_down = up[checks], down[checks]
+    slack = CERTIFIED_SLACK * (1.0 + magnitude)
+    lower = np.full(checks.size, -np.inf)
+    if rule == GAP:
+        upper = rest_up.max(axis=1) - rest_down.min(axis=1) + slack
+    elif tolerance is not None:
+        settled = np.maximum(np.abs(rest_up[:, 0]), np.abs(rest_down[:, 0])) + slack \
+            <= tolerance
+        upper = np.full(checks.size, np.inf)
+        lower[settled] = BIG
+    else:
+        assert decision_threshold is not None
+        upper = decision_threshold - rest_down[:, 0] + slack
+        lower = decision_threshold - rest_up[:, 0] - slack
+    return lower, upper
+
+
+class _Calibration:
+    """The state of one epsilon's calibration while the checks go by."""
+
+    def __init__(self, epsilon: float, n_inputs: int, n_checks: int):
+        self.epsilon = epsilon
+        self.allowed = math.floor(epsilon * n_inputs + 1e-9)
+        self.n_checks = n_checks
+        self.live = np.ones(n_inputs, dtype=bool)
+        self.used = 0
+        self.lower = np.full(n_checks, -np.inf)
+        self.upper = np.full(n_checks, np.inf)
+
+    def allowance(self, k: int) -> int:
+        """Disagreements this check may add: the budget spread evenly over the checks,
+        what earlier checks left unused carried over."""
+        if self.epsilon == 0:
+            return -1     # no calibrated exits: only the certified ones
+        return max(0, self.allowed * (k + 1) // self.n_checks - self.used)
+
+
+def _band_thresholds(m: np.ndarray, wrong: np.ndarray, allowance: int,
+                     center: float | None) -> tuple[float, float]:
+    """(lower, upper) letting the most live inputs (scores ``m``) out above ``upper`` or
+    below ``lower`` with at most ``allowance`` of the ``wrong`` ones (those whose exit
+    would disagree) among them. ``center``: the decision threshold (binary), which the
+    band keeps inside so that an input leaves on its own side."""
+    sorted_m = np.sort(m)
+    if center is None:
+        up_wrong = low_wrong = m[wrong]
+    else:
+        up_wrong, low_wrong = m[wrong & (m > center)], m[wrong & (m <= center)]
+    up_desc, low_asc = np.sort(up_wrong)[::-1], np.sort(low_wrong)
+    e = min(allowance, up_desc.size + low_asc.size)
+    e_up = np.arange(e + 1)
+    # the (e_up + 1)-th largest wrong score: above it at most e_up wrong ones
+    upper = _nth(up_desc, e_up, -BIG)
+    lower = _nth(low_asc, e - e_up, BIG)
+    if center is not None:
+        upper, lower = np.maximum(upper, center), np.minimum(lower, center)
+    n_out = (m.size - np.searchsorted(sorted_m, upper, side="right")
+             + np.searchsorted(sorted_m, lower, side="left"))
+    n_out = np.where(lower > upper, m.size, np.minimum(n_out, m.size))
+    best = int(np.argmax(n_out))   # the first best: the fewest disagreements above
+    return float(lower[best]), float(upper[best])
+
+
+def _nth(values: np.ndarray, index: np.ndarray, beyond: float) -> np.ndarray:
+    """``values[index]``, ``beyond`` where the index is past the end."""
+    if values.size == 0:
+        return np.full(index.shape, beyond)
+    return np.where(index < values.size, values[np.minimum(index, values.size - 1)], beyond)
+
+
+def _gap_threshold(gap: np.ndarray, wrong: np.ndarray, allowance: int) -> float:
+    """The gap above which the most live inputs leave with at most ``allowance`` wrong."""
+    wrong_desc = np.sort(gap[wrong])[::-1]
+    return float(wrong_desc[allowance]) if allowance < wrong_desc.size else -1.0
+
+
+def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
+              epsilons: Sequence[float], *, rule: str, iterations: int, checks: np.ndarray,
+              every: int, decision_threshold: float | None, tolerance: float | None,
+              certified: tuple[np.ndarray, np.ndarray]) -> list[ExitRules]:
+    """Exit rules for each of ``epsilons`` from validation scores.
+
+    ``stages`` yields ``(k, scores)`` for each check ``k`` in order: every input's scores
+    (n, n_outputs) after ``checks[k]`` iterations; ``full`` the scores after all
+    ``iterations``. At each check, among the inputs still in, the thresholds let out
+    the most with at most the check's allowance of disagreements (the budget
+    ``floor(epsilon * n)`` spread evenly over the checks, the unused part carried
+    over), together with the ``certified`` ones (:func:`certified_bounds`).
+    """
+    n_inputs = full.shape[0]
+    n_checks = checks.size
+    states = [_Calibration(eps, n_inputs, n_checks) for eps in epsilons]
+    cert_lower, cert_upper = certified
+    decisions = _decisions(full, rule, decision_threshold)
+    for k, scores in stages:
+        partial = _decisions(scores, rule, decision_threshold)
+        if rule == GAP or tolerance is None:
+            wrong_all = partial != decisions
+        else:
+            wrong_all = np.abs(scores[:, 0] - full[:, 0]) > tolerance
+        top = np.sort(scores, axis=1) if rule == GAP else None
+        for state in states:
+            live = state.live
+            allowance = state.allowance(k)
+            lower, upper = -np.inf, np.inf
+            if allowance >= 0 and live.any():
+                if rule == GAP:
+                    assert top is not None
+                    upper = _gap_threshold((top[:, -1] - top[:, -2])[live], wrong_all[live],
+                                           allowance)
+                else:
+                    lower, upper = _band_thresholds(
+                        scores[live, 0], wrong_all[live], allowance,
+                        decision_threshold if tolerance is None else None)
+            state.lower[k] = max(lower, cert_lower[k])
+            state.upper[k] = min(upper, cert_upper[k])
+            out = live & exit_mask(scores, rule == GAP, state.lower[k], state.upper[k])
+            state.used += int(np.count_nonzero(out & wrong_all))
+            live &= ~out
+    return [ExitRules(rule, iterations, checks, s.lower, s.upper,
+                      {"method": "calibrated", "epsilon": s.epsilon,
+                       "decision_threshold": None if rule == GAP or tolerance is not None
+                       else decision_threshold,
+                       "tolerance": tolerance, "every": int(every), "n_inputs": n_inputs,
+                       "disagreement": s.used / n_inputs if n_inputs else 0.0})
+            for s in states]
+
+
+def _decisions(scores: np.ndarray, rule: str, decision_threshold: float | None) -> np.ndarray:
+    """What a prediction decides: the class of largest score (gap), the side of the
+    decision threshold (binary band), the score itself (regression)."""
+    if rule == GAP:
+        return np.argmax(scores, axis=1)
+    if decision_threshold is not None:
+        return scores[:, 0] > decision_threshold
+    return scores[:, 0]
+
+
+def best_epsilon(candidates: Sequence[tuple[float, float]], full_score: float,
+                 max_drop: float, maximize: bool) -> int:
+    """Index of the largest epsilon whose metric (``candidates``: (epsilon, metric)) is
+    within ``max_drop`` of the full model's; ValueError when none is."""
+    for i, (_, score) in sorted(enumerate(candidates), key=lambda c: -c[1][0]):
+        drop = full_score - score if maximize else score - full_score
+        if drop <= max_drop:
+            return i
+    raise ValueError(f"no epsilon of {[c[0] for c in candidates]} keeps the metric within "
+                     f"{max_drop} of the full model's ({full_score:.6g})")
+

@@ -1,0 +1,458 @@
+"""Early exit (cbudget.exits; docs/architecture.md, "Early exit"): exit rules calibrated on
+validation data, honoured by prediction, every cost method, on-demand fetches and
+next_features, saved in the model file; the kernels against slow references."""
+import json
+import warnings
+
+import numpy as np
+import pytest
+from small_models import small_model_params
+
+import cbudget
+from cbudget._core._predict import predict_cost, predict_raw_exits
+from cbudget._core._types import compact_nodes
+
+FEATURE_COSTS = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0])
+OBJECTIVES = {"binary": "binary:logistic", "multiclass": "multi:softprob",
+              "regression": "reg:squarederror"}
+TOLERANCE = 0.3    # regression: how far an exited prediction may be from the full one
+
+
+def make_problem(kind, n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, FEATURE_COSTS.size))
+    score = X[:, 0] + 0.8 * X[:, 1] * X[:, 2] + 0.5 * np.sin(3 * X[:, 5]) + 0.3 * X[:, 7]
+    noisy = score + 0.4 * rng.normal(size=n)
+    if kind == "binary":
+        y = (noisy > 0).astype(float)
+    elif kind == "multiclass":
+        y = np.digitize(noisy, np.quantile(noisy, [1 / 3, 2 / 3])).astype(float)
+    else:
+        y = noisy
+    X[rng.random(X.shape) < 0.03] = np.nan
+    return X, y
+
+
+def train(kind, algorithm, rounds=25, **params):
+    X, y = make_problem(kind, 600, 0)
+    dtrain = cbudget.Dataset(X, y, feature_costs=FEATURE_COSTS, cost_groups={"sensor": [5, 6]},
+                             group_costs=[2.0])
+    base = {"algorithm": algorithm, "objective": OBJECTIVES[kind], "num_leaves": 6,
+            "learning_rate": 0.3, "min_data_in_leaf": 10, "n_jobs": 1}
+    if kind == "multiclass":
+        base["num_class"] = 3
+    if algorithm != "gbdt":
+        base["cost_tradeoff"] = 0.002 if algorithm == "cegb" else 0.05
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cbudget.train({**base, **params}, dtrain, rounds)
+
+
+KINDS = [(kind, algorithm) for kind in OBJECTIVES for algorithm in ("gbdt", "cegb",
+                                                                     "greedy_miser")]
+
+
+@pytest.fixture(scope="module", params=KINDS, ids=[f"{a}-{k}" for k, a in KINDS])
+def setting(request):
+    kind, algorithm = request.param
+    model = train(kind, algorithm)
+    Xv, yv = make_problem(kind, 400, 1)
+    Xt, _ = make_problem(kind, 300, 2)
+    return {"kind": kind, "model": model, "valid": cbudget.Dataset(Xv, yv), "Xv": Xv,
+            "Xt": Xt}
+
+
+def calibrated(setting, epsilon, **options):
+    model = setting["model"].copy()
+    if setting["kind"] == "regression":
+        options.setdefault("tolerance", TOLERANCE)
+    model.calibrate_exits(setting["valid"], epsilon, **options)
+    return model
+
+
+def decisions(kind, prediction):
+    if kind == "binary":
+        return prediction > 0.5
+    if kind == "multiclass":
+        return np.argmax(prediction, axis=1)
+    return prediction
+
+
+def agree(kind, a, b):
+    if kind == "regression":
+        return np.abs(a - b) <= TOLERANCE
+    return decisions(kind, a) == decisions(kind, b)
+
+
+# -- kernels against slow references -------------------------------------------------------
+def reference_exits(doc, X, check_trees, lower, upper, gap):
+    """Scores at each input's exit and the trees it evaluated, one tree at a time."""
+    from reference_predict import tree_walk
+    n_trees = len(doc["trees"])
+    raw = np.tile(np.asarray(doc["base_score"], dtype=float), (X.shape[0], 1))
+    ends = np.full(X.shape[0], n_trees)
+    for i, x in enumerate(X):
+        for t, tree in enumerate(doc["trees"]):
+            raw[i, tree["output"]] += tree["leaf_values"][tree_walk(tree, x)[-1]]
+            if t + 1 in check_trees:
+                k = check_trees.index(t + 1)
+                top = sorted(raw[i])
+                leaves = (top[-1] - top[-2] > upper[k]) if gap else \
+                    (raw[i, 0] < lower[k] or raw[i, 0] > upper[k])
+                if leaves:
+                    ends[i] = t + 1
+                    break
+    return raw, ends
+
+
+@pytest.mark.parametrize("kind", ["binary", "multiclass"])
+def test_the_exit_kernels_match_slow_references(kind):
+    from reference_predict import brute_cost
+    model = train(kind, "cegb", rounds=6)
+    doc = model.to_dict()
+    X, _ = make_problem(kind, 150, 3)
+    n_trees = len(model.trees)
+    per_round = n_trees // 6
+    check_trees = [per_round * r for r in (1, 2, 4)]
+    gap = kind == "multiclass"
+    rng = np.random.default_rng(0)
+    lower = np.array([-np.inf if gap else v for v in rng.normal(-0.3, 0.3, 3)])
+    upper = np.abs(rng.normal(0.3, 0.2, 3))
+    nodes, offsets = np.concatenate(model.trees), np.cumsum([0] + [len(t) for t in model.trees])
+    raw = np.tile(model.base_score, (X.shape[0], 1))
+    ends = np.zeros(X.shape[0], dtype=np.int64)
+    predict_raw_exits(X, compact_nodes(nodes), offsets.astype(np.int64),
+                      np.asarray(model.tree_outputs, dtype=np.int32),
+                      np.array(check_trees, dtype=np.int64), lower, upper, gap, raw, ends, 1)
+    ref_raw, ref_ends = reference_exits(doc, X, check_trees, lower, upper, gap)
+    assert np.array_equal(ends, ref_ends)
+    assert 0 < np.count_nonzero(ends < n_trees) < X.shape[0]      # some exit, some do not
+    np.testing.assert_allclose(raw, ref_raw, rtol=0, atol=1e-12)
+    # the cost kernel stops each input at its end
+    cm = model.cost_model
+    bitsets = cm.new_bitsets(X.shape[0])
+    cost = np.zeros(X.shape[0])
+    predict_cost(X, compact_nodes(nodes), offsets.astype(np.int64), cm.feature_costs,
+                 cm.feature_group, cm.group_costs, 0.5, 0.25, cost, bitsets[0], bitsets[1],
+                 np.zeros((0, 0), np.int64), 1, ends)
+    doc["cost_model"]["split_cost"], doc["cost_model"]["tree_cost"] = 0.5, 0.25
+    expected = [brute_cost(doc, X[i:i + 1], 0, int(ends[i]))[0] for i in range(X.shape[0])]
+    np.testing.assert_allclose(cost, expected, rtol=1e-12)
+
+
+def test_the_exit_kernel_checks_its_arguments():
+    model = train("binary", "gbdt", rounds=3)
+    X, _ = make_problem("binary", 10, 3)
+    nodes = compact_nodes(np.concatenate(model.trees))
+    offsets = np.cumsum([0] + [len(t) for t in model.trees]).astype(np.int64)
+    outputs = np.zeros(3, dtype=np.int32)
+    raw, ends = np.zeros((10, 1)), np.zeros(10, dtype=np.int64)
+    ok = dict(check_after=np.array([1, 2]), lower=np.zeros(2), upper=np.zeros(2), gap=False)
+    predict_raw_exits(X, nodes, offsets, outputs, *ok.values(), raw, ends, 1)
+    for bad in ({"check_after": np.array([2, 1])}, {"check_after": np.array([1, 3])},
+                {"lower": np.zeros(3)}, {"gap": True}):
+        with pytest.raises(ValueError):
+            args = {**ok, **bad}
+            predict_raw_exits(X, nodes, offsets, outputs, *args.values(), raw, ends, 1)
+    with pytest.raises(ValueError, match="row_tree_end"):
+        cm = model.cost_model
+        bits = cm.new_bitsets(10)
+        predict_cost(X, nodes, offsets, cm.feature_costs, cm.feature_group, cm.group_costs,
+                     0.0, 0.0, np.zeros(10), bits[0], bits[1], np.zeros((0, 0), np.int64), 1,
+                     np.full(10, 4, dtype=np.int64))
+
+
+# -- what the issue asks ---------------------------------------------------------------------
+def test_epsilon_zero_changes_no_prediction_on_any_input(setting):
+    model, kind = calibrated(setting, 0.0), setting["kind"]
+    for X in (setting["Xv"], setting["Xt"]):     # the test inputs were not calibrated on
+        full = model.predict(X, early_exit=False)
+        assert np.all(agree(kind, model.predict(X), full))
+    assert model.exit_rules.calibration["disagreement"] == 0.0
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.01, 0.05, 0.2])
+def test_exits_never_cost_more_and_disagree_at_most_epsilon(setting, epsilon):
+    model, kind = calibrated(setting, epsilon), setting["kind"]
+    Xv = setting["Xv"]
+    with_exits = model.predict_cost(Xv)
+    assert np.all(with_exits <= model.predict_cost(Xv, early_exit=False) + 1e-12)
+    assert not np.any(model.acquisitions(Xv) & ~model.acquisitions(Xv, early_exit=False))
+    disagree = np.mean(~agree(kind, model.predict(Xv), model.predict(Xv, early_exit=False)))
+    assert disagree <= epsilon + 1e-12
+    assert disagree == pytest.approx(model.exit_rules.calibration["disagreement"])
+    report = model.cost_report(Xv)
+    assert report.mean_cost == pytest.approx(with_exits.mean())
+    iterations = model.exit_iterations(Xv)
+    assert iterations.min() >= 1 and iterations.max() <= model.num_iterations()
+    assert np.all(model.exit_iterations(Xv, early_exit=False) == model.num_iterations())
+
+
+def test_a_larger_epsilon_exits_earlier_and_saves_more(setting):
+    Xv = setting["Xv"]
+    costs = [calibrated(setting, eps).predict_cost(Xv).mean() for eps in (0.0, 0.02, 0.1)]
+    full = setting["model"].predict_cost(Xv).mean()
+    assert full >= costs[0] >= costs[1] >= costs[2]
+    assert costs[2] < full
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.05])
+def test_on_demand_fetches_exactly_the_acquisitions_with_exits(setting, epsilon):
+    model = calibrated(setting, epsilon, every=3)
+    X = setting["Xt"]
+    source = cbudget.FeatureSource(lambda features, rows: X[np.ix_(rows, features)],
+                                   X.shape[0])
+    assert np.array_equal(model.predict(source), model.predict(X))
+    assert np.array_equal(source.acquired, model.acquisitions(X))
+    np.testing.assert_allclose(source.cost(), model.predict_cost(X), rtol=1e-12)
+    # each pair once: predicting again fetches nothing more
+    calls = len(source.calls)
+    assert np.array_equal(model.predict_cost(source), model.predict_cost(X))
+    assert len(source.calls) == calls
+    # the full model on the same source fetches what the exits saved
+    assert np.array_equal(model.predict(source, early_exit=False),
+                          model.predict(X, early_exit=False))
+    assert np.array_equal(source.acquired, model.acquisitions(X, early_exit=False))
+
+
+def test_next_features_stops_at_the_exit(setting):
+    model = calibrated(setting, 0.05)
+    X = setting["Xt"]
+    for i in range(12):
+        answers = {}
+        while ask := model.next_features(answers):
+            answers.update({m: X[i, m] for m in ask})
+        assert set(answers) == set(np.flatnonzero(model.acquisitions(X[i:i + 1])[0]))
+        row = np.full((1, X.shape[1]), np.nan)
+        row[0, list(answers)] = [answers[m] for m in answers]
+        assert np.array_equal(model.predict(row), model.predict(X[i:i + 1]))
+
+
+def test_exit_rules_survive_the_json_round_trip(setting, tmp_path):
+    model = calibrated(setting, 0.05, every=2)
+    path = tmp_path / "model.json"
+    model.save_model(path)
+    loaded = cbudget.load_model(path)
+    assert loaded.exit_rules.to_dict() == model.exit_rules.to_dict()
+    X = setting["Xt"]
+    assert np.array_equal(loaded.predict(X), model.predict(X))
+    assert np.array_equal(loaded.predict_cost(X), model.predict_cost(X))
+    assert json.loads(path.read_text())["format_version"] == list(cbudget.model_io.FORMAT_VERSION)
+
+
+# -- options and errors ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def binary():
+    model = train("binary", "cegb", rounds=20)
+    Xv, yv = make_problem("binary", 400, 1)
+    return model, cbudget.Dataset(Xv, yv), Xv
+
+
+def test_early_exit_options(binary):
+    model, valid, X = binary
+    model = model.copy()
+    with pytest.raises(ValueError, match="no exit rules"):
+        model.predict(X, early_exit=True)
+    full = model.predict(X)
+    model.calibrate_exits(valid, 0.05)
+    assert np.array_equal(model.predict(X, early_exit=False), full)
+    assert not np.array_equal(model.predict(X), full)
+    # other iterations: the rules do not apply (True asks for them: an error)
+    assert np.array_equal(model.predict(X, iteration_range=(0, 10)),
+                          model[:10].predict(X))
+    with pytest.raises(ValueError, match="apply to iterations"):
+        model.predict_cost(X, iteration_range=(0, 10), early_exit=True)
+    with pytest.raises(TypeError, match="early_exit"):
+        model.predict(X, early_exit="yes")
+    assert model[:5].exit_rules is None            # slicing drops them
+    assert model.copy().exit_rules is model.exit_rules
+    model.exit_rules = None
+    assert np.array_equal(model.predict(X), full)
+    with pytest.raises(TypeError):
+        model.exit_rules = {"rule": "band"}
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda m, d: m.calibrate_exits(d, -0.1), ValueError, "epsilon"),
+    (lambda m, d: m.calibrate_exits(d, 1.5), ValueError, "epsilon"),
+    (lambda m, d: m.calibrate_exits(d, True), ValueError, "epsilon"),
+    (lambda m, d: m.calibrate_exits(d, 0.1, every=0), ValueError, "every"),
+    (lambda m, d: m.calibrate_exits(d, 0.1, tolerance=0.1), ValueError, "tolerance"),
+    (lambda m, d: m.calibrate_exits(d, 0.1, iteration_range=(2, 5)), ValueError, "begin at 0"),
+    (lambda m, d: m.calibrate_exits(np.zeros((5, 3)), 0.1), ValueError, "features"),
+    (lambda m, d: m.calibrate_exits(d.data, max_metric_drop=0.01), TypeError, "labels"),
+    (lambda m, d: m.best_exit_within_budget(d, -1.0), ValueError, "budget"),
+])
+def test_bad_calibration_arguments_are_clear_errors(binary, call, error, message):
+    model, valid, _ = binary
+    with pytest.raises(error, match=message):
+        call(model.copy(), valid)
+
+
+def test_regression_needs_a_tolerance():
+    model = train("regression", "gbdt", rounds=5)
+    X, y = make_problem("regression", 50, 1)
+    with pytest.raises(ValueError, match="tolerance"):
+        model.calibrate_exits(X, 0.1)
+
+
+def test_a_metric_drop_picks_the_largest_epsilon_within_it(binary):
+    model, valid, X = binary
+    model = model.copy()
+    full_error = cbudget.metrics.evaluate_on("error", valid, model.predict(valid))
+    rules = model.calibrate_exits(valid, max_metric_drop=0.01)
+    error = cbudget.metrics.evaluate_on("error", valid, model.predict(valid))
+    assert error - full_error <= 0.01
+    assert rules.calibration["max_metric_drop"] == 0.01
+    larger = [e for e in cbudget.exits.EPSILON_GRID if e > rules.calibration["epsilon"]]
+    for eps in larger:       # every larger epsilon drops more than allowed
+        other = model.copy()
+        other.calibrate_exits(valid, eps)
+        assert cbudget.metrics.evaluate_on("error", valid, other.predict(valid)) - full_error \
+            > 0.01
+
+
+def test_the_margin_rule_is_lightgbms_pred_early_stop():
+    lightgbm = pytest.importorskip("lightgbm")
+    for kind, params in (("binary", {"objective": "binary"}),
+                         ("multiclass", {"objective": "multiclass", "num_class": 3})):
+        X, y = make_problem(kind, 500, 0)
+        booster = lightgbm.train({**params, "num_leaves": 6, "verbose": -1, "num_threads": 1},
+                                 lightgbm.Dataset(X, y), 30)
+        model = cbudget.from_lightgbm(booster, feature_costs=FEATURE_COSTS)
+        for margin, freq in ((0.5, 1), (2.0, 5), (8.0, 10)):
+            model.exit_rules = cbudget.ExitRules.margin_rule(model, margin, freq)
+            theirs = booster.predict(X, raw_score=True, pred_early_stop=True,
+                                     pred_early_stop_freq=freq, pred_early_stop_margin=margin)
+            np.testing.assert_allclose(model.predict(X, output_margin=True), theirs,
+                                       rtol=0, atol=1e-9)
+            assert np.all(model.predict_cost(X) <= model.predict_cost(X, early_exit=False))
+
+
+def test_best_exit_within_budget_beats_stopping_iterations(binary):
+    model, valid, _ = binary
+    full = model.predict_cost(valid).mean()
+    for budget in (0.3 * full, 0.7 * full):
+        plain = model.best_iteration_within_budget(valid, budget, metric="error")
+        choice = model.best_exit_within_budget(valid, budget, metric="error")
+        assert choice.cost <= budget
+        assert choice.score <= plain.score + 1e-12       # error: lower is better
+        m = choice.model
+        assert m.num_iterations() == choice.iteration + 1
+        assert m.exit_rules.calibration["epsilon"] == choice.epsilon
+        assert m.predict_cost(valid).mean() == pytest.approx(choice.cost)
+    with pytest.raises(ValueError, match="no model"):
+        model.best_exit_within_budget(valid, 0.0, epsilons=[0.0], iterations=[20])
+
+
+def test_the_cost_path_gains_the_exit_dimension(binary):
+    _, valid, _ = binary
+    X, y = make_problem("binary", 600, 0)
+    dtrain = cbudget.Dataset(X, y, feature_costs=FEATURE_COSTS)
+    dvalid = cbudget.Dataset(valid.data, valid.label, reference=dtrain)
+    path = cbudget.cost_path({"algorithm": "cegb", "objective": "binary:logistic",
+                              "num_leaves": 6, "n_jobs": 1}, dtrain, dvalid, n_points=4,
+                             num_boost_round=15, exit_epsilons=[0.0, 0.05])
+    assert len(path) == 12 and path.epsilons.shape == (12,)
+    for i in range(0, 12, 3):
+        assert np.isnan(path.epsilons[i]) and list(path.epsilons[i + 1:i + 3]) == [0.0, 0.05]
+        assert path.models[i].exit_rules is None
+        assert path.costs[i + 1] <= path.costs[i] + 1e-12
+        assert path.costs[i + 2] <= path.costs[i] + 1e-12
+        assert path.lambdas[i] == path.lambdas[i + 1] == path.lambdas[i + 2]
+    assert "epsilon" in str(path)
+    chosen = path.select(path.costs.min() + 1.0)
+    assert chosen in path.models
+    with pytest.raises(cbudget.NotApplicableError, match="boosters"):
+        cbudget.cost_path({"algorithm": "cstc", "objective": "binary:logistic"}, dtrain,
+                          dvalid, lambdas=[0.1], exit_epsilons=[0.0])
+
+
+def test_ranking_objectives_have_no_exit_rules():
+    X, y = make_problem("multiclass", 200, 0)
+    data = cbudget.Dataset(X, y, group=[10] * 20)
+    model = cbudget.train({"objective": "rank:ndcg", "num_leaves": 4, "n_jobs": 1}, data, 3)
+    with pytest.raises(cbudget.NotApplicableError, match="query"):
+        model.calibrate_exits(X, 0.1)
+
+
+# -- every model type --------------------------------------------------------------------------
+NOT_ADDITIVE = {"budget_rf": "vote", "cstc": "route", "cscc": "route", "cronus": "route",
+                "adapt_lin": "linear"}
+
+
+@pytest.fixture(scope="module")
+def letters_small():
+    X, y, _ = cbudget.datasets.load_letters()
+    binary = (y < 13).astype(float)      # letters A-M against N-Z
+    return X[:400], binary[:400], X[400:600], binary[400:600]
+
+
+@pytest.mark.parametrize("algorithm", sorted(NOT_ADDITIVE))
+def test_models_without_stages_to_exit_from_say_why(letters_small, algorithm):
+    X, y, Xv, yv = letters_small
+    dtrain = cbudget.Dataset(X, y, feature_costs=np.ones(X.shape[1]))
+    kwargs = {}
+    if algorithm == "adapt_lin":
+        kwargs["expensive_model"] = cbudget.train(small_model_params("gbdt"), dtrain, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = cbudget.train(small_model_params(algorithm), dtrain, 3, **kwargs)
+    with pytest.raises(cbudget.NotApplicableError, match=NOT_ADDITIVE[algorithm]):
+        model.calibrate_exits(cbudget.Dataset(Xv, yv), 0.01)
+    if isinstance(model, cbudget.Forest):
+        with pytest.raises(cbudget.NotApplicableError, match="vote"):
+            model.predict_cost(Xv, early_exit=True)
+        assert np.array_equal(model.predict_cost(Xv, early_exit=False), model.predict_cost(Xv))
+
+
+def test_a_gated_model_exits_in_its_gate_and_predictor(letters_small, tmp_path):
+    X, y, Xv, yv = letters_small
+    dtrain = cbudget.Dataset(X, y, feature_costs=np.arange(1.0, X.shape[1] + 1))
+    f0 = cbudget.train(dict(small_model_params("gbdt"), max_depth=5), dtrain, 20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = cbudget.train(dict(small_model_params("adapt_gbrt"), p_full=0.3), dtrain, 8,
+                              expensive_model=f0)
+    full_pred, full_route = model.predict(Xv, return_route=True)
+    full_cost = model.predict_cost(Xv)
+    rules = model.calibrate_exits(Xv, 0.0)
+    assert set(rules) == {"gate", "predictor"}
+    assert model.gate.exit_rules is rules["gate"]
+    pred, route = model.predict(Xv, return_route=True)
+    assert np.array_equal(route, full_route)                      # epsilon 0: same routes
+    assert np.array_equal(pred > 0.5, full_pred > 0.5)            # and the same classes
+    assert np.all(model.predict_cost(Xv) <= full_cost + 1e-12)
+    assert np.array_equal(model.predict(Xv, early_exit=False), full_pred)
+    model.calibrate_exits(Xv, 0.1)
+    assert model.predict_cost(Xv).mean() < full_cost.mean()
+    source = cbudget.FeatureSource(lambda features, rows: Xv[np.ix_(rows, features)],
+                                   Xv.shape[0])
+    assert np.array_equal(model.predict(source), model.predict(Xv))
+    assert np.array_equal(source.acquired, model.acquisitions(Xv))
+    path = tmp_path / "gated.json"
+    model.save_model(path)
+    loaded = cbudget.load_model(path)
+    assert np.array_equal(loaded.predict(Xv), model.predict(Xv))
+    assert np.array_equal(loaded.predict_cost(Xv), model.predict_cost(Xv))
+
+
+# -- model files ------------------------------------------------------------------------------
+@pytest.mark.parametrize("edit, message", [
+    (lambda r: r.update(rule="gap"), "rule"),
+    (lambda r: r.update(iterations=10**6), "iterations"),
+    (lambda r: r.update(check_after=r["check_after"][::-1]), "check_after"),
+    (lambda r: r["upper"].append(1.0), "upper"),
+    (lambda r: r["lower"].__setitem__(0, "x"), "lower"),
+    (lambda r: r["calibration"].update(epsilon="0.1"), "calibration"),
+    (lambda r: r["calibration"].update(secret=1), "calibration"),
+    (lambda r: r.update(extra=1), "exit_rules"),
+])
+def test_edited_exit_rules_are_refused(binary, edit, message):
+    model, valid, _ = binary
+    model = model.copy()
+    model.calibrate_exits(valid, 0.05)
+    doc = model.to_dict()
+    edit(doc["exit_rules"])
+    with pytest.raises(ValueError, match=message):
+        cbudget.model_io.model_from_dict(doc)

@@ -388,12 +388,17 @@ class GatedModel(Model):
         return positive_probability(f0, X, **self._exit_options(f0, early_exit))
 
     def _exit_options(self, part, early_exit) -> dict[str, Any]:
-        """The ``early_exit`` option for a part: boosters have exit rules, the other parts
-        none (NotApplicableError for ``early_exit=True`` when no part is a booster)."""
+        """The ``early_exit`` option for a part. ``True`` asks for the exits of the gate
+        and the low-cost predictor (NotApplicableError when neither is a booster); an
+        expensive booster uses its own rules, if any, unless ``early_exit`` is False."""
         if early_exit and not any(isinstance(p, Booster) for p in (self.gate, self.predictor)):
             raise NotApplicableError(f"early exit does not apply to this gated model: "
                                      f"{self.no_exit_reason}")
-        return {"early_exit": early_exit} if isinstance(part, Booster) else {}
+        if not isinstance(part, Booster):
+            return {}
+        if part is not self.gate and part is not self.predictor and early_exit:
+            return {"early_exit": None}
+        return {"early_exit": early_exit}
 
     def _margin(self, part, X, early_exit=None):
         return part.predict(X, output_margin=True, **self._exit_options(part, early_exit))
@@ -435,7 +440,8 @@ class GatedModel(Model):
         Returns
         -------
         dict
-            ``{"gate": ExitRules, "predictor": ExitRules}`` (the boosted parts).
+            ``{"gate": ExitRules, "predictor": ExitRules}`` (the boosted parts; the
+            predictor's None when the gate keeps none of ``data``'s inputs).
         """
         if options:
             raise TypeError(f"a gated model's calibrate_exits takes epsilon and every, not "
@@ -447,13 +453,22 @@ class GatedModel(Model):
             raise NotApplicableError(f"calibrate_exits does not apply to this gated model "
                                      f"({self.algorithm}): {self.no_exit_reason}")
         X = self.prepare_input(data)
-        rules = {}
-        if "gate" in parts:
-            rules["gate"] = parts["gate"].calibrate_exits(
-                X, epsilon, every=every, decision_threshold=self.gate_threshold)
-        if "predictor" in parts:
-            kept = np.ascontiguousarray(X[self._route(X) == 1])
-            rules["predictor"] = parts["predictor"].calibrate_exits(kept, epsilon, every=every)
+        before = {name: part.exit_rules for name, part in parts.items()}
+        rules: dict[str, Any] = {}
+        try:
+            if "gate" in parts:
+                rules["gate"] = parts["gate"].calibrate_exits(
+                    X, epsilon, every=every, decision_threshold=self.gate_threshold)
+            if "predictor" in parts:
+                # the inputs the gate (with its exits) keeps; none kept: no rules
+                kept = np.ascontiguousarray(X[self._route(X) == 1])
+                parts["predictor"].exit_rules = None
+                rules["predictor"] = None if kept.shape[0] == 0 else \
+                    parts["predictor"].calibrate_exits(kept, epsilon, every=every)
+        except BaseException:
+            for name, part in parts.items():     # all or nothing
+                part.exit_rules = before[name]
+            raise
         return rules
 
     @overload  # type: ignore[override]

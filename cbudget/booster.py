@@ -183,9 +183,29 @@ class Booster(TreeEnsemble):
             if not isinstance(rules, ExitRules):
                 raise TypeError(f"exit_rules must be a cbudget.ExitRules or None, not "
                                 f"{type(rules).__name__}")
-            # the checks a model file's rules get
-            ExitRules.from_dict(rules.to_dict(), self.num_iterations(), self.n_outputs)
+            self._check_exit_rules(rules)
         self._exit_rules = rules
+
+    def _check_exit_rules(self, rules: ExitRules) -> ExitRules:
+        """``rules``, if they fit this model (ValueError naming what does not): an
+        objective with exits, the rule of its outputs, checks between trees."""
+        if self.objective in RANKING_OBJECTIVES:
+            raise NotApplicableError(self._ranking_has_no_exits())
+        if rules.gap != (self.n_outputs > 1):
+            raise ValueError(f"exit_rules: the {rules.rule!r} rule does not fit a model of "
+                          f"{self.n_outputs} output(s)")
+        if rules.iterations > self.num_iterations():
+            raise ValueError(f"exit_rules: for {rules.iterations} iterations, the model has "
+                          f"{self.num_iterations()}")
+        trees = np.asarray(self.iteration_indptr)[rules.check_after]
+        if np.any(np.diff(trees) <= 0) or np.any(trees < 1) \
+                or np.any(trees >= self.iteration_indptr[rules.iterations]):
+            raise ValueError("exit_rules: a check falls on an iteration without trees")
+        return rules
+
+    def _ranking_has_no_exits(self) -> str:
+        return (f"exit rules do not apply to {self.objective}: a document's place depends "
+                "on the other documents of its query, which per-document exits do not see")
 
     def set_exit_rules(self, rules: ExitRules | None) -> Booster:
         """Set :attr:`exit_rules` (None: remove them); returns the model."""
@@ -276,8 +296,8 @@ class Booster(TreeEnsemble):
         return np.searchsorted(self.iteration_indptr, self._raw_with_exits(X, rules)[1]) \
             .astype(np.int64)
 
-    def calibrate_exits(self, data: InputData, epsilon: float = 0.01, *,  # type: ignore[override]
-                        every: int = 1,
+    def calibrate_exits(self, data: InputData,  # type: ignore[override]
+                        epsilon: float | None = None, *, every: int = 1,
                         tolerance: float | None = None, decision_threshold: float = 0.0,
                         max_metric_drop: float | None = None, metric: str | None = None,
                         iteration_range: tuple[int, int] | None = None) -> ExitRules:
@@ -291,7 +311,8 @@ class Booster(TreeEnsemble):
         regression: a prediction more than ``tolerance`` away), spread evenly over the
         checks. Every check also lets out the inputs whose prediction the later trees
         cannot change (their largest and smallest leaf values summed), so
-        ``epsilon=0`` changes no prediction on any input.
+        ``epsilon=0`` changes no input's class (a regression prediction moves by at most
+        ``tolerance``) on any input, not only ``data``'s.
 
         The rule is learned on ``data``: on other inputs the disagreement is near
         ``epsilon``, not bounded by it (``epsilon=0`` excepted). Probabilities at an exit
@@ -302,7 +323,8 @@ class Booster(TreeEnsemble):
         ----------
         data : array-like or Dataset
             Validation inputs (labels needed only with ``max_metric_drop``).
-        epsilon : float in [0, 1], default 0.01
+        epsilon : float in [0, 1], optional
+            Default 0.01 (unless ``max_metric_drop`` is given).
         every : int, default 1
             Iterations between two checks. Fewer checks save less, but on-demand
             prediction (:class:`cbudget.FeatureSource`) takes fewer rounds of fetches.
@@ -327,8 +349,10 @@ class Booster(TreeEnsemble):
             Also in :attr:`exit_rules`, saved with the model.
         """
         if max_metric_drop is None:
-            rules = self._calibrated(data, [check_epsilon(epsilon)], every, tolerance,
-                                     decision_threshold, iteration_range)[0]
+            rules = self._calibrated(data, [check_epsilon(0.01 if epsilon is None else epsilon)],
+                                     every, tolerance, decision_threshold, iteration_range)[0]
+        elif epsilon is not None:
+            raise ValueError("give epsilon or max_metric_drop, not both")
         else:
             rules = self._calibrated_by_metric(data, float(max_metric_drop), metric, every,
                                                tolerance, decision_threshold, iteration_range)
@@ -339,9 +363,7 @@ class Booster(TreeEnsemble):
                     iteration_range) -> list[ExitRules]:
         """Exit rules for each of ``epsilons`` (:func:`cbudget.exits.calibrate`)."""
         if self.objective in RANKING_OBJECTIVES:
-            raise NotApplicableError(
-                f"exit rules do not apply to {self.objective}: a document's place depends "
-                "on the other documents of its query, which per-document exits do not see")
+            raise NotApplicableError(self._ranking_has_no_exits())
         begin, end = self.iterations_used(iteration_range)
         if begin != 0:
             raise ValueError("exit rules apply to iterations from 0: iteration_range must "
@@ -351,13 +373,17 @@ class Booster(TreeEnsemble):
         gap = self.n_outputs > 1
         regression = not gap and self.objective != "binary:logistic"
         if regression:
-            if tolerance is None or not (math.isfinite(tolerance) and tolerance >= 0):
+            if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float, np.number)) \
+                    or not (math.isfinite(tolerance) and tolerance >= 0):
                 raise ValueError("regression exits need tolerance (a finite number >= 0): "
                                  "how far an exited prediction may be from the full model's")
+            tolerance = float(tolerance)
         elif tolerance is not None:
             raise ValueError("tolerance is for regression; classes agree or do not")
-        if not math.isfinite(decision_threshold):
-            raise ValueError("decision_threshold must be finite")
+        if isinstance(decision_threshold, bool) or not isinstance(
+                decision_threshold, (int, float, np.number)) \
+                or not math.isfinite(decision_threshold):
+            raise ValueError("decision_threshold must be a finite number")
         checks = check_points(end, every)
         X = self.prepare_input(data)
         indptr = self.iteration_indptr
@@ -598,8 +624,11 @@ class Booster(TreeEnsemble):
         for t0, t1 in zip(indptr[:-1], indptr[1:]):
             model.add_round(tree for _, tree, _ in trees[t0:t1])
         if "exit_rules" in doc:
-            model._exit_rules = ExitRules.from_dict(doc["exit_rules"], model.num_iterations(),
-                                                    model.n_outputs)
+            try:
+                model._exit_rules = model._check_exit_rules(ExitRules.from_dict(
+                    doc["exit_rules"], model.num_iterations(), model.n_outputs))
+            except (NotApplicableError, ValueError) as exc:
+                raise invalid(str(exc).removeprefix("invalid cbudget model: ")) from None
         return read_attributes(model, doc, model.num_iterations())
 
     def __repr__(self) -> str:

@@ -22,7 +22,7 @@ from ._model import Model, NotApplicableError
 from .booster import Booster
 from .dataset import Dataset
 from .exits import check_epsilon
-from .metrics import evaluate_on, metric_maximize
+from .metrics import RANKING_OBJECTIVES, evaluate_on, metric_maximize
 from .training import lambda_max as find_lambda_max
 from .training import train
 
@@ -243,11 +243,7 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid < 0):
             raise ValueError("lambdas must be finite numbers >= 0")
     if exit_epsilons is not None:
-        exit_epsilons = sorted({check_epsilon(e) for e in exit_epsilons})
-        algorithm = params.get("algorithm", "gbdt")
-        if algorithm not in Booster.algorithms:
-            raise NotApplicableError(f"exit_epsilons applies to boosters (gbdt, cegb, "
-                                     f"greedy_miser), not to {algorithm!r}")
+        exit_epsilons = _check_exit_options(params, exit_epsilons, exit_every, exit_tolerance)
     if executor is not None and n_jobs != 1:
         raise ValueError("give n_jobs (local threads) or an executor, not both")
     workers = min(resolve_n_threads(n_jobs), grid.size)
@@ -308,6 +304,30 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
                     pareto=pareto_mask(costs, scores, maximize), lambda_max=start,
                     epsilons=None if exit_epsilons is None
                     else np.array([eps for _, eps, _ in points]))
+
+
+def _check_exit_options(params: dict, epsilons, every: int, tolerance: float | None
+                        ) -> list[float]:
+    """The exit dimension's epsilons, sorted, once its options are checked (before any
+    training)."""
+    epsilons = sorted({check_epsilon(e) for e in epsilons})
+    algorithm = params.get("algorithm", "gbdt")
+    if algorithm not in Booster.algorithms:
+        raise NotApplicableError(f"exit_epsilons applies to boosters (gbdt, cegb, "
+                                 f"greedy_miser), not to {algorithm!r}")
+    objective = params.get("objective", "reg:squarederror")
+    if objective in RANKING_OBJECTIVES:
+        raise NotApplicableError(f"exit_epsilons does not apply to {objective}: a document's "
+                                 "place depends on its query's other documents")
+    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        raise ValueError(f"exit_every must be an integer >= 1, got {every!r}")
+    regression = objective not in ("binary:logistic", "multi:softprob")
+    if regression and tolerance is None:
+        raise ValueError(f"exit_epsilons with {objective} needs exit_tolerance: how far an "
+                         "exited prediction may be from the full model's")
+    if not regression and tolerance is not None:
+        raise ValueError("exit_tolerance is for regression; classes agree or do not")
+    return epsilons
 
 
 def _with_exits(scored: ScoredModel, dvalid: Dataset, epsilon: float, every: int,

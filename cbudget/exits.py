@@ -13,7 +13,8 @@ The thresholds come from :func:`calibrate`: on validation inputs, the exited pre
 may disagree with the full model's on at most a fraction ``epsilon`` of them. Whatever
 ``epsilon``, a check also lets out the inputs the trees left cannot change
 (:func:`certified_bounds`: their largest and smallest leaf values summed), so
-``epsilon = 0`` changes no prediction on any input.
+``epsilon = 0`` changes no input's class (a regression prediction moves by at most the
+tolerance), on any input.
 
 The rules are stored in the model file (``exit_rules``); the booster applies them in its
 prediction kernel (``_predict.predict_raw_exits``), in the cost kernel (each input's
@@ -96,9 +97,29 @@ class ExitRules:
     calibration: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.check_after = np.asarray(self.check_after, dtype=np.int64)
-        self.lower = np.asarray(self.lower, dtype=np.float64)
-        self.upper = np.asarray(self.upper, dtype=np.float64)
+        self.check_after = np.ascontiguousarray(self.check_after, dtype=np.int64)
+        self.lower = np.ascontiguousarray(self.lower, dtype=np.float64)
+        self.upper = np.ascontiguousarray(self.upper, dtype=np.float64)
+        checks, lower, upper = self.check_after, self.lower, self.upper
+        if self.rule not in (BAND, GAP):
+            raise ValueError(f"rule must be {BAND!r} or {GAP!r}, got {self.rule!r}")
+        if isinstance(self.iterations, bool) or not isinstance(self.iterations,
+                                                                 (int, np.integer)) \
+                or self.iterations < 1:
+            raise ValueError(f"iterations must be an integer >= 1, got {self.iterations!r}")
+        self.iterations = int(self.iterations)
+        if checks.ndim != 1 or lower.shape != checks.shape or upper.shape != checks.shape:
+            raise ValueError("check_after, lower and upper need one entry per check")
+        if np.any(checks < 1) or np.any(checks >= self.iterations) \
+                or np.any(np.diff(checks) <= 0):
+            raise ValueError(f"check_after must ascend within [1, {self.iterations})")
+        # -inf / +inf: no exit on that side; a bound that lets everyone out is finite
+        if np.isnan(lower).any() or np.isnan(upper).any() or np.any(lower == np.inf) \
+                or np.any(upper == -np.inf):
+            raise ValueError("lower must be < +inf and upper > -inf (no NaN): -inf / +inf "
+                             "mean no exit on that side")
+        if self.rule == GAP and np.any(lower != -np.inf):
+            raise ValueError("the gap rule has no lower bounds (-inf)")
 
     @property
     def gap(self) -> bool:
@@ -124,6 +145,9 @@ class ExitRules:
         margin = float(margin)
         if not (math.isfinite(margin) and margin >= 0):
             raise ValueError(f"margin must be a finite number >= 0, got {margin!r}")
+        if model.objective not in ("binary:logistic", "multi:softprob"):
+            raise ValueError(f"the margin rule is for binary and multiclass models, not "
+                             f"{model.objective}")
         iterations = model.iterations_used()[1]
         checks = check_points(iterations, every)
         gap = model.n_outputs > 1
@@ -168,11 +192,15 @@ class ExitRules:
         bounds = {}
         for key, missing in (("lower", -np.inf), ("upper", np.inf)):
             values = require(d, key, list, where)
-            if len(values) != len(checks) or not all(
-                    v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)
-                                  and math.isfinite(v)) for v in values):
-                raise invalid(f"{where}{key} must hold one finite number or null per check")
-            bounds[key] = [missing if v is None else float(v) for v in values]
+            try:
+                if len(values) != len(checks) or not all(
+                        v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                      and math.isfinite(v)) for v in values):
+                    raise OverflowError
+                bounds[key] = [missing if v is None else float(v) for v in values]
+            except OverflowError:     # also an integer too large for a float
+                raise invalid(f"{where}{key} must hold one finite number or null per "
+                              f"check") from None
         if rule == GAP and any(v != -np.inf for v in bounds["lower"]):
             raise invalid(f"{where}lower must be null for the gap rule")
         calibration = require(d, "calibration", dict, where)
@@ -181,10 +209,15 @@ class ExitRules:
             if kind is None:
                 raise invalid(f"unknown field {key!r} in {where}calibration")
             if value is not None and (isinstance(value, bool) or not isinstance(value, kind)
-                                      or (isinstance(value, float) and not math.isfinite(value))):
+                                      or (isinstance(value, float) and not math.isfinite(value))
+                                      or (isinstance(value, int) and abs(value) > 2**53)):
                 raise invalid(f"{where}calibration.{key} has the wrong type or value")
-        return cls(rule, iterations, np.asarray(checks, dtype=np.int64),
-                   np.asarray(bounds["lower"]), np.asarray(bounds["upper"]), dict(calibration))
+        try:
+            return cls(rule, iterations, np.asarray(checks, dtype=np.int64),
+                       np.asarray(bounds["lower"]), np.asarray(bounds["upper"]),
+                       dict(calibration))
+        except ValueError as exc:
+            raise invalid(f"exit_rules: {exc}") from None
 
     def __repr__(self) -> str:
         how = self.calibration.get("method", "?")
@@ -243,8 +276,10 @@ def certified_bounds(leaf_max: np.ndarray, leaf_min: np.ndarray, checks: np.ndar
         lower[settled] = BIG
     else:
         assert decision_threshold is not None
-        upper = decision_threshold - rest_down[:, 0] + slack
-        lower = decision_threshold - rest_up[:, 0] - slack
+        # an input leaves on its own side: the threshold stays inside the band even
+        # when the later trees can move a score one way only
+        upper = np.maximum(decision_threshold - rest_down[:, 0] + slack, decision_threshold)
+        lower = np.minimum(decision_threshold - rest_up[:, 0] - slack, decision_threshold)
     return lower, upper
 
 

@@ -312,7 +312,7 @@ def test_errors_are_raised_before_anything_runs(dask_client, models):
         cbudget_dask.predict(dask_client, booster, X_dask[:, 0])
     with pytest.raises(TypeError, match="return_route"):
         cbudget_dask.predict(dask_client, by_name["adapt_gbrt"], X_dask, return_route=True)
-    with pytest.raises(TypeError, match="iteration_range only"):
+    with pytest.raises(TypeError, match="iteration_range and early_exit only"):
         cbudget_dask.predict_proba(dask_client, booster, X_dask, output_margin=True)
     Xr, yr = _data(200, 5)
     regression = cbudget.train({"objective": "reg:squarederror", "n_jobs": 1},

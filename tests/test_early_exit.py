@@ -2,6 +2,7 @@
 validation data, honoured by prediction, every cost method, on-demand fetches and
 next_features, saved in the model file; the kernels against slow references."""
 import json
+import sys
 import warnings
 
 import numpy as np
@@ -171,6 +172,27 @@ def test_epsilon_zero_changes_no_prediction_on_any_input(setting):
     assert model.exit_rules.calibration["disagreement"] == 0.0
 
 
+def test_certified_exits_leave_on_their_own_side_when_later_trees_push_one_way():
+    """A binary model whose later trees can only move scores one way (a base score far
+    from 0.5, two leaves a tree): the certified band still holds the decision threshold,
+    so epsilon 0 changes no class (it changed 56% of them)."""
+    X, y = make_problem("binary", 400, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = cbudget.train({"objective": "binary:logistic", "base_score": 0.9,
+                               "num_leaves": 2, "min_data_in_leaf": 10, "learning_rate": 0.3,
+                               "n_jobs": 1}, cbudget.Dataset(X, y), 4)
+    Xv, _ = make_problem("binary", 3000, 1)
+    for threshold in (0.0, 0.5, -1.0):
+        rules = model.calibrate_exits(Xv, 0.0, decision_threshold=threshold)
+        assert np.all(rules.lower <= threshold) and np.all(rules.upper >= threshold)
+        full = model.predict(Xv, output_margin=True, early_exit=False) > threshold
+        assert np.array_equal(model.predict(Xv, output_margin=True) > threshold, full)
+        assert rules.calibration["disagreement"] == 0.0
+    model.calibrate_exits(Xv, 0.0)
+    assert model.exit_iterations(Xv).mean() < 4        # and some inputs do leave early
+
+
 @pytest.mark.parametrize("epsilon", [0.0, 0.01, 0.05, 0.2])
 def test_exits_never_cost_more_and_disagree_at_most_epsilon(setting, epsilon):
     model, kind = calibrated(setting, epsilon), setting["kind"]
@@ -294,6 +316,54 @@ def test_regression_needs_a_tolerance():
     X, y = make_problem("regression", 50, 1)
     with pytest.raises(ValueError, match="tolerance"):
         model.calibrate_exits(X, 0.1)
+    # a numpy tolerance is stored as a float: the model still saves
+    model.calibrate_exits(X, 0.1, tolerance=np.float32(0.25))
+    assert json.dumps(model.to_dict())
+    with pytest.raises(ValueError, match="binary and multiclass"):
+        cbudget.ExitRules.margin_rule(model, 1.0)
+
+
+@pytest.mark.parametrize("rules, message", [
+    (lambda: cbudget.ExitRules("band", 6, [2], [np.inf], [1.0]), "lower must be"),
+    (lambda: cbudget.ExitRules("band", 6, [2], [0.0], [-np.inf]), "upper > -inf"),
+    (lambda: cbudget.ExitRules("band", 6, [2], [np.nan], [1.0]), "NaN"),
+    (lambda: cbudget.ExitRules("band", 6, [2, 2], [0.0, 0.0], [1.0, 1.0]), "ascend"),
+    (lambda: cbudget.ExitRules("band", 6, [6], [0.0], [1.0]), "ascend"),
+    (lambda: cbudget.ExitRules("band", 6, [2], [0.0, 1.0], [1.0]), "one entry per check"),
+    (lambda: cbudget.ExitRules("gap", 6, [2], [0.0], [1.0]), "no lower"),
+    (lambda: cbudget.ExitRules("middle", 6, [2], [0.0], [1.0]), "rule"),
+    (lambda: cbudget.ExitRules("band", 0, [], [], []), "iterations"),
+])
+def test_exit_rules_that_would_not_survive_a_file_are_refused(rules, message):
+    """+inf below, -inf above and NaN would read back as "no exit" (JSON null)."""
+    with pytest.raises(ValueError, match=message):
+        rules()
+
+
+def test_rules_that_do_not_fit_the_model_are_refused(binary):
+    model, valid, X = binary
+    model = model.copy()
+    with pytest.raises(ValueError, match="rule"):
+        model.exit_rules = cbudget.ExitRules("gap", 5, [1], [-np.inf], [1.0])
+    with pytest.raises(ValueError, match="iterations"):
+        model.exit_rules = cbudget.ExitRules("band", 10**4, [1], [-1.0], [1.0])
+    rules = cbudget.ExitRules("band", 5, np.array([1, 2, 3, 4])[::2], [-1.0, -1.0],
+                              [1.0, 1.0])        # a strided view: kept contiguous
+    model.exit_rules = rules
+    assert model.predict(X).shape == (X.shape[0],)
+    # a check on an iteration without trees (an edited file's iteration_indptr)
+    doc = model.to_dict()
+    doc["iteration_indptr"] = [0, 0] + doc["iteration_indptr"][1:]
+    doc["exit_rules"]["check_after"] = [1, 3]
+    doc["attributes"] = {}
+    with pytest.raises(ValueError, match="without trees"):
+        cbudget.model_io.model_from_dict(doc)
+
+
+def test_epsilon_and_max_metric_drop_exclude_each_other(binary):
+    model, valid, _ = binary
+    with pytest.raises(ValueError, match="not both"):
+        model.copy().calibrate_exits(valid, 0.01, max_metric_drop=0.01)
 
 
 def test_a_metric_drop_picks_the_largest_epsilon_within_it(binary):
@@ -368,6 +438,27 @@ def test_the_cost_path_gains_the_exit_dimension(binary):
                           dvalid, lambdas=[0.1], exit_epsilons=[0.0])
 
 
+@pytest.mark.parametrize("params, options, error, message", [
+    ({"objective": "reg:squarederror"}, {}, ValueError, "exit_tolerance"),
+    ({"objective": "binary:logistic"}, {"exit_tolerance": 0.1}, ValueError, "regression"),
+    ({"objective": "rank:ndcg"}, {}, cbudget.NotApplicableError, "query"),
+    ({"objective": "binary:logistic"}, {"exit_every": 0}, ValueError, "exit_every"),
+    ({"objective": "binary:logistic", "exit_epsilons": [1.5]}, {}, ValueError, "epsilon"),
+])
+def test_the_exit_dimension_is_checked_before_any_training(params, options, error, message,
+                                                            monkeypatch):
+    X, y = make_problem("binary", 100, 0)
+    dtrain = cbudget.Dataset(X, y, feature_costs=FEATURE_COSTS)
+    epsilons = params.pop("exit_epsilons", [0.0])
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained before checking the exit options")
+    monkeypatch.setattr(sys.modules["cbudget.cost_path"], "train", no_training)
+    with pytest.raises(error, match=message):
+        cbudget.cost_path({"algorithm": "cegb", **params}, dtrain, dtrain, lambdas=[0.1],
+                          exit_epsilons=epsilons, **options)
+
+
 def test_ranking_objectives_have_no_exit_rules():
     X, y = make_problem("multiclass", 200, 0)
     data = cbudget.Dataset(X, y, group=[10] * 20)
@@ -406,6 +497,24 @@ def test_models_without_stages_to_exit_from_say_why(letters_small, algorithm):
         assert np.array_equal(model.predict_cost(Xv, early_exit=False), model.predict_cost(Xv))
 
 
+def test_a_gate_that_keeps_nothing_leaves_the_predictor_without_rules(letters_small):
+    X, y, Xv, yv = letters_small
+    dtrain = cbudget.Dataset(X, y, feature_costs=np.arange(1.0, X.shape[1] + 1))
+    f0 = cbudget.train(small_model_params("gbdt"), dtrain, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = cbudget.train(dict(small_model_params("adapt_gbrt"), p_full=0.3), dtrain, 4,
+                              expensive_model=f0)
+    model.gate_threshold = -1e9          # everything goes to the expensive model
+    rules = model.calibrate_exits(Xv, 0.05)
+    assert rules["predictor"] is None and model.predictor.exit_rules is None
+    assert model.gate.exit_rules is rules["gate"]
+    # a failing calibration leaves the parts as they were
+    with pytest.raises(ValueError, match="epsilon"):
+        model.calibrate_exits(Xv, 2.0)
+    assert model.gate.exit_rules is rules["gate"]
+
+
 def test_a_gated_model_exits_in_its_gate_and_predictor(letters_small, tmp_path):
     X, y, Xv, yv = letters_small
     dtrain = cbudget.Dataset(X, y, feature_costs=np.arange(1.0, X.shape[1] + 1))
@@ -430,6 +539,9 @@ def test_a_gated_model_exits_in_its_gate_and_predictor(letters_small, tmp_path):
                                    Xv.shape[0])
     assert np.array_equal(model.predict(source), model.predict(Xv))
     assert np.array_equal(source.acquired, model.acquisitions(Xv))
+    # True asks for the gate's and the predictor's exits, not the expensive model's
+    assert np.array_equal(model.predict(Xv, early_exit=True), model.predict(Xv))
+    assert np.array_equal(model.predict_cost(Xv, early_exit=True), model.predict_cost(Xv))
     path = tmp_path / "gated.json"
     model.save_model(path)
     loaded = cbudget.load_model(path)
@@ -447,6 +559,8 @@ def test_a_gated_model_exits_in_its_gate_and_predictor(letters_small, tmp_path):
     (lambda r: r["calibration"].update(epsilon="0.1"), "calibration"),
     (lambda r: r["calibration"].update(secret=1), "calibration"),
     (lambda r: r.update(extra=1), "exit_rules"),
+    (lambda r: r.update(upper=[10**400] * len(r["upper"])), "upper"),
+    (lambda r: r["calibration"].update(n_inputs=10**30), "calibration"),
 ])
 def test_edited_exit_rules_are_refused(binary, edit, message):
     model, valid, _ = binary

@@ -255,7 +255,8 @@ def _method_doc(summary: str, options: str, returns: str, more: str = "") -> Cal
 
 @_method_doc("``model.predict(X, **options)`` on a Dask cluster",
              options="The model's ``predict`` options (``output_margin``, ``iteration_range``, "
-                     "``pred_leaf``, ``pred_exit`` ...), passed to every block as given; not "
+                     "``pred_leaf``, ``pred_exit``, ``early_exit`` ...), passed to every "
+                     "block as given; not "
                      "``return_route=True``, which returns two arrays.",
              returns="The predictions")
 def predict(client: Client, model: Model, X: DaskMatrix, **options: Any) -> da.Array:
@@ -266,18 +267,21 @@ def predict(client: Client, model: Model, X: DaskMatrix, **options: Any) -> da.A
     "Class probabilities on a Dask cluster, (n_samples, n_classes)",
     more="""
     A Forest's ``predict_proba(X, **options)``; for the other models of
-    ``binary:logistic`` or ``multi:softprob``, ``predict(X, iteration_range=...)`` with a
+    ``binary:logistic`` or ``multi:softprob``, ``predict(X, iteration_range=...,
+    early_exit=...)`` with a
     column per class (binary: ``[1 - p, p]``, as cbudget's scikit-learn classifiers).
     Other objectives raise :class:`cbudget.NotApplicableError`.
 """,
-    options="A Forest's ``predict_proba`` options; ``iteration_range`` for the others.",
+    options="A Forest's ``predict_proba`` options; ``iteration_range`` and ``early_exit`` "
+            "for the others.",
     returns="float64 (n_samples, n_classes)")
 def predict_proba(client: Client, model: Model, X: DaskMatrix, **options: Any) -> da.Array:
     return _map_method(client, model, X, "predict_proba", options)
 
 
 @_method_doc("``model.predict_cost(X, **options)`` on a Dask cluster",
-             options="The model's ``predict_cost`` options (``iteration_range``); not "
+             options="The model's ``predict_cost`` options (``iteration_range``, "
+                     "``early_exit``); not "
                      "per-input arrays (a gated model's ``expensive_cost``), which would "
                      "reach every block whole.",
              returns="float64 (n_samples,): the cost of each prediction")
@@ -286,7 +290,8 @@ def predict_cost(client: Client, model: Model, X: DaskMatrix, **options: Any) ->
 
 
 @_method_doc("``model.acquisitions(X, **options)`` on a Dask cluster",
-             options="The model's ``acquisitions`` options (``iteration_range``).",
+             options="The model's ``acquisitions`` options (``iteration_range``, "
+                     "``early_exit``).",
              returns="bool (n_samples, n_features): True where predicting the input reads "
                      "the feature")
 def acquisitions(client: Client, model: Model, X: DaskMatrix, **options: Any) -> da.Array:

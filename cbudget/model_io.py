@@ -18,6 +18,7 @@ import math
 import os
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, TypeVar
 
+from ._files import write_file_atomically
 from ._json_checks import (
     check_finite_json,
     check_integer_range,
@@ -221,13 +222,11 @@ def nested_model_from_dict(doc: dict, *, expensive_model=None) -> Model:
 
 
 def save_model(model: Model, path: str | os.PathLike) -> None:
-    """Write ``model`` to ``path`` as JSON (written to a temporary file first, so an
-    interrupted save never leaves a truncated model behind)."""
+    """Write ``model`` to ``path`` as JSON, whole or not at all: over a regular file or
+    none, never over (or through) a link, device, FIFO, socket or folder, which raise
+    FileExistsError (see :func:`cbudget._files.write_file_atomically`)."""
     text = json.dumps(model.to_dict(), allow_nan=False, separators=(",", ":"))
-    tmp = f"{os.fspath(path)}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    write_file_atomically(path, text)
 
 
 def load_model(path: str | os.PathLike, *, expensive_model=None) -> Model:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .._core._types import NODE_DTYPE
+from .._files import write_file_atomically
 from ..model_io import IMPORTED
 
 if TYPE_CHECKING:   # for type hints only: cbudget.booster imports this module
@@ -210,7 +210,8 @@ def save_xgboost(booster: Booster, path: str | os.PathLike) -> None:
         reg:squarederror, binary:logistic, multi:softprob, rank:pairwise or rank:ndcg.
     path : str or os.PathLike
         Written whole or not at all (a temporary file in the same folder, then
-        renamed).
+        renamed), over a regular file or none: a link, device, FIFO, socket or folder
+        at ``path`` raises FileExistsError.
 
     Notes
     -----
@@ -234,14 +235,4 @@ def save_xgboost(booster: Booster, path: str | os.PathLike) -> None:
         For a model that is not a Booster, or of another algorithm or objective, or with a
         threshold beyond float32's range.
     """
-    text = _json_text(xgboost_document(booster))
-    folder = os.path.dirname(os.fspath(path)) or "."
-    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".xgboost-", suffix=".json.tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
+    write_file_atomically(path, _json_text(xgboost_document(booster)))

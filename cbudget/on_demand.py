@@ -60,9 +60,12 @@ class FeatureSource:
     fetch : callable ``fetch(features, rows) -> array of shape (len(rows), len(features))``
         ``features`` is a list of feature indices (the model's column order), ``rows``
         an int64 array of input indices in ``[0, n_samples)``. NaN in the result means
-        missing (the trained default direction). The features of one cost group that
-        the same inputs need in the same round come in one call; otherwise each call
-        is one feature, for all the inputs that need it at that step.
+        missing (the trained default direction). The result is copied as soon as the
+        call returns, so it may be a view of a buffer the next call reuses (with
+        ``max_workers`` > 1 calls overlap: each then needs a buffer of its own). The
+        features of one cost group that the same inputs need in the same round come in
+        one call; otherwise each call is one feature, for all the inputs that need it at
+        that step.
     n_samples : int
         Number of inputs.
     known : mapping or DataFrame, optional
@@ -111,6 +114,8 @@ class FeatureSource:
         # the pairs registered for the coming round: (feature, its rows)
         self._pending: list[tuple[int, np.ndarray]] = []
         self._other_costs: Callable[[], np.ndarray] | None = None
+        # set while a prediction runs and kept when it fails: cost() then refuses
+        self._incomplete = False
 
     def __repr__(self) -> str:
         return (f"<cbudget.FeatureSource n_samples={self.n_samples} calls={len(self.calls)} "
@@ -145,8 +150,19 @@ class FeatureSource:
         Returns
         -------
         ndarray of float64, shape (n_samples,)
+
+        Raises
+        ------
+        ValueError
+            When the last prediction on this source raised (a fetch failed): its cost is
+            not known (:attr:`acquired` still lists what was fetched).
         """
         self._check_used()
+        if self._incomplete:
+            raise ValueError("the last prediction on this FeatureSource did not complete "
+                             "(it raised, e.g. a fetch failed): its cost is not known. "
+                             "acquired and calls list the pairs fetched so far, which a new "
+                             "prediction on this source does not fetch again")
         assert self.cost_model is not None
         cost = self.cost_model.acquisition_costs(self.acquired)
         if self._other_costs is not None:
@@ -215,7 +231,9 @@ class FeatureSource:
             ) -> Any:
         """Drive a model's ``read_steps``: fetch what it registers at each step until it
         is done; returns what it returned. ``other_costs`` gives the split and tree
-        costs of the prediction for :meth:`cost`."""
+        costs of the prediction for :meth:`cost`; when a fetch fails, its exception
+        propagates and :meth:`cost` refuses until a prediction completes."""
+        self._incomplete, self._other_costs = True, None
         try:
             while True:
                 try:
@@ -227,7 +245,7 @@ class FeatureSource:
         finally:
             steps.close()
             self._cancel_pending()
-        self._other_costs = other_costs
+        self._incomplete, self._other_costs = False, other_costs
         return result
 
     def first_requests(self, steps: ReadSteps) -> list[int]:
@@ -261,14 +279,10 @@ class FeatureSource:
             outcomes = [_outcome(self._call, features, rows) for features, rows in calls]
         error = None
         for (features, rows), (result, exc) in zip(calls, outcomes):
-            if exc is None:
-                try:
-                    values, seconds = self._checked(result, features, rows)
-                except ValueError as bad:
-                    exc = bad
             if exc is not None:
                 error = error or exc
                 continue
+            values, seconds = result
             if len(features) == 1:
                 self._values[rows, features[0]] = values[:, 0]
                 self._status[rows, features[0]] = KNOWN
@@ -307,7 +321,9 @@ class FeatureSource:
         calls.sort(key=lambda call: call[0][0])
         return calls
 
-    def _call(self, features: list[int], rows: np.ndarray):
+    def _call(self, features: list[int], rows: np.ndarray) -> tuple[np.ndarray, float]:
+        """One call of ``fetch``: its values (a float64 copy of their own, checked) and
+        the seconds it took."""
         start = time.perf_counter()
         try:
             result = self.fetch(list(features), rows.copy())
@@ -317,21 +333,26 @@ class FeatureSource:
             if hasattr(exc, "add_note"):
                 exc.add_note(note)
             raise
-        return result, time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        # Copied now, before the round's next call: a fetch may return a view of a buffer
+        # it reuses (preallocated arrays, database cursors), which that call overwrites.
+        return _copied_values(result, features, rows.size), seconds
 
-    def _checked(self, result, features, rows):
-        result, seconds = result
-        what = f"fetch(features={features}, rows=<{rows.size} rows>)"
-        try:
-            array = np.asarray(result)
-        except Exception as exc:  # noqa: BLE001 - report any conversion failure clearly
-            raise ValueError(f"{what} returned something that is not an array: {exc}") from None
-        if array.dtype.kind not in "biuf":
-            raise ValueError(f"{what} returned values of dtype {array.dtype}: numbers expected")
-        if array.shape != (rows.size, len(features)):
-            raise ValueError(f"{what} returned shape {array.shape}, expected "
-                             f"({rows.size}, {len(features)})")
-        return array.astype(np.float64), seconds
+
+def _copied_values(result: Any, features: list[int], n_rows: int) -> np.ndarray:
+    """What a fetch returned, as a new float64 array of shape (n_rows, len(features));
+    ValueError naming the call when it is not numbers of that shape."""
+    what = f"fetch(features={features}, rows=<{n_rows} rows>)"
+    try:
+        array = np.asarray(result)
+    except Exception as exc:  # noqa: BLE001 - report any conversion failure clearly
+        raise ValueError(f"{what} returned something that is not an array: {exc}") from None
+    if array.dtype.kind not in "biuf":
+        raise ValueError(f"{what} returned values of dtype {array.dtype}: numbers expected")
+    if array.shape != (n_rows, len(features)):
+        raise ValueError(f"{what} returned shape {array.shape}, expected "
+                         f"({n_rows}, {len(features)})")
+    return np.array(array, dtype=np.float64, copy=True)
 
 
 def _outcome(call, *args):

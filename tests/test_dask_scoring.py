@@ -193,6 +193,30 @@ def test_on_demand_on_the_workers_fetches_the_acquisitions(dask_client, models, 
     np.testing.assert_allclose(cost, model.predict_cost(X), rtol=1e-12, atol=1e-12)
 
 
+class ReusedBufferFetch(Fetch):
+    """Fetch's values written into one buffer per worker, returned as a view of it that
+    the next call overwrites (as fetches over preallocated arrays or cursors do)."""
+
+    def __call__(self, features, keys):
+        if not hasattr(self, "buffer"):
+            self.buffer = np.empty(self.X.shape)
+        out = self.buffer[:len(keys), :len(features)]
+        out[:] = super().__call__(features, keys)
+        return out
+
+
+@pytest.mark.parametrize("name", ["gbdt", "cstc", "adapt_gbrt"])
+def test_on_demand_on_the_workers_copies_what_fetch_returns(dask_client, models, name):
+    by_name, X = models
+    model = by_name[name]
+    keys = da.arange(X.shape[0], chunks=100)
+    result = cbudget_dask.predict_on_demand(dask_client, model, ReusedBufferFetch(X), keys)
+    predictions, cost, acquired = dask.compute(*result)
+    np.testing.assert_array_equal(predictions, _local(model, "predict", X), strict=True)
+    np.testing.assert_array_equal(acquired, model.acquisitions(X), strict=True)
+    np.testing.assert_allclose(cost, model.predict_cost(X), rtol=1e-12, atol=1e-12)
+
+
 def test_on_demand_with_a_dataframe_of_keys_and_known_features(dask_client, models):
     by_name, X = models
     forest = by_name["budget_rf"]

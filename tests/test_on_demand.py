@@ -267,6 +267,68 @@ def test_an_exception_in_fetch_propagates_and_the_source_stays_usable(setting):
     np.testing.assert_array_equal(recorder.fetched, model.acquisitions(X))
 
 
+class ReusedBuffer:
+    """A fetch that writes every answer into one preallocated buffer and returns a view
+    of it (as fetches over preallocated arrays or database cursors do): the next call
+    overwrites what the previous one returned."""
+
+    def __init__(self, X):
+        self.X = X
+        self.buffer = np.empty(X.shape)
+        self.n_calls = 0
+
+    def __call__(self, features, rows):
+        self.n_calls += 1
+        out = self.buffer[:len(rows), :len(features)]
+        out[:] = self.X[np.ix_(rows, features)]
+        return out
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS + ("cstc_basis",))
+def test_a_fetch_reusing_its_buffer_gives_the_eager_predictions(setting, algorithm):
+    # issue 42, item 3: the source kept views, so a round's later calls overwrote its
+    # earlier ones (the issue saw 4,871 of 5,000 gbdt predictions wrong)
+    models, _, X = setting
+    model = models[algorithm]
+    fetch = ReusedBuffer(X)
+    source = cbudget.FeatureSource(fetch, X.shape[0])
+    np.testing.assert_array_equal(model.predict(source), model.predict(X))
+    np.testing.assert_array_equal(source.acquired, model.acquisitions(X))
+    np.testing.assert_allclose(source.cost(), model.predict_cost(X), rtol=1e-12, atol=1e-12)
+    # the values kept are the source's own: overwriting the buffer changes nothing
+    fetch.buffer[:] = np.nan
+    np.testing.assert_array_equal(model.predict(source), model.predict(X))
+
+
+def test_a_failed_prediction_is_not_reported_as_one(setting):
+    # a fetch that fails part-way through a prediction: the error says which call, and
+    # the source's cost() does not report the partial (or an earlier) prediction's cost
+    models, _, X = setting
+    model = models["gbdt"]
+    recorder = Recorder(X)
+    failing = {"on": False}
+    broken = model.used_features()[-1]
+
+    def fetch(features, rows):
+        if failing["on"] and broken in features:
+            raise ConnectionError("service down")
+        return recorder(features, rows)
+
+    source = cbudget.FeatureSource(fetch, X.shape[0])
+    model.predict(source, iteration_range=(0, 1))
+    assert source.cost().shape == (X.shape[0],)
+    failing["on"] = True
+    with pytest.raises(ConnectionError, match="service down") as info:
+        model.predict(source)
+    assert any("fetch failed for feature(s)" in note for note in info.value.__notes__)
+    assert not source.acquired[:, broken].all()
+    with pytest.raises(ValueError, match="did not complete"):
+        source.cost()
+    failing["on"] = False
+    np.testing.assert_array_equal(model.predict(source), model.predict(X))
+    np.testing.assert_allclose(source.cost(), model.predict_cost(X), rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("bad, message", [
     (lambda f, r: np.zeros((len(r), len(f) + 1)), "returned shape"),
     (lambda f, r: np.zeros(len(r)), "returned shape"),

@@ -85,6 +85,9 @@ class Booster(TreeEnsemble):
         self.num_class = int(num_class)
         self.base_score = np.asarray(base_score, dtype=np.float64)
         self._exit_rules: ExitRules | None = None
+        # per output, the sum over its trees of the largest |leaf value|: with
+        # |base_score| a bound on any input's raw score (add_round keeps it finite)
+        self._leaf_reach = np.zeros(self.n_outputs)
 
     @property
     def n_outputs(self) -> int:
@@ -105,13 +108,38 @@ class Booster(TreeEnsemble):
         return self.num_iterations()
 
     def add_round(self, trees: Iterable[np.ndarray]) -> None:
-        """Append one boosting round: ``trees[k]`` is the tree of output ``k``."""
+        """Append one boosting round: ``trees[k]`` is the tree of output ``k``.
+
+        ValueError, and nothing added, for a leaf value that is not finite or a round
+        after which a raw score could leave float64's range: per output, |base_score|
+        plus the largest |leaf value| of each of its trees must stay finite, so that no
+        input's raw score (nor its prediction) can be infinite or NaN."""
+        trees = list(trees)
+        reach = np.zeros(self.n_outputs)
+        for k, tree in enumerate(trees):
+            leaves = tree["value"][tree["left"] == -1]
+            if not np.all(np.isfinite(leaves)):
+                bad = leaves[~np.isfinite(leaves)][0]
+                raise ValueError(f"round {self.num_iterations()}: a leaf value of the tree "
+                                 f"of output {k} is {bad}")
+            reach[k] = np.abs(leaves).max(initial=0.0)
+        with np.errstate(over="ignore"):        # an overflow is what this checks
+            bound = np.abs(self.base_score) + self._leaf_reach + reach
+        if not np.all(np.isfinite(bound)):
+            raise ValueError(f"round {self.num_iterations()}: the raw scores could leave "
+                             "float64's range (|base_score| plus each tree's largest |leaf "
+                             "value| overflows)")
         for k, tree in enumerate(trees):
             self._add_tree(tree, k)
         self._end_iteration()
+        self._leaf_reach = self._leaf_reach + reach
 
     def _slice_extra(self, t0, t1):
         self._exit_rules = None     # made for the whole model's iterations
+        reach = np.zeros(self.n_outputs)
+        for tree, k in zip(self.trees, self.tree_outputs):
+            reach[k] += np.abs(tree["value"][tree["left"] == -1]).max(initial=0.0)
+        self._leaf_reach = reach
 
     # -- prediction ---------------------------------------------------------------------
     # Model.predict(X, **options): each model type takes its own options
@@ -622,7 +650,10 @@ class Booster(TreeEnsemble):
         # rebuilt round by round, path costs recomputed: a file whose stored path costs or
         # tree outputs differ is refused by model_io's final comparison
         for t0, t1 in zip(indptr[:-1], indptr[1:]):
-            model.add_round(tree for _, tree, _ in trees[t0:t1])
+            try:
+                model.add_round(tree for _, tree, _ in trees[t0:t1])
+            except ValueError as exc:     # raw scores that could overflow
+                raise invalid(str(exc)) from None
         if "exit_rules" in doc:
             try:
                 model._exit_rules = model._check_exit_rules(ExitRules.from_dict(

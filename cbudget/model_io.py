@@ -225,7 +225,18 @@ def save_model(model: Model, path: str | os.PathLike) -> None:
     """Write ``model`` to ``path`` as JSON, whole or not at all: over a regular file or
     none, never over (or through) a link, device, FIFO, socket or folder, which raise
     FileExistsError (see :func:`cbudget._files.write_file_atomically`)."""
-    text = json.dumps(model.to_dict(), allow_nan=False, separators=(",", ":"))
+    doc = model.to_dict()
+    try:
+        text = json.dumps(doc, allow_nan=False, separators=(",", ":"))
+    except ValueError:
+        # a model file holds only finite numbers (load_model refuses others): say where
+        try:
+            check_finite_json(doc, "")
+        except ValueError as exc:
+            where = str(exc).removeprefix("invalid cbudget model: ")
+            raise ValueError(f"cannot save this model: {where} (a model file holds only "
+                             "finite numbers)") from None
+        raise
     write_file_atomically(path, text)
 
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-__all__ = ["Param", "ALIASES", "COMMON_PARAMS", "INT_MAX", "number", "any_integer", "choice",
-           "flag", "int_tuple", "metric_list", "depth_limit", "resolve_declared"]
+__all__ = ["Param", "ALIASES", "COMMON_PARAMS", "INT_MAX", "SQRT_FLOAT_MAX", "number",
+           "any_integer", "choice", "flag", "int_tuple", "metric_list", "depth_limit",
+           "resolve_declared"]
 
 ALIASES = {
     "eta": "learning_rate",
@@ -51,6 +53,11 @@ class Param:
 # Integers reach the kernels as C ints: larger ones are refused with the parameter's name
 # instead of an OverflowError (or a wrapped value) deep inside.
 INT_MAX = 2 ** 31 - 1
+# The largest magnitude of a quantity that training multiplies by another of its size (a
+# gradient sum squared in a split's gain, a penalty scaled by the total weight in a
+# solver's matrix): its square is still a finite float64. Parameters that would take such
+# a quantity beyond it are refused, with their name, where the data are known.
+SQRT_FLOAT_MAX = math.sqrt(sys.float_info.max)    # about 1.34e154
 
 
 def number(*, integer: bool = False, low: float | None = None, high: float | None = None,

@@ -46,11 +46,12 @@ from .._core._grower import TreeGrower
 from .._core._predict import predict_binned_add
 from ..booster import Booster
 from ..engine import Algorithm, Trainer, model_to_continue
-from ..params import Param, choice, depth_limit, flag, number
+from ..params import SQRT_FLOAT_MAX, Param, choice, depth_limit, flag, number
 
 __all__ = ["ALGORITHMS", "GREEDY_MISER", "TREE_PARAMS", "BoostingTrainer", "RoundSampler",
            "binned_like", "penalty_costs", "tree_grower", "complete_tree_params",
-           "greedy_miser_trees", "initial_base_score", "mean_training_cost"]
+           "greedy_miser_trees", "initial_base_score", "mean_training_cost",
+           "check_gradient_sums", "add_checked_round"]
 
 # LightGBM's limit too: more leaves than this is never a useful tree, and the grower's
 # per-leaf arrays are sized by it
@@ -158,6 +159,47 @@ def initial_base_score(p, objective, y, weight) -> np.ndarray:
             raise ValueError("base_score for binary:logistic is a probability in (0, 1)")
         value = np.log(value / (1 - value))
     return np.full(objective.n_outputs, value, dtype=np.float64)
+
+
+# A split's gain squares a node's gradient sum (_split.pyx: g * g / (h + reg_lambda)); a
+# node's sum is at most the sum of |gradient| over the rows, which must stay below this
+# for the gains (and so the trees) to mean anything.
+MAX_GRADIENT_SUM = SQRT_FLOAT_MAX
+
+
+def check_gradient_sums(grad: np.ndarray, p: dict, iteration: int, first: int) -> None:
+    """ValueError when a round's gradients (n_samples, n_outputs) are not finite or sum,
+    in absolute value over the rows, beyond :data:`MAX_GRADIENT_SUM`: a base score far
+    from the labels (first round), labels of that magnitude, or training diverging."""
+    with np.errstate(over="ignore", invalid="ignore"):   # an overflow is what this checks
+        total = float(np.abs(grad).sum(axis=0).max(initial=0.0))
+    if total < MAX_GRADIENT_SUM:      # NaN fails the comparison
+        return
+    if iteration == first and p.get("base_score") is not None:
+        cause = (f"base_score={p['base_score']!r} is too far from the labels; give one "
+                 "nearer them, or None to fit it to the labels")
+    elif iteration == first:
+        cause = "the labels are too large in magnitude for float64 arithmetic: scale them"
+    else:
+        cause = diverging_hint(p)
+    raise ValueError(f"boosting round {iteration}: the gradients sum to {total:.3g} over "
+                     f"the training rows, beyond {MAX_GRADIENT_SUM:.3g}, where a split's gain "
+                     f"(their square) overflows: {cause}")
+
+
+def diverging_hint(p: dict) -> str:
+    """What to change when training diverges."""
+    return (f"training diverged; use a smaller learning_rate (now {p['learning_rate']!r}) "
+            f"or a larger reg_lambda / min_child_weight")
+
+
+def add_checked_round(model: Booster, trees, p: dict) -> None:
+    """``model.add_round(trees)``, its refusal (a leaf value that is not finite, raw
+    scores that could overflow) reported as training diverging, with what to change."""
+    try:
+        model.add_round(trees)
+    except ValueError as exc:
+        raise ValueError(f"{exc}: {diverging_hint(p)}") from None
 
 
 def initial_raw(init, data, base_score) -> np.ndarray:
@@ -425,6 +467,7 @@ class BoostingTrainer(Trainer):
         dtrain, objective = self.dtrain, self.setup.objective
         objective.gradients(self.raw_train, dtrain.label, dtrain.weight, self.grad, self.hess,
                             self.setup.n_threads, dtrain.group_ptr)
+        check_gradient_sums(self.grad, self.p, iteration, self.first_iteration)
         in_bag_mask, feature_masks = self.sampler.sample(iteration)
         if in_bag_mask is None:
             in_bag, out_of_bag = self.all_rows, self.all_rows[:0]
@@ -459,7 +502,7 @@ class BoostingTrainer(Trainer):
             for tree_grown in grown:     # in the order of the trees, as routing would
                 self.record_acquisitions(*tree_grown, True)
             trees = [tree for tree, _, _ in grown]
-        self.model.add_round(trees)
+        add_checked_round(self.model, trees, self.p)
         state = self.cost_state
         self.train_cost_curve.append(mean_training_cost(
             dtrain.cost_model, state.acquired_counts, state.touched_counts, self.split_visits,

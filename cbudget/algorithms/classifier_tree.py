@@ -37,7 +37,7 @@ from ..cstc import LOSSES, Cascade, ClassifierTree, default_metric, node_inputs,
 from ..engine import Algorithm, Trainer, TrainingSetup, run_training
 from ..metrics import ranking_hint
 from ..objectives import get_objective
-from ..params import Param, choice, flag, number
+from ..params import SQRT_FLOAT_MAX, Param, choice, flag, number
 from .boosting import GBDT
 from .cstc_solver import TreeProblem, validation_score
 from .linear_inputs import cost_groups, standardize, standardized
@@ -113,6 +113,23 @@ def class_factor(p, labels, weight):
     return per_class[labels.astype(np.int64)]
 
 
+def check_penalty_scale(p: dict, total_weight: float, total_cost: float) -> None:
+    """ValueError naming ``reg_alpha`` or ``cost_tradeoff`` when the solver's penalty,
+    which it scales by the total sample weight (``reg_alpha``, and ``cost_tradeoff``
+    times the costs), would exceed :data:`SQRT_FLOAT_MAX`: its arithmetic would overflow
+    (before, SciPy's "array must not contain infs or NaNs" or a model of NaN)."""
+    for name, scale, what in (
+            ("reg_alpha", total_weight, "the total sample weight"),
+            ("cost_tradeoff", total_weight * max(total_cost, 1.0),
+             "the total sample weight and cost")):
+        with np.errstate(over="ignore"):
+            size = p[name] * scale
+        if not size <= SQRT_FLOAT_MAX:
+            raise ValueError(f"parameter {name}={p[name]!r} is too large for this data: times "
+                             f"{what} it reaches {size:.3g}, beyond {SQRT_FLOAT_MAX:.3g}, "
+                             "where the solver's arithmetic overflows")
+
+
 class ClassifierTreeTrainer(Trainer):
     """Structure (full, or greedy on the last ``evals`` set), sweeps of block coordinate
     descent, then (``finish``) pruning on the last ``evals`` set for "prune", removal of
@@ -139,6 +156,7 @@ class ClassifierTreeTrainer(Trainer):
         self.mean, self.std = standardize(coords)
         Z = standardized(coords, self.mean, self.std)
         groups, group_costs = cost_groups(dtrain.cost_model, self.basis, Z.shape[1])
+        check_penalty_scale(p, float(self.sample_weight.sum()), float(np.sum(group_costs)))
         cascade = p["algorithm"] != "cstc"
         self.problem = problem = TreeProblem(
             Z, scaled_targets, self.sample_weight,

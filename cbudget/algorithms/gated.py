@@ -72,6 +72,7 @@ from ..params import Param, choice, number
 from .boosting import (
     GREEDY_MISER,
     TREE_PARAMS,
+    add_checked_round,
     binned_like,
     complete_tree_params,
     greedy_miser_trees,
@@ -275,7 +276,7 @@ class AdaptGBRTTrainer(GatedTrainer):
                                        n_threads)
         tree = self.grow(self.grad[:, 0] * (1.0 - q), self.splittable)
         self.grower.add_leaf_values(self.rows, raw_predictor, 0)
-        self.predictor.add_round([tree])
+        add_checked_round(self.predictor, [tree], p)
         for _, _, binned, raw_f, _, _ in self.eval_state:
             predict_binned_add(binned, tree, dtrain.missing_bin, raw_f, 0, n_threads)
         # g: CART on the residuals q_i - sigmoid(g_i) of eq. (2) (a constant residual
@@ -291,7 +292,7 @@ class AdaptGBRTTrainer(GatedTrainer):
                        np.maximum(gate_probability * (1 - gate_probability), 1e-16) * unit,
                        p["learning_rate"])
         raw_gate[:, 0] += tree["value"][leaf]
-        self.gate.add_round([tree])
+        add_checked_round(self.gate, [tree], p)
         self.model.gate_threshold = _gate_threshold(p, raw_gate[:, 0], weight)
         self.thresholds.append(self.model.gate_threshold)
         for _, _, binned, _, raw_g, _ in self.eval_state:

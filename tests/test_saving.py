@@ -128,22 +128,31 @@ def test_existing_permissions_kept_new_file_as_open_makes_it(booster, tmp_path):
     assert os.stat(tmp_path / "new.json").st_mode == os.stat(reference).st_mode
 
 
-@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs RLIMIT_FSIZE")
+def save_under_size_limit(booster, path, fmt):
+    """In a child process (the limit is per process): save under a 100-byte file-size
+    limit, which makes the write itself fail part-way, as a full disk would; the error's
+    name, or None."""
+    resource = pytest.importorskip("resource")
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+    try:
+        booster.save_model(path, format=fmt)
+    except OSError as exc:
+        return type(exc).__name__
+    return None
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ")
+                    or "fork" not in multiprocessing.get_all_start_methods(),
+                    reason="needs RLIMIT_FSIZE and fork")
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_failed_write_leaves_old_file_and_no_temporary(booster, tmp_path, fmt):
-    resource = pytest.importorskip("resource")
+    pytest.importorskip("resource")
     path = tmp_path / "m.json"
     path.write_text("old model")
-    # a file-size limit makes the write itself fail part-way (as a full disk would)
-    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
-    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (100, limits[1]))
-    try:
-        with pytest.raises(OSError):
-            booster.save_model(path, format=fmt)
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
-        signal.signal(signal.SIGXFSZ, handler)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        error = pool.apply(save_under_size_limit, (booster, str(path), fmt))
+    assert error is not None
     assert path.read_text() == "old model"
     assert listing(tmp_path) == ["m.json"]
 

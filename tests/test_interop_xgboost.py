@@ -201,6 +201,11 @@ def test_import_early_stopped_estimator(objective, num_parallel_tree, tmp_path):
         whole = from_xgboost(booster)
     assert whole.best_iteration is None
     _check_predictions(whole, booster, X)
+    # without a best_score (which cbudget's files keep with it) the rounds are cut
+    booster.set_attr(best_score=None)
+    cut = from_xgboost(estimator)
+    assert cut.best_iteration is None and cut.num_boosted_rounds() == model.best_iteration + 1
+    np.testing.assert_allclose(cut.predict(held_out), model.predict(held_out))
 
 
 def test_dart_and_parallel_trees():

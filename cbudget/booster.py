@@ -576,11 +576,13 @@ class Booster(TreeEnsemble):
         format : {"cbudget", "xgboost"}
             "cbudget": cbudget's JSON model file (docs/architecture.md, "Model files"),
             read back by :func:`cbudget.load_model` with everything. "xgboost": an
-            XGBoost JSON model that ``xgboost.Booster(model_file=path)`` loads (XGBoost
-            2.1 and later) and that predicts as this model does on float32 inputs (up
-            to float32 rounding of the margins); it does not carry the cost model, the
-            per-node cost metadata or the training parameters, and the base scores are
-            folded into the first round's leaves
+            XGBoost model (UBJSON for a ``.ubj`` path, else JSON) that
+            ``xgboost.Booster(model_file=path)`` loads (XGBoost 2.1 and later) and that
+            predicts as this model's ``predict`` does (its rounds up to
+            ``best_iteration``; up to float32 rounding of the margins, and for float64
+            inputs except within float32 rounding of a threshold); it does not carry
+            the cost model, the per-node cost metadata or the training parameters, and
+            the base scores are folded into the first round's leaves
             (:func:`cbudget.interop.to_xgboost.save_xgboost`). Gradient boosted models
             (gbdt, cegb, greedy_miser, imported) of objectives reg:squarederror,
             binary:logistic, multi:softprob, rank:pairwise and rank:ndcg only.

@@ -21,7 +21,8 @@ if TYPE_CHECKING:  # only for type hints: the model classes import this module
 
     from ._model import Model
 
-__all__ = ["Dataset", "as_float_matrix", "binning_rows"]
+__all__ = ["Dataset", "as_float_matrix", "binning_rows", "edges_between",
+           "find_bin_edges", "float32_floor"]
 
 # Bin edges are found on at most this many rows (as scikit-learn's binner does).
 BINNING_SUBSAMPLE = 200_000
@@ -210,28 +211,88 @@ def query_boundaries(group: ArrayLike | None, qid: ArrayLike | None,
     return None
 
 
+def float32_floor(values: ArrayLike) -> np.ndarray:
+    """The largest float32 at most each float64 value (``-inf`` below float32's range,
+    its largest finite value above it): XGBoost's ``float32(x) < c`` sends ``x`` left
+    exactly when ``float32(x) <= float32_floor(T)`` for ``c`` the float32 after it."""
+    x = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        rounded = x.astype(np.float32)
+        return np.where(rounded.astype(np.float64) > x,
+                        np.nextafter(rounded, np.float32(-np.inf)), rounded)
+
+
+def _midpoints(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Float64 midpoints in ``[lower, upper)``: halves first (no overflow near float64's
+    limits); adjacent doubles, whose midpoint rounds up, get the lower value."""
+    middle = lower * 0.5 + upper * 0.5
+    return np.where(middle >= upper, lower, middle)
+
+
+def edges_between(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The edge placed between adjacent distinct training values ``lower < upper``
+    (float64 arrays), and whether XGBoost's float32 comparison can tell them apart.
+
+    Each edge ``T`` has ``lower <= T < upper``, so ``x <= T`` bins the training values
+    as ``x <= lower`` would; ``T`` equals ``lower`` only for adjacent doubles. Where the
+    two are float32-separable (``float32(lower) < float32(upper)``, with ``lower`` not
+    rounding to float32's largest value or beyond), ``float32(x) <= float32_floor(T)``
+    iff ``x <= T`` for both, so the exported condition (the float32 after
+    ``float32_floor(T)``, finite) sends them where cbudget does.
+
+    ``T`` is a float32 above ``lower`` and below ``float32(upper)`` when one exists: the
+    smallest at or above the midpoint, moved into that range. Otherwise, for separable
+    values, the float64 midpoint of ``lower`` and ``min(upper, float32(upper))``; for
+    inseparable ones (False in the second array) the float64 midpoint."""
+    top = np.float32(np.finfo(np.float32).max)
+    with np.errstate(over="ignore"):
+        # float32 rounding, +inf kept at float32's end: XGBoost cannot write an infinite
+        # split condition, so nothing above float32's largest value is told apart from it
+        key_lower = np.minimum(lower.astype(np.float32), top)
+        key_upper = np.minimum(upper.astype(np.float32), top)
+        separable = key_lower < key_upper
+        # float32 candidates: above lower (never a training value) and below
+        # float32(upper), so that upper's rounding stays right of T
+        first = np.nextafter(float32_floor(lower), np.float32(np.inf))
+        last = np.nextafter(key_upper, np.float32(-np.inf))
+    # the float32 at or above the midpoint: a value at the midpoint itself (an unseen one
+    # on the training values' grid, such as 0.101 between 0.1 and 0.102) goes left in
+    # both, where the nearest float32 sends it right in cbudget and left in XGBoost
+    # whenever its float32 rounding goes down
+    above_middle = -float32_floor(-_midpoints(lower, upper))
+    in_float32 = first <= last
+    float32_edge = np.minimum(np.maximum(above_middle, first), last)   # where in_float32
+    # no float32 candidate, yet separable: lower rounds down and upper to the float32
+    # just above it; any T in [lower, float32(upper)) has lower's float32 floor
+    below_upper = _midpoints(lower, np.where(separable, np.minimum(upper, key_upper), upper))
+    edges = np.where(in_float32, float32_edge.astype(np.float64), below_upper)
+    return edges + 0.0, separable       # + 0.0: no edge of -0.0
+
+
 def find_bin_edges(column: np.ndarray, max_bin: int) -> np.ndarray:
     """Upper bin edges of one feature: at most ``max_bin - 1`` strictly increasing
-    thresholds, so at most ``max_bin`` value bins. With few distinct values each gets its
-    own bin (edges at midpoints); otherwise the edges are quantiles (midpoint rule).
-    Non-finite values are ignored here (NaN has its own bin; +-inf fall in the outer
-    bins)."""
+    thresholds, so at most ``max_bin`` value bins. Every edge lies between two adjacent
+    distinct training values, on neither (:func:`edges_between`), so that a training
+    value ``x`` and its float32 rounding fall on the same side of every edge unless
+    float32 cannot tell ``x`` from its neighbour. With few distinct values each gets its own
+    bin; otherwise the edges follow quantiles (midpoint rule): each goes right above the
+    distinct value at or below the quantile. Non-finite values are ignored here (NaN has
+    its own bin; +-inf fall in the outer bins)."""
     values = np.sort(column[np.isfinite(column)].astype(np.float64, copy=False))
     if values.size == 0:
         return np.zeros(0)
     distinct = values[np.concatenate(([True], values[1:] != values[:-1]))]
     if distinct.size <= max_bin:
-        lower, upper = distinct[:-1], distinct[1:]
+        gaps = np.arange(distinct.size - 1)
     else:
-        # np.percentile(values, q, method="midpoint") on the already sorted values
+        # np.percentile(values, q, method="midpoint") on the sorted values lies in
+        # [lower, upper] of adjacent sorted values; its edge goes above lower, where
+        # it bins the training values as the quantile itself would (x <= quantile)
         positions = np.linspace(0, 100, max_bin + 1)[1:-1] / 100 * (values.size - 1)
         lower = values[np.floor(positions).astype(np.intp)]
-        upper = values[np.ceil(positions).astype(np.intp)]
-    # Halves first: no overflow near the float64 limits. A midpoint that rounds up to
-    # the upper value (adjacent doubles) would merge two values: use the lower one.
-    edges = lower * 0.5 + upper * 0.5
-    edges = np.where(edges >= upper, lower, edges)
-    return np.unique(edges)
+        gaps = np.unique(np.searchsorted(distinct, lower))
+        gaps = gaps[gaps < distinct.size - 1]   # above the largest value: no edge
+    return edges_between(distinct[gaps], distinct[gaps + 1])[0]
 
 
 class Dataset:

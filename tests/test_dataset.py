@@ -595,6 +595,91 @@ def test_distinct_values_never_share_a_bin(values):
     assert np.all(b[col == values[1]] == 1)
 
 
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _edge_columns():
+    """Columns of every kind: a decimal grid with repeats (more distinct values than
+    bins and fewer), integers, normal values, neighbours within float32 rounding of
+    each other, float32 values and their float64 neighbours, huge values beyond
+    float32's range, subnormals, signed zeros and a single value."""
+    rng = np.random.default_rng(3)
+    f32 = rng.normal(size=300).astype(np.float32).astype(np.float64)
+    return {
+        "grid3": np.round(rng.uniform(0, 1, 3000), 3),
+        "grid2": np.round(rng.normal(size=3000), 2),
+        "integers": rng.integers(-5, 40, 3000).astype(np.float64),
+        "normal": rng.normal(size=3000),
+        "float32-neighbours": np.concatenate([f32, np.nextafter(f32, np.inf),
+                                              np.nextafter(f32, -np.inf)]),
+        "within-float32-rounding": 1.0 + rng.integers(0, 400, 3000) * 2.0 ** -40,
+        "huge": np.concatenate([rng.choice([-1e308, -1e39, -F32_MAX, -1e38, 0.0, 1e38,
+                                            F32_MAX, 3.4e38, 1e39, 1.7e308], 500),
+                                np.nextafter(F32_MAX, 0.0) * np.ones(5)]),
+        "subnormal": rng.choice([-1e-310, -1e-45, -0.0, 0.0, 1e-320, 1e-46, 1.4e-45,
+                                 2.8e-45, 1e-40, 1e-38], 500),
+        "adjacent-doubles": np.array([1.0, 1.0 + 2.0 ** -52, 1.0 + 2.0 ** -51] * 20),
+        "single": np.full(50, 0.123),
+        "with-inf": np.concatenate([np.round(rng.normal(size=500), 1), [np.inf, -np.inf]]),
+    }
+
+
+@pytest.mark.parametrize("max_bin", [8, 255])
+@pytest.mark.parametrize("name", list(_edge_columns()))
+def test_edges_lie_between_training_values(name, max_bin):
+    """Every edge lies strictly between two adjacent distinct training values (on the
+    lower one only for adjacent doubles), each bin holds a training value, and XGBoost's
+    ``float32(x) < c`` with the exported condition ``c`` routes every training value as
+    ``x <= edge`` does, except at edges whose neighbours float32 cannot tell apart: the
+    same float32 rounding, or the lower one rounding to float32's largest value or
+    beyond (XGBoost's condition would be infinite)."""
+    from cbudget.dataset import find_bin_edges
+    from cbudget.interop.to_xgboost import float32_split_conditions
+    column = _edge_columns()[name]
+    edges = find_bin_edges(column, max_bin)
+    distinct = np.unique(column[np.isfinite(column)])
+    assert len(edges) <= max_bin - 1
+    assert np.all(np.isfinite(edges)) and np.all(np.diff(edges) > 0)
+    assert not np.any(np.signbit(edges) & (edges == 0))
+    # every bin holds a training value: no edge is wasted on an empty bin
+    bins = np.searchsorted(edges, distinct, side="left")
+    np.testing.assert_array_equal(np.unique(bins), np.arange(len(edges) + 1))
+    above = np.searchsorted(distinct, edges, side="right")       # first value > edge
+    lower, upper = distinct[above - 1], distinct[above]
+    assert np.all((lower <= edges) & (edges < upper))
+    on_value = lower == edges
+    assert np.all(upper[on_value] == np.nextafter(lower[on_value], np.inf)), \
+        "an edge sits on a training value that has room above it"
+    with np.errstate(over="ignore"):
+        lower32, upper32 = lower.astype(np.float32), upper.astype(np.float32)
+        inseparable = (lower32 == upper32) | (lower32 >= np.float32(F32_MAX))
+        conditions = float32_split_conditions(edges)
+        values32 = column[np.isfinite(column)].astype(np.float32)
+    assert np.all(np.isfinite(conditions[~inseparable]))
+    values = column[np.isfinite(column)]
+    for edge, condition in zip(edges[~inseparable], conditions[~inseparable]):
+        np.testing.assert_array_equal(values32 < condition, values <= edge)
+    if name in ("grid3", "grid2", "integers", "normal"):
+        assert not inseparable.any()
+    if name == "within-float32-rounding":
+        assert inseparable.all()
+
+
+def test_edges_keep_the_training_bins():
+    """The bins of the training values are those of edges at the quantile values
+    themselves (the rule before edges moved between values): only values the training
+    data lacks can bin differently."""
+    rng = np.random.default_rng(4)
+    column = np.round(rng.exponential(size=5000), 2)
+    ds = Dataset(column[:, None], max_bin=16)
+    values = np.sort(column)
+    positions = np.linspace(0, 1, 17)[1:-1] * (values.size - 1)
+    quantile_values = np.unique(values[np.floor(positions).astype(int)])
+    np.testing.assert_array_equal(
+        ds.binned[:, 0], np.searchsorted(quantile_values[quantile_values < values[-1]],
+                                         column, side="left"))
+
+
 def test_float32_bins_match_values():
     rng = np.random.default_rng(11)
     X = rng.normal(size=(400, 2)).astype(np.float32)

@@ -2,14 +2,13 @@
 format="xgboost")): predictions equal XGBoost's on data with NaN and on inputs at, just
 below and just above every split condition; refusals; hostile files."""
 import json
-import warnings
 
 import numpy as np
 import pytest
 
 import cbudget
 from cbudget.interop.from_xgboost import from_xgboost
-from cbudget.interop.ubjson import MAX_DEPTH, decode
+from cbudget.interop.ubjson import MAX_DEPTH, decode, encode
 
 xgb = pytest.importorskip("xgboost")
 
@@ -165,6 +164,48 @@ def test_import_from_sklearn_wrapper(objective):
     if objective != "reg:squarederror":
         np.testing.assert_allclose(model.predict(X).reshape(len(X), -1)[:, -1],
                                    estimator.predict_proba(X)[:, -1], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("objective,num_parallel_tree", [
+    ("reg:squarederror", 1), ("binary:logistic", 1), ("multi:softprob", 1),
+    ("binary:logistic", 2)])
+def test_import_early_stopped_estimator(objective, num_parallel_tree, tmp_path):
+    """Issue 42, item 5: an early-stopped estimator predicts with rounds 0 to its
+    best_iteration; the import predicts the same (the estimator's best_iteration was
+    dropped: up to 1.43 apart). A Booster predicts with every round, and so does its
+    import, with a warning naming the best iteration."""
+    pytest.importorskip("sklearn")
+    rng, X = _data(9, n=600)
+    y = _labels(rng, X, objective)
+    estimator = (xgb.XGBRegressor if objective == "reg:squarederror" else xgb.XGBClassifier)(
+        n_estimators=200, learning_rate=0.5, max_depth=4, early_stopping_rounds=3,
+        num_parallel_tree=num_parallel_tree)
+    estimator.fit(X[:300], y[:300], eval_set=[(X[300:450], y[300:450])], verbose=False)
+    n_rounds = estimator.get_booster().num_boosted_rounds()
+    assert estimator.best_iteration + 1 < n_rounds, "early stopping kept every round"
+    model = from_xgboost(estimator)
+    held_out = X[450:]
+    if objective == "reg:squarederror":
+        expected = estimator.predict(held_out)
+    else:       # cbudget's binary prediction is the positive class's probability
+        expected = estimator.predict_proba(held_out)[:, 1 if objective[0] == "b" else 0:]
+    np.testing.assert_allclose(model.predict(held_out), expected.squeeze(), rtol=1e-5,
+                               atol=1e-6)
+    assert model.num_boosted_rounds() == n_rounds * num_parallel_tree    # all kept
+    assert model.best_iteration == (estimator.best_iteration + 1) * num_parallel_tree - 1
+    assert model.best_score == pytest.approx(estimator.best_score)
+    model.save_model(tmp_path / "imported.json")           # kept by cbudget's format
+    assert cbudget.load_model(tmp_path / "imported.json").best_iteration == model.best_iteration
+    booster = estimator.get_booster()
+    with pytest.warns(UserWarning, match=f"best_iteration {estimator.best_iteration} "):
+        whole = from_xgboost(booster)
+    assert whole.best_iteration is None
+    _check_predictions(whole, booster, X)
+    # without a best_score (which cbudget's files keep with it) the rounds are cut
+    booster.set_attr(best_score=None)
+    cut = from_xgboost(estimator)
+    assert cut.best_iteration is None and cut.num_boosted_rounds() == model.best_iteration + 1
+    np.testing.assert_allclose(cut.predict(held_out), model.predict(held_out))
 
 
 def test_dart_and_parallel_trees():
@@ -476,6 +517,32 @@ def test_export_predicts_as_cbudget(objective, extra, algorithm, tmp_path):
                                atol=1e-5)
 
 
+@pytest.mark.parametrize("objective,extra", EXPORT_CASES)
+@pytest.mark.parametrize("algorithm", ["gbdt", "cegb"])
+def test_export_agrees_on_float64_data_with_repeats(objective, extra, algorithm, tmp_path):
+    """Issue 42, item 4: values of three decimals (repeated; more distinct values than
+    bins) and held-out float64 rows of the same grid. With edges on training values,
+    an input equal to one went right in XGBoost whenever its float32 rounding went up
+    (0.8% to 3% of these rows' outputs differed)."""
+    rng = np.random.default_rng(42)
+    X = np.round(rng.uniform(0, 1, size=(3000, 4)), 3)
+    y = _labels(rng, X - 0.5, objective)
+    params = {"objective": objective, "algorithm": algorithm, "num_leaves": 8, **extra}
+    if algorithm == "cegb":
+        params["cost_tradeoff"] = 0.01
+    data = cbudget.Dataset(X[:1500], y[:1500], feature_costs=[1.0, 2.0, 4.0, 8.0])
+    model = cbudget.train(params, data, 20)
+    path = tmp_path / "grid.json"
+    model.save_model(path, format="xgboost")
+    booster = xgb.Booster(model_file=str(path))
+    held_out = X[1500:]
+    np.testing.assert_allclose(booster.predict(xgb.DMatrix(held_out)).reshape(1500, -1),
+                               model.predict(held_out).reshape(1500, -1), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_array_equal(_leaf_values(booster, held_out),
+                                  _cbudget_leaf_values(model, held_out))
+
+
 def _leaf_values(booster, X):
     """Per row and tree, the leaf value XGBoost reaches (float32)."""
     leaves = booster.predict(xgb.DMatrix(X[np.all(~np.isinf(X), axis=1)]), pred_leaf=True)
@@ -545,16 +612,50 @@ def test_export_refusals(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json", "x.json"]
 
 
-def test_export_early_stopped(tmp_path):
-    rng, X = _data(23)
-    y = _labels(rng, X, "reg:squarederror")
-    model = cbudget.train({"objective": "reg:squarederror"}, cbudget.Dataset(X, y), 8)
-    model.best_iteration = 3
-    path = tmp_path / "es.json"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.save_model(path, format="xgboost")
-        booster = xgb.Booster(model_file=str(path))
-    assert booster.attr("best_iteration") == "3"
-    np.testing.assert_allclose(booster.predict(xgb.DMatrix(X), iteration_range=(0, 4)),
-                               model.predict(X), rtol=1e-5, atol=1e-5)
+@pytest.mark.parametrize("objective,extra", EXPORT_CASES)
+@pytest.mark.parametrize("suffix", ["json", "ubj"])
+def test_export_early_stopped(objective, extra, suffix, tmp_path):
+    """Issue 42, item 5: after early stopping the export writes the rounds cbudget
+    predicts with (every round was written: xgboost.Booster.predict was up to 0.145
+    apart from cbudget's); a .ubj path gets UBJSON, which XGBoost reads (it refused the
+    JSON written there)."""
+    rng, X = _data(23, n=600)
+    y = _labels(rng, X, objective)
+    data = cbudget.Dataset(X[:300], y[:300])
+    valid = cbudget.Dataset(X[300:450], y[300:450], reference=data)
+    model = cbudget.train({"objective": objective, "learning_rate": 0.5, **extra}, data, 100,
+                          evals=[(valid, "valid")], early_stopping_rounds=3,
+                          verbose_eval=False)
+    assert model.best_iteration + 1 < model.num_boosted_rounds()
+    path = tmp_path / f"es.{suffix}"
+    model.save_model(path, format="xgboost")
+    assert path.read_bytes()[:2] == (b"{L" if suffix == "ubj" else b'{"')
+    booster = xgb.Booster(model_file=str(path))
+    assert booster.num_boosted_rounds() == model.best_iteration + 1
+    assert booster.attr("best_iteration") == str(model.best_iteration)
+    held_out = X[450:]
+    np.testing.assert_allclose(
+        booster.predict(xgb.DMatrix(held_out)).reshape(len(held_out), -1),
+        model.predict(held_out).reshape(len(held_out), -1), rtol=1e-5, atol=1e-6)
+    back = from_xgboost(path)      # the file's best_iteration is its last round: no warning
+    np.testing.assert_allclose(back.predict(held_out), model.predict(held_out), rtol=1e-5,
+                               atol=1e-6)
+    whole = model.copy()
+    whole.best_iteration = None     # every round, when asked for
+    whole.save_model(path, format="xgboost")
+    assert xgb.Booster(model_file=str(path)).num_boosted_rounds() == model.num_boosted_rounds()
+
+
+def test_ubjson_encode():
+    """The exporter's encoder: decode reads back every kind of value it writes."""
+    value = {"a": [1, -1, 2**40, True, False, None, "é", 1.5],
+             "b": np.array([1.5, -0.25], dtype=np.float32), "c": np.array([3, 4]),
+             "d": {"e": [], "f": {}}, "g": np.float32(0.1), "h": (np.int64(7),)}
+    decoded = decode(encode(value))
+    assert decoded["a"] == value["a"] and decoded["d"] == value["d"]
+    assert decoded["b"] == [1.5, -0.25] and decoded["c"] == [3, 4]
+    assert decoded["g"] == float(np.float32(0.1)) and decoded["h"] == [7]
+    with pytest.raises(TypeError, match="cannot encode"):
+        encode({"x": object()})
+    with pytest.raises(ValueError, match="64 bits"):
+        encode(2**64)

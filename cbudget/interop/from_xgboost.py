@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -208,10 +209,12 @@ def _tree(doc: Any, index: int, n_features: int, leaf_scale: float) -> np.ndarra
                       gain=gain[kept], sum_hessian=sum_hessian[kept])
 
 
-def _rounds(model_doc: dict, trees: list[np.ndarray], n_outputs: int) -> list[list[np.ndarray]]:
-    """cbudget's rounds (one tree per output each) of XGBoost's: a round of XGBoost
-    with ``num_parallel_tree`` trees per output becomes that many cbudget rounds (the
-    sum is the same)."""
+def _rounds(model_doc: dict, trees: list[np.ndarray], n_outputs: int
+            ) -> tuple[list[list[np.ndarray]], list[int]]:
+    """cbudget's rounds (one tree per output each) of XGBoost's, and the number of
+    cbudget rounds after each XGBoost round: a round of XGBoost with
+    ``num_parallel_tree`` trees per output becomes that many cbudget rounds (the sum is
+    the same)."""
     where = "learner.gradient_booster.model."
     tree_info = np.asarray(_field(model_doc, "tree_info", (list, np.ndarray), where))
     if tree_info.shape != (len(trees),) or tree_info.dtype.kind not in "iu" or np.any(
@@ -229,6 +232,7 @@ def _rounds(model_doc: dict, trees: list[np.ndarray], n_outputs: int) -> list[li
             or indptr[0] != 0 or indptr[-1] != len(trees) or np.any(np.diff(indptr) < 0)):
         raise ValueError("XGBoost model: iteration_indptr does not match the trees")
     rounds: list[list[np.ndarray]] = []
+    ends: list[int] = []
     for t0, t1 in zip(indptr[:-1].tolist(), indptr[1:].tolist()):
         per_output = [[trees[t] for t in range(t0, t1) if tree_info[t] == k]
                       for k in range(n_outputs)]
@@ -236,7 +240,42 @@ def _rounds(model_doc: dict, trees: list[np.ndarray], n_outputs: int) -> list[li
             raise ValueError("XGBoost model: a round has different numbers of trees per "
                              "output")
         rounds.extend(list(r) for r in zip(*per_output))
-    return rounds
+        ends.append(len(rounds))
+    return rounds, ends
+
+
+def _best_iteration(model: Booster, learner: dict, round_ends: list[int],
+                    from_estimator: bool) -> Booster:
+    """``model`` predicting as the source does by default. XGBoost's scikit-learn
+    estimators predict with the rounds up to the ``best_iteration`` that early stopping
+    recorded: it becomes cbudget's (in cbudget's rounds; the rounds after it are kept,
+    as cbudget keeps them after its own early stopping). ``xgboost.Booster.predict``
+    uses every round: a Booster or file that records one keeps every round, with a
+    warning when the estimators would predict with fewer."""
+    attributes = learner.get("attributes")
+    if not isinstance(attributes, dict) or "best_iteration" not in attributes:
+        return model
+    best = _integer(attributes["best_iteration"], "learner.attributes.best_iteration")
+    if best < 0:
+        raise ValueError(f"XGBoost model: best_iteration {best} is negative")
+    end = round_ends[best] if best < len(round_ends) else model.num_iterations()
+    if not from_estimator:
+        if end < model.num_iterations():
+            warnings.warn(
+                f"the XGBoost model records best_iteration {best} from early stopping; "
+                f"every round is imported, as xgboost.Booster.predict uses them all "
+                f"(its scikit-learn estimators predict with rounds 0 to {best}: pass the "
+                f"fitted estimator, or slice the imported model with [:{end}])",
+                UserWarning, stacklevel=3)
+        return model
+    try:
+        score = float(attributes.get("best_score", "nan"))
+    except (TypeError, ValueError):
+        score = float("nan")
+    if not np.isfinite(score):     # a best_iteration is saved with its score: cut instead
+        return model[:end]
+    model.best_iteration, model.best_score = end - 1, score
+    return model
 
 
 def from_xgboost(model: Any, *, feature_costs: FeatureCosts | None = None,
@@ -245,6 +284,7 @@ def from_xgboost(model: Any, *, feature_costs: FeatureCosts | None = None,
                  tree_cost: float = 0.0, default_cost: float | None = None,
                  feature_names: Sequence[str] | None = None) -> Booster:
     return _from_document(*read_xgboost_document(model), feature_names=feature_names,
+                          from_estimator=hasattr(model, "get_booster"),
                           costs=dict(feature_costs=feature_costs, cost_groups=cost_groups,
                                      group_costs=group_costs, coupled_costs=coupled_costs,
                                      split_cost=split_cost, tree_cost=tree_cost,
@@ -265,9 +305,12 @@ from_xgboost.__doc__ = f"""A cbudget Booster that predicts as an XGBoost model, 
     -------
     cbudget.Booster
         ``algorithm == "imported"``; ``imported_from`` names XGBoost's version, the
-        estimator and the objective. Every tree is imported (as
-        ``xgboost.Booster.predict`` uses them all): an early-stopping ``best_iteration``
-        is not carried.
+        estimator and the objective. Every tree is imported. A fitted scikit-learn
+        estimator's early-stopping ``best_iteration`` (and ``best_score``) is carried,
+        so ``predict`` uses the rounds the estimator's ``predict`` uses
+        (``iteration_range=(0, 0)``: all). A Booster, file or bytes predicts with every
+        round, as ``xgboost.Booster.predict`` does; a ``best_iteration`` it records is
+        not applied (a UserWarning says so when it would drop rounds).
 
     Notes
     -----
@@ -300,7 +343,7 @@ from_xgboost.__doc__ = f"""A cbudget Booster that predicts as an XGBoost model, 
 
 
 def _from_document(doc: dict, estimator: str, *, feature_names: Sequence[str] | None,
-                   costs: dict[str, Any]) -> Booster:
+                   costs: dict[str, Any], from_estimator: bool = False) -> Booster:
     version = _version(doc)
     learner = _field(doc, "learner", dict, "")
     xgb_objective = _objective(learner)
@@ -343,9 +386,11 @@ def _from_document(doc: dict, estimator: str, *, feature_names: Sequence[str] | 
     if stored_names is not None and not all(isinstance(s, str) for s in stored_names):
         raise ValueError("XGBoost model: feature_names must be strings")
     names = source_feature_names(stored_names, feature_names, n_features)
-    return imported_booster(
-        _rounds(model_doc, trees, n_outputs), objective=objective, num_class=num_class,
+    rounds, round_ends = _rounds(model_doc, trees, n_outputs)
+    model = imported_booster(
+        rounds, objective=objective, num_class=num_class,
         base_score=_base_score(param, xgb_objective, n_outputs), feature_names=names,
         cost_model=cost_model_for(names, **costs),
         imported_from=describe_source("xgboost", version, estimator, objective=xgb_objective,
                                       booster=kind))
+    return _best_iteration(model, learner, round_ends, from_estimator)

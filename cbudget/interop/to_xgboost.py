@@ -1,11 +1,14 @@
-"""cbudget Boosters as XGBoost JSON models (``Booster.save_model(path,
+"""cbudget Boosters as XGBoost JSON or UBJSON models (``Booster.save_model(path,
 format="xgboost")``), loadable by ``xgboost.Booster(model_file=path)`` in XGBoost 2.1 and
 later, predicting as cbudget does (docs/architecture.md, "Interoperability").
 
 cbudget sends ``x`` left when ``x <= T`` (float64); XGBoost when ``float32(x) < c``.
 Each threshold becomes the float32 ``c`` after the largest float32 at most ``T``
 (:func:`float32_split_conditions`), so every float32 input, which is what XGBoost
-predicts on, routes as in cbudget.
+predicts on, routes as in cbudget. So does every float64 input that is not within
+float32 rounding of a threshold: cbudget's bin edges lie between training values, on
+float32 values where float32 tells the neighbours apart (``cbudget.dataset.
+edges_between``), so no training value, and no value on their grid, is that close.
 
 This module does not import :mod:`cbudget.booster`, which imports it for
 ``save_model``; it reads the model through its public attributes.
@@ -21,13 +24,15 @@ from numpy.typing import ArrayLike
 
 from .._core._types import NODE_DTYPE
 from .._files import write_file_atomically
+from ..dataset import float32_floor
 from ..model_io import IMPORTED
+from .ubjson import encode
 
 if TYPE_CHECKING:   # for type hints only: cbudget.booster imports this module
     from ..booster import Booster
 
-__all__ = ["save_xgboost", "float32_split_conditions", "EXPORTED_ALGORITHMS",
-           "EXPORTED_OBJECTIVES"]
+__all__ = ["save_xgboost", "xgboost_file_content", "float32_split_conditions",
+           "EXPORTED_ALGORITHMS", "EXPORTED_OBJECTIVES"]
 
 EXPORTED_ALGORITHMS = ("gbdt", "cegb", "greedy_miser", IMPORTED)
 
@@ -57,12 +62,8 @@ def float32_split_conditions(threshold: ArrayLike) -> np.ndarray:
     """XGBoost split conditions of cbudget thresholds (export): float32 ``c`` with
     ``x < c`` iff ``x <= threshold`` for every float32 ``x``: the float32 after the
     largest float32 at most ``threshold``."""
-    t = np.asarray(threshold, dtype=np.float64)
     with np.errstate(over="ignore"):
-        floor = t.astype(np.float32)
-        floor = np.where(floor.astype(np.float64) > t,
-                         np.nextafter(floor, np.float32(-np.inf)), floor)
-        return np.nextafter(floor, np.float32(np.inf))
+        return np.nextafter(float32_floor(threshold), np.float32(np.inf))
 
 
 class _Float32s:
@@ -149,8 +150,11 @@ def xgboost_document(booster: Booster) -> dict[str, Any]:
                          f"model (supported: {', '.join(EXPORTED_OBJECTIVES)})")
     n_outputs = booster.n_outputs
     n_features = len(booster.feature_names)
-    trees = list(zip(booster.trees, booster.tree_outputs))
-    indptr = list(booster.iteration_indptr)
+    # the rounds cbudget predicts with by default (up to best_iteration after early
+    # stopping), which xgboost.Booster.predict then uses: it predicts with every round
+    _, end = booster.iterations_used()
+    indptr = list(booster.iteration_indptr[:end + 1])
+    trees = list(zip(booster.trees, booster.tree_outputs))[:indptr[-1]]
     base = np.asarray(booster.base_score, dtype=np.float64)
     # XGBoost 2.1 holds one base_score for every class: the intercept is set to margin
     # 0 and each output's raw base score added to the leaves of its first-round tree,
@@ -170,8 +174,9 @@ def xgboost_document(booster: Booster) -> dict[str, Any]:
     default_names = [f"f{i}" for i in range(n_features)]
     named = list(booster.feature_names) != default_names
     attributes = {}
-    if booster.best_iteration is not None:
-        attributes["best_iteration"] = str(int(booster.best_iteration))
+    if booster.best_iteration is not None and end > 0:
+        # the last round written (XGBoost's estimators predict up to it: all of them)
+        attributes["best_iteration"] = str(min(int(booster.best_iteration), end - 1))
         if booster.best_score is not None:
             attributes["best_score"] = str(booster.best_score)
     return {
@@ -199,9 +204,28 @@ def xgboost_document(booster: Booster) -> dict[str, Any]:
     }
 
 
+def _plain(value: Any) -> Any:
+    """The document with its float32 lists as numpy float32 arrays (for UBJSON)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value.values if isinstance(value, _Float32s) else value
+
+
+def xgboost_file_content(booster: Booster, path: str | os.PathLike) -> str | bytes:
+    """What :func:`save_xgboost` writes at ``path``: UBJSON bytes for a ``.ubj`` path
+    (as XGBoost chooses its format by the extension), JSON text otherwise."""
+    document = xgboost_document(booster)
+    if os.fsdecode(path).lower().endswith(".ubj"):
+        return encode(_plain(document))
+    return _json_text(document)
+
+
 def save_xgboost(booster: Booster, path: str | os.PathLike) -> None:
-    """Write ``booster`` as an XGBoost JSON model that ``xgboost.Booster(model_file=
-    path)`` loads (XGBoost 2.1 and later) and that predicts as cbudget does.
+    """Write ``booster`` as an XGBoost model that ``xgboost.Booster(model_file=path)``
+    loads (XGBoost 2.1 and later) and that predicts as cbudget does: UBJSON when
+    ``path`` ends with ``.ubj``, JSON otherwise.
 
     Parameters
     ----------
@@ -216,18 +240,22 @@ def save_xgboost(booster: Booster, path: str | os.PathLike) -> None:
     Notes
     -----
     XGBoost predicts on float32 inputs: split conditions are chosen so that every
-    float32 input (NaN included) reaches the leaf it reaches in cbudget, and XGBoost's
-    margins equal cbudget's up to float32 rounding (the leaf values are float32 and
-    XGBoost sums in float32). XGBoost 2.1 holds one base score for all classes, so the
-    file's ``base_score`` is the one of margin 0 (0.5 for binary:logistic, else 0) and
-    each output's raw base score is added to the leaves of its first-round tree: the
-    rounds are cbudget's (an ``iteration_range`` that skips the first round leaves the
-    base score out in XGBoost). Every round is written; a ``best_iteration`` from early
-    stopping becomes XGBoost's ``best_iteration`` attribute (``xgboost.Booster.predict``
-    still uses every round). Feature names are written unless they are the default
-    ``f0, f1, ...`` (XGBoost then needs them on its DMatrix). Not carried: the cost
-    model and per-node cost metadata, the training parameters and, for ranking, the
-    objective's settings.
+    float32 input (NaN included) reaches the leaf it reaches in cbudget; float64 inputs
+    do too unless they lie within float32 rounding of a threshold (no training value
+    does, unless float32 cannot tell it from its neighbour: see
+    :func:`cbudget.dataset.edges_between`). XGBoost's margins equal cbudget's up to
+    float32 rounding (the leaf values are float32 and XGBoost sums in float32). XGBoost
+    2.1 holds one base score for all classes, so the file's ``base_score`` is the one
+    of margin 0 (0.5 for binary:logistic, else 0) and each output's raw base score is
+    added to the leaves of its first-round tree: the rounds are cbudget's (an
+    ``iteration_range`` that skips the first round leaves the base score out in
+    XGBoost). The rounds written are those ``predict`` uses by default: after early
+    stopping, rounds 0 to ``best_iteration``, which ``xgboost.Booster.predict`` then
+    uses, as do XGBoost's estimators (the file's ``best_iteration`` is its last round);
+    slice the model (``booster[:n]``) or set its ``best_iteration`` to None to write
+    other rounds. Feature names are written unless they are the default ``f0, f1, ...``
+    (XGBoost then needs them on its DMatrix). Not carried: the cost model and per-node
+    cost metadata, the training parameters and, for ranking, the objective's settings.
 
     Raises
     ------
@@ -235,4 +263,4 @@ def save_xgboost(booster: Booster, path: str | os.PathLike) -> None:
         For a model that is not a Booster, or of another algorithm or objective, or with a
         threshold beyond float32's range.
     """
-    write_file_atomically(path, _json_text(xgboost_document(booster)))
+    write_file_atomically(path, xgboost_file_content(booster, path))

@@ -1,6 +1,6 @@
 """A decoder of Universal Binary JSON (UBJSON, draft 12) as XGBoost writes its ``.ubj``
 model files, so that :func:`cbudget.interop.from_xgboost.from_xgboost` reads them without
-XGBoost installed.
+XGBoost installed, and an encoder (:func:`encode`) for the exporter's ``.ubj`` files.
 
 It covers objects and arrays, counted (``#``) and typed (``$``) containers, the integer
 types ``i U I l L``, ``d`` (float32) and ``D`` (float64), strings ``S``, chars ``C``,
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["decode", "MAX_DEPTH"]
+__all__ = ["decode", "encode", "MAX_DEPTH"]
 
 # XGBoost's models nest 7 levels; anything far deeper is not a model
 MAX_DEPTH = 64
@@ -179,3 +179,50 @@ def decode(data: bytes | bytearray | memoryview) -> Any:
     if reader.remaining():
         raise ValueError(f"UBJSON: {reader.remaining()} bytes after the value")
     return result.value if isinstance(result, _Container) else result
+
+
+def _integer(value: int) -> bytes:
+    """An integer as ``L`` (int64), the form XGBoost writes, and the only one its reader
+    takes for lengths."""
+    if not -2**63 <= value < 2**63:
+        raise ValueError(f"UBJSON: integer {value} does not fit in 64 bits")
+    return b"L" + np.array(value, dtype=">i8").tobytes()
+
+
+def _string(text: str) -> bytes:
+    """A string's length and UTF-8 bytes (an object key; a value adds ``S`` before)."""
+    raw = text.encode("utf-8")
+    return _integer(len(raw)) + raw
+
+
+def encode(value: Any) -> bytes:
+    """The UBJSON document of ``value``: dicts (str keys), lists, tuples and 1-D numpy
+    arrays (untyped containers, one marker per value, as XGBoost reads the containers
+    of its JSON documents), str, bool, None, int (``L``), float (``D``, float64) and
+    numpy floats (``d`` for float32, else ``D``). :func:`decode` reads it back. Documents are
+    the exporter's own, a few levels deep, so this recurses."""
+    if isinstance(value, dict):
+        return b"{" + b"".join(_string(str(k)) + encode(v) for k, v in value.items()) + b"}"
+    if isinstance(value, (list, tuple)):
+        return b"[" + b"".join(encode(v) for v in value) + b"]"
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1:
+            raise ValueError("UBJSON: only 1-D arrays are encoded")
+        if value.dtype.kind == "f":
+            marker = b"d" if value.dtype == np.float32 else b"D"
+            items = value.astype(NUMBER_TYPES[marker]).tobytes()
+            size = np.dtype(NUMBER_TYPES[marker]).itemsize
+            return b"[" + b"".join(marker + items[i:i + size]
+                                   for i in range(0, len(items), size)) + b"]"
+        return encode(value.tolist())
+    if isinstance(value, str):
+        return b"S" + _string(value)
+    if isinstance(value, (bool, np.bool_)) or value is None:
+        return {True: b"T", False: b"F", None: b"Z"}[None if value is None else bool(value)]
+    if isinstance(value, (int, np.integer)):
+        return _integer(int(value))
+    if isinstance(value, np.float32):
+        return b"d" + np.array(value, dtype=">f4").tobytes()
+    if isinstance(value, (float, np.floating)):
+        return b"D" + np.array(value, dtype=">f8").tobytes()
+    raise TypeError(f"UBJSON: cannot encode a {type(value).__name__}")

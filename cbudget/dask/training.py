@@ -148,7 +148,7 @@ class DaskDataset:
         n_samples = self.label.shape[0]
         if n_samples == 0:
             raise ValueError("the training data has no rows")
-        sample = self._gather_rows(binning_rows(n_samples))
+        sample = self._gather_rows(binning_rows(n_samples, self.weight))
         template = Dataset(sample, feature_names=feature_names,
                            feature_costs=feature_costs, cost_groups=cost_groups,
                            group_costs=group_costs, coupled_costs=coupled_costs,

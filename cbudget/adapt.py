@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
 
+from ._core._linear import readable
 from ._model import CostParts, Model, NotApplicableError
 from .booster import Booster
 from .costs import CostModel, CostReport, resolve_feature
@@ -104,13 +105,16 @@ def calibrated_threshold(margin: np.ndarray, weight: np.ndarray, p_full: float) 
     margin : ndarray of shape (n_samples,)
         The gate's margins on the training inputs.
     weight : ndarray of shape (n_samples,)
-        Their weights (not all zero).
+        Their weights (not all zero). The inputs of weight 0 have no say: neither their
+        share nor their margins place the threshold.
     p_full : float in [0, 1]
 
     Returns
     -------
     float
     """
+    counted = weight > 0
+    margin, weight = margin[counted], weight[counted]
     order = np.argsort(-margin, kind="stable")
     ranked = margin[order]
     share = np.cumsum(weight[order]) / weight.sum()
@@ -246,8 +250,10 @@ class ExternalModel:
 class LinearClassifier:
     """A linear score ``x . weights + bias`` (ADAPT-LIN's gate or low-cost predictor).
 
-    A missing or infinite value counts as ``impute`` (the feature's training mean). The
-    features with a non-zero weight are acquired for every input it scores.
+    A value that is missing, infinite or of magnitude ``MAX_INPUT`` (2**512) or more
+    counts as ``impute`` (the feature's training mean; see
+    :func:`cbudget._core._linear.readable`). The features with a non-zero weight are
+    acquired for every input it scores.
     """
 
     model_type = "linear"
@@ -280,7 +286,7 @@ class LinearClassifier:
         """Scores of the rows of ``X`` (prepared float matrix)."""
         used = self.used_features()
         values = np.array(X[:, used], dtype=np.float64)
-        bad = ~np.isfinite(values)
+        bad = ~readable(values)
         values[bad] = np.broadcast_to(self.impute[used], values.shape)[bad]
         # feature by feature, not a matrix-vector product (BLAS's, and numpy's sums,
         # round a row by its place in the matrix): a row scores the same in any batch

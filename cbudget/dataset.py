@@ -28,13 +28,18 @@ __all__ = ["Dataset", "as_float_matrix", "binning_rows", "edges_between",
 BINNING_SUBSAMPLE = 200_000
 
 
-def binning_rows(n_samples: int) -> np.ndarray | None:
+def binning_rows(n_samples: int, weight: np.ndarray | None = None) -> np.ndarray | None:
     """The sorted rows whose values place the bin edges of a training set of
-    ``n_samples`` rows (None: all of them); a Dask training gathers the same ones."""
-    if n_samples <= BINNING_SUBSAMPLE:
-        return None
-    return np.sort(np.random.default_rng(0).choice(n_samples, BINNING_SUBSAMPLE,
-                                                   replace=False))
+    ``n_samples`` rows (None: all of them): those of positive ``weight`` (a row of weight
+    0 has no influence on a model), at most ``BINNING_SUBSAMPLE`` of them drawn at random;
+    a Dask training gathers the same ones."""
+    candidates = None if weight is None or np.all(weight > 0) else np.flatnonzero(weight > 0)
+    n_candidates = n_samples if candidates is None else candidates.size
+    if n_candidates <= BINNING_SUBSAMPLE:
+        return candidates
+    drawn = np.sort(np.random.default_rng(0).choice(n_candidates, BINNING_SUBSAMPLE,
+                                                    replace=False))
+    return drawn if candidates is None else candidates[drawn]
 
 # What a Dataset is built from: a numpy array (or anything numpy converts to a 2-D array
 # of numbers, a pandas DataFrame included) or a scipy.sparse matrix.
@@ -307,7 +312,8 @@ class Dataset:
     label : array-like of shape (n_samples,), optional
         Finite values; integer classes 0..K-1 for classification.
     weight : array-like of shape (n_samples,), optional
-        Non-negative, finite, not all zero.
+        Non-negative, finite, not all zero. A row of weight 0 places no bin edge and is
+        no training row (the model is the one trained without it).
     feature_names : list of str, optional
         Default: DataFrame columns, else ``f0, f1, ...``.
     feature_costs : array-like of shape (n_features,) or dict {name: cost}, optional
@@ -436,6 +442,22 @@ class Dataset:
         light._sparse_bins = None
         return light
 
+    def subset(self, rows: np.ndarray) -> Dataset:
+        """The Dataset of the given rows (sorted indices; a query keeps its rows that are
+        given, a query with none is dropped), with this one's bin edges, feature names
+        and costs."""
+        rows = np.asarray(rows, dtype=np.intp)
+        part = copy.copy(self)
+        part.data, part.binned = self.data[rows], np.asfortranarray(self.binned[rows])
+        part.label = None if self.label is None else self.label[rows]
+        part.weight = None if self.weight is None else self.weight[rows]
+        if self.group_ptr is not None:
+            query = np.repeat(np.arange(self.group_ptr.shape[0] - 1), np.diff(self.group_ptr))
+            sizes = np.bincount(query[rows], minlength=self.group_ptr.shape[0] - 1)
+            part.group_ptr = np.concatenate(([0], np.cumsum(sizes[sizes > 0]))).astype(np.int64)
+        part._sparse_bins = None
+        return part
+
     def sparse_bins(self) -> SparseBins:
         """The row-wise layout of the mostly-constant features of :attr:`binned`
         (``cbudget._core._histogram.SparseBins``), made on first use and kept: every
@@ -450,7 +472,7 @@ class Dataset:
         return state
 
     def _fit_bin_edges(self, X):
-        rows = binning_rows(X.shape[0])
+        rows = binning_rows(X.shape[0], self.weight)
         if rows is not None:
             X = X[rows]
         # numpy's sort releases the GIL: the features' edges are found in parallel

@@ -189,6 +189,11 @@ def set_up_training(params, dtrain, num_boost_round, evals, verbose_eval, xgb_mo
         raise ValueError(f"num_boost_round must be an integer in [0, {INT_MAX}], got "
                          f"{num_boost_round!r}")
     dtrain, evals = algorithm.prepare_data(dtrain, check_evals(evals, dtrain))
+    if dtrain.weight is not None and not np.all(dtrain.weight > 0):
+        # a row of weight 0 is no training row: no count (min_data_in_leaf, CEGB's
+        # acquisitions, bootstraps, summaries) and no statistic sees it; its values placed
+        # no bin edge either (dataset.binning_rows), so this is the model without it
+        dtrain = dtrain.subset(np.flatnonzero(dtrain.weight > 0))
     objective = get_objective(p["objective"], p["num_class"], p)
     if objective.needs_groups and dtrain.group_ptr is None:
         raise ValueError(f"objective {objective.name} ranks the documents of each query: "

@@ -131,6 +131,23 @@ def test_weights_evals_and_early_stopping_as_locally(dask_client):
     assert remote.summary == local.summary
 
 
+def test_rows_of_weight_zero_are_no_training_rows_as_locally(dask_client):
+    """Rows of weight 0 place no bin edge and count nowhere (min_data_in_leaf, CEGB's
+    acquisitions): one partition trains the single-machine model bit for bit, and that
+    is the model without those rows."""
+    X, y = make_data("binary", seed=7)
+    weight = np.ones(N_ROWS)
+    weight[np.random.default_rng(8).random(N_ROWS) < 0.3] = 0.0
+    X[weight == 0] += 1000.0
+    params = params_for("cegb", "binary")
+    local, remote = both(dask_client, params, X, y, chunks=N_ROWS, weight=weight)
+    for ours, theirs in zip(remote.trees, local.trees):
+        assert ours.tobytes() == theirs.tobytes()
+    kept = weight > 0
+    clean = cbudget.train(params, cbudget.Dataset(X[kept], y[kept], **COSTS), 6)
+    np.testing.assert_array_equal(remote.predict(X), clean.predict(X))
+
+
 def test_dask_dataframe_input_keeps_the_column_names(dask_client):
     dd = pytest.importorskip("dask.dataframe")
     pd = pytest.importorskip("pandas")

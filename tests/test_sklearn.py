@@ -57,13 +57,17 @@ def expected_failed_checks(estimator):
     if isinstance(estimator, BudgetRFClassifier):
         reason = ("a weight is not a repeated row: each tree's bootstrap draws rows "
                   "uniformly, so a row of weight 2 is not drawn as often as two copies")
-    elif isinstance(estimator, (CSTCClassifier, CSTCRegressor)):
-        reason = ("a weight is not a repeated row: the l1 and cost penalties act on "
-                  "weights of features standardised by their unweighted mean and deviation "
-                  "over all rows (weight 0 included)")
     elif isinstance(estimator, ADAPTClassifier) and estimator.algorithm == "adapt_lin":
-        reason = ("the same objective with weights as with repeated rows, but scipy's "
-                  "L-BFGS stops at its tolerance: the two end about 1e-5 apart")
+        # measured with tmp scripts for issue 42 (the weighted standardisation is not it:
+        # the same difference before and after)
+        reason = ("on the check's 15 rows of 30 features f1 fits every row, so the q-step "
+                  "sends almost none to f0 and the gate is flat (margins -18.68 +- 0.003, "
+                  "weights ~1e-3, at L-BFGS's tolerance); the calibrated threshold still "
+                  "sends the p_full share, by those margins, so which row goes to f0 "
+                  "follows the order of floating-point sums: the weighted data in another "
+                  "row order differs as much (0.11 in that row's probability), and with "
+                  "gate_threshold=0 weights and repeated rows agree to 2e-6, L-BFGS's "
+                  "tolerance, above the check's rtol of 1e-7")
     elif isinstance(estimator, ADAPTClassifier) and SKLEARN_VERSION < (1, 7):
         reason = ("scikit-learn 1.6's check makes the labels of a binary-only classifier "
                   "binary by the first row's class, which differs between its repeated and "

@@ -14,12 +14,26 @@ shapes and index arrays (children, columns) and raises ValueError before any loo
 import numpy as np
 
 from cython.parallel cimport prange
-from libc.math cimport INFINITY, exp, isfinite, log1p
+from libc.math cimport INFINITY, exp, fabs, log1p
 from libc.stdint cimport int32_t, int64_t
 
 from ._safety cimport check_n_threads, first_out_of_range_32, first_out_of_range_64
 
 cdef Py_ssize_t ROW_BLOCK = 256
+
+# The magnitudes a linear score reads: |x| < 2**512 (about 1.34e154, the magnitude whose
+# square overflows float64). NaN, +-inf and larger values (1e308, DBL_MAX: sentinels or
+# overflow, never measurements) are missing, in training and in prediction alike: one such
+# value would outweigh every other term of a score, and the standardisation's second
+# moments cannot hold it.
+MAX_INPUT = 2.0 ** 512
+cdef double _MAX_INPUT = MAX_INPUT
+
+
+def readable(values):
+    """bool array: where ``values`` hold a value a linear score reads (``|x| <
+    MAX_INPUT``; False for NaN, +-inf and larger magnitudes, which are missing)."""
+    return np.abs(values) < MAX_INPUT
 
 
 cdef int _check_children(const int32_t[::1] upper, const int32_t[::1] lower,
@@ -209,9 +223,10 @@ def predict_hard(const double[:, ::1] X, const int64_t[::1] weight_indptr,
     ``f_k(x) > thresholds[k]``, else ``lower[k]``, until a terminal; the prediction is
     the score of the last node. Only the visited nodes' scores are computed, from
     their non-zero weights (node ``k``'s are ``weight_index/weight_value[
-    weight_indptr[k]:weight_indptr[k + 1]]``); a missing or infinite value counts as
-    ``impute[m]`` (as in ADAPT-LIN's linear parts: +inf and -inf in one input would
-    otherwise give inf - inf = NaN).
+    weight_indptr[k]:weight_indptr[k + 1]]``); a value that is not :func:`readable`
+    (missing, infinite, ``|x| >= MAX_INPUT``) counts as ``impute[m]``, as in training
+    and in ADAPT-LIN's linear parts (+inf and -inf in one input would otherwise give
+    inf - inf = NaN).
     """
     cdef Py_ssize_t n = X.shape[0], i
     cdef int64_t j
@@ -243,7 +258,7 @@ def predict_hard(const double[:, ::1] X, const int64_t[::1] weight_indptr,
             f = bias[k]
             for j in range(weight_indptr[k], weight_indptr[k + 1]):
                 x = X[i, weight_index[j]]
-                if not isfinite(x):
+                if not fabs(x) < _MAX_INPUT:     # NaN too
                     x = impute[weight_index[j]]
                 f = f + weight_value[j] * x
             child = upper[k] if f > thresholds[k] else lower[k]

@@ -153,7 +153,7 @@ class ClassifierTreeTrainer(Trainer):
         scaled_targets = (targets - self.target_mean) / self.target_scale
         self.basis = basis_booster(p, dtrain, targets) if p["basis_trees"] else None
         coords = node_inputs(dtrain.data, self.basis)
-        self.mean, self.std = standardize(coords)
+        self.mean, self.std = standardize(coords, self.sample_weight)
         Z = standardized(coords, self.mean, self.std)
         groups, group_costs = cost_groups(dtrain.cost_model, self.basis, Z.shape[1])
         check_penalty_scale(p, float(self.sample_weight.sum()), float(np.sum(group_costs)))

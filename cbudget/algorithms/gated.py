@@ -720,7 +720,7 @@ class AdaptLinTrainer(GatedTrainer):
 
     def __init__(self, p, dtrain, num_boost_round, setup):
         super().__init__(p, dtrain, num_boost_round, setup)
-        self.mean, std = standardize(dtrain.data)
+        self.mean, std = standardize(dtrain.data, self.weight)
         # the solver works on standardised features (constant columns 0); gated() maps
         # its weights back to the raw features
         self.scale = np.where(std > 0, 1.0 / np.where(std > 0, std, 1.0), 0.0)

@@ -67,7 +67,8 @@ def _row_blocks(collection, what: str) -> list:
 
 
 def _partition(X, label, weight) -> tuple:
-    """One partition's float matrix, labels and weights, checked to have the same rows."""
+    """One partition's float matrix, labels and weights, checked to have the same rows,
+    without its rows of weight 0 (no training rows, as in :func:`cbudget.train`)."""
     X, _ = as_float_matrix(X, "data")
     y = np.asarray(label, dtype=np.float64).reshape(-1)
     w = None if weight is None else np.asarray(weight, dtype=np.float64).reshape(-1)
@@ -76,6 +77,9 @@ def _partition(X, label, weight) -> tuple:
                          f"{y.shape[0]} labels" + ("" if w is None else
                                                    f" and {w.shape[0]} weights")
                          + ": data, label and weight must be partitioned alike")
+    if w is not None and np.any(w == 0):
+        kept = w != 0          # negative weights stay, for the Dataset check to refuse
+        X, y, w = X[kept], y[kept], w[kept]
     return X, y, w
 
 
@@ -147,8 +151,10 @@ class DaskDataset:
                        else np.concatenate([w for _, w in labels]))
         n_samples = self.label.shape[0]
         if n_samples == 0:
-            raise ValueError("the training data has no rows")
-        sample = self._gather_rows(binning_rows(n_samples))
+            raise ValueError("the training data has no rows" if weight is None else
+                             "the training data has no rows of positive weight (all "
+                             "weights zero, or no rows)")
+        sample = self._gather_rows(binning_rows(n_samples, self.weight))
         template = Dataset(sample, feature_names=feature_names,
                            feature_costs=feature_costs, cost_groups=cost_groups,
                            group_costs=group_costs, coupled_costs=coupled_costs,

@@ -133,7 +133,9 @@ def run_training(trainer: Trainer, container: CallbackContainer,
 
 
 class Algorithm:
-    """An entry of the registry: a name, its parameters and its trainer.
+    """An entry of the registry: a name, its parameters, its trainer, and what its models
+    are (the model classes and the file format read that from the registry, see
+    :func:`cbudget.model_io.algorithms_of`).
 
     Parameters
     ----------
@@ -145,6 +147,12 @@ class Algorithm:
         Made with ``(p, dtrain, num_boost_round, setup)`` for each training run.
     doc : str
         One line: what it is, after which paper.
+    model_class : Model subclass
+        The class of the models it trains (loading a file of this algorithm makes one).
+    section : str or None
+        The section of its model files that restates its settings (e.g. ``"cegb"``,
+        ``"budget_rf"``; algorithms of one model class may share one), or None for none.
+        What the section holds is the model class's.
     cannot_continue : str or None
         Why it cannot continue a model (``xgb_model``); None if it can.
     takes_expensive_model : bool
@@ -155,9 +163,12 @@ class Algorithm:
     """
 
     def __init__(self, name: str, params: tuple, trainer: type, doc: str, *,
+                 model_class: type[Model], section: str | None = None,
                  cannot_continue: str | None = None, takes_expensive_model: bool = False,
                  retired_params: dict | None = None):
         self.name = name
+        self.model_class = model_class
+        self.section = section
         self.declared: dict[str, Param] = {param.name: param for param in COMMON_PARAMS}
         self.declared.update((param.name, param) for param in params)
         self.trainer = trainer

@@ -266,7 +266,8 @@ class BoostingTrainer(Trainer):
         self.train_cost_curve = []
         if init is not None and init.num_boosted_rounds():
             self.restore_costs(init)
-        self.penalised = p["algorithm"] in ("cegb", "greedy_miser")
+        # the cost-aware learners are those with a cost trade-off (cegb, greedy_miser)
+        self.penalised = "cost_tradeoff" in p
         # Greedy Miser is first order: CART on the residuals, the hessian is the weight.
         if p["algorithm"] == "greedy_miser":
             unit = np.ones(n_samples) if weight is None else weight
@@ -522,10 +523,14 @@ def smallest_blocking_tradeoff(p: dict, dtrain, setup) -> float:
 
 
 class Boosting(Algorithm):
-    """gbdt, cegb and greedy_miser: the tree limits follow the growth policy."""
+    """gbdt, cegb and greedy_miser: the tree limits follow the growth policy. The
+    cost-aware ones (with a ``cost_tradeoff``) restate it in their files' section named
+    after them."""
 
     def __init__(self, name, params, doc, *, depthwise_depth=6):
-        super().__init__(name, params, BoostingTrainer, doc)
+        super().__init__(name, params, BoostingTrainer, doc, model_class=Booster,
+                         section=name if any(param.name == "cost_tradeoff" for param in params)
+                         else None)
         self.depthwise_depth = depthwise_depth
 
     def complete(self, p):

@@ -183,4 +183,5 @@ class BudgetRF(Algorithm):
 
 
 BUDGET_RF = BudgetRF("budget_rf", PARAMS, ForestTrainer,
-                     "feature-budgeted random forest (Nan et al., ICML 2015)")
+                     "feature-budgeted random forest (Nan et al., ICML 2015)",
+                     model_class=Forest, section="budget_rf")

@@ -250,8 +250,9 @@ class ClassifierTreeTrainer(Trainer):
 
 
 class ClassifierTreeAlgorithm(Algorithm):
-    def __init__(self, name, doc, depth):
-        super().__init__(name, PARAMS, ClassifierTreeTrainer, doc,
+    def __init__(self, name, doc, depth, model_class):
+        super().__init__(name, PARAMS, ClassifierTreeTrainer, doc, model_class=model_class,
+                         section="classifier_tree",
                          cannot_continue="each training optimises the whole tree")
         self.depth = depth
 
@@ -285,9 +286,9 @@ class ClassifierTreeAlgorithm(Algorithm):
 
 ALGORITHMS = (
     ClassifierTreeAlgorithm("cstc", "cost-sensitive tree of classifiers (Xu et al., JMLR 2014)",
-                            3),
+                            3, ClassifierTree),
     ClassifierTreeAlgorithm("cscc", "cost-sensitive cascade of classifiers (Xu et al., 2014)",
-                            4),
+                            4, Cascade),
     ClassifierTreeAlgorithm("cronus", "Cronus cascade (Chen et al. 2012, as in Xu et al. 2014)",
-                            4),
+                            4, Cascade),
 )

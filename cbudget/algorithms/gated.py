@@ -826,7 +826,8 @@ class Adapt(Algorithm):
         # cbudget 0.1's files list adapt_gbrt's row and column sampling, always 1.0
         retired = ({"subsample": 1.0, "colsample_bytree": 1.0} if name == "adapt_gbrt"
                    else None)
-        super().__init__(name, params, trainer, doc, takes_expensive_model=True,
+        super().__init__(name, params, trainer, doc, model_class=GatedModel, section="adapt",
+                         takes_expensive_model=True,
                          cannot_continue="the gate and the predictor are trained together "
                                          "from the start", retired_params=retired)
 

@@ -44,13 +44,15 @@ import numpy as np
 from .._core._acquisition import AcquisitionState
 from .._core._grower import TreeGrower
 from .._core._predict import predict_binned_add
+from .._core._types import HISTOGRAM_DTYPE
 from ..booster import Booster
-from ..engine import Algorithm, Trainer, model_to_continue
+from ..engine import Algorithm, MemoryNeed, Trainer, model_to_continue
 from ..params import Param, choice, depth_limit, flag, number
 
 __all__ = ["ALGORITHMS", "GREEDY_MISER", "TREE_PARAMS", "BoostingTrainer", "RoundSampler",
            "binned_like", "penalty_costs", "tree_grower", "complete_tree_params",
-           "greedy_miser_trees", "initial_base_score", "mean_training_cost"]
+           "greedy_miser_trees", "initial_base_score", "mean_training_cost",
+           "grower_memory_needs"]
 
 # LightGBM's limit too: more leaves than this is never a useful tree, and the grower's
 # per-leaf arrays are sized by it
@@ -125,6 +127,30 @@ def tree_grower(dtrain, p: dict, n_threads: int, *, exchange=None,
         -1 if p["max_depth"] is None else p["max_depth"], p["grow_policy"] == "lossguide",
         n_threads, dtrain.sparse_bins() if exchange is None else None, exchange=exchange,
         n_tree_rows=n_tree_rows)
+
+
+def grower_memory_needs(p: dict, dtrain, n_growers: int, who: str = "") -> list[MemoryNeed]:
+    """What ``n_growers`` :func:`tree_grower` s on ``dtrain`` allocate beyond the data: a
+    histogram (every feature x bin) per open leaf, at most one leaf per
+    ``min_data_in_leaf`` rows, ``num_leaves`` or ``2**max_depth``; and the per-feature
+    bin counts of the sparse layout (``Dataset.sparse_bins``)."""
+    n_rows, n_features = dtrain.data.shape
+    n_bins = dtrain.max_bin + 1
+    leaves = max(1, n_rows // p["min_data_in_leaf"])
+    if p["num_leaves"]:
+        leaves = min(leaves, p["num_leaves"])
+    if p["max_depth"]:
+        leaves = min(leaves, 2 ** p["max_depth"])
+    size = HISTOGRAM_DTYPE.itemsize
+    return [
+        MemoryNeed(f"{who}histograms: {n_growers} tree(s) growing x {leaves} open leaves x "
+                   f"n_features x {n_bins} bins x {size} bytes",
+                   float(n_growers) * leaves * n_features * n_bins * size,
+                   "Reduce the features (select the useful ones first), max_bin, or "
+                   "num_leaves / max_depth"),
+        MemoryNeed(f"{who}per-feature bin counts: n_features x 256 x 8 bytes",
+                   float(n_features) * 256 * 8, "Reduce the features"),
+    ]
 
 
 def binned_like(data, dtrain) -> np.ndarray:
@@ -535,6 +561,11 @@ class Boosting(Algorithm):
 
     def complete(self, p):
         complete_tree_params(p, self.depthwise_depth)
+
+    def memory_needs(self, p, dtrain, setup):
+        # the trees of a multiclass round grow side by side, one grower per thread
+        n_outputs = setup.objective.n_outputs
+        return grower_memory_needs(p, dtrain, min(setup.n_threads, n_outputs))
 
     def root_split_terms(self, p, dtrain, setup):
         if self.name == "gbdt":

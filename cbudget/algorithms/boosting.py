@@ -129,6 +129,16 @@ def tree_grower(dtrain, p: dict, n_threads: int, *, exchange=None,
         n_tree_rows=n_tree_rows)
 
 
+def round_growers(p: dict, n_outputs: int, n_threads: int) -> tuple[int, bool]:
+    """(growers side by side, speculative) of a boosting round: a grower per thread for
+    the independent trees of a multiclass round (plain boosting), or speculatively for
+    Greedy Miser's (which then also has a sequential grower); one otherwise."""
+    speculative = p["algorithm"] == "greedy_miser" and n_outputs > 1 and n_threads > 1
+    tree_parallel = (n_outputs > 1 and n_threads > 1
+                     and ("cost_tradeoff" not in p or speculative))
+    return (min(n_threads, n_outputs) if tree_parallel else 1), speculative
+
+
 def grower_memory_needs(p: dict, dtrain, n_growers: int, who: str = "") -> list[MemoryNeed]:
     """What ``n_growers`` :func:`tree_grower` s on ``dtrain`` allocate beyond the data: a
     histogram (every feature x bin) per open leaf, at most one leaf per
@@ -310,12 +320,8 @@ class BoostingTrainer(Trainer):
         # no earlier tree of its round used a new feature (or group); the others grow
         # again, in order, on the model's state (grow_round_speculatively). Most rounds
         # use no new feature, and the trees are those of growing them one by one.
-        self.speculative = (p["algorithm"] == "greedy_miser" and n_outputs > 1
-                            and n_threads > 1)
-        tree_parallel = (n_outputs > 1 and n_threads > 1
-                         and (not self.penalised or self.speculative))
-        self.n_growers = min(n_threads, n_outputs) if tree_parallel else 1
-        self.threads_per_tree = 1 if tree_parallel else n_threads
+        self.n_growers, self.speculative = round_growers(p, n_outputs, n_threads)
+        self.threads_per_tree = 1 if self.n_growers > 1 else n_threads
         self.growers = [tree_grower(dtrain, p, self.threads_per_tree)
                         for _ in range(self.n_growers)]
         penalty = penalty_costs(p["algorithm"], dtrain.cost_model) if self.penalised else None
@@ -332,7 +338,8 @@ class BoostingTrainer(Trainer):
         elif self.penalised:
             self.growers[0].set_cost_penalty(self.cost_state, p["cost_tradeoff"], *penalty)
         self.rows_buffers = [np.empty(n_samples, dtype=np.int32) for _ in self.growers]
-        self.pool = ThreadPoolExecutor(max_workers=self.n_growers) if tree_parallel else None
+        self.pool = (ThreadPoolExecutor(max_workers=self.n_growers) if self.n_growers > 1
+                     else None)
 
     def restore_costs(self, init):
         """Continuing ``init``: the acquisition state, its trees' ``new_acquisitions``
@@ -563,9 +570,8 @@ class Boosting(Algorithm):
         complete_tree_params(p, self.depthwise_depth)
 
     def memory_needs(self, p, dtrain, setup):
-        # the trees of a multiclass round grow side by side, one grower per thread
-        n_outputs = setup.objective.n_outputs
-        return grower_memory_needs(p, dtrain, min(setup.n_threads, n_outputs))
+        n_growers, speculative = round_growers(p, setup.objective.n_outputs, setup.n_threads)
+        return grower_memory_needs(p, dtrain, n_growers + speculative)
 
     def root_split_terms(self, p, dtrain, setup):
         if self.name == "gbdt":

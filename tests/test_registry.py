@@ -88,6 +88,11 @@ def test_a_registered_name_is_not_taken_twice():
         register_algorithm(REGISTRY["gbdt"])
     with pytest.raises(ValueError, match="unknown algorithm"):
         unregister_algorithm("no_such_algorithm")
+    unloadable = BudgetRF("toy_unloadable", BUDGET_RF_PARAMS, ForestTrainer, "toy",
+                          model_class=cbudget.Dataset)
+    with pytest.raises(ValueError, match="register_model_type"):
+        register_algorithm(unloadable)
+    assert "toy_unloadable" not in REGISTRY
 
 
 def test_every_algorithm_declares_its_model_class():

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..engine import Algorithm
-from ..model_io import IMPORTED, register_algorithms, register_params_check
+from ..model_io import IMPORTED, MODEL_TYPES, register_algorithms, register_params_check
 from ..params import ALIASES
 from . import boosting, budget_rf, classifier_tree, gated
 
@@ -45,6 +45,11 @@ def register_algorithm(algorithm: Algorithm) -> None:
                         f"{type(algorithm).__name__}")
     if algorithm.name in REGISTRY or algorithm.name == IMPORTED:
         raise ValueError(f"algorithm {algorithm.name!r} is registered already")
+    model_type = str(getattr(algorithm.model_class, "model_type", ""))
+    if MODEL_TYPES.get(model_type) is not algorithm.model_class:
+        raise ValueError(f"algorithm {algorithm.name!r}: its model_class "
+                         f"{algorithm.model_class!r} is not a model class registered with "
+                         "@register_model_type, so its models could not be loaded")
     REGISTRY[algorithm.name] = algorithm
 
 

@@ -99,6 +99,10 @@ class Model:
     # a gated model's file may leave its (external) expensive model out: load_model
     # takes it back
     loads_expensive_model: ClassVar[bool] = False
+    # models of this class may be imported from other libraries (cbudget.interop), with
+    # algorithm "imported"; the algorithms that train it are the registry's
+    # (cbudget.model_io.algorithms_of)
+    importable: ClassVar[bool] = False
     objective: str
     num_class: int
 

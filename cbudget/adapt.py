@@ -28,6 +28,7 @@ from .costs import CostModel, CostReport, resolve_feature
 from .dataset import Dataset, InputData, prediction_input, query_boundaries_of
 from .model_io import (
     checked_params,
+    file_section,
     finite_number,
     invalid,
     model_header,
@@ -362,7 +363,6 @@ class GatedModel(Model):
     """
 
     model_type = "gated"
-    algorithms = ("adapt_gbrt", "adapt_lin")
     loads_expensive_model = True
     no_exit_reason = ("its gate and low-cost predictor are linear (adapt_lin): no stages to "
                       "exit from; exit rules apply to boosted parts (adapt_gbrt)")
@@ -686,25 +686,25 @@ class GatedModel(Model):
                 "features": None if features is None else features.tolist()}
         else:
             doc["expensive"] = f0.to_dict()
-        doc["adapt"] = {name: self.params[name] for name in ADAPT_SETTINGS
-                        if name in self.params}
-        doc["adapt"]["gate_threshold"] = self.gate_threshold
+        section = {name: self.params[name] for name in ADAPT_SETTINGS if name in self.params}
+        section["gate_threshold"] = self.gate_threshold
+        doc[section_name(self.algorithm)] = section
         return doc
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any], *, expensive_model: Any = None) -> GatedModel:
-        header = read_header(doc, cls.algorithms)
+        header = read_header(doc, cls)
         feature_names, cost_model, params = header.feature_names, header.cost_model, \
             header.params
         if header.objective != "binary:logistic":
             raise invalid("a gated model is binary:logistic")
-        section = require(doc, "adapt", dict)
-        threshold = require(section, "gate_threshold", (int, float), "adapt.")
+        name = section_name(params["algorithm"])
+        section = require(doc, name, dict)
+        threshold = require(section, "gate_threshold", (int, float), f"{name}.")
         if not math.isfinite(threshold):
-            raise invalid("adapt.gate_threshold must be finite")
+            raise invalid(f"{name}.gate_threshold must be finite")
         params = checked_params(
-            {**params, **{k: v for k, v in section.items() if k != "gate_threshold"}},
-            "adapt")
+            {**params, **{k: v for k, v in section.items() if k != "gate_threshold"}}, name)
         gate = read_part(require(doc, "gate", dict), "gate", feature_names, cost_model)
         predictor = read_part(require(doc, "predictor", dict), "predictor", feature_names,
                               cost_model)
@@ -731,6 +731,12 @@ class GatedModel(Model):
     def __repr__(self) -> str:
         return (f"<cbudget.GatedModel {self.algorithm}: gate {self.gate!r}, predictor "
                 f"{self.predictor!r}, expensive {self.expensive!r}>")
+
+
+def section_name(algorithm: str) -> str:
+    """The section of a gated model's file holding its settings (the registry's; by
+    default ``adapt``)."""
+    return file_section(algorithm) or "adapt"
 
 
 # what the adapt section of a file holds besides gate_threshold

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -29,9 +29,9 @@ from .exits import (
 from .interop.to_xgboost import save_xgboost
 from .metrics import RANKING_OBJECTIVES, check_metric, evaluate_on, metric_maximize
 from .model_io import (
-    IMPORTED,
     build,
     checked_params,
+    file_section,
     invalid,
     model_header,
     read_attributes,
@@ -43,9 +43,6 @@ from .objectives import get_objective
 from .on_demand import FeatureSource, ReadSteps
 
 __all__ = ["Booster"]
-
-# algorithms whose files carry a section named after them with the cost trade-off
-COST_AWARE_SECTIONS = ("cegb", "greedy_miser")
 
 
 @register_model_type
@@ -73,7 +70,7 @@ class Booster(TreeEnsemble):
     """
 
     model_type = "booster"
-    algorithms: ClassVar[tuple[str, ...]] = ("gbdt",) + COST_AWARE_SECTIONS + (IMPORTED,)
+    importable = True
 
     def __init__(self, *, objective: str, num_class: int, base_score: ArrayLike,
                  feature_names: Sequence[str], cost_model: CostModel,
@@ -613,9 +610,11 @@ class Booster(TreeEnsemble):
             doc["imported_from"] = dict(self.imported_from)
         if self._exit_rules is not None:
             doc["exit_rules"] = self._exit_rules.to_dict()
-        if self.algorithm in COST_AWARE_SECTIONS:
+        # the cost-aware algorithms' section (the registry's): their cost trade-off
+        section = file_section(self.algorithm)
+        if section is not None:
             p = self.params
-            doc[self.algorithm] = {
+            doc[section] = {
                 "cost_tradeoff": float(p["cost_tradeoff"]),
                 "grow_policy": p["grow_policy"],
                 "num_leaves": p["num_leaves"],
@@ -628,17 +627,17 @@ class Booster(TreeEnsemble):
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any], *, expensive_model: Any = None) -> Booster:
-        header = read_header(doc, cls.algorithms)
+        header = read_header(doc, cls)
         num_class = require(doc, "num_class", int)
         objective, params = header.objective, header.params
         if num_class < 1 or (num_class > 1) != (objective == "multi:softprob"):
             raise invalid(f"num_class {num_class} does not fit objective {objective!r}")
-        if params["algorithm"] in COST_AWARE_SECTIONS:
-            section = require(doc, params["algorithm"], dict)
+        name = file_section(params["algorithm"])
+        if name is not None:
+            section = require(doc, name, dict)
             params = checked_params(
                 {**params, "cost_tradeoff": require(section, "cost_tradeoff", (int, float),
-                                                    f"{params['algorithm']}.")},
-                params["algorithm"])
+                                                    f"{name}.")}, name)
         base_score = np.asarray(read_scores(doc), dtype=np.float64)
         n_scores = num_class if objective == "multi:softprob" else 1
         if base_score.shape != (n_scores,) or not np.all(np.isfinite(base_score)):

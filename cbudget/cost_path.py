@@ -23,6 +23,7 @@ from .booster import Booster
 from .dataset import Dataset
 from .exits import check_epsilon
 from .metrics import RANKING_OBJECTIVES, evaluate_on, metric_maximize
+from .model_io import algorithms_of
 from .training import lambda_max as find_lambda_max
 from .training import train
 
@@ -312,9 +313,10 @@ def _check_exit_options(params: dict, epsilons, every: int, tolerance: float | N
     training)."""
     epsilons = sorted({check_epsilon(e) for e in epsilons})
     algorithm = params.get("algorithm", "gbdt")
-    if algorithm not in Booster.algorithms:
-        raise NotApplicableError(f"exit_epsilons applies to boosters (gbdt, cegb, "
-                                 f"greedy_miser), not to {algorithm!r}")
+    boosters = algorithms_of(Booster)
+    if algorithm not in boosters:
+        raise NotApplicableError(f"exit_epsilons applies to boosters ({', '.join(boosters)}), "
+                                 f"not to {algorithm!r}")
     objective = params.get("objective", "reg:squarederror")
     if objective in RANKING_OBJECTIVES:
         raise NotApplicableError(f"exit_epsilons does not apply to {objective}: a document's "

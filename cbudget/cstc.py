@@ -32,6 +32,7 @@ from .model_io import (
     build,
     check_integer_range,
     checked_params,
+    file_section,
     invalid,
     model_header,
     nested_model_from_dict,
@@ -122,14 +123,14 @@ class ClassifierTree(Model):
         "each input already leaves it where its route ends (a tree's leaf, a cascade's "
         "exit stage), which training chose for the cost; exit rules apply to boosted "
         "models, whose trees add up to the scores")
-    algorithms: ClassVar[tuple[str, ...]] = ("cstc",)
+    default_algorithm: ClassVar[str] = "cstc"
 
     def __init__(self, *, objective: str, loss: str, feature_names: Sequence[str],
                  cost_model: CostModel, params: dict[str, Any], weights: ArrayLike,
                  bias: ArrayLike, thresholds: ArrayLike, upper: ArrayLike, lower: ArrayLike,
                  impute: ArrayLike, basis: Booster | None = None) -> None:
         super().__init__(feature_names=feature_names, cost_model=cost_model, params=params,
-                         default_algorithm=self.algorithms[0])
+                         default_algorithm=self.default_algorithm)
         self.objective = objective
         self.loss = loss
         self.num_class = 1
@@ -476,21 +477,29 @@ class ClassifierTree(Model):
         }
         doc["impute"] = self.impute.tolist()
         doc["basis"] = None if self.basis is None else self.basis.to_dict()
-        doc["classifier_tree"] = {name: self.params[name] for name in CLASSIFIER_TREE_SETTINGS}
+        doc[self.section_name(self.algorithm)] = {name: self.params[name]
+                                                  for name in CLASSIFIER_TREE_SETTINGS}
         return doc
+
+    @staticmethod
+    def section_name(algorithm: str) -> str:
+        """The section of the file holding the settings (the registry's; by default
+        ``classifier_tree``)."""
+        return file_section(algorithm) or "classifier_tree"
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any], *,
                   expensive_model: Any = None) -> ClassifierTree:
-        header = read_header(doc, cls.algorithms)
+        header = read_header(doc, cls)
         feature_names, params = header.feature_names, header.params
         if header.objective not in ("reg:squarederror", "binary:logistic"):
             raise invalid(f"objective {header.objective!r} of a tree of classifiers")
-        section = require(doc, "classifier_tree", dict)
+        section_name = cls.section_name(params["algorithm"])
+        section = require(doc, section_name, dict)
         missing = [name for name in CLASSIFIER_TREE_SETTINGS if name not in section]
         if missing:
-            raise invalid(f"classifier_tree lacks {missing}")
-        params = checked_params({**params, **section}, "classifier_tree")
+            raise invalid(f"{section_name} lacks {missing}")
+        params = checked_params({**params, **section}, section_name)
         nodes = require(doc, "nodes", dict)
         n_nodes = require(nodes, "num_nodes", int, "nodes.")
         if n_nodes < 1:
@@ -543,4 +552,4 @@ class Cascade(ClassifierTree):
     the next stage (see :class:`ClassifierTree`)."""
 
     model_type = "cascade"
-    algorithms = ("cscc", "cronus")
+    default_algorithm = "cscc"

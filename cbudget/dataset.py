@@ -300,6 +300,16 @@ def find_bin_edges(column: np.ndarray, max_bin: int) -> np.ndarray:
     return edges_between(distinct[gaps], distinct[gaps + 1])[0]
 
 
+def flatten_edges(bin_edges: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The features' edges back to back (float64) and the int64 offsets of each
+    feature's (see :meth:`Dataset.flat_bin_edges`)."""
+    indptr = np.zeros(len(bin_edges) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, bin_edges), dtype=np.int64, count=len(bin_edges)),
+              out=indptr[1:])
+    edges = np.concatenate(bin_edges) if indptr[-1] else np.zeros(0)
+    return np.ascontiguousarray(edges, dtype=np.float64), indptr
+
+
 class Dataset:
     """Training or validation data for :func:`cbudget.train`.
 
@@ -406,6 +416,7 @@ class Dataset:
             self.feature_names = list(reference.feature_names)
             self.max_bin = reference.max_bin
             self.bin_edges = reference.bin_edges
+            self._flat_edges = reference.flat_bin_edges()
             self.cost_model = reference.cost_model
         else:
             if (isinstance(max_bin, bool) or not isinstance(max_bin, numbers.Integral)
@@ -427,8 +438,9 @@ class Dataset:
                 group_costs=group_costs, coupled_costs=coupled_costs,
                 split_cost=split_cost, tree_cost=tree_cost, default_cost=default_cost)
             self.bin_edges = self._fit_bin_edges(X)
+            self._flat_edges = flatten_edges(self.bin_edges)
         self.missing_bin = self.max_bin
-        self.n_value_bins = np.array([e.shape[0] + 1 for e in self.bin_edges], dtype=np.uint32)
+        self.n_value_bins = (np.diff(self._flat_edges[1]) + 1).astype(np.uint32)
         self.binned = self.bin_data(X)
         self._sparse_bins: SparseBins | None = None
 
@@ -475,10 +487,19 @@ class Dataset:
         rows = binning_rows(X.shape[0], self.weight)
         if rows is not None:
             X = X[rows]
-        # numpy's sort releases the GIL: the features' edges are found in parallel
-        with ThreadPoolExecutor(max_workers=resolve_n_threads(None)) as pool:
-            return list(pool.map(lambda f: find_bin_edges(X[:, f], self.max_bin),
-                                 range(X.shape[1])))
+        # numpy's sort releases the GIL: the features' edges are found in parallel, a
+        # block of features per task (a task per feature costs more than the feature
+        # itself when there are few rows, and keeps a future per feature alive: 2 KB)
+        n_features, n_threads = X.shape[1], resolve_n_threads(None)
+        n_blocks = min(n_features, 4 * n_threads)
+        bounds = np.linspace(0, n_features, n_blocks + 1).astype(np.intp)
+
+        def block(b: int) -> list[np.ndarray]:
+            return [find_bin_edges(X[:, f], self.max_bin)
+                    for f in range(bounds[b], bounds[b + 1])]
+
+        with ThreadPoolExecutor(max_workers=n_threads) as pool:
+            return [edges for part in pool.map(block, range(n_blocks)) for edges in part]
 
     def flat_bin_edges(self) -> tuple[np.ndarray, np.ndarray]:
         """All features' edges back to back, and the int64 offsets of each feature's.
@@ -489,10 +510,7 @@ class Dataset:
         indptr : ndarray of int64, shape (n_features + 1,)
             Feature ``f``'s edges are ``edges[indptr[f]:indptr[f + 1]]``.
         """
-        indptr = np.zeros(len(self.bin_edges) + 1, dtype=np.int64)
-        indptr[1:] = np.cumsum([e.shape[0] for e in self.bin_edges])
-        edges = np.concatenate(self.bin_edges) if indptr[-1] else np.zeros(0)
-        return np.ascontiguousarray(edges, dtype=np.float64), indptr
+        return self._flat_edges
 
     def bin_data(self, X: np.ndarray) -> np.ndarray:
         """uint8 bins (Fortran order) of a float matrix under this Dataset's edges.

@@ -8,7 +8,9 @@ every algorithm.
 """
 from __future__ import annotations
 
+import math
 import os
+import resource
 from typing import Any, NamedTuple
 
 from ._model import Model, NotApplicableError
@@ -19,7 +21,87 @@ from .model_io import load_model
 from .objectives import Objective
 from .params import COMMON_PARAMS, Param, resolve_declared
 
-__all__ = ["Algorithm", "Trainer", "TrainingSetup", "run_training", "model_to_continue"]
+__all__ = ["Algorithm", "Trainer", "TrainingSetup", "run_training", "model_to_continue",
+           "MemoryNeed", "TrainingMemoryError", "MEMORY_LIMIT_VARIABLE", "memory_limit",
+           "check_memory"]
+
+# the environment variable that sets the memory training may plan to use (bytes, or with
+# a K/M/G/T suffix, powers of 1024; "none": no check)
+MEMORY_LIMIT_VARIABLE = "CBUDGET_MEMORY_LIMIT"
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+class TrainingMemoryError(MemoryError, ValueError):
+    """Training would allocate more memory than there is (:func:`check_memory`), found
+    before allocating it; the message says what takes it and which parameter to change.
+    A ValueError too: it is an input the machine cannot take, reported as such."""
+
+
+class MemoryNeed(NamedTuple):
+    """One large allocation training will make (see :meth:`Algorithm.memory_needs`)."""
+    what: str          # what it is, with its formula: "n_features^2 x 8 bytes"
+    n_bytes: float
+    hint: str          # what to change to need less
+
+
+def _size(n_bytes: float) -> str:
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n_bytes >= scale:
+            return f"{n_bytes / scale:.3g} {unit}"
+    return f"{n_bytes:.0f} bytes"
+
+
+def memory_limit() -> tuple[float | None, str]:
+    """The memory a training may plan to use, and where the figure comes from: the
+    environment variable :data:`MEMORY_LIMIT_VARIABLE` if set (None for "none": no
+    limit), else the physical memory, or the address-space limit (``ulimit -v``) if
+    lower."""
+    text = os.environ.get(MEMORY_LIMIT_VARIABLE, "").strip()
+    if text:
+        if text.lower() == "none":
+            return None, f"{MEMORY_LIMIT_VARIABLE}=none"
+        number, unit = text.upper().rstrip("B").rstrip("I"), ""
+        if number and number[-1] in _UNITS:
+            number, unit = number[:-1], number[-1]
+        try:
+            value = float(number) * _UNITS[unit]
+        except ValueError:
+            value = math.nan
+        if not value > 0 or not math.isfinite(value):
+            raise ValueError(f"{MEMORY_LIMIT_VARIABLE}={text!r}: give a number of bytes "
+                             "(with K, M, G or T: powers of 1024), or 'none' for no limit")
+        return value, f"{MEMORY_LIMIT_VARIABLE}={text}"
+    limit, source = math.inf, ""
+    try:
+        limit = float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        source = "the physical memory"
+    except (ValueError, OSError, AttributeError):   # no sysconf names: not checked
+        pass
+    address_space = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if address_space != resource.RLIM_INFINITY and address_space < limit:
+        limit, source = float(address_space), "the address-space limit (ulimit -v)"
+    return (None, "") if math.isinf(limit) else (limit, source)
+
+
+def check_memory(algorithm: Algorithm, p: dict, dtrain: Dataset, setup: TrainingSetup
+                 ) -> None:
+    """Raise :class:`TrainingMemoryError` when the large allocations ``algorithm`` will make
+    on ``dtrain`` (:meth:`Algorithm.memory_needs`) add up to more than
+    :func:`memory_limit`, before anything is allocated. The message lists them, largest
+    first, with their formulas and what to change."""
+    limit, source = memory_limit()
+    if limit is None:
+        return
+    needs = sorted(algorithm.memory_needs(p, dtrain, setup), key=lambda need: -need.n_bytes)
+    total = sum(need.n_bytes for need in needs)
+    if total <= limit:
+        return
+    parts = "; ".join(f"{need.what} = {_size(need.n_bytes)}" for need in needs)
+    raise TrainingMemoryError(
+        f"{algorithm.name} would need about {_size(total)} on {dtrain.num_data()} rows x "
+        f"{dtrain.num_feature()} features, more than the {_size(limit)} of {source}: "
+        f"{parts}. {needs[0].hint}. (To change the limit, set {MEMORY_LIMIT_VARIABLE} to a "
+        "size such as 64G, or to none.)")
 
 
 class TrainingSetup(NamedTuple):
@@ -133,7 +215,9 @@ def run_training(trainer: Trainer, container: CallbackContainer,
 
 
 class Algorithm:
-    """An entry of the registry: a name, its parameters and its trainer.
+    """An entry of the registry: a name, its parameters, its trainer, and what its models
+    are (the model classes and the file format read that from the registry, see
+    :func:`cbudget.model_io.algorithms_of`).
 
     Parameters
     ----------
@@ -145,6 +229,12 @@ class Algorithm:
         Made with ``(p, dtrain, num_boost_round, setup)`` for each training run.
     doc : str
         One line: what it is, after which paper.
+    model_class : Model subclass
+        The class of the models it trains (loading a file of this algorithm makes one).
+    section : str or None
+        The section of its model files that restates its settings (e.g. ``"cegb"``,
+        ``"budget_rf"``; algorithms of one model class may share one), or None for none.
+        What the section holds is the model class's.
     cannot_continue : str or None
         Why it cannot continue a model (``xgb_model``); None if it can.
     takes_expensive_model : bool
@@ -155,9 +245,12 @@ class Algorithm:
     """
 
     def __init__(self, name: str, params: tuple, trainer: type, doc: str, *,
+                 model_class: type[Model], section: str | None = None,
                  cannot_continue: str | None = None, takes_expensive_model: bool = False,
                  retired_params: dict | None = None):
         self.name = name
+        self.model_class = model_class
+        self.section = section
         self.declared: dict[str, Param] = {param.name: param for param in COMMON_PARAMS}
         self.declared.update((param.name, param) for param in params)
         self.trainer = trainer
@@ -203,6 +296,14 @@ class Algorithm:
 
     def check_data(self, p: dict, objective: Objective, dtrain: Dataset) -> None:
         """Errors for data the algorithm cannot fit, before the objective's checks."""
+
+    def memory_needs(self, p: dict, dtrain: Dataset, setup: TrainingSetup) -> list[MemoryNeed]:
+        """The large allocations training on ``dtrain`` will make, from the parameters and
+        the data's shape alone (nothing is allocated): what grows with the product of
+        two sizes (features x bins x leaves, features^2, rows x features), not what is
+        proportional to the data. :func:`check_memory` compares their sum with the
+        memory there is before training starts."""
+        return []
 
     def __repr__(self):
         return f"<cbudget algorithm {self.name!r}>"

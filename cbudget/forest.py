@@ -17,6 +17,7 @@ from .model_io import (
     IMPORTED,
     build,
     checked_params,
+    file_section,
     invalid,
     model_header,
     read_attributes,
@@ -32,7 +33,7 @@ __all__ = ["Forest"]
 # a forest votes: its default metric is the error of the vote
 VOTE_METRICS = {"binary:logistic": "error", "multi:softprob": "merror"}
 IMPURITIES = ("threshold_pairs", "gini", "entropy")
-# the training parameters the budget_rf section of a file restates
+# the training parameters the section of a forest's file (budget_rf's) restates
 SECTION_PARAMS = ("alpha", "budget", "impurity", "path_free")
 
 
@@ -73,7 +74,7 @@ class Forest(TreeEnsemble):
         "its trees vote for classes, and its budget is the number of trees (grown until a "
         "validation budget is met); exit rules apply to boosted models, whose trees add "
         "up to the scores")
-    algorithms: ClassVar[tuple[str, ...]] = ("budget_rf", IMPORTED)
+    importable = True
 
     def __init__(self, *, objective: str, num_class: int, class_prior: ArrayLike,
                  feature_names: Sequence[str], cost_model: CostModel,
@@ -265,10 +266,11 @@ class Forest(TreeEnsemble):
             doc["trees"].append(d)
         if self.imported_from is not None:
             doc["imported_from"] = dict(self.imported_from)
-        if self.algorithm == IMPORTED:
+        section = file_section(self.algorithm)      # the registry's: none when imported
+        if section is None:
             return doc
         p = self.params
-        doc["budget_rf"] = {
+        doc[section] = {
             "alpha": float(p["alpha"]), "impurity": p["impurity"], "path_free": p["path_free"],
             "n_stumps": p["n_stumps"] if p["n_stumps"] == "all" else list(p["n_stumps"]),
             "stump_node_sizes": list(p["stump_node_sizes"]), "max_depth": p["max_depth"],
@@ -278,20 +280,21 @@ class Forest(TreeEnsemble):
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any], *, expensive_model: Any = None) -> Forest:
-        header = read_header(doc, cls.algorithms)
+        header = read_header(doc, cls)
         num_class = require(doc, "num_class", int)
         objective, params = header.objective, header.params
         if num_class < 2 or (objective == "binary:logistic" and num_class != 2) \
                 or objective not in VOTE_METRICS:
             raise invalid(f"num_class {num_class} does not fit a forest with objective "
                           f"{objective!r}")
-        if params["algorithm"] != IMPORTED:
-            section = require(doc, "budget_rf", dict)
+        section_name = file_section(params["algorithm"])
+        if section_name is not None:
+            section = require(doc, section_name, dict)
             missing = [name for name in SECTION_PARAMS if name not in section]
             if missing:
-                raise invalid(f"budget_rf lacks {missing}")
+                raise invalid(f"{section_name} lacks {missing}")
             params = checked_params(
-                {**params, **{name: section[name] for name in SECTION_PARAMS}}, "budget_rf")
+                {**params, **{name: section[name] for name in SECTION_PARAMS}}, section_name)
         prior = np.asarray(read_scores(doc), dtype=np.float64)
         if prior.shape != (num_class,) or not np.all(np.isfinite(prior)) \
                 or np.any(prior < 0) or not prior.sum() > 0:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, TypeVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol, TypeVar
 
 from ._files import write_file_atomically
 from ._json_checks import (
@@ -39,7 +40,7 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "model_from_dict", "mo
            "save_model", "register_model_type", "register_params_check", "model_header",
            "read_header", "read_attributes", "nested_model_from_dict", "require",
            "checked_params", "number_list", "finite_number", "check_integer_range", "invalid",
-           "build", "IMPORTED"]
+           "build", "IMPORTED", "register_algorithms", "algorithms_of", "file_section"]
 
 FORMAT_NAME = "cbudget"
 FORMAT_VERSION = (1, 7)
@@ -54,6 +55,41 @@ MODEL_TYPES: dict[str, type[Model]] = {}
 # checks a file's training_params against the algorithm's declared parameters; set by
 # cbudget.algorithms (which imports the model classes, so this module cannot import it)
 _params_check: Callable[[dict], dict] | None = None
+
+
+class AlgorithmEntry(Protocol):
+    """What the file format reads of a registry entry (:class:`cbudget.engine.Algorithm`)."""
+    name: str
+    model_class: type
+    section: str | None
+
+
+# the registry of algorithms (cbudget.algorithms.REGISTRY, the same dict: algorithms
+# registered later are seen); set by cbudget.algorithms, which imports the model classes
+_algorithms: Mapping[str, AlgorithmEntry] = {}
+
+
+def register_algorithms(registry: Mapping[str, AlgorithmEntry]) -> None:
+    """Set the registry of algorithms the model classes read their dispatch from: which
+    algorithms make which model class (:func:`algorithms_of`) and the file section each
+    one writes (:func:`file_section`)."""
+    global _algorithms
+    _algorithms = registry
+
+
+def algorithms_of(model_class: type) -> tuple[str, ...]:
+    """The registered algorithms that train models of ``model_class`` (exactly: a Cascade
+    is not a ClassifierTree here), in registry order."""
+    return tuple(name for name, entry in _algorithms.items()
+                 if entry.model_class is model_class)
+
+
+def file_section(algorithm: str) -> str | None:
+    """The name of the section of a model file that restates ``algorithm``'s settings
+    (e.g. ``"cegb"``, ``"budget_rf"``), or None: it writes none (and for
+    :data:`IMPORTED` or an unregistered name)."""
+    entry = _algorithms.get(algorithm)
+    return None if entry is None else entry.section
 
 
 def register_params_check(check: Callable[[dict], dict]) -> None:
@@ -104,9 +140,13 @@ class Header(NamedTuple):
     cost_model: CostModel
 
 
-def read_header(doc: dict, algorithms) -> Header:
+def read_header(doc: dict, model_class: type) -> Header:
     """Feature names, objective, parameters and cost model of ``doc``, checked; its
-    ``algorithm`` must be one of ``algorithms``."""
+    ``algorithm`` must be one that trains ``model_class`` (:func:`algorithms_of`) or, for
+    a class whose models may be imported from other libraries (``importable``),
+    :data:`IMPORTED`."""
+    algorithms = algorithms_of(model_class) + (
+        (IMPORTED,) if getattr(model_class, "importable", False) else ())
     feature_names = require(doc, "feature_names", list)
     if not feature_names or not all(isinstance(n, str) for n in feature_names):
         raise invalid("feature_names must be a non-empty list of str")

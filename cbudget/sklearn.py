@@ -43,12 +43,14 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
                       "(or cbudget[sklearn])") from exc
 
 from ._model import Model
-from .adapt import ExternalModel
+from .adapt import ExternalModel, GatedModel
 from .cost_path import cost_path
 from .costs import CostGroups, CostReport, FeatureCosts, GroupCosts
+from .cstc import Cascade, ClassifierTree
 from .dataset import Dataset, MatrixLike, check_row_count, query_boundaries
 from .forest import Forest
 from .metrics import RANKING_OBJECTIVES, evaluate_metric
+from .model_io import algorithms_of
 from .params import ALIASES
 from .training import train
 
@@ -100,6 +102,15 @@ def _holdout(dtrain: Dataset, seed: int, fraction: float = 0.2) -> list[tuple[np
         parts.append((rows, ptr[queries + 1] - ptr[queries]))
     return parts
 
+
+def check_algorithm(algorithm: Any, *model_classes: type) -> None:
+    """ValueError unless ``algorithm`` is a registered algorithm training one of
+    ``model_classes`` (the estimator's kind of model)."""
+    names = [name for model_class in model_classes for name in algorithms_of(model_class)]
+    if algorithm not in names:
+        valid = [repr(name) for name in names]
+        either = " or ".join([", ".join(valid[:-1]), valid[-1]] if len(valid) > 1 else valid)
+        raise ValueError(f"algorithm must be {either}, got {algorithm!r}")
 
 class _CostAwareEstimator(BaseEstimator):
     """What every estimator shares: the costs, the training data and evaluation sets,
@@ -691,9 +702,7 @@ class _ClassifierTrees(_CostAwareEstimator):
         self.max_depth = max_depth
 
     def _algorithm_params(self) -> dict[str, Any]:
-        if self.algorithm not in ("cstc", "cscc", "cronus"):
-            raise ValueError(f"algorithm must be 'cstc', 'cscc' or 'cronus', got "
-                             f"{self.algorithm!r}")
+        check_algorithm(self.algorithm, ClassifierTree, Cascade)
         return {"algorithm": self.algorithm, "cost_tradeoff": self.cost_tradeoff,
                 "max_depth": self.max_depth}
 
@@ -1120,9 +1129,7 @@ class ADAPTClassifier(_Classifier, _CostAwareEstimator):
         self.cost_tradeoff = cost_tradeoff
 
     def _algorithm_params(self) -> dict[str, Any]:
-        if self.algorithm not in ("adapt_gbrt", "adapt_lin"):
-            raise ValueError(f"algorithm must be 'adapt_gbrt' or 'adapt_lin', got "
-                             f"{self.algorithm!r}")
+        check_algorithm(self.algorithm, GatedModel)
         return {"algorithm": self.algorithm, "p_full": self.p_full,
                 "cost_tradeoff": self.cost_tradeoff}
 

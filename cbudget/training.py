@@ -15,7 +15,7 @@ from .callback import (
     TrainingCallback,
 )
 from .dataset import Dataset
-from .engine import TrainingSetup, run_training
+from .engine import TrainingSetup, check_memory, run_training
 from .metrics import check_metric, ranking_metric
 from .objectives import get_objective
 from .params import INT_MAX
@@ -216,4 +216,7 @@ def set_up_training(params, dtrain, num_boost_round, evals, verbose_eval, xgb_mo
                           n_threads=resolve_n_threads(p["n_jobs"]),
                           verbose=bool(verbose_eval) and p["verbosity"] > 0,
                           xgb_model=xgb_model, expensive_model=expensive_model)
+    # before anything large is allocated: a clear error instead of a failing allocation
+    # (or swapping) deep in the training
+    check_memory(algorithm, p, dtrain, setup)
     return algorithm, p, dtrain, setup

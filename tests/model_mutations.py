@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import cbudget
+from cbudget.algorithms import REGISTRY
 from cbudget.interop.trees import describe_source, imported_booster, imported_forest
 from cbudget.model_io import model_from_dict
 
@@ -179,8 +180,7 @@ ODD_STRINGS = ["", "x", "nan", "inf", "1", "binary:logistic", "multi:softprob",
 TYPE_STRINGS = {
     "model_type": ["booster", "forest", "tree_of_classifiers", "cascade", "gated", "linear",
                    "external", "Booster", ""],
-    "algorithm": ["gbdt", "cegb", "greedy_miser", "budget_rf", "cstc", "cscc", "cronus",
-                  "adapt_gbrt", "adapt_lin", "xgboost", "imported"],
+    "algorithm": [*REGISTRY, "xgboost", "imported"],
     "objective": ["reg:squarederror", "binary:logistic", "multi:softprob", "multi:softmax",
                   "rank:pairwise", "rank:ndcg", ""],
     "loss": ["squared", "logistic", "hinge"],

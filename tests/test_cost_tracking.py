@@ -6,6 +6,7 @@ import copy
 
 import numpy as np
 import pytest
+from small_models import BOOSTERS
 
 import cbudget
 from cbudget._core._acquisition import AcquisitionState
@@ -94,7 +95,7 @@ def test_tracked_costs_with_early_stopping():
     assert_tracked_as_routed(model, dtrain)
 
 
-@pytest.mark.parametrize("algorithm", ["gbdt", "cegb", "greedy_miser"])
+@pytest.mark.parametrize("algorithm", BOOSTERS)
 def test_tracked_costs_when_continuing(algorithm):
     """xgb_model=: the trees continued from are routed once (on this training data,
     here another than they were trained on), the new ones tracked."""

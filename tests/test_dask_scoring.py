@@ -19,13 +19,11 @@ da = pytest.importorskip("dask.array")
 dd = pytest.importorskip("dask.dataframe")
 pd = pytest.importorskip("pandas")
 import dask  # noqa: E402
-from small_models import small_model_params  # noqa: E402
+from small_models import ALGORITHMS, small_model_params, takes_expensive_model  # noqa: E402
 
 import cbudget  # noqa: E402
 import cbudget.dask as cbudget_dask  # noqa: E402
 
-ALGORITHMS = ("gbdt", "cegb", "greedy_miser", "budget_rf", "cstc", "cscc", "cronus",
-              "adapt_gbrt", "adapt_lin")
 MODELS = ALGORITHMS + ("gbdt_multiclass", "budget_rf_multiclass")
 N_FEATURES = 6
 NAMES = [f"f{m}" for m in range(N_FEATURES)]
@@ -51,7 +49,7 @@ def models():
                        8, verbose_eval=False)
     out = {}
     for algorithm in ALGORITHMS:
-        extra = {"expensive_model": f0} if algorithm.startswith("adapt") else {}
+        extra = {"expensive_model": f0} if takes_expensive_model(algorithm) else {}
         out[algorithm] = cbudget.train(small_model_params(algorithm), dtrain, 6, verbose_eval=False,
                                        **extra)
     X3, y3 = _data(400, 2, n_classes=3)

@@ -10,6 +10,8 @@ import cbudget
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
+from small_models import BOOSTERS  # noqa: E402
+
 from cbudget.dask import DaskDataset, train  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -64,7 +66,7 @@ STRUCTURE = ("left", "right", "feature", "bin_threshold", "default_left", "n_sam
              "new_acquisitions", "depth")
 
 
-@pytest.mark.parametrize("algorithm", ["gbdt", "cegb", "greedy_miser"])
+@pytest.mark.parametrize("algorithm", BOOSTERS)
 @pytest.mark.parametrize("task", ["regression", "binary", "multiclass"])
 def test_one_partition_trains_the_single_machine_model_bit_for_bit(dask_client, algorithm,
                                                                    task):
@@ -78,7 +80,7 @@ def test_one_partition_trains_the_single_machine_model_bit_for_bit(dask_client, 
     assert np.array_equal(remote.predict(X), local.predict(X))
 
 
-@pytest.mark.parametrize("algorithm", ["gbdt", "cegb", "greedy_miser"])
+@pytest.mark.parametrize("algorithm", BOOSTERS)
 @pytest.mark.parametrize("task", ["regression", "binary", "multiclass"])
 def test_several_partitions_grow_the_same_trees_up_to_summation_order(dask_client, algorithm,
                                                                       task):

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
-from small_models import small_model_params
+from small_models import BOOSTERS, small_model_params
 
 import cbudget
 from cbudget._core._predict import predict_cost, predict_raw_exits
@@ -49,8 +49,7 @@ def train(kind, algorithm, rounds=25, **params):
         return cbudget.train({**base, **params}, dtrain, rounds)
 
 
-KINDS = [(kind, algorithm) for kind in OBJECTIVES for algorithm in ("gbdt", "cegb",
-                                                                     "greedy_miser")]
+KINDS = [(kind, algorithm) for kind in OBJECTIVES for algorithm in BOOSTERS]
 
 
 @pytest.fixture(scope="module", params=KINDS, ids=[f"{a}-{k}" for k, a in KINDS])

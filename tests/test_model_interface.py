@@ -5,13 +5,17 @@ import warnings
 
 import numpy as np
 import pytest
+from small_models import (
+    ALGORITHMS,
+    BOOSTERS,
+    CLASSIFIER_TREES,
+    STAGED,
+    takes_expensive_model,
+)
 
 import cbudget
 from cbudget.model_io import MODEL_TYPES
 
-ALGORITHMS = ("gbdt", "cegb", "greedy_miser", "budget_rf", "cstc", "cscc", "cronus",
-              "adapt_gbrt", "adapt_lin")
-STAGED = ("gbdt", "cegb", "greedy_miser", "budget_rf")
 COSTS = dict(feature_costs=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], cost_groups={"pair": [4, 5]},
              group_costs={"pair": 2.5}, split_cost=0.01)
 
@@ -37,7 +41,7 @@ def _params(algorithm):
     params = {"algorithm": algorithm, "objective": "binary:logistic", "n_jobs": 1}
     if algorithm == "adapt_lin":
         params["n_restarts"] = 1
-    if algorithm in ("cstc", "cscc", "cronus"):
+    if algorithm in CLASSIFIER_TREES:
         params["max_depth"] = 2
     if algorithm == "cegb":   # below lambda_max (0.2 here): models that split
         params["cost_tradeoff"] = 0.01
@@ -45,7 +49,7 @@ def _params(algorithm):
 
 
 def _train(algorithm, dtrain, f0, rounds=6, params=(), **kwargs):
-    extra = {"expensive_model": f0} if algorithm.startswith("adapt") else {}
+    extra = {"expensive_model": f0} if takes_expensive_model(algorithm) else {}
     return cbudget.train({**_params(algorithm), **dict(params)}, dtrain, rounds,
                          verbose_eval=False, **extra, **kwargs)
 
@@ -137,7 +141,7 @@ def test_early_exit_works_or_says_it_does_not_apply(models, data, algorithm):
     NotApplicableError saying why on the others."""
     model = models[0][algorithm]
     dtrain, dvalid, X = data
-    if algorithm not in ("gbdt", "cegb", "greedy_miser", "adapt_gbrt"):
+    if algorithm not in BOOSTERS + ("adapt_gbrt",):
         with pytest.raises(cbudget.NotApplicableError, match="exit"):
             model.calibrate_exits(dvalid, 0.05)
         return
@@ -234,7 +238,7 @@ def test_a_budget_crossed_by_the_first_iteration_keeps_no_iteration(models, data
     # a model optimised as a whole (a tree of classifiers) may start dense: then it says so
     warned = [w for w in caught if "no iteration of it is within the budget" in str(w.message)]
     assert (cost <= budget and not warned) or (cost > budget and len(warned) == 1)
-    if algorithm in STAGED or algorithm.startswith("adapt"):
+    if algorithm in STAGED or takes_expensive_model(algorithm):
         assert cost <= budget
 
 

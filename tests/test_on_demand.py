@@ -6,12 +6,10 @@ import time
 
 import numpy as np
 import pytest
-from small_models import small_model_params
+from small_models import ALGORITHMS, small_model_params, takes_expensive_model
 
 import cbudget
 
-ALGORITHMS = ("gbdt", "cegb", "greedy_miser", "budget_rf", "cstc", "cscc", "cronus",
-              "adapt_gbrt", "adapt_lin")
 N_FEATURES = 8
 COSTS = {"feature_costs": [1.0, 1.0, 2.0, 2.0, 4.0, 4.0, 8.0, 8.0], "split_cost": 0.01}
 GROUPED = {**COSTS, "cost_groups": {"pair": [4, 5], "trio": [1, 6, 7]},
@@ -28,7 +26,7 @@ def _data(n, seed):
 
 
 def _train(algorithm, dtrain, f0, rounds=8, **params):
-    extra = {"expensive_model": f0} if algorithm.startswith("adapt") else {}
+    extra = {"expensive_model": f0} if takes_expensive_model(algorithm) else {}
     return cbudget.train({**small_model_params(algorithm), **params}, dtrain, rounds,
                          verbose_eval=False, **extra)
 

@@ -8,17 +8,19 @@ import pytest
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from small_models import (  # noqa: E402
+    ALGORITHMS,
+    CLASSIFIER_TREES,
+    STAGED,
+    takes_expensive_model,
+)
 
 import cbudget  # noqa: E402
 from cbudget import plotting  # noqa: E402
 from cbudget.cost_path import pareto_mask  # noqa: E402
 from cbudget.metrics import evaluate_metric  # noqa: E402
 
-ALGORITHMS = ("gbdt", "cegb", "greedy_miser", "budget_rf", "cstc", "cscc", "cronus",
-              "adapt_gbrt", "adapt_lin")
-STAGED = ("gbdt", "cegb", "greedy_miser", "budget_rf")
 ENSEMBLES = STAGED
-CLASSIFIER_TREES = ("cstc", "cscc", "cronus")
 COSTS = dict(feature_costs=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], cost_groups={"pair": [4, 5]},
              group_costs={"pair": 2.5}, split_cost=0.01)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -56,7 +58,7 @@ def models(data):
             params["max_depth"] = 4
         if algorithm == "cegb":     # cheap enough that its trees split
             params["cost_tradeoff"] = 0.001
-        extra = {"expensive_model": f0} if algorithm.startswith("adapt") else {}
+        extra = {"expensive_model": f0} if takes_expensive_model(algorithm) else {}
         trained[algorithm] = cbudget.train(params, dtrain, 4, verbose_eval=False, **extra)
     return trained
 

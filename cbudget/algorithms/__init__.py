@@ -6,19 +6,25 @@
 * :mod:`.classifier_tree`: ``cstc``, ``cscc``, ``cronus`` (a ClassifierTree / Cascade);
 * :mod:`.gated`: ``adapt_gbrt``, ``adapt_lin`` (a GatedModel).
 
-Adding an algorithm: a module that declares its parameters and its trainer, and one line
-in :data:`REGISTRY` (see docs/architecture.md, "Adding an algorithm").
+Each entry also says what its models are (``model_class``, the file ``section``): the model
+classes and the file format read that from here (:func:`cbudget.model_io.algorithms_of`),
+so this is the only list of algorithm names.
+
+Adding an algorithm: a module that declares its parameters, its trainer and its model
+class, and one entry in :data:`REGISTRY` (or :func:`register_algorithm` from outside the
+package; see docs/architecture.md, "Adding an algorithm").
 """
 from __future__ import annotations
 
 from typing import Any
 
 from ..engine import Algorithm
-from ..model_io import register_params_check
+from ..model_io import IMPORTED, MODEL_TYPES, register_algorithms, register_params_check
 from ..params import ALIASES
 from . import boosting, budget_rf, classifier_tree, gated
 
-__all__ = ["REGISTRY", "get_algorithm", "resolve_params", "parameter_docs"]
+__all__ = ["REGISTRY", "get_algorithm", "resolve_params", "parameter_docs",
+           "register_algorithm", "unregister_algorithm", "taken_by"]
 
 REGISTRY: dict[str, Algorithm] = {
     algorithm.name: algorithm
@@ -26,11 +32,40 @@ REGISTRY: dict[str, Algorithm] = {
                       *gated.ALGORITHMS)
 }
 
-# every parameter name -> the algorithms that take it
-TAKEN_BY: dict[str, list[str]] = {}
-for _algorithm in REGISTRY.values():
-    for _name in _algorithm.declared:
-        TAKEN_BY.setdefault(_name, []).append(_algorithm.name)
+# the model classes and the file format dispatch on the algorithm through this dict
+register_algorithms(REGISTRY)
+
+
+def register_algorithm(algorithm: Algorithm) -> None:
+    """Add ``algorithm`` to :data:`REGISTRY`: ``train`` takes its name, and its models save
+    and load (as its ``model_class``, with its ``section``). ValueError if the name is
+    taken."""
+    if not isinstance(algorithm, Algorithm):
+        raise TypeError(f"register_algorithm takes a cbudget.engine.Algorithm, got "
+                        f"{type(algorithm).__name__}")
+    if algorithm.name in REGISTRY or algorithm.name == IMPORTED:
+        raise ValueError(f"algorithm {algorithm.name!r} is registered already")
+    model_type = str(getattr(algorithm.model_class, "model_type", ""))
+    if MODEL_TYPES.get(model_type) is not algorithm.model_class:
+        raise ValueError(f"algorithm {algorithm.name!r}: its model_class "
+                         f"{algorithm.model_class!r} is not a model class registered with "
+                         "@register_model_type, so its models could not be loaded")
+    REGISTRY[algorithm.name] = algorithm
+
+
+def unregister_algorithm(name: str) -> Algorithm:
+    """Remove the algorithm ``name`` from :data:`REGISTRY` and return it (its models no
+    longer load)."""
+    return REGISTRY.pop(get_algorithm(name).name)
+
+
+def taken_by() -> dict[str, list[str]]:
+    """Every parameter name -> the registered algorithms that take it."""
+    takers: dict[str, list[str]] = {}
+    for algorithm in REGISTRY.values():
+        for name in algorithm.declared:
+            takers.setdefault(name, []).append(algorithm.name)
+    return takers
 
 
 def get_algorithm(name) -> Algorithm:
@@ -54,10 +89,11 @@ def resolve_params(params: dict | None) -> dict:
         raise TypeError(f"params must be a dict, got {type(params).__name__}")
     given: dict[str, Any] = {}
     seen: dict[str, str] = {}
+    takers = taken_by()
     for key, value in params.items():
         name = ALIASES.get(key, key)
-        if name not in TAKEN_BY:
-            valid = sorted(set(TAKEN_BY) | set(ALIASES))
+        if name not in takers:
+            valid = sorted(set(takers) | set(ALIASES))
             raise ValueError(f"unknown parameter {key!r}; valid parameters: {', '.join(valid)}")
         if name in seen:
             raise ValueError(f"parameter {name!r} given twice (as {seen[name]!r} and {key!r})")
@@ -67,8 +103,8 @@ def resolve_params(params: dict | None) -> dict:
     others = [name for name in given if name not in algorithm.declared]
     if others:
         raise ValueError("; ".join(
-            f"parameter {seen[name]!r} applies to algorithm{'s' if len(TAKEN_BY[name]) > 1 else ''}"
-            f" {', '.join(map(repr, TAKEN_BY[name]))}" for name in others)
+            f"parameter {seen[name]!r} applies to algorithm{'s' if len(takers[name]) > 1 else ''}"
+            f" {', '.join(map(repr, takers[name]))}" for name in others)
             + f", not to algorithm {algorithm.name!r}")
     return algorithm.resolve(given)
 

@@ -44,14 +44,15 @@ import numpy as np
 from .._core._acquisition import AcquisitionState
 from .._core._grower import TreeGrower
 from .._core._predict import predict_binned_add
+from .._core._types import HISTOGRAM_DTYPE
 from ..booster import Booster
-from ..engine import Algorithm, Trainer, model_to_continue
+from ..engine import Algorithm, MemoryNeed, Trainer, model_to_continue
 from ..params import SQRT_FLOAT_MAX, Param, choice, depth_limit, flag, number
 
 __all__ = ["ALGORITHMS", "GREEDY_MISER", "TREE_PARAMS", "BoostingTrainer", "RoundSampler",
            "binned_like", "penalty_costs", "tree_grower", "complete_tree_params",
            "greedy_miser_trees", "initial_base_score", "mean_training_cost",
-           "check_gradient_sums", "add_checked_round"]
+           "check_gradient_sums", "add_checked_round", "grower_memory_needs"]
 
 # LightGBM's limit too: more leaves than this is never a useful tree, and the grower's
 # per-leaf arrays are sized by it
@@ -126,6 +127,40 @@ def tree_grower(dtrain, p: dict, n_threads: int, *, exchange=None,
         -1 if p["max_depth"] is None else p["max_depth"], p["grow_policy"] == "lossguide",
         n_threads, dtrain.sparse_bins() if exchange is None else None, exchange=exchange,
         n_tree_rows=n_tree_rows)
+
+
+def round_growers(p: dict, n_outputs: int, n_threads: int) -> tuple[int, bool]:
+    """(growers side by side, speculative) of a boosting round: a grower per thread for
+    the independent trees of a multiclass round (plain boosting), or speculatively for
+    Greedy Miser's (which then also has a sequential grower); one otherwise."""
+    speculative = p["algorithm"] == "greedy_miser" and n_outputs > 1 and n_threads > 1
+    tree_parallel = (n_outputs > 1 and n_threads > 1
+                     and ("cost_tradeoff" not in p or speculative))
+    return (min(n_threads, n_outputs) if tree_parallel else 1), speculative
+
+
+def grower_memory_needs(p: dict, dtrain, n_growers: int, who: str = "") -> list[MemoryNeed]:
+    """What ``n_growers`` :func:`tree_grower` s on ``dtrain`` allocate beyond the data: a
+    histogram (every feature x bin) per open leaf, at most one leaf per
+    ``min_data_in_leaf`` rows, ``num_leaves`` or ``2**max_depth``; and the per-feature
+    bin counts of the sparse layout (``Dataset.sparse_bins``)."""
+    n_rows, n_features = dtrain.data.shape
+    n_bins = dtrain.max_bin + 1
+    leaves = max(1, n_rows // p["min_data_in_leaf"])
+    if p["num_leaves"]:
+        leaves = min(leaves, p["num_leaves"])
+    if p["max_depth"]:
+        leaves = min(leaves, 2 ** p["max_depth"])
+    size = HISTOGRAM_DTYPE.itemsize
+    return [
+        MemoryNeed(f"{who}histograms: {n_growers} tree(s) growing x {leaves} open leaves x "
+                   f"n_features x {n_bins} bins x {size} bytes",
+                   float(n_growers) * leaves * n_features * n_bins * size,
+                   "Reduce the features (select the useful ones first), max_bin, or "
+                   "num_leaves / max_depth"),
+        MemoryNeed(f"{who}per-feature bin counts: n_features x 256 x 8 bytes",
+                   float(n_features) * 256 * 8, "Reduce the features"),
+    ]
 
 
 def binned_like(data, dtrain) -> np.ndarray:
@@ -308,7 +343,8 @@ class BoostingTrainer(Trainer):
         self.train_cost_curve = []
         if init is not None and init.num_boosted_rounds():
             self.restore_costs(init)
-        self.penalised = p["algorithm"] in ("cegb", "greedy_miser")
+        # the cost-aware learners are those with a cost trade-off (cegb, greedy_miser)
+        self.penalised = "cost_tradeoff" in p
         # Greedy Miser is first order: CART on the residuals, the hessian is the weight.
         if p["algorithm"] == "greedy_miser":
             unit = np.ones(n_samples) if weight is None else weight
@@ -325,12 +361,8 @@ class BoostingTrainer(Trainer):
         # no earlier tree of its round used a new feature (or group); the others grow
         # again, in order, on the model's state (grow_round_speculatively). Most rounds
         # use no new feature, and the trees are those of growing them one by one.
-        self.speculative = (p["algorithm"] == "greedy_miser" and n_outputs > 1
-                            and n_threads > 1)
-        tree_parallel = (n_outputs > 1 and n_threads > 1
-                         and (not self.penalised or self.speculative))
-        self.n_growers = min(n_threads, n_outputs) if tree_parallel else 1
-        self.threads_per_tree = 1 if tree_parallel else n_threads
+        self.n_growers, self.speculative = round_growers(p, n_outputs, n_threads)
+        self.threads_per_tree = 1 if self.n_growers > 1 else n_threads
         self.growers = [tree_grower(dtrain, p, self.threads_per_tree)
                         for _ in range(self.n_growers)]
         penalty = penalty_costs(p["algorithm"], dtrain.cost_model) if self.penalised else None
@@ -347,7 +379,8 @@ class BoostingTrainer(Trainer):
         elif self.penalised:
             self.growers[0].set_cost_penalty(self.cost_state, p["cost_tradeoff"], *penalty)
         self.rows_buffers = [np.empty(n_samples, dtype=np.int32) for _ in self.growers]
-        self.pool = ThreadPoolExecutor(max_workers=self.n_growers) if tree_parallel else None
+        self.pool = (ThreadPoolExecutor(max_workers=self.n_growers) if self.n_growers > 1
+                     else None)
 
     def restore_costs(self, init):
         """Continuing ``init``: the acquisition state, its trees' ``new_acquisitions``
@@ -565,14 +598,22 @@ def smallest_blocking_tradeoff(p: dict, dtrain, setup) -> float:
 
 
 class Boosting(Algorithm):
-    """gbdt, cegb and greedy_miser: the tree limits follow the growth policy."""
+    """gbdt, cegb and greedy_miser: the tree limits follow the growth policy. The
+    cost-aware ones (with a ``cost_tradeoff``) restate it in their files' section named
+    after them."""
 
     def __init__(self, name, params, doc, *, depthwise_depth=6):
-        super().__init__(name, params, BoostingTrainer, doc)
+        super().__init__(name, params, BoostingTrainer, doc, model_class=Booster,
+                         section=name if any(param.name == "cost_tradeoff" for param in params)
+                         else None)
         self.depthwise_depth = depthwise_depth
 
     def complete(self, p):
         complete_tree_params(p, self.depthwise_depth)
+
+    def memory_needs(self, p, dtrain, setup):
+        n_growers, speculative = round_growers(p, setup.objective.n_outputs, setup.n_threads)
+        return grower_memory_needs(p, dtrain, n_growers + speculative)
 
     def root_split_terms(self, p, dtrain, setup):
         if self.name == "gbdt":

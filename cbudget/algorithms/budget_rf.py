@@ -23,8 +23,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .._core._stumps import grow_greedy_tree
+from .._core._types import NODE_DTYPE
 from ..callback import BudgetStopping
-from ..engine import Algorithm, Trainer, model_to_continue
+from ..engine import Algorithm, MemoryNeed, Trainer, model_to_continue
 from ..forest import IMPURITIES, VOTE_METRICS, Forest
 from ..metrics import evaluate_on, ranking_hint
 from ..params import Param, choice, depth_limit, flag, int_tuple, number
@@ -173,6 +174,15 @@ class BudgetRF(Algorithm):
     def default_metric(self, p, objective):
         return VOTE_METRICS[objective.name]
 
+    def memory_needs(self, p, dtrain, setup):
+        # each thread grows a tree in arrays sized for 2 x its bootstrap rows
+        n_bootstrap = max(1, round(p["subsample"] * dtrain.num_data()))
+        per_node = NODE_DTYPE.itemsize + 8 * max(2, setup.objective.num_class)
+        return [MemoryNeed(f"the trees being grown: {setup.n_threads} threads x 2 x "
+                           f"{n_bootstrap} bootstrap rows x {per_node} bytes",
+                           2.0 * setup.n_threads * n_bootstrap * per_node,
+                           "Reduce subsample or n_jobs")]
+
     def check_data(self, p, objective, dtrain):
         y = dtrain.label
         if objective.num_class == 1 and np.max(y) > 1:
@@ -183,4 +193,5 @@ class BudgetRF(Algorithm):
 
 
 BUDGET_RF = BudgetRF("budget_rf", PARAMS, ForestTrainer,
-                     "feature-budgeted random forest (Nan et al., ICML 2015)")
+                     "feature-budgeted random forest (Nan et al., ICML 2015)",
+                     model_class=Forest, section="budget_rf")

@@ -34,12 +34,12 @@ from .._core._linear import LOSS_LOGISTIC, LOSS_SQUARED
 from .._core._openmp_helpers import resolve_n_threads
 from ..callback import CallbackContainer
 from ..cstc import LOSSES, Cascade, ClassifierTree, default_metric, node_inputs, score_transform
-from ..engine import Algorithm, Trainer, TrainingSetup, run_training
+from ..engine import Algorithm, MemoryNeed, Trainer, TrainingSetup, run_training
 from ..metrics import ranking_hint
 from ..objectives import get_objective
 from ..params import SQRT_FLOAT_MAX, Param, choice, flag, number
-from .boosting import GBDT
-from .cstc_solver import TreeProblem, validation_score
+from .boosting import GBDT, grower_memory_needs
+from .cstc_solver import TreeProblem, skeleton, validation_score
 from .linear_inputs import cost_groups, standardize, standardized
 
 __all__ = ["ALGORITHMS", "ClassifierTreeTrainer"]
@@ -72,16 +72,21 @@ PARAMS = (
 )
 
 
+def basis_params(p):
+    """The gbdt parameters of the basis trees (the boosting trick)."""
+    return GBDT.resolve({"objective": "reg:squarederror", "grow_policy": "depthwise",
+                         "max_depth": p["basis_max_depth"],
+                         "learning_rate": p["basis_learning_rate"], "seed": p["seed"],
+                         "n_jobs": p["n_jobs"]})
+
+
 def basis_booster(p, dtrain, targets):
     """The boosting trick (section 5): the booster of T depth-limited regression trees
     by gradient boosting on the targets (squared loss), whose trees' outputs are the
     coordinates the nodes see."""
     data = copy.copy(dtrain)
     data.label = targets
-    params = GBDT.resolve({"objective": "reg:squarederror", "grow_policy": "depthwise",
-                           "max_depth": p["basis_max_depth"],
-                           "learning_rate": p["basis_learning_rate"], "seed": p["seed"],
-                           "n_jobs": p["n_jobs"]})
+    params = basis_params(p)
     objective = get_objective("reg:squarederror", None)
     setup = TrainingSetup(objective=objective, metrics=[objective.default_metric], evals=[],
                           n_threads=resolve_n_threads(p["n_jobs"]), verbose=False)
@@ -268,8 +273,9 @@ class ClassifierTreeTrainer(Trainer):
 
 
 class ClassifierTreeAlgorithm(Algorithm):
-    def __init__(self, name, doc, depth):
-        super().__init__(name, PARAMS, ClassifierTreeTrainer, doc,
+    def __init__(self, name, doc, depth, model_class):
+        super().__init__(name, PARAMS, ClassifierTreeTrainer, doc, model_class=model_class,
+                         section="classifier_tree",
                          cannot_continue="each training optimises the whole tree")
         self.depth = depth
 
@@ -300,12 +306,37 @@ class ClassifierTreeAlgorithm(Algorithm):
     def default_metric(self, p, objective):
         return default_metric(objective.name, p["loss"])
 
+    def memory_needs(self, p, dtrain, setup):
+        n_rows, n_features = dtrain.data.shape
+        # the coordinates: the features, or the basis trees' outputs (boosting trick)
+        d = p["basis_trees"] or n_features
+        coordinates = "basis_trees" if p["basis_trees"] else "n_features"
+        kind = "cascade" if self.model_class is Cascade else "tree"
+        n_nodes = skeleton(kind, p["max_depth"])[0].shape[0]
+        fewer = ("Reduce the features (select the useful ones first) or learn on "
+                 "basis_trees=T boosted trees' outputs (T coordinates)")
+        needs = [
+            MemoryNeed(f"the standardised coordinates and a node's centred and weighted "
+                       f"copies: 3 x n_rows x {coordinates} x 8 bytes",
+                       3.0 * n_rows * d * 8, fewer),
+            MemoryNeed(f"the nodes' weights: {n_nodes} nodes x {coordinates} x 9 bytes",
+                       9.0 * n_nodes * d, fewer + " or max_depth"),
+        ]
+        if p["loss"] == "squared":
+            # a leaf's weighted ridge solve (WeightedGram): d x d, and its solve's copy
+            needs.append(MemoryNeed(
+                f"a node's normal equations: 2 x {coordinates}^2 x 8 bytes",
+                2.0 * d * d * 8, fewer))
+        if p["basis_trees"]:
+            needs += grower_memory_needs(basis_params(p), dtrain, 1, "the basis trees' ")
+        return needs
+
 
 ALGORITHMS = (
     ClassifierTreeAlgorithm("cstc", "cost-sensitive tree of classifiers (Xu et al., JMLR 2014)",
-                            3),
+                            3, ClassifierTree),
     ClassifierTreeAlgorithm("cscc", "cost-sensitive cascade of classifiers (Xu et al., 2014)",
-                            4),
+                            4, Cascade),
     ClassifierTreeAlgorithm("cronus", "Cronus cascade (Chen et al. 2012, as in Xu et al. 2014)",
-                            4),
+                            4, Cascade),
 )

@@ -66,7 +66,7 @@ from ..adapt import (
 )
 from ..booster import Booster
 from ..dataset import check_model_matches
-from ..engine import Algorithm, Trainer
+from ..engine import Algorithm, MemoryNeed, Trainer
 from ..metrics import ranking_hint
 from ..params import Param, choice, number
 from .boosting import (
@@ -76,6 +76,7 @@ from .boosting import (
     binned_like,
     complete_tree_params,
     greedy_miser_trees,
+    grower_memory_needs,
     penalty_costs,
     tree_grower,
 )
@@ -827,7 +828,8 @@ class Adapt(Algorithm):
         # cbudget 0.1's files list adapt_gbrt's row and column sampling, always 1.0
         retired = ({"subsample": 1.0, "colsample_bytree": 1.0} if name == "adapt_gbrt"
                    else None)
-        super().__init__(name, params, trainer, doc, takes_expensive_model=True,
+        super().__init__(name, params, trainer, doc, model_class=GatedModel, section="adapt",
+                         takes_expensive_model=True,
                          cannot_continue="the gate and the predictor are trained together "
                                          "from the start", retired_params=retired)
 
@@ -843,6 +845,14 @@ class Adapt(Algorithm):
 
     def prepare_data(self, dtrain, evals):
         return zero_one_labels(dtrain), [(zero_one_labels(data), name) for data, name in evals]
+
+    def memory_needs(self, p, dtrain, setup):
+        if "max_depth" in p:        # adapt_gbrt: one grower for the gate and predictor
+            return grower_memory_needs(p, dtrain, 1)
+        n_rows, n_features = dtrain.data.shape
+        return [MemoryNeed("the standardised inputs and their scratch copies: 3 x n_rows x "
+                           "n_features x 8 bytes", 3.0 * n_rows * n_features * 8,
+                           "Reduce the features or the rows")]
 
 
 ALGORITHMS = (

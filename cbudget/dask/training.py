@@ -21,7 +21,9 @@ from .._core._acquisition import AcquisitionState
 from .._core._openmp_helpers import resolve_n_threads
 from .._core._predict import predict_binned_add
 from .._core._types import HISTOGRAM_DTYPE
+from ..algorithms import REGISTRY
 from ..algorithms.boosting import (
+    BoostingTrainer,
     RoundSampler,
     binned_like,
     initial_base_score,
@@ -39,7 +41,13 @@ from .scoring import check_client
 
 __all__ = ["DaskDataset", "train"]
 
-DISTRIBUTED_ALGORITHMS = ("gbdt", "cegb", "greedy_miser")
+
+def distributed_algorithms() -> list[str]:
+    """The registered algorithms trained data-parallel here: those of the boosting
+    trainer (:class:`cbudget.algorithms.boosting.BoostingTrainer`), whose rounds this
+    module's trainer replicates on the workers (gbdt, cegb, greedy_miser)."""
+    return [name for name, algorithm in REGISTRY.items()
+            if algorithm.trainer is BoostingTrainer]
 
 
 def _is_dask_collection(value) -> bool:
@@ -236,7 +244,7 @@ class WorkerShard:
         costs = reference.cost_model
         self.state = AcquisitionState(n, costs.feature_group, costs.n_groups)
         self.grower = tree_grower(self.data, p, self.n_threads, n_tree_rows=n_total)
-        if p["algorithm"] in ("cegb", "greedy_miser"):
+        if "cost_tradeoff" in p:       # the cost-aware learners (cegb, greedy_miser)
             self.grower.set_cost_penalty(self.state, p["cost_tradeoff"],
                                          *penalty_costs(p["algorithm"], costs))
         self.in_bag = self.out_of_bag = self.rows = np.zeros(0, dtype=np.int32)
@@ -409,7 +417,7 @@ class DaskBoostingTrainer(Trainer):
                                   n_tree_rows=n_samples)
         costs = reference.cost_model
         self.cost_state = AcquisitionState(0, costs.feature_group, costs.n_groups)
-        self.penalised = p["algorithm"] in ("cegb", "greedy_miser")
+        self.penalised = "cost_tradeoff" in p      # cegb, greedy_miser
         if self.penalised:
             self.grower.set_cost_penalty(self.cost_state, p["cost_tradeoff"],
                                          *penalty_costs(p["algorithm"], costs))
@@ -518,8 +526,8 @@ def train(client, params: dict[str, Any], dtrain: DaskDataset, num_boost_round: 
     if dtrain.client is not client:
         raise ValueError("dtrain was made with another client")
     algorithm_name = (params or {}).get("algorithm", "gbdt")
-    if algorithm_name not in DISTRIBUTED_ALGORITHMS:
-        raise ValueError(f"cbudget.dask.train trains {list(DISTRIBUTED_ALGORITHMS)}; "
+    if algorithm_name not in distributed_algorithms():
+        raise ValueError(f"cbudget.dask.train trains {distributed_algorithms()}; "
                          f"{algorithm_name!r} is not data-parallel here: train it with "
                          "cbudget.train on one machine (its models still score on the "
                          "cluster with cbudget.dask.predict)")

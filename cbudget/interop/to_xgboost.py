@@ -25,16 +25,13 @@ from numpy.typing import ArrayLike
 from .._core._types import NODE_DTYPE
 from .._files import write_file_atomically
 from ..dataset import float32_floor
-from ..model_io import IMPORTED
 from .ubjson import encode
 
 if TYPE_CHECKING:   # for type hints only: cbudget.booster imports this module
     from ..booster import Booster
 
 __all__ = ["save_xgboost", "xgboost_file_content", "float32_split_conditions",
-           "EXPORTED_ALGORITHMS", "EXPORTED_OBJECTIVES"]
-
-EXPORTED_ALGORITHMS = ("gbdt", "cegb", "greedy_miser", IMPORTED)
+           "EXPORTED_OBJECTIVES"]
 
 # XGBoost's settings of the objectives (as XGBoost 2.1 writes them; later versions read
 # them and default the settings they added). Only the name matters to prediction.
@@ -139,12 +136,10 @@ def _leaf_tree(value: float) -> np.ndarray:
 
 def xgboost_document(booster: Booster) -> dict[str, Any]:
     """The XGBoost JSON document of ``booster`` (see :func:`save_xgboost`)."""
+    # every booster, whatever its algorithm, is additive regression trees: XGBoost's
     if getattr(booster, "model_type", None) != "booster":
         raise ValueError(f"only a cbudget Booster can be saved as an XGBoost model, not a "
                          f"{type(booster).__name__}")
-    if booster.algorithm not in EXPORTED_ALGORITHMS:
-        raise ValueError(f"a Booster of algorithm {booster.algorithm!r} cannot be saved as "
-                         f"an XGBoost model (supported: {', '.join(EXPORTED_ALGORITHMS)})")
     if booster.objective not in EXPORTED_OBJECTIVES:
         raise ValueError(f"objective {booster.objective!r} cannot be saved as an XGBoost "
                          f"model (supported: {', '.join(EXPORTED_OBJECTIVES)})")

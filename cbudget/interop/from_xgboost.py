@@ -53,8 +53,9 @@ XGBOOST_OBJECTIVES = {
 }
 LOGIT_BASE_SCORE = ("binary:logistic", "reg:logistic")
 
-# a hostile file's feature count would size the feature names and cost model
-MAX_FEATURES = 1 << 24
+# XGBoost files without feature names back their feature count with nothing: a hostile
+# count would size the feature names and cost model (2**24 took 44 s and 2.3 GB)
+MAX_FEATURES = 1 << 20
 
 # XGBoost writes 2**31 - 1 as the split index of a node that pruning deleted
 DELETED_NODE = 2**31 - 1
@@ -230,13 +231,27 @@ def _rounds(model_doc: dict, trees: list[np.ndarray], n_outputs: int) -> list[li
         raise ValueError("XGBoost model: iteration_indptr does not match the trees")
     rounds: list[list[np.ndarray]] = []
     for t0, t1 in zip(indptr[:-1].tolist(), indptr[1:].tolist()):
-        per_output = [[trees[t] for t in range(t0, t1) if tree_info[t] == k]
-                      for k in range(n_outputs)]
-        if len({len(p) for p in per_output}) != 1:
+        # the round's trees by output, in file order within each: sorting, not a scan
+        # per output, so a round costs its trees, whatever the outputs declared
+        outputs = tree_info[t0:t1].astype(np.int64)
+        if np.any(np.bincount(outputs, minlength=n_outputs) != (t1 - t0) // n_outputs):
             raise ValueError("XGBoost model: a round has different numbers of trees per "
                              "output")
-        rounds.extend(list(r) for r in zip(*per_output))
+        order = t0 + np.argsort(outputs, kind="stable")
+        per_output = order.reshape(n_outputs, -1).tolist()
+        rounds.extend([trees[t] for t in r] for r in zip(*per_output))
     return rounds
+
+
+def _check_outputs(num_class: int, n_trees: int, n_base_scores: int) -> None:
+    """A declared class count against what the file holds, before anything is sized by
+    it (2**31 - 1 classes hung the import: a scan per class, a base score per class):
+    every output has trees in a model with trees; a model without trees has a base
+    score per output, or num_class 1."""
+    if num_class > max(n_trees, n_base_scores, 1):
+        raise ValueError(f"XGBoost model: num_class {num_class} but the file holds "
+                         f"{n_trees} trees and {n_base_scores} base score(s): every class "
+                         "needs its trees")
 
 
 def from_xgboost(model: Any, *, feature_costs: FeatureCosts | None = None,
@@ -336,6 +351,8 @@ def _from_document(doc: dict, estimator: str, *, feature_names: Sequence[str] | 
     tree_docs = _field(model_doc, "trees", list, "learner.gradient_booster.model.")
     if kind == "dart" and weights.shape != (len(tree_docs),):
         raise ValueError("XGBoost model: weight_drop must hold one weight per tree")
+    _check_outputs(num_class, len(tree_docs),
+                   _field(param, "base_score", str, "learner.learner_model_param.").count(",") + 1)
     trees = [_tree(d, i, n_features, float(weights[i]) if kind == "dart" else 1.0)
              for i, d in enumerate(tree_docs)]
     n_outputs = num_class if num_class > 1 else 1

@@ -377,7 +377,8 @@ def directed_cases() -> list[tuple[str, str, bytes]]:
                                   "\n".join(lines).encode("utf-8")))
             continue
         for key, value in (("num_class", "2147483647"), ("num_class", "1000000"),
-                           ("num_feature", "2147483647"), ("num_feature", "16777216")):
+                           ("num_feature", "2147483647"), ("num_feature", "16777216"),
+                           ("num_feature", "1000000")):
             doc = xgboost_document(content, via)
             doc["learner"]["learner_model_param"][key] = value
             if key == "num_class" and not name.startswith("xgboost_multiclass"):

@@ -53,9 +53,11 @@ XGBOOST_OBJECTIVES = {
 }
 LOGIT_BASE_SCORE = ("binary:logistic", "reg:logistic")
 
-# XGBoost files without feature names back their feature count with nothing: a hostile
-# count would size the feature names and cost model (2**24 took 44 s and 2.3 GB)
-MAX_FEATURES = 1 << 20
+# the feature count sizes the feature names and the cost model. Feature names (the
+# file's, or the caller's) back it with values; a file without them backs it with nothing
+# (num_feature 2**24 took 44 s and 2.3 GB to import, 2**20 over a minute to use)
+MAX_FEATURES = 1 << 24
+MAX_UNNAMED_FEATURES = 1 << 16
 
 # XGBoost writes 2**31 - 1 as the split index of a node that pruning deleted
 DELETED_NODE = 2**31 - 1
@@ -310,7 +312,10 @@ from_xgboost.__doc__ = f"""A cbudget Booster that predicts as an XGBoost model, 
         ``reg:gamma``, ``reg:tweedie``, ``survival:*``, ``binary:hinge``: their
         output transforms have no cbudget counterpart), categorical splits, vector
         leaves (``multi_strategy="multi_output_tree"``), several targets, ``gblinear``;
-        and for any malformed model.
+        and for any malformed model. Declared sizes are checked against what the file
+        holds before they size anything: ``num_class`` against the trees (and base
+        scores), ``num_feature`` against the feature names; without names (the file's or
+        ``feature_names``) it is at most 2**16.
     """
 
 
@@ -322,9 +327,14 @@ def _from_document(doc: dict, estimator: str, *, feature_names: Sequence[str] | 
     objective = XGBOOST_OBJECTIVES[xgb_objective]
     param = _field(learner, "learner_model_param", dict, "learner.")
     n_features = _integer(_field(param, "num_feature", (str, int), "learner."), "num_feature")
-    if not 1 <= n_features <= MAX_FEATURES:
-        raise ValueError(f"XGBoost model: num_feature {n_features} out of range "
-                         f"[1, {MAX_FEATURES}]")
+    stored = learner.get("feature_names")
+    named = feature_names is not None or (isinstance(stored, list) and len(stored) > 0)
+    if not 1 <= n_features <= (MAX_FEATURES if named else MAX_UNNAMED_FEATURES):
+        raise ValueError(
+            f"XGBoost model: num_feature {n_features} out of range [1, {MAX_FEATURES}]" if named
+            else f"XGBoost model: num_feature {n_features} out of range [1, "
+                 f"{MAX_UNNAMED_FEATURES}] for a model without feature names (give "
+                 "feature_names to import a wider one)")
     if _integer(param.get("num_target", "1"), "num_target") > 1:
         raise ValueError("XGBoost models of several targets are not supported: a cbudget "
                          "Booster predicts one target")

@@ -104,3 +104,14 @@ def test_xgboost_num_class_must_have_its_trees():
     doc["learner"]["learner_model_param"]["num_class"] = str(len(model_doc["trees"]) + 1)
     with pytest.raises(ValueError, match="every class needs its trees"):
         cbudget.from_xgboost(json.dumps(doc).encode())
+
+
+@pytest.mark.parametrize("key", ["feature_names", "feature_types"])
+@pytest.mark.parametrize("value", [1, "c", [1, 2], {"a": "c"}])
+def test_xgboost_name_and_type_lists_must_be_lists_of_strings(key, value):
+    """feature_types 1 was a TypeError quoting Python ("'int' object is not iterable")."""
+    _, via, content = next(m for m in foreign_seed_models() if m[0] == "xgboost_binary_json")
+    doc = xgboost_document(content, via)
+    doc["learner"][key] = value
+    with pytest.raises(ValueError, match=f"learner.{key} must be a list of strings"):
+        cbudget.from_xgboost(json.dumps(doc).encode())

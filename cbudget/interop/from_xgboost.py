@@ -130,6 +130,16 @@ def read_xgboost_document(model: Any) -> tuple[dict, str]:
     return doc, estimator
 
 
+def _string_list(learner: dict, key: str) -> list[str]:
+    """``learner[key]``: a list of strings, empty when missing or null."""
+    values = learner.get(key)
+    if values is None:
+        return []
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ValueError(f"XGBoost model: learner.{key} must be a list of strings")
+    return values
+
+
 def _version(doc: dict) -> str:
     version = _field(doc, "version", (list, np.ndarray), "")
     parts = [v for v in np.asarray(version).tolist() if isinstance(v, int)]
@@ -327,8 +337,8 @@ def _from_document(doc: dict, estimator: str, *, feature_names: Sequence[str] | 
     objective = XGBOOST_OBJECTIVES[xgb_objective]
     param = _field(learner, "learner_model_param", dict, "learner.")
     n_features = _integer(_field(param, "num_feature", (str, int), "learner."), "num_feature")
-    stored = learner.get("feature_names")
-    named = feature_names is not None or (isinstance(stored, list) and len(stored) > 0)
+    stored = _string_list(learner, "feature_names")
+    named = feature_names is not None or bool(stored)
     if not 1 <= n_features <= (MAX_FEATURES if named else MAX_UNNAMED_FEATURES):
         raise ValueError(
             f"XGBoost model: num_feature {n_features} out of range [1, {MAX_FEATURES}]" if named
@@ -342,8 +352,7 @@ def _from_document(doc: dict, estimator: str, *, feature_names: Sequence[str] | 
     if (objective == "multi:softprob") != (num_class > 1):
         raise ValueError(f"XGBoost model: num_class {num_class} does not fit objective "
                          f"{xgb_objective!r}")
-    feature_types = learner.get("feature_types") or []
-    if "c" in list(feature_types):
+    if "c" in _string_list(learner, "feature_types"):
         raise ValueError("XGBoost models with categorical features are not supported: "
                          "cbudget splits compare numbers with a threshold")
     booster_doc = _field(learner, "gradient_booster", dict, "learner.")
@@ -366,10 +375,7 @@ def _from_document(doc: dict, estimator: str, *, feature_names: Sequence[str] | 
     trees = [_tree(d, i, n_features, float(weights[i]) if kind == "dart" else 1.0)
              for i, d in enumerate(tree_docs)]
     n_outputs = num_class if num_class > 1 else 1
-    stored_names = learner.get("feature_names") or None
-    if stored_names is not None and not all(isinstance(s, str) for s in stored_names):
-        raise ValueError("XGBoost model: feature_names must be strings")
-    names = source_feature_names(stored_names, feature_names, n_features)
+    names = source_feature_names(stored or None, feature_names, n_features)
     return imported_booster(
         _rounds(model_doc, trees, n_outputs), objective=objective, num_class=num_class,
         base_score=_base_score(param, xgb_objective, n_outputs), feature_names=names,

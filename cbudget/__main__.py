@@ -343,7 +343,8 @@ def read_model_file(path: str, args: argparse.Namespace, *,
         if "expensive_model" in str(exc):
             # only Python can hand load_model an estimator that is not a cbudget model
             hint = " (the cbudget command cannot: use the model from Python)"
-        raise CommandError(f"{path}: {exc}{hint}") from None
+        named = "" if os.fspath(path) in str(exc) else f"{path}: "
+        raise CommandError(f"{named}{exc}{hint}") from None
 
 
 def prediction_columns(predictions: np.ndarray) -> dict[str, np.ndarray]:

@@ -98,7 +98,7 @@ def parse_json(text: str | bytes, where: str, max_depth: int = MAX_NESTING) -> A
     iterative walk."""
     try:
         value = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{where} is not valid JSON ({exc})") from None
     except RecursionError:
         raise NestingError(f"{where} nests more than {max_depth} levels deep") from None

@@ -15,11 +15,12 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 import cbudget
+from cbudget._json_checks import NestingError, parse_json
 from cbudget.dataset import as_float_matrix, query_boundaries
 from cbudget.datasets import load_letters, train_valid_test_split
 from cbudget.interop.audit import (
@@ -31,6 +32,14 @@ from cbudget.interop.audit import (
 
 # file name endings read (and written) as Parquet; everything else is CSV
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+
+# Size limits, checked with os.stat before a file is read: parsing a JSON model takes
+# several times its size in memory (a 530 MB file took 3 GB and half a minute before it
+# was refused). --max-model-mb raises the model limit; JSON option files (--costs,
+# --params-json: a cost per feature) stay far below theirs.
+DEFAULT_MAX_MODEL_MB = 256
+MAX_JSON_OPTION_MB = 64
+MB = 1 << 20
 
 
 class CommandError(Exception):
@@ -141,18 +150,34 @@ def query_column(frame: Any, query: str | None, path: str) -> np.ndarray | None:
 # --------------------------------------------------------------------------------------
 # train
 # --------------------------------------------------------------------------------------
+def check_file_size(path: str, limit_mb: float, what: str, option: str | None) -> None:
+    """CommandError when the file ``path`` is larger than ``limit_mb`` MB (1 MB = 2**20
+    bytes), from its size on disk before anything reads it; ``option`` raises the limit."""
+    size = os.stat(path).st_size
+    if size > limit_mb * MB:
+        how = f" (--{option} raises the limit)" if option else ""
+        raise CommandError(f"{path}: {what} of {size / MB:.1f} MB is larger than the limit "
+                           f"of {limit_mb:g} MB{how}")
+
+
 def json_argument(text: str, option: str) -> Any:
-    """The JSON of an option given as JSON text or as the path of a JSON file."""
+    """The JSON of an option given as JSON text or as the path of a JSON file (at most
+    ``MAX_JSON_OPTION_MB``), nested at most ``cbudget._json_checks.MAX_NESTING`` levels."""
     if os.path.isfile(text):
+        check_file_size(text, MAX_JSON_OPTION_MB, f"the {option} file", None)
+        with open(text, "rb") as f:
+            content = f.read()
         try:
-            with open(text, encoding="utf-8") as f:
-                return json.load(f)
-        except json.JSONDecodeError as exc:
-            raise CommandError(f"{option}: {text} is not valid JSON ({exc})") from None
+            return parse_json(content, f"{option}: {text}")
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        raise CommandError(f"{option}: {text!r} is neither a file nor valid JSON") from None
+        return parse_json(text, f"{option}: {text[:40]!r}")
+    except NestingError as exc:
+        raise CommandError(str(exc)) from None
+    except ValueError:
+        raise CommandError(f"{option}: {text[:40]!r} is neither a file nor valid JSON") \
+            from None
 
 
 def parse_param(item: str) -> tuple[str, Any]:
@@ -162,8 +187,10 @@ def parse_param(item: str) -> tuple[str, Any]:
     if not sep or not key.strip():
         raise CommandError(f"--param expects key=value, got {item!r}")
     try:
-        return key.strip(), json.loads(value)
-    except json.JSONDecodeError:
+        return key.strip(), parse_json(value, f"--param {key.strip()}")
+    except NestingError as exc:
+        raise CommandError(str(exc)) from None
+    except ValueError:
         return key.strip(), value
 
 
@@ -244,7 +271,7 @@ def train_command(args: argparse.Namespace) -> None:
         evals, eval_path = [(eval_data, "valid")], args.valid
     expensive_model = None
     if args.expensive_model is not None:
-        expensive_model = cbudget.load_model(args.expensive_model)
+        expensive_model = read_model_file(args.expensive_model, args).content
 
     counter = _IterationCounter()
     evals_result: dict[str, dict[str, list[float]]] = {}
@@ -275,18 +302,49 @@ def train_command(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------------------
 # predict
 # --------------------------------------------------------------------------------------
-def load_model_file(path: str) -> cbudget.Model:
-    """``cbudget.load_model`` with the command's errors (the file's name in them)."""
+class ModelFile(NamedTuple):
+    """A model file as the command read it: its ``kind`` (``"cbudget"``, ``"lightgbm"``,
+    ``"xgboost"``, ``"pickle"``) and ``content``: the cbudget model, or what
+    :func:`cbudget.interop.audit.from_any` takes."""
+    kind: str
+    content: Any
+
+
+def read_model_file(path: str, args: argparse.Namespace, *,
+                    foreign: bool = False) -> ModelFile:
+    """The one way the command reads a model file (``predict``, ``report``, ``train
+    --expensive-model``): its size checked against ``--max-model-mb`` before it is read,
+    its kind decided by content (never by its name), then read. Another library's model
+    only with ``foreign``; a pickle only with ``--trust-pickle`` (unpickling runs code
+    from the file). CommandError, with the file's name, for anything else."""
     if not os.path.isfile(path):
         raise CommandError(f"{path}: no such model file")
+    check_file_size(path, args.max_model_mb, "the model file", "max-model-mb")
     try:
-        return cbudget.load_model(path)
+        kind = foreign_model_kind(path)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    trusted = getattr(args, "trust_pickle", False)
+    if kind == "pickle" and not trusted:
+        how = ("pass --trust-pickle only for a file you made or trust, or save the model "
+               "in its library's own format (LightGBM text, XGBoost JSON / UBJSON)"
+               if foreign else f"cbudget {args.command} reads cbudget models only")
+        raise CommandError(f"{path} is a pickle (by its content, whatever its name), and "
+                           f"unpickling runs code from the file: not read; {how}")
+    if kind != "cbudget" and not foreign:
+        raise CommandError(f"{path} is a {kind} model: cbudget {args.command} reads cbudget "
+                           "models (cbudget report audits other libraries' models)")
+    try:
+        if kind == "cbudget":
+            return ModelFile(kind, cbudget.load_model(path))
+        return ModelFile(kind, read_foreign_model(path, trust_pickle=trusted))
     except ValueError as exc:
         hint = ""
         if "expensive_model" in str(exc):
             # only Python can hand load_model an estimator that is not a cbudget model
             hint = " (the cbudget command cannot: use the model from Python)"
-        raise CommandError(f"{path}: {exc}{hint}") from None
+        named = "" if os.fspath(path) in str(exc) else f"{path}: "
+        raise CommandError(f"{named}{exc}{hint}") from None
 
 
 def prediction_columns(predictions: np.ndarray) -> dict[str, np.ndarray]:
@@ -301,7 +359,7 @@ def prediction_columns(predictions: np.ndarray) -> dict[str, np.ndarray]:
 
 def predict_command(args: argparse.Namespace) -> None:
     """``cbudget predict``: write a model's predictions (and costs) on a file."""
-    model = load_model_file(args.model)
+    model = read_model_file(args.model, args).content
     X = feature_matrix(read_table(args.data), model.feature_names, args.data)
     columns = prediction_columns(model.predict(X))
     if args.cost:
@@ -395,20 +453,14 @@ def report_model(args: argparse.Namespace, frame: Any) -> cbudget.Model:
     ``--default-cost`` as ``cbudget train`` prices features. The other library's
     feature names are used when the data file has those columns; otherwise the data's
     columns (the query column aside), in order, stand for the model's features."""
-    if not os.path.isfile(args.model):
-        raise CommandError(f"{args.model}: no such model file")
-    try:
-        kind = foreign_model_kind(args.model)
-    except ValueError as exc:
-        raise CommandError(str(exc)) from None
+    kind, source = read_model_file(args.model, args, foreign=True)
     if kind == "cbudget":
         if args.costs is not None or args.default_cost is not None:
             raise CommandError(f"{args.model} is a cbudget model, which carries its costs: "
                                "--costs and --default-cost are for LightGBM, XGBoost and "
                                "scikit-learn models")
-        return load_model_file(args.model)
+        return source
     try:
-        source = read_foreign_model(args.model)     # read (and unpickled) once
         names = from_any(source).feature_names
         if not all(name in frame.columns for name in names):
             columns = [str(c) for c in frame.columns if c != args.query]
@@ -589,11 +641,36 @@ def add_cost_options(parser: argparse.ArgumentParser, scope: str = "") -> None:
     """``--costs`` and ``--default-cost`` (what :func:`feature_costs` reads); ``scope``
     starts their help (the models they apply to)."""
     parser.add_argument("--costs", metavar="FILE.json",
-                        help=f"{scope}feature costs: a JSON file (or JSON text) "
+                        help=f"{scope}feature costs: a JSON file (at most "
+                             f"{MAX_JSON_OPTION_MB} MB) or JSON text "
                              "{column: cost}; without it every feature costs --default-cost")
     parser.add_argument("--default-cost", type=non_negative_float, metavar="X",
                         help=f"{scope}the cost of the features --costs does not name "
                              "(without --costs: of every feature; default 1)")
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    value = non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a number > 0, got 0")
+    return value
+
+
+def add_model_file_options(parser: argparse.ArgumentParser, foreign: bool = False) -> None:
+    """``--max-model-mb`` (and, for another library's models, ``--trust-pickle``): what
+    :func:`read_model_file` reads."""
+    parser.add_argument("--max-model-mb", type=positive_float, default=DEFAULT_MAX_MODEL_MB,
+                        metavar="MB",
+                        help="refuse a model file larger than this, before reading it "
+                             f"(default {DEFAULT_MAX_MODEL_MB}; reading a JSON model takes "
+                             "several times its size in memory)")
+    if foreign:
+        parser.add_argument("--trust-pickle", action="store_true",
+                            help="read a pickled / joblib-dumped estimator. UNPICKLING RUNS "
+                                 "CODE FROM THE FILE, as you: only for a file you made or "
+                                 "trust. Without it a pickle is refused, recognised by its "
+                                 "content whatever its name")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -627,7 +704,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    " algorithm=cegb, objective=binary:logistic)")
     train_parser.add_argument("--params-json", metavar="JSON",
                               help="parameters as a JSON object, or the path of a JSON file "
-                                   "holding one (--param items override it)")
+                                   f"holding one (at most {MAX_JSON_OPTION_MB} MB; --param "
+                                   "items override it)")
     add_cost_options(train_parser)
     train_parser.add_argument("--rounds", type=positive_int, default=100, metavar="N",
                               help="iterations: boosting rounds, forest trees, CSTC sweeps "
@@ -639,6 +717,7 @@ def build_parser() -> argparse.ArgumentParser:
     train_parser.add_argument("--expensive-model", metavar="MODEL.json",
                               help="adapt_gbrt / adapt_lin: the saved expensive model the "
                                    "gate sends hard inputs to")
+    add_model_file_options(train_parser)
     train_parser.add_argument("--quiet", action="store_true",
                               help="no per-iteration log (the summary is still printed)")
 
@@ -655,6 +734,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 help="CSV, or Parquet by its ending (.parquet, .pq)")
     predict_parser.add_argument("--cost", action="store_true",
                                 help="add each input's prediction cost")
+    add_model_file_options(predict_parser)
 
     report_parser = sub.add_parser(
         "report", help="what a saved model's predictions on a file cost",
@@ -663,9 +743,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "share of inputs that acquire it and what it adds to the mean cost, "
                     "largest first; and what predicting on demand saves against computing "
                     "every feature the model uses. MODEL is a cbudget model, or a LightGBM "
-                    "text model, an XGBoost JSON / UBJSON model or a pickled (joblib) "
-                    "LightGBM, XGBoost or scikit-learn estimator, priced with --costs.")
+                    "text model, an XGBoost JSON / UBJSON model or (with --trust-pickle "
+                    "only: unpickling runs code from the file) a pickled / joblib-dumped "
+                    "LightGBM, XGBoost or scikit-learn estimator, priced with --costs. "
+                    f"Model files over {DEFAULT_MAX_MODEL_MB} MB (--max-model-mb) and JSON "
+                    f"option files over {MAX_JSON_OPTION_MB} MB are refused.")
     report_parser.add_argument("model", metavar="MODEL")
+    add_model_file_options(report_parser, foreign=True)
     add_cost_options(report_parser, "another library's model: ")
     report_parser.add_argument("data", metavar="DATA", help=data_help)
     report_parser.add_argument("--json", action="store_true", help="print it as JSON")
@@ -694,7 +778,8 @@ def main(argv: list[str] | None = None) -> int:
     -------
     int
         The exit status: 0, or 2 for bad input (after a one-line ``cbudget: error: ...``
-        on stderr). Errors in the arguments themselves exit through argparse (status 2).
+        on stderr; also for running out of memory or recursion depth, never a
+        traceback). Errors in the arguments themselves exit through argparse (status 2).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -710,6 +795,14 @@ def main(argv: list[str] | None = None) -> int:
         # the library's own checks say what is wrong with the input; one line, no traceback
         message = " ".join(str(exc).split()) or type(exc).__name__
         print(f"cbudget: error: {message}", file=sys.stderr)
+        return 2
+    except (MemoryError, RecursionError) as exc:
+        # input too large or too deep for what the checks bound (a data file, a model
+        # under --max-model-mb on a small machine): still one line
+        what = ("out of memory" if isinstance(exc, MemoryError)
+                else "input nested too deeply")
+        print(f"cbudget: error: {what} ({type(exc).__name__}) in cbudget {args.command}",
+              file=sys.stderr)
         return 2
     return 0
 

@@ -211,9 +211,11 @@ class TreeEnsemble(Model):
     def _annotate_path_costs(self, tree):
         """``path_cost`` of each node: acquisition cost (groups included) of the distinct
         features tested on the way from the root to the node, the node's own included."""
-        feature_costs = self.cost_model.feature_costs.tolist()
-        group_costs = self.cost_model.group_costs.tolist()
-        feature_group = self.cost_model.feature_group.tolist()
+        # indexed per split, not converted whole: a tree costs its nodes, not the
+        # model's features (a million declared features took seconds per tree)
+        feature_costs = self.cost_model.feature_costs
+        group_costs = self.cost_model.group_costs
+        feature_group = self.cost_model.feature_group
         # node -> (path cost, features on the path, groups on the path); parents come
         # before their children in id order
         paths = [None] * tree.shape[0]
@@ -225,11 +227,11 @@ class TreeEnsemble(Model):
             cost, features, groups = paths[node]
             if left != -1:
                 if m not in features:
-                    cost += feature_costs[m]
+                    cost += float(feature_costs[m])
                     features = features | {m}
-                    g = feature_group[m]
+                    g = int(feature_group[m])
                     if g >= 0 and g not in groups:
-                        cost += group_costs[g]
+                        cost += float(group_costs[g])
                         groups = groups | {g}
                 paths[left] = paths[right] = (cost, features, groups)
             path_cost[node] = cost

@@ -5,13 +5,16 @@ finite numbers, integer ranges, and a bounded nesting depth walked without recur
 Every failure is a ValueError that names the field."""
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 __all__ = ["invalid", "require", "number_list", "finite_number", "check_integer_range",
-           "json_values", "check_finite_json", "first_difference", "MAX_NESTING"]
+           "json_values", "check_finite_json", "first_difference", "MAX_NESTING",
+           "NestingError", "parse_json"]
 
 
 def invalid(message: str) -> ValueError:
@@ -67,20 +70,44 @@ def check_integer_range(values, dtype, where: str) -> None:
 MAX_NESTING = 32
 
 
+class NestingError(ValueError):
+    """A JSON document nested deeper than allowed."""
+
+
 def json_values(value, max_depth: int = MAX_NESTING):
     """(path, value) of every value inside the JSON value ``value`` (itself included,
-    path ""), walked iteratively; ValueError once one lies deeper than ``max_depth``
-    containers."""
+    path ""), walked iteratively; :class:`NestingError` (a ValueError) once one lies
+    deeper than ``max_depth`` containers."""
     stack = [("", value, 0)]
     while stack:
         path, value, depth = stack.pop()
         if depth > max_depth:
-            raise invalid(f"the document nests more than {max_depth} levels deep")
+            raise NestingError(
+                str(invalid(f"the document nests more than {max_depth} levels deep")))
         yield path, value
         if isinstance(value, dict):
             stack.extend((f"{path}.{k}", v, depth + 1) for k, v in value.items())
         elif isinstance(value, list):
             stack.extend((f"{path}[{i}]", v, depth + 1) for i, v in enumerate(value))
+
+
+def parse_json(text: str | bytes, where: str, max_depth: int = MAX_NESTING) -> Any:
+    """The JSON value of ``text``, nested at most ``max_depth`` levels; ValueError naming
+    ``where`` for text that is not JSON or nests deeper. Python's parser recurses: far
+    deeper nesting ends it with a RecursionError, caught here; the rest is checked by an
+    iterative walk."""
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{where} is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise NestingError(f"{where} nests more than {max_depth} levels deep") from None
+    try:
+        for _ in json_values(value, max_depth):
+            pass
+    except NestingError:
+        raise NestingError(f"{where} nests more than {max_depth} levels deep") from None
+    return value
 
 
 def check_finite_json(value, where: str) -> None:

@@ -381,7 +381,7 @@ def to_text(doc: Any) -> str:
     return text
 
 
-def _mutate_text(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+def mutate_text(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     """One mutation of a file's bytes (which may leave it invalid UTF-8)."""
     op = rng.choice(["truncate", "flip", "garbage", "delete_span", "duplicate_span"])
     n = len(data)
@@ -402,24 +402,29 @@ def _mutate_text(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     return data[:j] + data[i:j] + data[j:], f"text: duplicated bytes {i}:{j}"
 
 
-def mutate(doc: dict, rng: random.Random) -> tuple[dict | str | bytes, list[str]]:
+def mutate(doc: dict, rng: random.Random, *, as_document: bool = False
+           ) -> tuple[Any, list[str]]:
     """A mutated deep copy of the model document ``doc`` and what was done to it.
 
     Most cases are one to four mutations of random nodes of the document (values,
     lists, objects, the type strings, a list nested deep); some are then written as text
     and mutated as bytes (truncated, a bit flipped, garbage inserted). Returns a dict, or
     the file's content when the case only exists as a file: a str (text mutations that
-    leave valid UTF-8, deep nesting) or bytes (invalid UTF-8)."""
+    leave valid UTF-8, deep nesting) or bytes (invalid UTF-8). ``as_document``: only the
+    node mutations, the document returned as it is (:class:`Deep` placeholders and all),
+    for a caller that writes it in another format."""
     doc = copy.deepcopy(doc)
     steps = []
     for _ in range(rng.choice([1, 1, 1, 1, 2, 2, 3, 4])):
         doc, step = _mutate_node(doc, rng)
         steps.append(step)
+    if as_document:
+        return doc, steps
     deep = any("nested" in step for step in steps)
     if rng.random() < 0.1:
         data = to_text(doc).encode("utf-8")
         for _ in range(rng.choice([1, 1, 2])):
-            data, step = _mutate_text(data, rng)
+            data, step = mutate_text(data, rng)
             steps.append(step)
         try:
             return data.decode("utf-8"), steps
@@ -672,7 +677,12 @@ def load_case(case: dict | str | bytes, tmpdir: str, via: str = "file") -> cbudg
 def check_case(case: dict | str | bytes, via: str = "file") -> Outcome:
     """Load ``case`` (see :func:`load_case`) and, if it loads, use it as a user would
     (:func:`use_model`); the :class:`Outcome`. In this process: a case that crashes the
-    interpreter takes it down (:class:`Worker` runs cases in a subprocess)."""
+    interpreter takes it down (:class:`Worker` runs cases in a subprocess). Another
+    library's model file (``via`` one of ``foreign_mutations.FOREIGN_VIAS``) is checked
+    by :func:`foreign_mutations.check_foreign`."""
+    if isinstance(via, str) and via.startswith("foreign:"):
+        from foreign_mutations import check_foreign
+        return check_foreign(case_content(case), via)
     with tempfile.TemporaryDirectory(prefix="cbudget-fuzz-") as tmpdir, \
             warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")

@@ -127,11 +127,13 @@ def test_report_audits_another_librarys_model_file(model_files, costly, capsys, 
     X, _ = costly
     costs = {f"x{i}": float(c) for i, c in enumerate(COSTS)}
     capsys.readouterr()
+    # a pickle is read only when the user says it is trusted
+    trust = ["--trust-pickle"] if name == "sklearn" else []
     assert cli(["report", str(model_files[name]), str(model_files["data"]), "--json",
-                "--costs", json.dumps(costs)]) == 0
+                "--costs", json.dumps(costs), *trust]) == 0
     report = json.loads(capsys.readouterr().out)
     model = load_foreign_model(model_files[name], feature_costs=COSTS,
-                               feature_names=list(costs))
+                               feature_names=list(costs), trust_pickle=bool(trust))
     cost = model.predict_cost(X[:500])
     assert report["algorithm"] == "imported"
     assert report["cost_per_input"]["mean"] == pytest.approx(cost.mean())
@@ -144,7 +146,7 @@ def test_report_audits_another_librarys_model_file(model_files, costly, capsys, 
     for row in report["features"]:
         assert row["acquired_share"] == pytest.approx(shares[list(costs).index(row["name"])])
     # the text form names the saving
-    assert cli(["report", str(model_files[name]), str(model_files["data"])]) == 0
+    assert cli(["report", str(model_files[name]), str(model_files["data"]), *trust]) == 0
     assert "saved" in capsys.readouterr().out
 
 
@@ -161,7 +163,7 @@ def test_report_errors_on_foreign_files(model_files, tmp_path, capsys):
     # a corrupt pickle and a truncated LightGBM file
     broken = tmp_path / "broken.pkl"
     broken.write_bytes(b"\x80\x04garbage")
-    assert cli(["report", str(broken), str(model_files["data"])]) == 2
+    assert cli(["report", str(broken), str(model_files["data"]), "--trust-pickle"]) == 2
     assert "not a readable pickle" in capsys.readouterr().err
     truncated = tmp_path / "truncated.txt"
     truncated.write_text(model_files["lightgbm"].read_text()[:300])
@@ -174,7 +176,7 @@ def test_a_pickled_object_that_is_not_a_model_is_refused(tmp_path):
     with open(path, "wb") as f:
         pickle.dump([1, 2, 3], f)
     with pytest.raises(TypeError, match="not a LightGBM, XGBoost or scikit-learn model"):
-        load_foreign_model(path)
+        load_foreign_model(path, trust_pickle=True)
 
 
 @pytest.fixture(scope="module")

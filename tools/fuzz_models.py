@@ -1,9 +1,9 @@
-"""Fuzz cbudget's model loaders with hostile model files (issue 20).
+"""Fuzz cbudget's model loaders with hostile model files (issues 20 and 42).
 
-    python tools/fuzz_models.py --cases 2000 --seed 0 [--timeout 20] [--jobs 2]
-                                [--save-failures DIR]
+    python tools/fuzz_models.py --cases 2000 --foreign-cases 500 --seed 0 [--timeout 20]
+                                [--jobs 2] [--save-failures DIR]
     python tools/fuzz_models.py --replay DIR/<case>.json
-    python tools/fuzz_models.py --case N [--model-index I]
+    python tools/fuzz_models.py --case N [--model-index I] [--foreign]
 
 Each case is a small trained model of one of every type (tests/model_mutations.py,
 ``seed_models``) mutated at random (``mutate``: odd values, NaN and infinities, huge
@@ -12,6 +12,14 @@ or corrupted text), loaded with ``cbudget.load_model`` (or ``model_from_dict``) 
 it loads, used for everything a user does: predictions, costs, reports, on-demand
 prediction, save -> load (``check_case``). The property: a ``ValueError`` (or
 ``TypeError``) with a message at load time, or everything works.
+
+``--foreign-cases N`` adds N cases of the other libraries' files that ``cbudget report``
+reads (tests/foreign_mutations.py): small LightGBM text models and XGBoost JSON and UBJSON
+models, trained here with lightgbm and xgboost and saved into a temporary directory,
+mutated (declared sizes such as ``num_class`` and ``num_feature``, tokens, lines, tree
+sections, document nodes, bytes), read by the command's reading function and importers,
+summarised as ``report`` does and used as any model, with the same property (the
+command's ``CommandError`` is a refusal too).
 
 Cases run in worker subprocesses (``--jobs``), one after another, each with a time limit
 (``--timeout``); a case that kills its worker (a segfault) or runs past the limit is
@@ -41,6 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from foreign_mutations import foreign_seed_models, make_foreign_case  # noqa: E402
 from model_mutations import Case, Outcome, Worker, case_content, make_case, seed_models  # noqa: E402
 
 SEED_STRIDE = 1_000_003
@@ -72,7 +81,8 @@ def message_pattern(outcome: Outcome) -> str:
 def save_failure(directory: Path, case: Case, outcome: Outcome) -> Path:
     """Write the case's model file and its description; returns the file's path."""
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{_safe(outcome.kind)}-{case.seed}.json"
+    suffix = ".model" if case.via.startswith("foreign:") else ".json"
+    path = directory / f"{_safe(outcome.kind)}-{case.seed}{suffix}"
     content = json.dumps(case.case).encode("utf-8") if case.via == "dict" \
         else case_content(case.case)
     path.write_bytes(content)
@@ -100,9 +110,10 @@ def replay(path: Path, timeout: float) -> int:
 
 
 def run_one(case_number: int, model_index: int | None, timeout: float,
-            save_dir: Path | None) -> int:
-    """Run one case again (the seed of a report's ``case N``) and print its outcome."""
-    case = make_case(case_number, model_index)
+            save_dir: Path | None, foreign: bool = False) -> int:
+    """Run one case again (the seed of a report's ``case N``; ``foreign``: of the LightGBM
+    / XGBoost cases) and print its outcome."""
+    case = make_foreign_case(case_number) if foreign else make_case(case_number, model_index)
     print(case.describe())
     with Worker(timeout=timeout) as worker:
         outcome = worker.check_case(case)
@@ -113,18 +124,75 @@ def run_one(case_number: int, model_index: int | None, timeout: float,
     return 1 if outcome.failed else 0
 
 
+class Tally:
+    """The outcomes of one family of cases (cbudget's model files, or other libraries')."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter = collections.Counter()
+        self.by_model: dict[str, collections.Counter] = collections.defaultdict(
+            collections.Counter)
+        self.examples: dict[str, list[tuple[Case, Outcome]]] = collections.defaultdict(list)
+        self.steps: dict[str, collections.Counter] = collections.defaultdict(
+            collections.Counter)
+        self.rejections: collections.Counter = collections.Counter()
+
+    def add(self, case: Case, outcome: Outcome, n_examples: int) -> None:
+        self.counts[outcome.kind] += 1
+        self.by_model[case.model][outcome.kind] += 1
+        if outcome.kind.startswith("rejected:"):
+            self.rejections[message_pattern(outcome)] += 1
+        if outcome.failed:
+            self.steps[outcome.kind][outcome.step] += 1
+            if len(self.examples[outcome.kind]) < n_examples:
+                self.examples[outcome.kind].append((case, outcome))
+
+    def failed(self) -> dict[str, int]:
+        return {kind: n for kind, n in self.counts.items() if Outcome(kind).failed}
+
+    def print(self, title: str, n_examples: int) -> None:
+        counts, failed = self.counts, self.failed()
+        print(f"\n{title}: {sum(counts.values())} cases; outcomes:")
+        for kind, n in sorted(counts.items(), key=lambda kv: (Outcome(kv[0]).failed, -kv[1])):
+            print(f"  {n:6d}  {kind}{'   <-- FAILURE' if kind in failed else ''}")
+        crashes = sum(n for k, n in counts.items() if k.startswith("crash:"))
+        hangs = counts["timeout"]
+        print(f"\n  {sum(failed.values())} failure(s): {crashes} crash(es), {hangs} "
+              f"timeout(s), {sum(failed.values()) - crashes - hangs} wrong exception(s)")
+        print("\nby seed model (ok / rejected / failed):")
+        for name, c in sorted(self.by_model.items()):
+            ok = c["ok"]
+            rejected = sum(n for k, n in c.items() if k.startswith("rejected:"))
+            print(f"  {name:36s} {ok:5d} {rejected:5d} {sum(c.values()) - ok - rejected:5d}")
+        unclear = {m: n for m, n in self.rejections.items() if LEAKED.search(m)}
+        print(f"\nrejection messages: {len(self.rejections)} distinct (numbers and quoted "
+              "values masked); the most common:")
+        for message, n in self.rejections.most_common(n_examples + 5):
+            print(f"  {n:6d}  {message[:150]}")
+        print(f"  ... {sum(unclear.values())} rejection(s) quote a raw internal exception, "
+              "e.g.:")
+        for message, n in sorted(unclear.items(), key=lambda kv: -kv[1])[:n_examples + 2]:
+            print(f"  {n:6d}  {message[:150]}")
+        for kind in sorted(failed, key=lambda k: -failed[k]):
+            where = ", ".join(f"{step} x{n}" for step, n in self.steps[kind].most_common(6))
+            print(f"\n== {kind}: {failed[kind]} case(s); steps: {where}")
+            for case, outcome in self.examples[kind]:
+                print(f"  - {case.describe()[:600]}")
+                message = outcome.message.strip().replace("\n", "\n      ")
+                print(f"    {outcome.step}: {message[:600]}")
+
+
 def run(n_cases: int, seed: int, timeout: float, jobs: int, save_dir: Path | None,
-        n_examples: int, progress: bool) -> int:
+        n_examples: int, progress: bool, n_foreign: int = 0) -> int:
+    """``n_cases`` mutated cbudget model files and ``n_foreign`` mutated LightGBM /
+    XGBoost files (case ``k`` of each: seed :func:`case_seed`), in ``jobs`` workers."""
     start = time.perf_counter()
     models = seed_models()
+    foreign_models = foreign_seed_models() if n_foreign else []
     trained = time.perf_counter() - start
-    counts: collections.Counter = collections.Counter()
-    by_model: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    examples: dict[str, list[tuple[Case, Outcome]]] = collections.defaultdict(list)
-    steps: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-    rejections: collections.Counter = collections.Counter()
+    tallies = {"cbudget": Tally(), "foreign": Tally()}
     lock = threading.Lock()
-    next_case = iter(range(n_cases))
+    next_case = iter([("cbudget", k) for k in range(n_cases)]
+                     + [("foreign", k) for k in range(n_foreign)])
     done = [0]
     restarts = [0]
 
@@ -132,22 +200,17 @@ def run(n_cases: int, seed: int, timeout: float, jobs: int, save_dir: Path | Non
         with Worker(timeout=timeout) as worker:
             while True:
                 with lock:
-                    k = next(next_case, None)
-                if k is None:
+                    job = next(next_case, None)
+                if job is None:
                     break
-                case = make_case(case_seed(seed, k), models=models)
+                family, k = job
+                case = (make_case(case_seed(seed, k), models=models) if family == "cbudget"
+                        else make_foreign_case(case_seed(seed, k), foreign_models))
                 outcome = worker.check_case(case)
                 with lock:
-                    counts[outcome.kind] += 1
-                    by_model[case.model][outcome.kind] += 1
-                    if outcome.kind.startswith("rejected:"):
-                        rejections[message_pattern(outcome)] += 1
-                    if outcome.failed:
-                        steps[outcome.kind][outcome.step] += 1
-                        if len(examples[outcome.kind]) < n_examples:
-                            examples[outcome.kind].append((case, outcome))
-                        if save_dir is not None:
-                            save_failure(save_dir, case, outcome)
+                    tallies[family].add(case, outcome, n_examples)
+                    if outcome.failed and save_dir is not None:
+                        save_failure(save_dir, case, outcome)
                     done[0] += 1
                     if progress and done[0] % 200 == 0:
                         print(f"  {done[0]} cases, {time.perf_counter() - start:.0f} s",
@@ -161,45 +224,30 @@ def run(n_cases: int, seed: int, timeout: float, jobs: int, save_dir: Path | Non
         t.join()
     elapsed = time.perf_counter() - start
 
-    failed = {kind: n for kind, n in counts.items() if Outcome(kind).failed}
-    print(f"cbudget model fuzzer: {sum(counts.values())} cases (seed {seed}, {len(models)} "
-          f"seed models trained in {trained:.1f} s), {elapsed:.1f} s with {jobs} worker(s), "
-          f"timeout {timeout:g} s, {restarts[0]} worker restart(s)")
-    print("\noutcomes:")
-    for kind, n in sorted(counts.items(), key=lambda kv: (Outcome(kv[0]).failed, -kv[1])):
-        print(f"  {n:6d}  {kind}{'   <-- FAILURE' if kind in failed else ''}")
-    print(f"\n  {sum(failed.values())} failure(s), "
-          f"{sum(n for k, n in counts.items() if k.startswith(('crash:', 'timeout')))} "
-          "process death(s) / timeout(s)")
-    print("\nby seed model (ok / rejected / failed):")
-    for name, c in sorted(by_model.items()):
-        ok = c["ok"]
-        rejected = sum(n for k, n in c.items() if k.startswith("rejected:"))
-        print(f"  {name:28s} {ok:5d} {rejected:5d} {sum(c.values()) - ok - rejected:5d}")
-    unclear = {m: n for m, n in rejections.items() if LEAKED.search(m)}
-    print(f"\nrejection messages: {len(rejections)} distinct (numbers and quoted values "
-          f"masked); the most common:")
-    for message, n in rejections.most_common(n_examples + 5):
-        print(f"  {n:6d}  {message[:150]}")
-    print(f"  ... {sum(unclear.values())} rejection(s) quote a raw internal exception, e.g.:")
-    for message, n in sorted(unclear.items(), key=lambda kv: -kv[1])[:n_examples + 2]:
-        print(f"  {n:6d}  {message[:150]}")
-    for kind in sorted(failed, key=lambda k: -failed[k]):
-        where = ", ".join(f"{step} x{n}" for step, n in steps[kind].most_common(6))
-        print(f"\n== {kind}: {failed[kind]} case(s); steps: {where}")
-        for case, outcome in examples[kind]:
-            print(f"  - {case.describe()}")
-            message = outcome.message.strip().replace("\n", "\n      ")
-            print(f"    {outcome.step}: {message[:600]}")
+    print(f"cbudget model fuzzer: {n_cases} cbudget and {n_foreign} LightGBM / XGBoost "
+          f"cases (seed {seed}, {len(models) + len(foreign_models)} seed models trained in "
+          f"{trained:.1f} s), {elapsed:.1f} s with {jobs} worker(s), timeout {timeout:g} s, "
+          f"{restarts[0]} worker restart(s)")
+    if n_cases:
+        tallies["cbudget"].print("cbudget model files (cbudget.load_model)", n_examples)
+    if n_foreign:
+        tallies["foreign"].print("LightGBM text, XGBoost JSON and UBJSON files (read as "
+                                 "cbudget report reads them)", n_examples)
+    failed = sum(sum(t.failed().values()) for t in tallies.values())
+    print(f"\ntotal: {failed} failure(s)")
     if save_dir is not None and failed:
         print(f"\nfailing cases written to {save_dir} "
-              f"(replay: python tools/fuzz_models.py --replay {save_dir}/<file>.json)")
+              f"(replay: python tools/fuzz_models.py --replay {save_dir}/<file>)")
     return 1 if failed else 0
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=2000, help="cases to run (default 2000)")
+    parser.add_argument("--foreign-cases", type=int, default=0, metavar="N",
+                        help="also N mutated LightGBM text / XGBoost JSON and UBJSON models "
+                             "(trained here with lightgbm and xgboost), read as cbudget "
+                             "report reads them (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the cases (default 0)")
     parser.add_argument("--timeout", type=float, default=20.0,
                         help="seconds a case may take (default 20)")
@@ -212,6 +260,8 @@ def main(argv=None) -> int:
                         help="run one saved case (a model file) again")
     parser.add_argument("--case", type=int, metavar="N",
                         help="run case N of a report (or of the test suite) again")
+    parser.add_argument("--foreign", action="store_true",
+                        help="with --case: a case of --foreign-cases")
     parser.add_argument("--model-index", type=int, metavar="I",
                         help="with --case: the seed model of the test suite's example")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -219,11 +269,13 @@ def main(argv=None) -> int:
     if args.replay is not None:
         return replay(args.replay, args.timeout)
     if args.case is not None:
-        return run_one(args.case, args.model_index, args.timeout, args.save_failures)
-    if args.cases < 0 or args.jobs < 1 or not args.timeout > 0:
-        parser.error("--cases must be >= 0, --jobs >= 1 and --timeout > 0")
+        return run_one(args.case, args.model_index, args.timeout, args.save_failures,
+                       args.foreign)
+    if args.cases < 0 or args.foreign_cases < 0 or args.jobs < 1 or not args.timeout > 0:
+        parser.error("--cases and --foreign-cases must be >= 0, --jobs >= 1 and "
+                     "--timeout > 0")
     return run(args.cases, args.seed, args.timeout, args.jobs, args.save_failures,
-               args.examples, not args.quiet)
+               args.examples, not args.quiet, args.foreign_cases)
 
 
 if __name__ == "__main__":

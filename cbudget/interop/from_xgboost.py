@@ -54,8 +54,11 @@ XGBOOST_OBJECTIVES = {
 }
 LOGIT_BASE_SCORE = ("binary:logistic", "reg:logistic")
 
-# a hostile file's feature count would size the feature names and cost model
+# the feature count sizes the feature names and the cost model. Feature names (the
+# file's, or the caller's) back it with values; a file without them backs it with nothing
+# (num_feature 2**24 took 44 s and 2.3 GB to import, 2**20 over a minute to use)
 MAX_FEATURES = 1 << 24
+MAX_UNNAMED_FEATURES = 1 << 16
 
 # XGBoost writes 2**31 - 1 as the split index of a node that pruning deleted
 DELETED_NODE = 2**31 - 1
@@ -126,6 +129,16 @@ def read_xgboost_document(model: Any) -> tuple[dict, str]:
     if not isinstance(doc, dict):
         raise ValueError("XGBoost model: the document is not an object")
     return doc, estimator
+
+
+def _string_list(learner: dict, key: str) -> list[str]:
+    """``learner[key]``: a list of strings, empty when missing or null."""
+    values = learner.get(key)
+    if values is None:
+        return []
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ValueError(f"XGBoost model: learner.{key} must be a list of strings")
+    return values
 
 
 def _version(doc: dict) -> str:
@@ -234,12 +247,15 @@ def _rounds(model_doc: dict, trees: list[np.ndarray], n_outputs: int
     rounds: list[list[np.ndarray]] = []
     ends: list[int] = []
     for t0, t1 in zip(indptr[:-1].tolist(), indptr[1:].tolist()):
-        per_output = [[trees[t] for t in range(t0, t1) if tree_info[t] == k]
-                      for k in range(n_outputs)]
-        if len({len(p) for p in per_output}) != 1:
+        # the round's trees by output, in file order within each: sorting, not a scan
+        # per output, so a round costs its trees, whatever the outputs declared
+        outputs = tree_info[t0:t1].astype(np.int64)
+        if np.any(np.bincount(outputs, minlength=n_outputs) != (t1 - t0) // n_outputs):
             raise ValueError("XGBoost model: a round has different numbers of trees per "
                              "output")
-        rounds.extend(list(r) for r in zip(*per_output))
+        order = t0 + np.argsort(outputs, kind="stable")
+        per_output = order.reshape(n_outputs, -1).tolist()
+        rounds.extend([trees[t] for t in r] for r in zip(*per_output))
         ends.append(len(rounds))
     return rounds, ends
 
@@ -276,6 +292,17 @@ def _best_iteration(model: Booster, learner: dict, round_ends: list[int],
         return model[:end]
     model.best_iteration, model.best_score = end - 1, score
     return model
+
+
+def _check_outputs(num_class: int, n_trees: int, n_base_scores: int) -> None:
+    """A declared class count against what the file holds, before anything is sized by
+    it (2**31 - 1 classes hung the import: a scan per class, a base score per class):
+    every output has trees in a model with trees; a model without trees has a base
+    score per output, or num_class 1."""
+    if num_class > max(n_trees, n_base_scores, 1):
+        raise ValueError(f"XGBoost model: num_class {num_class} but the file holds "
+                         f"{n_trees} trees and {n_base_scores} base score(s): every class "
+                         "needs its trees")
 
 
 def from_xgboost(model: Any, *, feature_costs: FeatureCosts | None = None,
@@ -338,7 +365,10 @@ from_xgboost.__doc__ = f"""A cbudget Booster that predicts as an XGBoost model, 
         ``reg:gamma``, ``reg:tweedie``, ``survival:*``, ``binary:hinge``: their
         output transforms have no cbudget counterpart), categorical splits, vector
         leaves (``multi_strategy="multi_output_tree"``), several targets, ``gblinear``;
-        and for any malformed model.
+        and for any malformed model. Declared sizes are checked against what the file
+        holds before they size anything: ``num_class`` against the trees (and base
+        scores), ``num_feature`` against the feature names; without names (the file's or
+        ``feature_names``) it is at most 2**16.
     """
 
 
@@ -350,9 +380,14 @@ def _from_document(doc: dict, estimator: str, *, feature_names: Sequence[str] | 
     objective = XGBOOST_OBJECTIVES[xgb_objective]
     param = _field(learner, "learner_model_param", dict, "learner.")
     n_features = _integer(_field(param, "num_feature", (str, int), "learner."), "num_feature")
-    if not 1 <= n_features <= MAX_FEATURES:
-        raise ValueError(f"XGBoost model: num_feature {n_features} out of range "
-                         f"[1, {MAX_FEATURES}]")
+    stored = _string_list(learner, "feature_names")
+    named = feature_names is not None or bool(stored)
+    if not 1 <= n_features <= (MAX_FEATURES if named else MAX_UNNAMED_FEATURES):
+        raise ValueError(
+            f"XGBoost model: num_feature {n_features} out of range [1, {MAX_FEATURES}]" if named
+            else f"XGBoost model: num_feature {n_features} out of range [1, "
+                 f"{MAX_UNNAMED_FEATURES}] for a model without feature names (give "
+                 "feature_names to import a wider one)")
     if _integer(param.get("num_target", "1"), "num_target") > 1:
         raise ValueError("XGBoost models of several targets are not supported: a cbudget "
                          "Booster predicts one target")
@@ -360,8 +395,7 @@ def _from_document(doc: dict, estimator: str, *, feature_names: Sequence[str] | 
     if (objective == "multi:softprob") != (num_class > 1):
         raise ValueError(f"XGBoost model: num_class {num_class} does not fit objective "
                          f"{xgb_objective!r}")
-    feature_types = learner.get("feature_types") or []
-    if "c" in list(feature_types):
+    if "c" in _string_list(learner, "feature_types"):
         raise ValueError("XGBoost models with categorical features are not supported: "
                          "cbudget splits compare numbers with a threshold")
     booster_doc = _field(learner, "gradient_booster", dict, "learner.")
@@ -379,13 +413,12 @@ def _from_document(doc: dict, estimator: str, *, feature_names: Sequence[str] | 
     tree_docs = _field(model_doc, "trees", list, "learner.gradient_booster.model.")
     if kind == "dart" and weights.shape != (len(tree_docs),):
         raise ValueError("XGBoost model: weight_drop must hold one weight per tree")
+    _check_outputs(num_class, len(tree_docs),
+                   _field(param, "base_score", str, "learner.learner_model_param.").count(",") + 1)
     trees = [_tree(d, i, n_features, float(weights[i]) if kind == "dart" else 1.0)
              for i, d in enumerate(tree_docs)]
     n_outputs = num_class if num_class > 1 else 1
-    stored_names = learner.get("feature_names") or None
-    if stored_names is not None and not all(isinstance(s, str) for s in stored_names):
-        raise ValueError("XGBoost model: feature_names must be strings")
-    names = source_feature_names(stored_names, feature_names, n_features)
+    names = source_feature_names(stored or None, feature_names, n_features)
     rounds, round_ends = _rounds(model_doc, trees, n_outputs)
     model = imported_booster(
         rounds, objective=objective, num_class=num_class,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # only for type hints: the model classes import this module
     from ._model import Model
 
 __all__ = ["Dataset", "as_float_matrix", "binning_rows", "edges_between",
-           "find_bin_edges", "float32_floor"]
+           "find_bin_edges", "float32_floor", "few_rows_bin_edges"]
 
 # Bin edges are found on at most this many rows (as scikit-learn's binner does).
 BINNING_SUBSAMPLE = 200_000
@@ -274,6 +274,21 @@ def edges_between(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.
     return edges + 0.0, separable       # + 0.0: no edge of -0.0
 
 
+def _distinct_steps(values: np.ndarray) -> np.ndarray:
+    """Where ``values``, sorted along the last axis (as ``np.sort`` sorts: -inf, the
+    finite values, +inf, NaN), step from a finite value to a larger finite one: a bool
+    array of ``values``' shape less one on the last axis (-0.0 equals 0.0, as in
+    ``np.unique``)."""
+    below, above = values[..., :-1], values[..., 1:]
+    return (below != above) & np.isfinite(below) & np.isfinite(above)
+
+
+def _edges_at_steps(values: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """The edge between the two values of each step of ``values`` (:func:`_distinct_steps`)
+    in the order of ``values``' rows, then along them: each distinct value in its own bin."""
+    return edges_between(values[..., :-1][step], values[..., 1:][step])[0]
+
+
 def find_bin_edges(column: np.ndarray, max_bin: int) -> np.ndarray:
     """Upper bin edges of one feature: at most ``max_bin - 1`` strictly increasing
     thresholds, so at most ``max_bin`` value bins. Every edge lies between two adjacent
@@ -286,18 +301,48 @@ def find_bin_edges(column: np.ndarray, max_bin: int) -> np.ndarray:
     values = np.sort(column[np.isfinite(column)].astype(np.float64, copy=False))
     if values.size == 0:
         return np.zeros(0)
-    distinct = values[np.concatenate(([True], values[1:] != values[:-1]))]
-    if distinct.size <= max_bin:
-        gaps = np.arange(distinct.size - 1)
-    else:
-        # np.percentile(values, q, method="midpoint") on the sorted values lies in
-        # [lower, upper] of adjacent sorted values; its edge goes above lower, where
-        # it bins the training values as the quantile itself would (x <= quantile)
-        positions = np.linspace(0, 100, max_bin + 1)[1:-1] / 100 * (values.size - 1)
-        lower = values[np.floor(positions).astype(np.intp)]
-        gaps = np.unique(np.searchsorted(distinct, lower))
-        gaps = gaps[gaps < distinct.size - 1]   # above the largest value: no edge
+    step = _distinct_steps(values)
+    if np.count_nonzero(step) < max_bin:      # at most max_bin distinct values
+        return _edges_at_steps(values, step)
+    # np.percentile(values, q, method="midpoint") on the sorted values lies in [lower,
+    # upper] of adjacent sorted values; its edge goes above lower, where it bins the
+    # training values as the quantile itself would (x <= quantile)
+    positions = np.linspace(0, 100, max_bin + 1)[1:-1] / 100 * (values.size - 1)
+    lower = values[np.floor(positions).astype(np.intp)]
+    distinct = values[np.concatenate(([True], step))]
+    gaps = np.unique(np.searchsorted(distinct, lower))
+    gaps = gaps[gaps < distinct.size - 1]   # above the largest value: no edge
     return edges_between(distinct[gaps], distinct[gaps + 1])[0]
+
+
+# The few-rows rule works on blocks of this many values at most (512 KB of float64): its
+# temporaries (edges_between's) are about ten times that, per thread; larger blocks are
+# no faster (2^14 to 2^18 values: the same time to 5%).
+_BLOCK_VALUES = 1 << 16
+
+
+def few_rows_bin_edges(block: np.ndarray, max_bin: int) -> list[np.ndarray]:
+    """:func:`find_bin_edges` of each column of ``block`` (float32/float64, shape
+    ``(n_rows, n_features)``), which has at most ``max_bin`` rows: each distinct value
+    in its own bin. The columns are sorted together and all their adjacent distinct
+    values go through one :func:`edges_between` call (on 2 rows, a call per column cost
+    17-47 us against about 0.3 us here). The edges of column ``f`` are a view of one
+    array shared by the block."""
+    n_rows, n_features = block.shape
+    if n_rows > max_bin:
+        raise ValueError(f"few_rows_bin_edges takes at most max_bin ({max_bin}) rows, got "
+                         f"{n_rows}: use find_bin_edges per column")
+    found: list[np.ndarray] = []
+    width = max(1, _BLOCK_VALUES // max(n_rows, 1))
+    for start in range(0, n_features, width):
+        # a row per feature: its pairs come out feature after feature
+        values = np.sort(np.ascontiguousarray(block[:, start:start + width].T,
+                                              dtype=np.float64), axis=1)
+        step = _distinct_steps(values)
+        edges = _edges_at_steps(values, step)
+        ends = np.cumsum(step.sum(axis=1)).tolist()
+        found.extend(edges[a:b] for a, b in zip([0] + ends[:-1], ends))
+    return found
 
 
 def flatten_edges(bin_edges: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -495,8 +540,11 @@ class Dataset:
         bounds = np.linspace(0, n_features, n_blocks + 1).astype(np.intp)
 
         def block(b: int) -> list[np.ndarray]:
-            return [find_bin_edges(X[:, f], self.max_bin)
-                    for f in range(bounds[b], bounds[b + 1])]
+            columns = X[:, bounds[b]:bounds[b + 1]]
+            if X.shape[0] <= self.max_bin:     # one bin per distinct value: vectorised
+                return few_rows_bin_edges(columns, self.max_bin)
+            return [find_bin_edges(columns[:, f], self.max_bin)
+                    for f in range(columns.shape[1])]
 
         with ThreadPoolExecutor(max_workers=n_threads) as pool:
             return [edges for part in pool.map(block, range(n_blocks)) for edges in part]

@@ -112,3 +112,86 @@ def test_memory_limit_from_the_environment(monkeypatch):
     monkeypatch.delenv(MEMORY_LIMIT_VARIABLE)
     limit, source = memory_limit()
     assert limit is None or (limit > 0 and source)
+
+
+def _special_columns(rng, n_rows, n_features, dtype):
+    """Columns of ``n_rows`` values drawn from awkward ones: repeats, NaN, +-inf, -0.0 and
+    0.0, subnormals, values near float64's and float32's largest, adjacent doubles,
+    values with the same float32 rounding, midpoints on a decimal grid; some columns
+    single-valued, some all NaN, some normal values."""
+    f64_max, f32_max = np.finfo(np.float64).max, float(np.finfo(np.float32).max)
+    special = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324, -5e-324, 1e-310,
+                        1e-45, 1.0, np.nextafter(1.0, 2.0), np.nextafter(1.0, 0.0),
+                        1.0 + 2.0 ** -40, f64_max, -f64_max, np.nextafter(f64_max, 0.0),
+                        f32_max, np.nextafter(f32_max, np.inf), 3.5e38, 0.1, 0.101, 0.102])
+    columns = rng.choice(special, size=(n_rows, n_features))
+    normal = rng.random(n_features) < 0.3
+    columns[:, normal] = np.where(rng.random((n_rows, int(normal.sum()))) < 0.2,
+                                  columns[:, normal], rng.normal(size=(n_rows, normal.sum())))
+    columns[:, rng.random(n_features) < 0.1] = np.nan
+    single = np.flatnonzero(rng.random(n_features) < 0.1)
+    columns[:, single] = columns[0, single]
+    with np.errstate(over="ignore"):
+        return columns.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("max_bin", [2, 3, 17, 255])
+def test_few_rows_bin_edges_are_find_bin_edges_bit_for_bit(max_bin, dtype):
+    """The vectorised rule of a block of few rows (at most max_bin: one bin per distinct
+    value) gives each column exactly the edges find_bin_edges gives it alone."""
+    from cbudget.dataset import few_rows_bin_edges, find_bin_edges
+    rng = np.random.default_rng(max_bin)
+    for trial in range(40):
+        # mostly a few rows (where the columns' values repeat), sometimes max_bin
+        n_rows = int(rng.integers(1, (max_bin if trial % 10 == 0 else min(max_bin, 12)) + 1))
+        X = _special_columns(rng, n_rows, int(rng.integers(1, 60)), dtype)
+        found = few_rows_bin_edges(X, max_bin)
+        assert len(found) == X.shape[1]
+        for f, edges in enumerate(found):
+            expected = find_bin_edges(X[:, f], max_bin)
+            assert edges.dtype == expected.dtype == np.float64
+            assert np.array_equal(edges.view(np.int64), expected.view(np.int64)), \
+                (X[:, f].tolist(), edges, expected)
+    with pytest.raises(ValueError, match="at most max_bin"):
+        few_rows_bin_edges(np.zeros((max_bin + 1, 3)), max_bin)
+
+
+@pytest.mark.parametrize("n_rows", [1, 2, 7, 300])
+def test_a_dataset_bins_each_column_as_find_bin_edges(n_rows):
+    """Few rows (the vectorised blocks) or many (find_bin_edges per column), dense or
+    scipy.sparse (implicit zeros are zeros), with rows of weight 0 (they place no
+    edge): the Dataset's edges are find_bin_edges' of the rows that place them."""
+    sparse = pytest.importorskip("scipy.sparse")
+    from cbudget.dataset import find_bin_edges
+    rng = np.random.default_rng(n_rows)
+    X = _special_columns(rng, n_rows, 300, np.float64)
+    X[rng.random(X.shape) < 0.5] = 0.0
+    weight = np.ones(n_rows)
+    weight[rng.random(n_rows) < 0.3] = 0.0
+    weight[0] = 1.0
+    for max_bin in (3, 255):
+        for data in (X, sparse.csr_matrix(X), sparse.csc_matrix(X)):
+            for w in (None, weight):
+                dataset = cbudget.Dataset(data, weight=w, max_bin=max_bin)
+                rows = X if w is None else X[w > 0]
+                for f, edges in enumerate(dataset.bin_edges):
+                    assert np.array_equal(edges, find_bin_edges(rows[:, f], max_bin))
+
+
+def test_a_wide_dataset_finds_its_edges_a_block_at_a_time(monkeypatch):
+    """On 2 rows the edges of a block of features come from one edges_between call (a
+    find_bin_edges call per feature cost 17-47 us, 85% of building 2 x 10^6)."""
+    import cbudget.dataset as dataset_module
+    calls = []
+    real = dataset_module.edges_between
+
+    def counted(lower, upper):
+        calls.append(lower.size)
+        return real(lower, upper)
+
+    monkeypatch.setattr(dataset_module, "edges_between", counted)
+    X, y = _wide(2, 10_000)
+    data = cbudget.Dataset(X, y)
+    assert len(calls) <= 64 and sum(calls) == X.shape[1]
+    assert all(len(edges) == 1 for edges in data.bin_edges)

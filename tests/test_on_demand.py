@@ -243,24 +243,32 @@ def test_concurrent_fetches_give_the_same_predictions(setting):
     assert results[8][1].most_in_flight > 1
 
 
+class Outage:
+    """A fetch over a recorder that raises ConnectionError for the model's last used
+    feature while ``on``."""
+
+    def __init__(self, model, X, on):
+        self.recorder = Recorder(X)
+        self.broken = model.used_features()[-1]
+        self.on = on
+
+    def __call__(self, features, rows):
+        if self.on and self.broken in features:
+            raise ConnectionError("service down")
+        return self.recorder(features, rows)
+
+
 def test_an_exception_in_fetch_propagates_and_the_source_stays_usable(setting):
     models, _, X = setting
     model = models["gbdt"]
-    recorder = Recorder(X)
-    failing = {"on": True}
-    broken = model.used_features()[-1]
-
-    def fetch(features, rows):
-        if failing["on"] and broken in features:
-            raise ConnectionError("service down")
-        return recorder(features, rows)
-
+    fetch = Outage(model, X, on=True)
+    recorder, broken = fetch.recorder, fetch.broken
     source = cbudget.FeatureSource(fetch, X.shape[0])
     with pytest.raises(ConnectionError, match="service down") as info:
         model.predict(source)
     note = " ".join(getattr(info.value, "__notes__", []))
     assert "feature(s) [" in note and str(broken) in note and "rows" in note
-    failing["on"] = False
+    fetch.on = False
     np.testing.assert_array_equal(model.predict(source), model.predict(X))
     np.testing.assert_array_equal(recorder.fetched, model.acquisitions(X))
 
@@ -303,26 +311,19 @@ def test_a_failed_prediction_is_not_reported_as_one(setting):
     # the source's cost() does not report the partial (or an earlier) prediction's cost
     models, _, X = setting
     model = models["gbdt"]
-    recorder = Recorder(X)
-    failing = {"on": False}
-    broken = model.used_features()[-1]
-
-    def fetch(features, rows):
-        if failing["on"] and broken in features:
-            raise ConnectionError("service down")
-        return recorder(features, rows)
-
+    fetch = Outage(model, X, on=False)
+    broken = fetch.broken
     source = cbudget.FeatureSource(fetch, X.shape[0])
     model.predict(source, iteration_range=(0, 1))
     assert source.cost().shape == (X.shape[0],)
-    failing["on"] = True
+    fetch.on = True
     with pytest.raises(ConnectionError, match="service down") as info:
         model.predict(source)
     assert any("fetch failed for feature(s)" in note for note in info.value.__notes__)
     assert not source.acquired[:, broken].all()
     with pytest.raises(ValueError, match="did not complete"):
         source.cost()
-    failing["on"] = False
+    fetch.on = False
     np.testing.assert_array_equal(model.predict(source), model.predict(X))
     np.testing.assert_allclose(source.cost(), model.predict_cost(X), rtol=1e-12, atol=1e-12)
 

@@ -29,7 +29,6 @@ import functools
 import json
 import os
 import random
-import struct
 import tempfile
 import warnings
 from typing import Any
@@ -45,6 +44,8 @@ from model_mutations import (
     mutate_text,
     use_model,
 )
+
+from cbudget.interop.ubjson import decode, encode
 
 FOREIGN_VIAS = ("foreign:lightgbm", "foreign:xgboost-json", "foreign:xgboost-ubj")
 # where a case's file is written: the name says nothing, the content decides
@@ -120,52 +121,52 @@ def foreign_seed_models() -> list[tuple[str, str, bytes]]:
 
 
 # -- UBJSON -----------------------------------------------------------------------------
-def _ubjson_int(value: int) -> bytes:
-    for marker, fmt, low, high in ((b"i", ">b", -128, 127), (b"l", ">i", -2**31, 2**31 - 1),
-                                   (b"L", ">q", -2**63, 2**63 - 1)):
-        if low <= value <= high:
-            return marker + struct.pack(fmt, value)
-    text = str(value).encode()          # beyond int64: UBJSON's high-precision number
-    return b"H" + _ubjson_int(len(text)) + text
-
-
-def to_ubjson(value: Any) -> bytes:
-    """The UBJSON encoding of a JSON value as XGBoost writes it: lists of numbers as
-    typed arrays (float32 when exact, as XGBoost's node arrays; int32 / int64), counts
-    as int64; :class:`model_mutations.Deep` as arrays nested that deep."""
-    if isinstance(value, Deep):
-        return b"[" * value.levels + b"i\x01" + b"]" * value.levels
-    if value is None:
-        return b"Z"
-    if isinstance(value, bool):
-        return b"T" if value else b"F"
-    if isinstance(value, int):
-        return _ubjson_int(value)
-    if isinstance(value, float):
-        return b"D" + struct.pack(">d", value)
-    if isinstance(value, str):
-        raw = value.encode("utf-8", "surrogatepass")
-        return b"S" + _ubjson_int(len(raw)) + raw
-    if isinstance(value, dict):
-        parts = [b"{"]
-        for key, item in value.items():
-            raw = str(key).encode("utf-8", "surrogatepass")
-            parts += [_ubjson_int(len(raw)), raw, to_ubjson(item)]
-        return b"".join(parts + [b"}"])
+def _typed(value: list) -> Any:
+    """A list of numbers as the numpy array XGBoost would have written (float32 when
+    exact, as its node arrays, else float64; int32 or int64), so that ``encode`` writes
+    it as a typed array; any other list as it is."""
     if value and all(isinstance(v, float) for v in value):
         floats = np.asarray(value, dtype=np.float64)
         with np.errstate(over="ignore"):
             as32 = floats.astype(np.float32)
-        if np.array_equal(as32.astype(np.float64), floats, equal_nan=True):
-            return b"[$d#" + _ubjson_int(len(value)) + as32.astype(">f4").tobytes()
-        return b"[$D#" + _ubjson_int(len(value)) + floats.astype(">f8").tobytes()
+        return as32 if np.array_equal(as32, floats, equal_nan=True) else floats
     if value and all(isinstance(v, int) and not isinstance(v, bool) and -2**63 <= v < 2**63
                      for v in value):
         wide = any(not -2**31 <= v < 2**31 for v in value)
-        dtype, marker = (">i8", b"L") if wide else (">i4", b"l")
-        return b"[$" + marker + b"#" + _ubjson_int(len(value)) + \
-            np.asarray(value, dtype=dtype).tobytes()
-    return b"[" + b"".join(to_ubjson(v) for v in value) + b"]"
+        return np.asarray(value, dtype=np.int64 if wide else np.int32)
+    return value
+
+
+def to_ubjson(value: Any) -> bytes:
+    """The UBJSON encoding of a (mutated) JSON document as XGBoost writes it
+    (``cbudget.interop.ubjson.encode`` of it, lists of numbers as typed arrays), with
+    the hostile values ``encode`` refuses: integers beyond int64 as UBJSON's
+    high-precision numbers (``H``) and :class:`model_mutations.Deep` as arrays nested
+    that deep. They are written as placeholder strings, then replaced as bytes."""
+    hostile: dict[str, bytes] = {}
+
+    def placeholder(raw: bytes) -> str:
+        key = f"\x00cbudget-fuzz-{len(hostile)}\x00"
+        hostile[key] = raw
+        return key
+
+    def replace(node: Any) -> Any:
+        if isinstance(node, Deep):
+            return placeholder(b"[" * node.levels + b"i\x01" + b"]" * node.levels)
+        if isinstance(node, int) and not isinstance(node, bool) \
+                and not -2**63 <= node < 2**63:
+            return placeholder(b"H" + encode(str(node))[1:])   # a string's length + digits
+        if isinstance(node, dict):
+            return {k: replace(v) for k, v in node.items()}
+        if isinstance(node, list):
+            node = _typed(node)
+            return [replace(v) for v in node] if isinstance(node, list) else node
+        return node
+
+    data = encode(replace(value))
+    for key, raw in hostile.items():
+        data = data.replace(encode(key), raw, 1)
+    return data
 
 
 def _plain(value: Any) -> Any:
@@ -182,7 +183,6 @@ def _plain(value: Any) -> Any:
 def xgboost_document(content: bytes, via: str) -> dict:
     """The document of an XGBoost seed model file."""
     if via == "foreign:xgboost-ubj":
-        from cbudget.interop.ubjson import decode
         return _plain(decode(content))
     return json.loads(content.decode("utf-8"))
 

@@ -7,8 +7,9 @@ them. Cases run in a worker subprocess with a time and memory limit."""
 import json
 import random
 
+import numpy as np
 import pytest
-from model_mutations import Worker
+from model_mutations import Deep, Worker
 
 pytest.importorskip("lightgbm")
 pytest.importorskip("xgboost")
@@ -24,7 +25,7 @@ from foreign_mutations import (  # noqa: E402
 )
 
 import cbudget  # noqa: E402
-from cbudget.interop.ubjson import decode  # noqa: E402
+from cbudget.interop.ubjson import decode, encode  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +43,29 @@ def test_every_foreign_seed_model_works_unmutated():
 
 
 def test_the_ubjson_writer_gives_back_the_document():
+    """The fuzzer's writer is the exporter's encoder (XGBoost's typed arrays, so the
+    decoder's typed-array path is fuzzed) plus the hostile values it refuses."""
     for name, via, content in foreign_seed_models():
         if via == "foreign:xgboost-ubj":
             doc = xgboost_document(content, via)
             assert xgboost_document(to_ubjson(doc), via) == doc, name
-    assert decode(to_ubjson({"a": [1.5, 2.0], "b": [1, 2**40], "c": "x", "d": None})) \
-        .keys() == {"a", "b", "c", "d"}
+            booster = decode(to_ubjson(doc))["learner"]["gradient_booster"]
+            tree = booster.get("gbtree", booster)["model"]["trees"][0]   # dart: in gbtree
+            assert tree["split_conditions"].dtype == np.float32, name
+            assert tree["parents"].dtype == np.int32, name
+    doc = {"a": [1.5, 2.0], "b": [1, 2**40], "c": "x", "d": None, "e": [0.1], "f": []}
+    data = to_ubjson(doc)
+    assert data == encode({**doc, "a": np.array([1.5, 2.0], dtype=np.float32),
+                           "b": np.array([1, 2**40]), "e": np.array([0.1])})
+    assert b"[$d#L" in data and b"[$L#L" in data and b"[$D#L" in data
+    hostile = to_ubjson({"big": 2**64, "deep": Deep(5), "list": [1, -2**63 - 1]})
+    big, deep = encode("big")[1:], encode("deep")[1:]      # keys: length and bytes
+    assert big + b"HL" + bytes(7) + b"\x14" + str(2**64).encode() in hostile
+    assert deep + b"[[[[[i\x01]]]]]" in hostile
+    assert b"[i\x01H" in hostile                             # the list stays untyped
+    with pytest.raises(ValueError, match="unsupported marker b'H'"):
+        decode(hostile)
+    assert decode(to_ubjson({"deep": Deep(5)})) == {"deep": [[[[[1]]]]]}
 
 
 def test_foreign_mutations_are_deterministic_and_mutate():

@@ -647,15 +647,69 @@ def test_export_early_stopped(objective, extra, suffix, tmp_path):
 
 
 def test_ubjson_encode():
-    """The exporter's encoder: decode reads back every kind of value it writes."""
-    value = {"a": [1, -1, 2**40, True, False, None, "é", 1.5],
-             "b": np.array([1.5, -0.25], dtype=np.float32), "c": np.array([3, 4]),
-             "d": {"e": [], "f": {}}, "g": np.float32(0.1), "h": (np.int64(7),)}
-    decoded = decode(encode(value))
-    assert decoded["a"] == value["a"] and decoded["d"] == value["d"]
-    assert decoded["b"] == [1.5, -0.25] and decoded["c"] == [3, 4]
-    assert decoded["g"] == float(np.float32(0.1)) and decoded["h"] == [7]
+    """The exporter's encoder: decode reads back every kind of value it writes; 1-D
+    numeric arrays as typed arrays of their dtype (bool as uint8), other arrays as
+    lists; integers in the narrowest marker, lengths always int64 (XGBoost's rule)."""
+    value = {"a": [1, -1, 2**40, True, False, None, "é", 1.5, -2**63, 2**63 - 1],
+             "d": {"e": [], "f": {}, "g": [np.float32(0.1), (np.int64(7),)]}}
+    assert decode(encode(value)) == {**value, "d": {**value["d"],
+                                                    "g": [float(np.float32(0.1)), [7]]}}
+    arrays = {dtype: np.array([0, 1, 7, 100], dtype=dtype) for dtype in
+              ["float32", "float64", "int8", "uint8", "int16", "int32", "int64", ">f4",
+               ">i8"]}
+    arrays["nan"] = np.array([np.nan, -np.inf, 1e-45], dtype=np.float32)
+    arrays["negative"] = np.array([-2**63, -1, 2**63 - 1])
+    arrays["empty"] = np.zeros(0, dtype=np.int32)
+    decoded = decode(encode({"nested": [arrays]}))["nested"][0]
+    for name, array in arrays.items():
+        assert decoded[name].dtype == array.dtype.newbyteorder("="), name
+        np.testing.assert_array_equal(decoded[name], array)
+    assert encode(np.array([1.5], dtype=np.float32)) == b"[$d#L" + bytes(7) + b"\x01" + \
+        np.array([1.5], dtype=">f4").tobytes()
+    assert encode(np.array([-1], dtype=np.int32))[:5] == b"[$l#L"
+    flags = decode(encode(np.array([True, False])))
+    assert flags.dtype == np.uint8 and flags.tolist() == [1, 0]
+    assert decode(encode(np.array([1, 2], dtype=np.uint16))) == [1, 2]
+    assert decode(encode(np.array(["x"]))) == ["x"]
+    assert [encode(v)[:1] for v in (127, -128, 128, -2**15, 2**15, -2**31, 2**31)] == \
+        [b"i", b"i", b"I", b"I", b"l", b"l", b"L"]
+    assert encode("ab") == b"SL" + bytes(7) + b"\x02ab"
     with pytest.raises(TypeError, match="cannot encode"):
         encode({"x": object()})
     with pytest.raises(ValueError, match="64 bits"):
         encode(2**64)
+    with pytest.raises(ValueError, match="1-D"):
+        encode(np.zeros((2, 2)))
+
+
+def test_export_ubjson_writes_xgboost_typed_arrays(tmp_path):
+    """A tree's arrays are typed arrays of the types XGBoost writes (all of them: its
+    reader takes a tree's arrays typed only if ``parents`` is); the untyped arrays,
+    one marker and 8 bytes per integer, made the .ubj file larger than the JSON one
+    (215,929 bytes against 139,599 for 50 rounds of depth 6; 120,391 typed)."""
+    rng, X = _data(3, n=400)
+    y = _labels(rng, X, "reg:squarederror")
+    model = cbudget.train({"max_depth": 5}, cbudget.Dataset(X, y), 20)
+    ubj, json_path = tmp_path / "m.ubj", tmp_path / "m.json"
+    model.save_model(ubj, format="xgboost")
+    model.save_model(json_path, format="xgboost")
+    tree = decode(ubj.read_bytes())["learner"]["gradient_booster"]["model"]["trees"][1]
+    dtypes = {key: value.dtype for key, value in tree.items() if isinstance(value, np.ndarray)}
+    assert dtypes == {
+        **dict.fromkeys(["base_weights", "loss_changes", "split_conditions", "sum_hessian"],
+                        np.float32),
+        **dict.fromkeys(["left_children", "right_children", "parents", "split_indices",
+                         "categories", "categories_nodes"], np.int32),
+        "categories_segments": np.int64, "categories_sizes": np.int64,
+        "default_left": np.uint8, "split_type": np.uint8}
+    from_ubj, from_json = xgb.Booster(model_file=str(ubj)), xgb.Booster(model_file=str(json_path))
+    # as compact as XGBoost's own file of the model (untyped arrays: 1.58 times it)
+    assert ubj.stat().st_size <= 1.05 * len(from_ubj.save_raw("ubj"))
+    X32 = X.astype(np.float32)
+    np.testing.assert_array_equal(from_ubj.inplace_predict(X32),
+                                  from_json.inplace_predict(X32))
+    np.testing.assert_allclose(from_ubj.inplace_predict(X32), model.predict(X32), atol=1e-5)
+    # XGBoost writes such a tree back with the same layout
+    resaved = decode(bytes(from_ubj.save_raw("ubj")))
+    tree_back = resaved["learner"]["gradient_booster"]["model"]["trees"][1]
+    assert {k: v.dtype for k, v in tree_back.items() if isinstance(v, np.ndarray)} == dtypes

@@ -63,22 +63,18 @@ def float32_split_conditions(threshold: ArrayLike) -> np.ndarray:
         return np.nextafter(float32_floor(threshold), np.float32(np.inf))
 
 
-class _Float32s:
-    """Numbers written as float32 in their shortest form: XGBoost parses its JSON
-    numbers into float32 and refuses number texts longer than 18 characters."""
-
-    def __init__(self, values: ArrayLike) -> None:
-        self.values = np.asarray(values, dtype=np.float32)
-
-
 def _json_text(value: Any) -> str:
+    """The JSON text of a document: its numpy arrays as lists, float32 ones in their
+    shortest form (XGBoost parses its JSON numbers into float32 and refuses number
+    texts longer than 18 characters)."""
     if isinstance(value, dict):
         return "{" + ",".join(f"{json.dumps(str(k))}:{_json_text(v)}"
                               for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ",".join(_json_text(v) for v in value) + "]"
-    if isinstance(value, _Float32s):
-        return "[" + ",".join(str(v) for v in value.values) + "]"
+    if isinstance(value, np.ndarray):      # str of a numpy float32: its shortest form
+        items = value if value.dtype == np.float32 else value.tolist()
+        return "[" + ",".join(str(v) for v in items) + "]"
     return json.dumps(value)
 
 
@@ -107,20 +103,24 @@ def _xgboost_tree(tree: np.ndarray, index: int, n_features: int,
                          "its split condition")
     leaf_values = np.where(is_leaf, nodes["value"] + shift, 0.0).astype(np.float32)
     n = len(order)
+    # numpy arrays of the types XGBoost writes its own trees with: UBJSON files get its
+    # typed arrays (float32 "d", int32 "l", int64 "L", uint8 "U"), all of a tree's arrays
+    # typed, as its reader requires once "parents" is
+    f32, i32, i64, u8 = np.float32, np.int32, np.int64, np.uint8
     return {
-        "base_weights": _Float32s(leaf_values),
-        "categories": [], "categories_nodes": [], "categories_segments": [],
-        "categories_sizes": [],
-        "default_left": np.where(is_leaf, 0, nodes["default_left"]).tolist(),
+        "base_weights": leaf_values,
+        "categories": np.zeros(0, i32), "categories_nodes": np.zeros(0, i32),
+        "categories_segments": np.zeros(0, i64), "categories_sizes": np.zeros(0, i64),
+        "default_left": np.where(is_leaf, 0, nodes["default_left"]).astype(u8),
         "id": index,
-        "left_children": np.where(is_leaf, -1, new_id[nodes["left"]]).tolist(),
-        "loss_changes": _Float32s(np.where(is_leaf, 0.0, nodes["gain"])),
-        "parents": parents.tolist(),
-        "right_children": np.where(is_leaf, -1, new_id[nodes["right"]]).tolist(),
-        "split_conditions": _Float32s(np.where(is_leaf, leaf_values, conditions)),
-        "split_indices": np.where(is_leaf, 0, nodes["feature"]).tolist(),
-        "split_type": [0] * n,
-        "sum_hessian": _Float32s(nodes["sum_hessian"]),
+        "left_children": np.where(is_leaf, -1, new_id[nodes["left"]]).astype(i32),
+        "loss_changes": np.where(is_leaf, 0.0, nodes["gain"]).astype(f32),
+        "parents": parents.astype(i32),
+        "right_children": np.where(is_leaf, -1, new_id[nodes["right"]]).astype(i32),
+        "split_conditions": np.where(is_leaf, leaf_values, conditions).astype(f32),
+        "split_indices": np.where(is_leaf, 0, nodes["feature"]).astype(i32),
+        "split_type": np.zeros(n, u8),
+        "sum_hessian": nodes["sum_hessian"].astype(f32),
         "tree_param": {"num_deleted": "0", "num_feature": str(n_features),
                        "num_nodes": str(n), "size_leaf_vector": "1"},
     }
@@ -199,21 +199,12 @@ def xgboost_document(booster: Booster) -> dict[str, Any]:
     }
 
 
-def _plain(value: Any) -> Any:
-    """The document with its float32 lists as numpy float32 arrays (for UBJSON)."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value.values if isinstance(value, _Float32s) else value
-
-
 def xgboost_file_content(booster: Booster, path: str | os.PathLike) -> str | bytes:
     """What :func:`save_xgboost` writes at ``path``: UBJSON bytes for a ``.ubj`` path
     (as XGBoost chooses its format by the extension), JSON text otherwise."""
     document = xgboost_document(booster)
     if os.fsdecode(path).lower().endswith(".ubj"):
-        return encode(_plain(document))
+        return encode(document)
     return _json_text(document)
 
 

@@ -181,26 +181,42 @@ def decode(data: bytes | bytearray | memoryview) -> Any:
     return result.value if isinstance(result, _Container) else result
 
 
+# numpy dtype -> marker of the typed arrays :func:`encode` writes. XGBoost writes its
+# node arrays as ``d`` (float32), ``l`` (int32), ``L`` (int64) and ``U`` (uint8) typed
+# arrays, and its reader takes exactly those four (a tree's arrays all typed or all not).
+TYPED_ARRAY_MARKERS = {np.dtype(t[1:]): m for m, t in NUMBER_TYPES.items()}
+
+
+def _length(n: int) -> bytes:
+    """A length or count: always ``L`` (int64), the only form XGBoost's reader takes."""
+    return b"L" + np.array(n, dtype=">i8").tobytes()
+
+
 def _integer(value: int) -> bytes:
-    """An integer as ``L`` (int64), the form XGBoost writes, and the only one its reader
-    takes for lengths."""
-    if not -2**63 <= value < 2**63:
-        raise ValueError(f"UBJSON: integer {value} does not fit in 64 bits")
-    return b"L" + np.array(value, dtype=">i8").tobytes()
+    """An integer value in the narrowest of ``i I l L`` that holds it, as XGBoost writes
+    them (its reader takes any)."""
+    for marker in (b"i", b"I", b"l", b"L"):
+        info = np.iinfo(INTEGER_TYPES[marker])
+        if info.min <= value <= info.max:
+            return marker + np.array(value, dtype=INTEGER_TYPES[marker]).tobytes()
+    raise ValueError(f"UBJSON: integer {value} does not fit in 64 bits")
 
 
 def _string(text: str) -> bytes:
     """A string's length and UTF-8 bytes (an object key; a value adds ``S`` before)."""
     raw = text.encode("utf-8")
-    return _integer(len(raw)) + raw
+    return _length(len(raw)) + raw
 
 
 def encode(value: Any) -> bytes:
-    """The UBJSON document of ``value``: dicts (str keys), lists, tuples and 1-D numpy
-    arrays (untyped containers, one marker per value, as XGBoost reads the containers
-    of its JSON documents), str, bool, None, int (``L``), float (``D``, float64) and
-    numpy floats (``d`` for float32, else ``D``). :func:`decode` reads it back. Documents are
-    the exporter's own, a few levels deep, so this recurses."""
+    """The UBJSON document of ``value``, as XGBoost writes its models: dicts (str keys),
+    lists and tuples (untyped containers), 1-D numpy arrays of float32, float64, int8,
+    uint8, int16, int32, int64 or bool (typed arrays: ``[$d#L<n>`` and the big-endian
+    values; bool as uint8; other dtypes as lists), str, bool, None, int (the narrowest
+    of ``i I l L``), float (``D``, float64) and numpy floats (``d`` for float32, else
+    ``D``). Lengths and counts are int64 (``L``). :func:`decode` reads it back (typed
+    arrays as numpy arrays). Documents are the caller's own, a few levels deep, so this
+    recurses."""
     if isinstance(value, dict):
         return b"{" + b"".join(_string(str(k)) + encode(v) for k, v in value.items()) + b"}"
     if isinstance(value, (list, tuple)):
@@ -208,13 +224,12 @@ def encode(value: Any) -> bytes:
     if isinstance(value, np.ndarray):
         if value.ndim != 1:
             raise ValueError("UBJSON: only 1-D arrays are encoded")
-        if value.dtype.kind == "f":
-            marker = b"d" if value.dtype == np.float32 else b"D"
-            items = value.astype(NUMBER_TYPES[marker]).tobytes()
-            size = np.dtype(NUMBER_TYPES[marker]).itemsize
-            return b"[" + b"".join(marker + items[i:i + size]
-                                   for i in range(0, len(items), size)) + b"]"
-        return encode(value.tolist())
+        values = value.astype(np.uint8) if value.dtype == np.bool_ else value
+        marker = TYPED_ARRAY_MARKERS.get(values.dtype.newbyteorder("="))
+        if marker is None:
+            return encode(value.tolist())
+        return (b"[$" + marker + b"#" + _length(len(values))
+                + values.astype(NUMBER_TYPES[marker]).tobytes())
     if isinstance(value, str):
         return b"S" + _string(value)
     if isinstance(value, (bool, np.bool_)) or value is None:

@@ -183,7 +183,8 @@ def decode(data: bytes | bytearray | memoryview) -> Any:
 
 # numpy dtype -> marker of the typed arrays :func:`encode` writes. XGBoost writes its
 # node arrays as ``d`` (float32), ``l`` (int32), ``L`` (int64) and ``U`` (uint8) typed
-# arrays, and its reader takes exactly those four (a tree's arrays all typed or all not).
+# arrays, and its reader takes only those four (and a tree's arrays all typed or none):
+# int8, int16 and float64 arrays are written for decode, not for XGBoost.
 TYPED_ARRAY_MARKERS = {np.dtype(t[1:]): m for m, t in NUMBER_TYPES.items()}
 
 

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import cbudget
+from cbudget._files import check_replaceable
 from cbudget._json_checks import NestingError, parse_json
 from cbudget.dataset import as_float_matrix, query_boundaries
 from cbudget.datasets import load_letters, train_valid_test_split
@@ -250,6 +251,7 @@ def train_command(args: argparse.Namespace) -> None:
     """``cbudget train``: train on a file, save the model, print a summary."""
     if args.early_stopping is not None and args.valid is None:
         raise CommandError("--early-stopping needs a validation file (--valid)")
+    check_replaceable(args.output)      # refuse a device, FIFO or link before training
     params = training_params(args)
     frame = read_table(args.data)
     label = label_column(frame, args.label, args.data)

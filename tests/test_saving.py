@@ -206,7 +206,9 @@ def test_concurrent_saves_in_processes(booster, tmp_path):
     assert cbudget.load_model(path).to_dict() == booster.to_dict()
 
 
-def test_cli_train_refuses_with_one_line(tmp_path, capsys):
+def test_cli_train_refuses_with_one_line(tmp_path, capsys, monkeypatch):
+    # refused before any training: the path is checked first
+    monkeypatch.setattr(cbudget, "train", lambda *a, **k: pytest.fail("trained anyway"))
     rng = np.random.default_rng(1)
     X = rng.normal(size=(60, 2))
     rows = ["a,b,label"] + [f"{a},{b},{int(a > 0)}" for a, b in X]

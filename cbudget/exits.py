@@ -427,14 +427,19 @@ def _spend_the_budget(epsilon: float, n_checks: int,
     to agree by then (epsilon 0.05 reached 0.017-0.032). Over fewer checks it is spent
     while enough validation inputs there disagree with the full model (not always all
     of it at ``K = 1``: after a few trees many scores tie). ``K`` is tried at the powers
-    of two, then bisected between the largest that spends the most and the next (the
-    spent budget is not exactly monotone in ``K``; the bisection keeps ``lo`` spending
-    the most, so the result does)."""
+    of two, from the largest down to the first that spends it all, then bisected
+    between the largest that spends the most and the next (the spent budget is not
+    exactly monotone in ``K``; the bisection keeps ``lo`` spending the most, so the
+    result does)."""
     widest = run(epsilon, max(n_checks, 1))
     if epsilon == 0 or n_checks <= 1 or widest.used >= widest.allowed:
         return widest
-    grid = [1 << i for i in range(n_checks.bit_length()) if 1 << i < n_checks]
-    tried = {n_checks: widest, **{spread: run(epsilon, spread) for spread in grid}}
+    tried = {n_checks: widest}
+    for spread in sorted((1 << i for i in range(n_checks.bit_length()) if 1 << i < n_checks),
+                         reverse=True):
+        tried[spread] = run(epsilon, spread)
+        if tried[spread].used >= widest.allowed:   # all of it: fewer checks cannot beat it
+            break
     most = max(state.used for state in tried.values())
     lo = max(spread for spread, state in tried.items() if state.used == most)
     if lo == n_checks:

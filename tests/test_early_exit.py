@@ -209,6 +209,34 @@ def test_exits_never_cost_more_and_disagree_at_most_epsilon(setting, epsilon):
     assert np.all(model.exit_iterations(Xv, early_exit=False) == model.num_iterations())
 
 
+@pytest.fixture(scope="module", params=["binary", "multiclass", "regression"])
+def spending(request):
+    """A model of 60 iterations checked after each (59 checks), as in the benchmarks,
+    and its validation inputs."""
+    model = train(request.param, "cegb", rounds=60)
+    Xv, yv = make_problem(request.param, 1000, 1)
+    return {"kind": request.param, "model": model, "valid": cbudget.Dataset(Xv, yv), "Xv": Xv}
+
+
+@pytest.mark.parametrize("epsilon", [0.005, 0.01, 0.02, 0.05])
+def test_calibration_spends_its_epsilon(spending, epsilon):
+    # spread evenly over all 59 checks, the late checks' allowance went unused (0.05
+    # reached 0.039-0.044, 0.02 0.016-0.018, 0.005 0.004 on regression): the budget is
+    # now spread over as few checks as it takes to spend it. It can be spent whenever
+    # more than floor(epsilon * n) inputs' prediction after the first check differs from
+    # the full model's (unless their scores tie there); at least 0.8 of it always on
+    # these models, and here all of it
+    model, kind = calibrated(spending, epsilon), spending["kind"]
+    Xv, n = spending["Xv"], spending["Xv"].shape[0]
+    full = model.predict(Xv, early_exit=False)
+    allowed = np.floor(epsilon * n + 1e-9)
+    assert np.sum(~agree(kind, model.predict(Xv, iteration_range=(0, 1)), full)) > allowed
+    disagree = np.mean(~agree(kind, model.predict(Xv), full))
+    assert disagree == pytest.approx(model.exit_rules.calibration["disagreement"])
+    assert 0.8 * epsilon <= disagree <= epsilon + 1e-12
+    assert disagree * n == allowed
+
+
 def test_a_larger_epsilon_exits_earlier_and_saves_more(setting):
     Xv = setting["Xv"]
     costs = [calibrated(setting, eps).predict_cost(Xv).mean() for eps in (0.0, 0.02, 0.1)]

@@ -45,6 +45,11 @@ from .on_demand import FeatureSource, ReadSteps
 __all__ = ["Booster"]
 
 
+def _largest_leaf(tree: np.ndarray) -> float:
+    """The largest |leaf value| of a tree (its share of the bound on a raw score)."""
+    return float(np.abs(tree["value"][tree["left"] == -1]).max(initial=0.0))
+
+
 @register_model_type
 class Booster(TreeEnsemble):
     """A trained boosted tree model. Made by :func:`cbudget.train` or
@@ -119,7 +124,7 @@ class Booster(TreeEnsemble):
                 bad = leaves[~np.isfinite(leaves)][0]
                 raise ValueError(f"round {self.num_iterations()}: a leaf value of the tree "
                                  f"of output {k} is {bad}")
-            reach[k] = np.abs(leaves).max(initial=0.0)
+            reach[k] = _largest_leaf(tree)
         with np.errstate(over="ignore"):        # an overflow is what this checks
             bound = np.abs(self.base_score) + self._leaf_reach + reach
         if not np.all(np.isfinite(bound)):
@@ -135,7 +140,7 @@ class Booster(TreeEnsemble):
         self._exit_rules = None     # made for the whole model's iterations
         reach = np.zeros(self.n_outputs)
         for tree, k in zip(self.trees, self.tree_outputs):
-            reach[k] += np.abs(tree["value"][tree["left"] == -1]).max(initial=0.0)
+            reach[k] += _largest_leaf(tree)
         self._leaf_reach = reach
 
     # -- prediction ---------------------------------------------------------------------

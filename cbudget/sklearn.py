@@ -44,7 +44,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from ._model import Model
 from .adapt import ExternalModel, GatedModel
-from .cost_path import cost_path
+from .cost_path import CostPath, cost_path
 from .costs import CostGroups, CostReport, FeatureCosts, GroupCosts
 from .cstc import Cascade, ClassifierTree
 from .dataset import Dataset, MatrixLike, check_row_count, query_boundaries
@@ -52,6 +52,7 @@ from .forest import Forest
 from .metrics import RANKING_OBJECTIVES, evaluate_metric
 from .model_io import algorithms_of
 from .params import ALIASES
+from .training import lambda_max as find_lambda_max
 from .training import train
 
 __all__ = ["GBDTClassifier", "GBDTRegressor", "CEGBClassifier", "CEGBRegressor",
@@ -70,6 +71,10 @@ EvalSet = Sequence[tuple[MatrixLike, ArrayLike]]
 # the query groups of each eval_set pair (rankers)
 EvalGroups = Sequence[ArrayLike]
 
+# the trade-off of cost_tradeoff="path" without validation data to choose on (tiny data),
+# as a fraction of lambda_max: the geometric middle of where it usually matters (1e-3 to
+# 1e-1 times lambda_max), so that the one model is neither constant nor cost-blind
+FALLBACK_TRADEOFF = 1e-2
 # training parameters every estimator sets itself, and from what
 _SET_BY_ESTIMATOR = {"algorithm": "the estimator's class (or its `algorithm` parameter)",
                      "objective": "y", "num_class": "y", "seed": "random_state",
@@ -265,9 +270,12 @@ class _CostAwareEstimator(BaseEstimator):
         seed = self._seed()
         params = self._training_params(objective, seed)
         evals_result: dict = {}
-        if self._cost_tradeoff_from_path():
-            self.model_ = self._model_on_cost_path(params, dtrain, evals, seed)
+        searched = self._model_on_cost_path(params, dtrain, evals, seed) \
+            if self._cost_tradeoff_from_path() else params
+        if isinstance(searched, Model):
+            self.model_ = searched
         else:
+            params = searched
             expensive = self._expensive_model(dtrain, seed)
             if expensive is not None:
                 self.expensive_model_ = expensive
@@ -275,6 +283,10 @@ class _CostAwareEstimator(BaseEstimator):
                                 early_stopping_rounds=self.early_stopping_rounds,
                                 evals_result=evals_result, verbose_eval=self.verbose,
                                 expensive_model=expensive)
+            if self._cost_tradeoff_from_path():   # nothing to search: the one model
+                self.cost_path_: CostPath | None = None
+                self.cost_tradeoff_: float | None = float(self.model_.params["cost_tradeoff"])
+                self.cost_stages_: list[tuple[int, float]] | None = None
         self.evals_result_ = evals_result
         self.best_iteration_ = self.model_.best_iteration
         return self
@@ -295,11 +307,30 @@ class _CostAwareEstimator(BaseEstimator):
         return False
 
     def _model_on_cost_path(self, params: dict[str, Any], dtrain: Dataset, evals: list,
-                            seed: int) -> Model:
-        """The model of the trade-off chosen on a cost path (``cost_path_``,
-        ``cost_tradeoff_``), validated on the last evaluation set, else on 20% of the
-        training rows (of the queries, for rankers) held out."""
+                            seed: int) -> Model | dict[str, Any]:
+        """The model chosen on a cost path (``cost_path_``; ``cost_tradeoff_`` for a
+        single trade-off, ``cost_stages_`` for a cascade), validated on the last
+        evaluation set, else on 20% of the training rows (of the queries, for rankers)
+        held out. Classifiers with ``cost_budget`` search cascades with exits too.
+
+        When there is nothing to search, the params of the one model to train instead:
+        without a cost a split could pay for (``lambda_max`` 0), every trade-off trains
+        the same model (``params`` as they are); without validation data (one row or
+        query and no ``eval_set``, or rows held out that leave no split worth its cost)
+        the trade-off :data:`FALLBACK_TRADEOFF` times ``lambda_max``. With
+        ``cost_budget``, no validation data is a ValueError."""
+        start = find_lambda_max(params, dtrain)
+        if start == 0:
+            return params
+        fallback = dict(params, cost_tradeoff=FALLBACK_TRADEOFF * start)
         if not evals:
+            ptr = dtrain.group_ptr
+            if (dtrain.num_data() if ptr is None else ptr.shape[0] - 1) < 2:
+                if self.cost_budget is not None:
+                    what = "row" if ptr is None else "query"
+                    raise ValueError(f"cost_budget is measured on validation data, but "
+                                     f"the training data has one {what}: pass eval_set")
+                return fallback
             (fit_rows, fit_group), (valid_rows, valid_group) = _holdout(dtrain, seed)
             weight = dtrain.weight
             full = dtrain
@@ -309,15 +340,26 @@ class _CostAwareEstimator(BaseEstimator):
             evals = [(Dataset(full.data[valid_rows], full.label[valid_rows], reference=dtrain,
                               weight=None if weight is None else weight[valid_rows],
                               group=valid_group), "valid_0")]
-        self.cost_path_ = cost_path(
+            if find_lambda_max(params, dtrain) == 0:   # the rows held out had the gains
+                return fallback
+        path = cost_path(
             {k: v for k, v in params.items() if k != "cost_tradeoff"}, dtrain, evals[-1][0],
             n_points=self.path_points, num_boost_round=self.n_estimators,
             early_stopping_rounds=self.early_stopping_rounds,
-            exit_epsilons=getattr(self, "exit_epsilons", None))
-        chosen = self.cost_path_.best_index(
-            np.inf if self.cost_budget is None else self.cost_budget)
-        self.cost_tradeoff_ = float(self.cost_path_.lambdas[chosen])
-        return self.cost_path_.models[chosen]
+            exit_epsilons=getattr(self, "exit_epsilons", None),
+            cascades=self._searches_cascades())
+        chosen = path.best_index(np.inf if self.cost_budget is None else self.cost_budget)
+        lam = float(path.lambdas[chosen])
+        self.cost_path_ = path
+        self.cost_stages_ = None if path.stages is None else path.stages[chosen]
+        self.cost_tradeoff_ = None if np.isnan(lam) else lam
+        return path.models[chosen]
+
+    def _searches_cascades(self) -> bool:
+        """Whether the cost path also searches cascades: for a budget, with exits
+        (classifiers; without a budget the choice is the most accurate model, which a
+        cascade's exits do not make more accurate, so they would only cost time)."""
+        return self.cost_budget is not None and isinstance(self, ClassifierMixin)
 
     def _evals(self, dtrain: Dataset, eval_set: EvalSet | None,
                eval_sample_weight: Sequence[ArrayLike | None] | None,
@@ -632,7 +674,7 @@ class _GradientBoosting(_CostAwareEstimator):
 
 
 class _CostAwareBoosting(_CostAwareEstimator):
-    def __init__(self, *, n_estimators: int = 100, cost_tradeoff: float | str | None = None,
+    def __init__(self, *, n_estimators: int = 100, cost_tradeoff: float | str | None = "path",
                  cost_budget: float | None = None, path_points: int = 16,
                  exit_epsilons: Sequence[float] | None = None,
                  learning_rate: float | None = None, num_leaves: int | None = None,
@@ -660,7 +702,10 @@ class _CostAwareBoosting(_CostAwareEstimator):
         self.max_depth = max_depth
 
     def _algorithm_params(self) -> dict[str, Any]:
-        return {"algorithm": self._algorithm, "cost_tradeoff": self.cost_tradeoff,
+        # "path": set per point of the path (left out: the algorithm's default when
+        # there is nothing to search)
+        lam = None if isinstance(self.cost_tradeoff, str) else self.cost_tradeoff
+        return {"algorithm": self._algorithm, "cost_tradeoff": lam,
                 "learning_rate": self.learning_rate, "num_leaves": self.num_leaves,
                 "max_depth": self.max_depth}
 
@@ -812,13 +857,17 @@ class CEGBClassifier(_Classifier, _CostAwareBoosting):
 
     Parameters
     ----------
-    cost_tradeoff : float or "path", optional
-        lambda, the weight of a split's cost increment (None: 1). "path": chosen on
-        a :func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max``
-        down, measured on the last ``eval_set`` (or on 20% of the training rows held
-        out): the best validation score, or with
-        ``cost_budget`` the best whose mean cost per input is within it. The path is
-        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
+    cost_tradeoff : float, "path" or None, default "path"
+        lambda, the weight of a split's cost increment (None: 1). "path", the search: chosen
+        on a :func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max``
+        down, measured on the last ``eval_set`` (or on 20% of the training rows held out):
+        the best validation score, or with ``cost_budget`` the best whose mean cost per
+        input is within it. The path is ``cost_path_``, the trade-off chosen
+        ``cost_tradeoff_``. With ``cost_budget``, the search takes in two-stage cascades
+        with exits (``cost_path(cascades=True)``): if one is chosen, ``cost_tradeoff_`` is
+        None and ``cost_stages_`` its stages (None otherwise). Without costs (``lambda_max``
+        0) or validation data (tiny data) there is nothing to search: the one model,
+        ``cost_path_`` None.
     cost_budget : float, optional
         With ``cost_tradeoff="path"``: the most a prediction may cost on average.
     path_points : int, default 16
@@ -840,13 +889,15 @@ class CEGBRegressor(_Regressor, _CostAwareBoosting):
 
     Parameters
     ----------
-    cost_tradeoff : float or "path", optional
-        lambda, the weight of a split's cost increment (None: 1). "path": chosen on
-        a :func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max``
-        down, measured on the last ``eval_set`` (or on 20% of the training rows held
-        out): the best validation score, or with
-        ``cost_budget`` the best whose mean cost per input is within it. The path is
-        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
+    cost_tradeoff : float, "path" or None, default "path"
+        lambda, the weight of a split's cost increment (None: 1). "path", the search: chosen
+        on a :func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max``
+        down, measured on the last ``eval_set`` (or on 20% of the training rows held out):
+        the best validation score, or with ``cost_budget`` the best whose mean cost per
+        input is within it. The path is ``cost_path_``, the trade-off chosen
+        ``cost_tradeoff_``. No cascades (their exits would need a tolerance) nor exits.
+        Without costs (``lambda_max`` 0) or validation data (tiny data) there is nothing to
+        search: the one model, ``cost_path_`` None.
     cost_budget : float, optional
         With ``cost_tradeoff="path"``: the most a prediction may cost on average.
     path_points : int, default 16
@@ -868,13 +919,17 @@ class GreedyMiserClassifier(_Classifier, _CostAwareBoosting):
 
     Parameters
     ----------
-    cost_tradeoff : float or "path", optional
-        lambda, the weight of a feature's cost the first time the model uses it
-        (None: 1). "path": chosen on a :func:`cbudget.cost_path` of ``path_points``
-        trade-offs from ``lambda_max`` down, measured on the last ``eval_set`` (or on
-        20% of the training rows held out): the best validation score, or with
-        ``cost_budget`` the best whose mean cost per input is within it. The path is
-        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
+    cost_tradeoff : float, "path" or None, default "path"
+        lambda, the weight of a feature's cost the first time the model uses it (None: 1).
+        "path", the search: chosen on a :func:`cbudget.cost_path` of ``path_points``
+        trade-offs from ``lambda_max`` down, measured on the last ``eval_set`` (or on 20% of
+        the training rows held out): the best validation score, or with ``cost_budget`` the
+        best whose mean cost per input is within it. The path is ``cost_path_``, the
+        trade-off chosen ``cost_tradeoff_``. With ``cost_budget``, the search takes in
+        two-stage cascades with exits (``cost_path(cascades=True)``): if one is chosen,
+        ``cost_tradeoff_`` is None and ``cost_stages_`` its stages (None otherwise). Without
+        costs (``lambda_max`` 0) or validation data (tiny data) there is nothing to search:
+        the one model, ``cost_path_`` None.
     cost_budget : float, optional
         With ``cost_tradeoff="path"``: the most a prediction may cost on average.
     path_points : int, default 16
@@ -896,13 +951,15 @@ class GreedyMiserRegressor(_Regressor, _CostAwareBoosting):
 
     Parameters
     ----------
-    cost_tradeoff : float or "path", optional
-        lambda, the weight of a feature's cost the first time the model uses it
-        (None: 1). "path": chosen on a :func:`cbudget.cost_path` of ``path_points``
-        trade-offs from ``lambda_max`` down, measured on the last ``eval_set`` (or on
-        20% of the training rows held out): the best validation score, or with
-        ``cost_budget`` the best whose mean cost per input is within it. The path is
-        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
+    cost_tradeoff : float, "path" or None, default "path"
+        lambda, the weight of a feature's cost the first time the model uses it (None: 1).
+        "path", the search: chosen on a :func:`cbudget.cost_path` of ``path_points``
+        trade-offs from ``lambda_max`` down, measured on the last ``eval_set`` (or on 20% of
+        the training rows held out): the best validation score, or with ``cost_budget`` the
+        best whose mean cost per input is within it. The path is ``cost_path_``, the
+        trade-off chosen ``cost_tradeoff_``. No cascades (their exits would need a
+        tolerance) nor exits. Without costs (``lambda_max`` 0) or validation data (tiny
+        data) there is nothing to search: the one model, ``cost_path_`` None.
     cost_budget : float, optional
         With ``cost_tradeoff="path"``: the most a prediction may cost on average.
     path_points : int, default 16
@@ -946,12 +1003,13 @@ class CEGBRanker(_Ranker, _CostAwareBoosting):
     NIPS 2017) for learning to rank.""" + _RANKER_DOC + """
     Parameters
     ----------
-    cost_tradeoff : float or "path", optional
-        lambda, the weight of a split's cost increment (None: 1). "path": chosen on
-        a :func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max``
+    cost_tradeoff : float, "path" or None, default "path"
+        lambda, the weight of a split's cost increment (None: 1). "path", the search: chosen
+        on a :func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max``
         down, measured on the last ``eval_set`` (or on 20% of the training queries held
-        out): the best validation score, or with ``cost_budget`` the best whose mean
-        cost per document is within it.
+        out): the best validation score, or with ``cost_budget`` the best whose mean cost
+        per document is within it (no cascades nor exits). Without costs or a second
+        query to hold out there is nothing to search: the one model, ``cost_path_`` None.
     cost_budget : float, optional
         With ``cost_tradeoff="path"``: the most a document's prediction may cost on
         average.
@@ -973,9 +1031,9 @@ class GreedyMiserRanker(_Ranker, _CostAwareBoosting):
                + """
     Parameters
     ----------
-    cost_tradeoff : float or "path", optional
-        lambda, the weight of a feature's cost the first time the model uses it
-        (None: 1); "path" as for :class:`CEGBRanker`.
+    cost_tradeoff : float, "path" or None, default "path"
+        lambda, the weight of a feature's cost the first time the model uses it (None: 1);
+        "path", the search, as for :class:`CEGBRanker`.
     cost_budget : float, optional
     path_points : int, default 16
     exit_epsilons : None

@@ -113,7 +113,7 @@ def test_a_cascade_beats_every_single_tradeoff_within_a_middle_budget(cascade_ta
     assert path.scores[chosen] < path.scores[single].min() - 0.05
 
 
-def test_nothing_within_the_budget_is_a_clear_error(cascade_task):
+def test_nothing_within_the_budget_is_a_clear_error():
     X, y = make_cascade(300, 3)
     with pytest.raises(ValueError, match="no model of the path is within budget 0.5"):
         CEGBClassifier(n_estimators=10, path_points=3, feature_costs=COSTS, tree_cost=1.0,

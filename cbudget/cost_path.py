@@ -48,7 +48,7 @@ STEP_TOLERANCE = 0.02
 DEFAULT_CASCADES = 4
 CASCADE_SPLITS = (0.25, 0.5)
 CASCADE_DEPTH = 3
-CASCADE_EPSILONS = (0.0, 0.005, 0.01, 0.02, 0.05)
+CASCADE_EPSILONS = (0.0, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05)
 CASCADE_CHECKS = 20
 
 
@@ -124,7 +124,7 @@ class CostPath:
     lambda_max : float or None
         The trade-off the grid starts from (None when the grid was given).
     epsilons : ndarray or None
-        With ``exit_epsilons``: the epsilon of each model's exit rules
+        With ``exit_epsilons`` (or cascades): the epsilon of each model's exit rules
         (:meth:`cbudget.Booster.calibrate_exits`), NaN for a model without exits; None
         without that dimension.
     stages : list or None
@@ -254,10 +254,10 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         ``r1`` is a quarter, then half, of ``num_boost_round``. A stage 2 that buys
         nothing the stage 1 had not bought (its mean cost still the cheap end's) moves
         on to the next smaller trade-off. Each cascade also gets exit rules calibrated
-        on ``dvalid`` at each exit epsilon (default ``(0, 0.005, 0.01, 0.02, 0.05)``,
-        for the single trade-offs too), checked every ``cascade_every`` iterations:
-        the inputs the first stage decides leave before the trees that buy the dear
-        features. Regression cascades have exits only with ``exit_tolerance``, ranking
+        on ``dvalid`` at each of ``exit_epsilons`` (default, for the cascades only:
+        ``(0, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05)``), checked every ``cascade_every``
+        iterations: the inputs the first stage decides leave before the trees that buy
+        the dear features. Regression cascades have exits only with ``exit_tolerance``, ranking
         ones none. Entries in ``CostPath.stages``; trained here, not on ``executor``.
     cascade_every : int, optional
         The iterations between two exit checks of a cascade (default
@@ -294,10 +294,12 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid < 0):
             raise ValueError("lambdas must be finite numbers >= 0")
     n_cascades = _check_cascades(params, cascades, train_kwargs)
-    if n_cascades and exit_epsilons is None and _has_exits(params, exit_tolerance):
-        exit_epsilons = CASCADE_EPSILONS
     if exit_epsilons is not None:
         exit_epsilons = _check_exit_options(params, exit_epsilons, exit_every, exit_tolerance)
+    # the cascades' exits: the path's epsilons, else the defaults (when they can have exits)
+    cascade_epsilons = exit_epsilons if exit_epsilons is not None \
+        else list(CASCADE_EPSILONS) if n_cascades and _has_exits(params, exit_tolerance) \
+        else None
     if cascade_every is None:
         cascade_every = max(1, num_boost_round // CASCADE_CHECKS)
     elif isinstance(cascade_every, bool) or not isinstance(cascade_every, (int, np.integer)) \
@@ -357,14 +359,13 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
                                            num_boost_round, cascade_every,
                                            early_stopping_rounds, train_kwargs)
     # (lambda, epsilon, stages, scored) of every entry, each candidate's exit copies after it
-    points = [(lam, np.nan, stages, scored) for lam, stages, scored in candidates]
-    if exit_epsilons is not None:
-        points = [point for lam, eps, stages, scored in points
-                  for point in [(lam, eps, stages, scored)]
-                  + [(lam, e, stages, _with_exits(scored, dvalid, e,
-                                                  exit_every if stages is None
-                                                  else cascade_every, exit_tolerance))
-                     for e in exit_epsilons]]
+    points = []
+    for lam, stages, scored in candidates:
+        points.append((lam, np.nan, stages, scored))
+        epsilons, every = (exit_epsilons, exit_every) if stages is None \
+            else (cascade_epsilons, cascade_every)
+        points += [(lam, e, stages, _with_exits(scored, dvalid, e, every, exit_tolerance))
+                   for e in epsilons or ()]
     scores = np.array([scored.score for _, _, _, scored in points])
     costs = np.array([scored.cost for _, _, _, scored in points])
     maximize = metric_maximize(metric_name)
@@ -372,7 +373,7 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
                     scores=scores, metric=metric_name, maximize=maximize,
                     models=[scored.model for _, _, _, scored in points],
                     pareto=pareto_mask(costs, scores, maximize), lambda_max=start,
-                    epsilons=None if exit_epsilons is None
+                    epsilons=None if cascade_epsilons is None
                     else np.array([eps for _, eps, _, _ in points]),
                     stages=[stages for _, _, stages, _ in points] if n_cascades else None)
 

@@ -257,8 +257,9 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         on ``dvalid`` at each of ``exit_epsilons`` (default, for the cascades only:
         ``(0, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05)``), checked every ``cascade_every``
         iterations: the inputs the first stage decides leave before the trees that buy
-        the dear features. Regression cascades have exits only with ``exit_tolerance``, ranking
-        ones none. Entries in ``CostPath.stages``; trained here, not on ``executor``.
+        the dear features. Regression cascades have exits only with
+        ``exit_tolerance``, ranking ones none. Entries in ``CostPath.stages``; trained
+        here, not on ``executor``.
     cascade_every : int, optional
         The iterations between two exit checks of a cascade (default
         ``num_boost_round // 20``, at least 1); ``r1`` is rounded to a multiple of it,

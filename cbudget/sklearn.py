@@ -635,6 +635,7 @@ class _CostAwareBoosting(_CostAwareEstimator):
     def __init__(self, *, n_estimators: int = 100, cost_tradeoff: float | str | None = None,
                  cost_budget: float | None = None, path_points: int = 16,
                  exit_epsilons: Sequence[float] | None = None,
+                 cost_stages: Sequence[Sequence[float]] | None = None,
                  learning_rate: float | None = None, num_leaves: int | None = None,
                  max_depth: int | None = None,
                  feature_costs: FeatureCosts | None = None,
@@ -655,16 +656,21 @@ class _CostAwareBoosting(_CostAwareEstimator):
         self.cost_budget = cost_budget
         self.path_points = path_points
         self.exit_epsilons = exit_epsilons
+        self.cost_stages = cost_stages
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
         self.max_depth = max_depth
 
     def _algorithm_params(self) -> dict[str, Any]:
         return {"algorithm": self._algorithm, "cost_tradeoff": self.cost_tradeoff,
+                "cost_stages": self.cost_stages,
                 "learning_rate": self.learning_rate, "num_leaves": self.num_leaves,
                 "max_depth": self.max_depth}
 
     def _cost_tradeoff_from_path(self) -> bool:
+        if self.cost_stages is not None and self.cost_tradeoff == "path":
+            raise ValueError("cost_stages gives each stage its trade-off: leave "
+                             "cost_tradeoff None (not 'path')")
         if isinstance(self.cost_tradeoff, str) and self.cost_tradeoff != "path":
             raise ValueError(f"cost_tradeoff must be a number >= 0 or 'path', got "
                              f"{self.cost_tradeoff!r}")
@@ -768,11 +774,21 @@ def _documented(iterations: str, model: str, importance: str) -> Any:
     def document(cls: type) -> type:
         common = _COMMON_DOC % {"iterations": iterations, "model": model,
                                 "importance": importance}
+        if issubclass(cls, _CostAwareBoosting):
+            common = _COST_STAGES_DOC + common
         cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n" + textwrap.indent(common, "    ")
         return cls
     return document
 
 
+_COST_STAGES_DOC = """\
+cost_stages : list of [rounds, cost_tradeoff] pairs, optional
+    Boosting in stages instead of one ``cost_tradeoff`` (leave that None): stage ``k``
+    grows the next ``rounds`` rounds at its trade-off, e.g. ``[(150, 1e-3), (150,
+    3e-4)]`` to leave the costly features for the later trees
+    (:attr:`cbudget.Booster.cost_stages`; exits at the stage boundaries with
+    ``model_.calibrate_exits(data, epsilon, checks="stages")``).
+"""
 _BOOSTER_DOC = dict(iterations="Boosting rounds.", model="a cbudget.Booster",
                     importance="The total gain of each feature's splits")
 _CSTC_DOC = dict(iterations="Sweeps of block coordinate descent (fewer once converged).",

@@ -410,3 +410,49 @@ def test_dask_training_in_stages_is_the_single_machine_model(dask_client, task):
                            checks="stages")
     scored = predict(dask_client, remote, da.from_array(X, chunks=(100, 6))).compute()
     np.testing.assert_allclose(scored, remote.predict(X))
+
+
+def test_the_estimators_pass_cost_stages_through():
+    from sklearn.base import clone
+
+    from cbudget.sklearn import CEGBClassifier, GreedyMiserRegressor
+    X, y = make_data("binary")
+    estimator = CEGBClassifier(n_estimators=9, cost_stages=STAGES, num_leaves=6,
+                               params={"min_data_in_leaf": 8},
+                               feature_costs=COSTS["feature_costs"]).fit(X, y)
+    assert estimator.model_.cost_stages == ((0, 4, 0.05), (4, 9, 0.001))
+    assert clone(estimator).get_params()["cost_stages"] == STAGES
+    assert "cost_stages : list of [rounds, cost_tradeoff]" in CEGBClassifier.__doc__
+    p, _ = params_for("cegb", "binary", cost_stages=STAGES)
+    direct = cbudget.train(p, cbudget.Dataset(X, y, **COSTS), 9)
+    np.testing.assert_array_equal(estimator.predict_proba(X)[:, 1], direct.predict(X))
+    Xr, yr = make_data("regression", n=120)
+    regressor = GreedyMiserRegressor(n_estimators=3, cost_stages=[(1, 500.0), (2, 0.0)],
+                                     feature_costs=COSTS["feature_costs"]).fit(Xr, yr)
+    assert regressor.model_.cost_stages == ((0, 1, 500.0), (1, 3, 0.0))
+    with pytest.raises(ValueError, match="not both"):
+        CEGBClassifier(n_estimators=2, cost_stages=STAGES, cost_tradeoff=0.5).fit(X, y)
+    with pytest.raises(ValueError, match="leave cost_tradeoff None"):
+        CEGBClassifier(n_estimators=2, cost_stages=STAGES, cost_tradeoff="path").fit(X, y)
+
+
+@pytest.mark.parametrize("task", ["multiclass", "regression"])
+def test_exits_at_the_stages_of_multiclass_and_regression_models(task):
+    X, y = make_data(task)
+    Xv, yv = make_data(task, seed=1)
+    dtrain = cbudget.Dataset(X, y, **COSTS)
+    p, _ = params_for("cegb", task, cost_stages=STAGES)
+    model = cbudget.train(p, dtrain, 12)
+    tolerance = {"tolerance": 0.3} if task == "regression" else {}
+    full = model.predict(Xv)
+    rules = model.calibrate_exits(cbudget.Dataset(Xv, yv, reference=dtrain), 0.0,
+                                  checks="stages", **tolerance)
+    np.testing.assert_array_equal(rules.check_after, [4])
+    exited = model.predict(Xv)
+    if task == "regression":
+        assert np.abs(exited - full).max() <= 0.3
+    else:
+        np.testing.assert_array_equal(exited.argmax(axis=1), full.argmax(axis=1))
+    model.calibrate_exits(Xv, 0.2, checks="stages", **tolerance)
+    assert (model.exit_iterations(Xv) == 4).any()
+    assert model.predict_cost(Xv).mean() < model.predict_cost(Xv, early_exit=False).mean()

@@ -119,8 +119,8 @@ def test_one_stage_is_plain_cost_tradeoff_training_bit_for_bit(algorithm):
     p, scale = params_for(algorithm, "multiclass")
     staged = cbudget.train({**p, "cost_stages": [(3, 0.01 * scale)]}, dtrain, 8)
     plain = cbudget.train({**p, "cost_tradeoff": 0.01 * scale}, dtrain, 8)
-    for a, b in zip(staged.trees, plain.trees):
-        assert a.tobytes() == b.tobytes()
+    for a, b in zip(staged.trees, plain.trees):     # every field, bit for bit
+        assert all(a[f].tobytes() == b[f].tobytes() for f in a.dtype.names)
     assert staged.cost_stages == plain.cost_stages == ((0, 8, 0.01 * scale),)
     # the trade-off of a staged model is its first stage's; giving both the same is fine
     assert staged.params["cost_tradeoff"] == 0.01 * scale
@@ -288,6 +288,15 @@ def test_on_demand_prediction_with_exits_at_the_stages_fetches_what_it_pays_for(
     np.testing.assert_allclose(model.predict_cost(Xv),
                                fetched @ np.asarray(COSTS["feature_costs"]))
     assert model.exit_iterations(Xv).min() == 5
+    # next_features, input by input: asks for exactly what the input pays for
+    for i in range(20):
+        known = {}
+        while ask := model.next_features(known):
+            known.update({m: Xv[i, m] for m in ask})
+        np.testing.assert_array_equal(sorted(known), np.flatnonzero(fetched[i]))
+        row = np.full((1, Xv.shape[1]), np.nan)
+        row[0, list(known)] = [known[m] for m in known]
+        assert model.predict(row)[0] == model.predict(Xv[i:i + 1])[0]
     assert not fetched[:, 5].all()      # inputs that exit early never fetch the costly one
 
 

@@ -172,6 +172,9 @@ class Booster(TreeEnsemble):
         if first != (stages[-1].end_iteration if stages else 0) or end <= first:
             raise ValueError(f"a cost stage [{first}, {end}) does not follow the stages "
                              f"{stages}")
+        if not (math.isfinite(cost_tradeoff) and cost_tradeoff >= 0):
+            raise ValueError(f"a cost stage's trade-off is a finite number >= 0, got "
+                             f"{cost_tradeoff!r}")
         if stages and stages[-1].cost_tradeoff == cost_tradeoff:
             first = stages.pop().first_iteration
         stages.append(CostStage(int(first), int(end), float(cost_tradeoff)))

@@ -173,6 +173,12 @@ def test_slicing_copies_and_pickling_keep_the_stages(staged_binary):
     assert model.copy().cost_stages == model.cost_stages
     assert pickle.loads(pickle.dumps(model)).cost_stages == model.cost_stages
     assert "cost_stages=[0:5]@0.05,[5:10]@0.01,[10:15]@0.0005" in repr(model)
+    copy = model.copy()
+    with pytest.raises(ValueError, match="does not follow"):
+        copy.record_cost_stage(14, 16, 0.1)
+    with pytest.raises(ValueError, match="finite number >= 0"):
+        copy.record_cost_stage(15, 16, float("nan"))
+    assert copy.cost_stages == model.cost_stages
 
 
 def test_file_round_trip_keeps_the_stages(staged_binary, tmp_path):
@@ -465,3 +471,16 @@ def test_exits_at_the_stages_of_multiclass_and_regression_models(task):
     model.calibrate_exits(Xv, 0.2, checks="stages", **tolerance)
     assert (model.exit_iterations(Xv) == 4).any()
     assert model.predict_cost(Xv).mean() < model.predict_cost(Xv, early_exit=False).mean()
+
+
+def test_the_constant_model_warning_names_the_lowest_trade_off_of_the_stages():
+    import warnings
+    X, y = make_data("binary")
+    dtrain = cbudget.Dataset(X, y, **COSTS)
+    p, _ = params_for("cegb", "binary")
+    with pytest.warns(UserWarning, match="cost_tradeoff=0.5, so the model predicts a const"):
+        cbudget.train({**p, "cost_stages": [[2, 5.0], [2, 0.5]]}, dtrain, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")       # the later stage splits: no warning
+        model = cbudget.train({**p, "cost_stages": [[2, 5.0], [2, 0.01]]}, dtrain, 4)
+    assert model[:2].used_features().size == 0 and model.used_features().size > 0

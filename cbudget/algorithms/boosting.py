@@ -624,8 +624,8 @@ class BoostingTrainer(Trainer):
 
     def record_training(self, model):
         model.finalize(self.dtrain, self.named_evals, self.train_cost_curve)
-        # the lowest trade-off of the run's stages (without stages, cost_tradeoff)
-        lowest = min(self.stage_starts.values(), default=0.0)
+        # the lowest trade-off the model's rounds grew with (without stages, cost_tradeoff)
+        lowest = min((stage.cost_tradeoff for stage in model.cost_stages), default=0.0)
         if (self.penalised and lowest > 0 and model.trees
                 and all(tree.shape[0] == 1 for tree in model.trees)):
             limit = smallest_blocking_tradeoff(self.p, self.dtrain, self.setup)

@@ -51,7 +51,7 @@ NUMBER = (int, float)
 CALIBRATION_KEYS: dict[str, Any] = {
     "method": str, "epsilon": NUMBER, "decision_threshold": NUMBER, "tolerance": NUMBER,
     "margin": NUMBER, "every": int, "n_inputs": int, "disagreement": NUMBER,
-    "max_metric_drop": NUMBER}
+    "max_metric_drop": NUMBER, "checks": str}
 
 
 class ExitChoice(NamedTuple):
@@ -84,7 +84,8 @@ class ExitRules:
         The thresholds of each check (-inf / +inf: no exit on that side).
     calibration : dict
         How they were made: ``method`` ("calibrated" or "margin"), ``epsilon``,
-        ``decision_threshold``, ``tolerance``, ``margin``, ``every``, ``n_inputs`` and the
+        ``decision_threshold``, ``tolerance``, ``margin``, ``every`` (or ``checks``:
+        "stages", "given"), ``n_inputs`` and the
         validation ``disagreement`` (the fraction of inputs whose exited prediction
         differs from the full model's), as they apply.
     """
@@ -253,8 +254,20 @@ def check_epsilon(epsilon: Any) -> float:
     return float(epsilon)
 
 
-def check_points(iterations: int, every: Any) -> np.ndarray:
-    """The checks after every ``every`` iterations, below ``iterations``."""
+def check_points(iterations: int, every: Any, checks: Sequence[int] | None = None
+                 ) -> np.ndarray:
+    """The checks after every ``every`` iterations, below ``iterations``; or the given
+    ``checks`` (iteration counts), checked to ascend within ``[1, iterations)``."""
+    if checks is not None:
+        values = list(checks)
+        if not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool)
+                   for c in values):
+            raise TypeError(f"checks must hold integers (iteration counts), got {checks!r}")
+        if any(not 1 <= c < iterations for c in values) \
+                or any(b <= a for a, b in zip(values, values[1:])):
+            raise ValueError(f"checks must ascend within [1, {iterations}): after how many "
+                             f"iterations to check, got {values}")
+        return np.asarray(values, dtype=np.int64).reshape(-1)
     if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
         raise ValueError(f"every must be an integer >= 1, got {every!r}")
     return np.arange(int(every), int(iterations), int(every), dtype=np.int64)

@@ -674,9 +674,10 @@ class _GradientBoosting(_CostAwareEstimator):
 
 
 class _CostAwareBoosting(_CostAwareEstimator):
-    def __init__(self, *, n_estimators: int = 100, cost_tradeoff: float | str | None = "path",
+    def __init__(self, *, n_estimators: int = 100, cost_tradeoff: float | str | None = None,
                  cost_budget: float | None = None, path_points: int = 16,
                  exit_epsilons: Sequence[float] | None = None,
+                 cost_stages: Sequence[Sequence[float]] | None = None,
                  learning_rate: float | None = None, num_leaves: int | None = None,
                  max_depth: int | None = None,
                  feature_costs: FeatureCosts | None = None,
@@ -697,30 +698,39 @@ class _CostAwareBoosting(_CostAwareEstimator):
         self.cost_budget = cost_budget
         self.path_points = path_points
         self.exit_epsilons = exit_epsilons
+        self.cost_stages = cost_stages
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
         self.max_depth = max_depth
 
     def _algorithm_params(self) -> dict[str, Any]:
-        # "path": set per point of the path (left out: the algorithm's default when
-        # there is nothing to search)
+        # None or "path" (the search): set per point of the path (left out: the
+        # algorithm's default when there is nothing to search)
         lam = None if isinstance(self.cost_tradeoff, str) else self.cost_tradeoff
         return {"algorithm": self._algorithm, "cost_tradeoff": lam,
+                "cost_stages": self.cost_stages,
                 "learning_rate": self.learning_rate, "num_leaves": self.num_leaves,
                 "max_depth": self.max_depth}
 
     def _cost_tradeoff_from_path(self) -> bool:
+        """Whether the estimator searches: ``cost_tradeoff`` None (the default) or
+        "path", without ``cost_stages`` (which gives each stage its trade-off)."""
+        if self.cost_stages is not None and self.cost_tradeoff == "path":
+            raise ValueError("cost_stages gives each stage its trade-off: leave "
+                             "cost_tradeoff None (not 'path')")
         if isinstance(self.cost_tradeoff, str) and self.cost_tradeoff != "path":
-            raise ValueError(f"cost_tradeoff must be a number >= 0 or 'path', got "
+            raise ValueError(f"cost_tradeoff must be a number >= 0, 'path' or None, got "
                              f"{self.cost_tradeoff!r}")
+        search = self.cost_stages is None and self.cost_tradeoff in (None, "path")
         for name in ("cost_budget", "exit_epsilons"):
-            if getattr(self, name) is not None and self.cost_tradeoff != "path":
-                raise ValueError(f"{name} applies with cost_tradeoff='path'")
+            if getattr(self, name) is not None and not search:
+                raise ValueError(f"{name} applies with cost_tradeoff='path' or None (the "
+                                 "search), not with a number or cost_stages")
         if self.exit_epsilons is not None and not isinstance(self, ClassifierMixin):
             raise ValueError("exit_epsilons applies to the classifiers: exits of a regressor "
                              "need a tolerance, a ranker's none (cbudget.cost_path takes "
                              "exit_tolerance)")
-        return self.cost_tradeoff == "path"
+        return search
 
 
 class _ClassifierTrees(_CostAwareEstimator):
@@ -813,11 +823,21 @@ def _documented(iterations: str, model: str, importance: str) -> Any:
     def document(cls: type) -> type:
         common = _COMMON_DOC % {"iterations": iterations, "model": model,
                                 "importance": importance}
+        if issubclass(cls, _CostAwareBoosting):
+            common = _COST_STAGES_DOC + common
         cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n" + textwrap.indent(common, "    ")
         return cls
     return document
 
 
+_COST_STAGES_DOC = """\
+cost_stages : list of [rounds, cost_tradeoff] pairs, optional
+    Boosting in stages instead of one ``cost_tradeoff`` (leave that None): stage ``k``
+    grows the next ``rounds`` rounds at its trade-off, e.g. ``[(150, 1e-3), (150,
+    3e-4)]`` to leave the costly features for the later trees
+    (:attr:`cbudget.Booster.cost_stages`; exits at the stage boundaries with
+    ``model_.calibrate_exits(data, epsilon, checks="stages")``).
+"""
 _BOOSTER_DOC = dict(iterations="Boosting rounds.", model="a cbudget.Booster",
                     importance="The total gain of each feature's splits")
 _CSTC_DOC = dict(iterations="Sweeps of block coordinate descent (fewer once converged).",
@@ -857,23 +877,23 @@ class CEGBClassifier(_Classifier, _CostAwareBoosting):
 
     Parameters
     ----------
-    cost_tradeoff : float, "path" or None, default "path"
-        lambda, the weight of a split's cost increment (None: 1). "path", the search: chosen
-        on a :func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max``
-        down, measured on the last ``eval_set`` (or on 20% of the training rows held out):
-        the best validation score, or with ``cost_budget`` the best whose mean cost per
-        input is within it. The path is ``cost_path_``, the trade-off chosen
+    cost_tradeoff : float, "path" or None, default None
+        lambda, the weight of a split's cost increment. None (the default) or "path": the
+        search, chosen on a :func:`cbudget.cost_path` of ``path_points`` trade-offs from
+        ``lambda_max`` down, measured on the last ``eval_set`` (or on 20% of the training
+        rows held out): the best validation score, or with ``cost_budget`` the best whose
+        mean cost per input is within it. The path is ``cost_path_``, the trade-off chosen
         ``cost_tradeoff_``. With ``cost_budget``, the search takes in two-stage cascades
         with exits (``cost_path(cascades=True)``): if one is chosen, ``cost_tradeoff_`` is
         None and ``cost_stages_`` its stages (None otherwise). Without costs (``lambda_max``
         0) or validation data (tiny data) there is nothing to search: the one model,
-        ``cost_path_`` None.
+        ``cost_path_`` None. With ``cost_stages``, None trains those stages.
     cost_budget : float, optional
-        With ``cost_tradeoff="path"``: the most a prediction may cost on average.
+        With the search: the most a prediction may cost on average.
     path_points : int, default 16
-        With ``cost_tradeoff="path"``: the trade-offs tried.
+        With the search: the trade-offs tried.
     exit_epsilons : sequence of float, optional
-        With ``cost_tradeoff="path"``: the path's exit dimension (each trade-off's model
+        With the search: the path's exit dimension (each trade-off's model
         also with exit rules calibrated at these epsilons, :func:`cbudget.cost_path`),
         so the model chosen may stop inputs early (``model_.exit_rules``).
     learning_rate, num_leaves, max_depth : optional
@@ -889,19 +909,20 @@ class CEGBRegressor(_Regressor, _CostAwareBoosting):
 
     Parameters
     ----------
-    cost_tradeoff : float, "path" or None, default "path"
-        lambda, the weight of a split's cost increment (None: 1). "path", the search: chosen
-        on a :func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max``
-        down, measured on the last ``eval_set`` (or on 20% of the training rows held out):
-        the best validation score, or with ``cost_budget`` the best whose mean cost per
-        input is within it. The path is ``cost_path_``, the trade-off chosen
+    cost_tradeoff : float, "path" or None, default None
+        lambda, the weight of a split's cost increment. None (the default) or "path": the
+        search, chosen on a :func:`cbudget.cost_path` of ``path_points`` trade-offs from
+        ``lambda_max`` down, measured on the last ``eval_set`` (or on 20% of the training
+        rows held out): the best validation score, or with ``cost_budget`` the best whose
+        mean cost per input is within it. The path is ``cost_path_``, the trade-off chosen
         ``cost_tradeoff_``. No cascades (their exits would need a tolerance) nor exits.
         Without costs (``lambda_max`` 0) or validation data (tiny data) there is nothing to
-        search: the one model, ``cost_path_`` None.
+        search: the one model, ``cost_path_`` None. With ``cost_stages``, None trains those
+        stages.
     cost_budget : float, optional
-        With ``cost_tradeoff="path"``: the most a prediction may cost on average.
+        With the search: the most a prediction may cost on average.
     path_points : int, default 16
-        With ``cost_tradeoff="path"``: the trade-offs tried.
+        With the search: the trade-offs tried.
     exit_epsilons : None
         The classifiers' exit dimension of the path; a regressor's or ranker's is a
         ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` takes
@@ -919,23 +940,24 @@ class GreedyMiserClassifier(_Classifier, _CostAwareBoosting):
 
     Parameters
     ----------
-    cost_tradeoff : float, "path" or None, default "path"
-        lambda, the weight of a feature's cost the first time the model uses it (None: 1).
-        "path", the search: chosen on a :func:`cbudget.cost_path` of ``path_points``
-        trade-offs from ``lambda_max`` down, measured on the last ``eval_set`` (or on 20% of
-        the training rows held out): the best validation score, or with ``cost_budget`` the
-        best whose mean cost per input is within it. The path is ``cost_path_``, the
-        trade-off chosen ``cost_tradeoff_``. With ``cost_budget``, the search takes in
-        two-stage cascades with exits (``cost_path(cascades=True)``): if one is chosen,
-        ``cost_tradeoff_`` is None and ``cost_stages_`` its stages (None otherwise). Without
-        costs (``lambda_max`` 0) or validation data (tiny data) there is nothing to search:
-        the one model, ``cost_path_`` None.
+    cost_tradeoff : float, "path" or None, default None
+        lambda, the weight of a feature's cost the first time the model uses it. None (the
+        default) or "path": the search, chosen on a :func:`cbudget.cost_path` of
+        ``path_points`` trade-offs from ``lambda_max`` down, measured on the last
+        ``eval_set`` (or on 20% of the training rows held out): the best validation score,
+        or with ``cost_budget`` the best whose mean cost per input is within it. The path is
+        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``. With ``cost_budget``, the
+        search takes in two-stage cascades with exits (``cost_path(cascades=True)``): if one
+        is chosen, ``cost_tradeoff_`` is None and ``cost_stages_`` its stages (None
+        otherwise). Without costs (``lambda_max`` 0) or validation data (tiny data) there is
+        nothing to search: the one model, ``cost_path_`` None. With ``cost_stages``, None
+        trains those stages.
     cost_budget : float, optional
-        With ``cost_tradeoff="path"``: the most a prediction may cost on average.
+        With the search: the most a prediction may cost on average.
     path_points : int, default 16
-        With ``cost_tradeoff="path"``: the trade-offs tried.
+        With the search: the trade-offs tried.
     exit_epsilons : sequence of float, optional
-        With ``cost_tradeoff="path"``: the path's exit dimension (each trade-off's model
+        With the search: the path's exit dimension (each trade-off's model
         also with exit rules calibrated at these epsilons, :func:`cbudget.cost_path`),
         so the model chosen may stop inputs early (``model_.exit_rules``).
     learning_rate, num_leaves, max_depth : optional
@@ -951,19 +973,20 @@ class GreedyMiserRegressor(_Regressor, _CostAwareBoosting):
 
     Parameters
     ----------
-    cost_tradeoff : float, "path" or None, default "path"
-        lambda, the weight of a feature's cost the first time the model uses it (None: 1).
-        "path", the search: chosen on a :func:`cbudget.cost_path` of ``path_points``
-        trade-offs from ``lambda_max`` down, measured on the last ``eval_set`` (or on 20% of
-        the training rows held out): the best validation score, or with ``cost_budget`` the
-        best whose mean cost per input is within it. The path is ``cost_path_``, the
-        trade-off chosen ``cost_tradeoff_``. No cascades (their exits would need a
-        tolerance) nor exits. Without costs (``lambda_max`` 0) or validation data (tiny
-        data) there is nothing to search: the one model, ``cost_path_`` None.
+    cost_tradeoff : float, "path" or None, default None
+        lambda, the weight of a feature's cost the first time the model uses it. None (the
+        default) or "path": the search, chosen on a :func:`cbudget.cost_path` of
+        ``path_points`` trade-offs from ``lambda_max`` down, measured on the last
+        ``eval_set`` (or on 20% of the training rows held out): the best validation score,
+        or with ``cost_budget`` the best whose mean cost per input is within it. The path is
+        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``. No cascades (their exits
+        would need a tolerance) nor exits. Without costs (``lambda_max`` 0) or validation
+        data (tiny data) there is nothing to search: the one model, ``cost_path_`` None.
+        With ``cost_stages``, None trains those stages.
     cost_budget : float, optional
-        With ``cost_tradeoff="path"``: the most a prediction may cost on average.
+        With the search: the most a prediction may cost on average.
     path_points : int, default 16
-        With ``cost_tradeoff="path"``: the trade-offs tried.
+        With the search: the trade-offs tried.
     exit_epsilons : None
         The classifiers' exit dimension of the path; a regressor's or ranker's is a
         ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` takes
@@ -1003,15 +1026,16 @@ class CEGBRanker(_Ranker, _CostAwareBoosting):
     NIPS 2017) for learning to rank.""" + _RANKER_DOC + """
     Parameters
     ----------
-    cost_tradeoff : float, "path" or None, default "path"
-        lambda, the weight of a split's cost increment (None: 1). "path", the search: chosen
-        on a :func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max``
-        down, measured on the last ``eval_set`` (or on 20% of the training queries held
-        out): the best validation score, or with ``cost_budget`` the best whose mean cost
-        per document is within it (no cascades nor exits). Without costs or a second
-        query to hold out there is nothing to search: the one model, ``cost_path_`` None.
+    cost_tradeoff : float, "path" or None, default None
+        lambda, the weight of a split's cost increment. None (the default) or "path": the
+        search, chosen on a :func:`cbudget.cost_path` of ``path_points`` trade-offs from
+        ``lambda_max`` down, measured on the last ``eval_set`` (or on 20% of the training
+        queries held out): the best validation score, or with ``cost_budget`` the best whose
+        mean cost per document is within it (no cascades nor exits). Without costs or a
+        second query to hold out there is nothing to search: the one model, ``cost_path_``
+        None. With ``cost_stages``, None trains those stages.
     cost_budget : float, optional
-        With ``cost_tradeoff="path"``: the most a document's prediction may cost on
+        With the search: the most a document's prediction may cost on
         average.
     path_points : int, default 16
     exit_epsilons : None
@@ -1031,9 +1055,9 @@ class GreedyMiserRanker(_Ranker, _CostAwareBoosting):
                + """
     Parameters
     ----------
-    cost_tradeoff : float, "path" or None, default "path"
-        lambda, the weight of a feature's cost the first time the model uses it (None: 1);
-        "path", the search, as for :class:`CEGBRanker`.
+    cost_tradeoff : float, "path" or None, default None
+        lambda, the weight of a feature's cost the first time the model uses it. None (the
+        default) or "path": the search, as for :class:`CEGBRanker`.
     cost_budget : float, optional
     path_points : int, default 16
     exit_epsilons : None

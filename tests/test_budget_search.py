@@ -177,7 +177,7 @@ def test_the_default_estimator_is_not_constant_on_a_costly_task():
                              random_state=0).fit(X, y)
     assert np.unique(old.predict_proba(X)[:, 1]).size == 1      # what the default was
     default = CEGBClassifier(n_estimators=30, feature_costs=costs, random_state=0).fit(X, y)
-    assert default.get_params()["cost_tradeoff"] == "path"
+    assert default.get_params()["cost_tradeoff"] is None     # the search
     assert np.unique(default.predict_proba(X)[:, 1]).size > 10
     assert default.score(X, y) > 0.8
     assert default.cost_path_ is not None and default.cost_stages_ is None
@@ -190,14 +190,14 @@ def test_the_default_trains_as_before_on_data_without_costs():
     for estimator, target in ((CEGBClassifier, y), (CEGBRegressor, y.astype(float))):
         fit = {"sample_weight": weight, "eval_set": [(X[:50], target[:50])]}
         default = estimator(n_estimators=10, random_state=0).fit(X, target, **fit)
-        before = estimator(n_estimators=10, random_state=0, cost_tradeoff=None).fit(
+        before = estimator(n_estimators=10, random_state=0, cost_tradeoff=1.0).fit(
             X, target, **fit)
         np.testing.assert_array_equal(default.predict(X), before.predict(X))
         assert default.evals_result_ == before.evals_result_
         assert default.cost_path_ is None and default.cost_tradeoff_ == 1.0
     group = [100, 100, 100, 100]
     ranker = CEGBRanker(n_estimators=5, random_state=0).fit(X, y, group=group)
-    before = CEGBRanker(n_estimators=5, random_state=0, cost_tradeoff=None).fit(
+    before = CEGBRanker(n_estimators=5, random_state=0, cost_tradeoff=1.0).fit(
         X, y, group=group)
     np.testing.assert_array_equal(ranker.predict(X), before.predict(X))
 

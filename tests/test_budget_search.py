@@ -76,6 +76,9 @@ def test_every_entry_is_scored_and_costed_on_validation(cascade_task):
         (r1, high), (r2, low) = path.stages[i]
         assert r1 + r2 == ROUNDS and high > low
         assert path.models[i].num_iterations() == ROUNDS
+        # the booster records them (continuing a model appends the new rounds' stage)
+        assert [tuple(stage) for stage in path.models[i].cost_stages] == [
+            (0, r1, high), (r1, ROUNDS, low)]
     text = str(path)
     assert "cascade" in text and f"{path.stages[cascades[0]][0][0]}@" in text
 
@@ -236,6 +239,10 @@ def test_the_estimator_chooses_a_cascade_within_a_middle_budget():
     assert estimator.cost_stages_ == path.stages[chosen] is not None
     assert estimator.cost_tradeoff_ is None
     assert path.costs[chosen] <= budget
+    # cost_stages_ is a cost_stages value: a refit (on all the rows) grows in those stages
+    again = CEGBClassifier(n_estimators=ROUNDS, cost_stages=estimator.cost_stages_,
+                           feature_costs=COSTS, random_state=0).fit(*make_cascade(2500, 1))
+    assert again.model_.cost_stages == estimator.model_.cost_stages
     # on fresh data: above the best single trade-off within the budget, and near the budget
     X_test, y_test = make_cascade(4000, 5)
     single = [i for i, s in enumerate(path.stages) if s is None and path.costs[i] <= budget]

@@ -870,130 +870,101 @@ class GBDTRegressor(_Regressor, _GradientBoosting):
     _algorithm = "gbdt"
 
 
+def _search_doc(weight: str, task: str) -> str:
+    """The docs of a CEGB or Greedy Miser estimator's search parameters (``cost_tradeoff``,
+    ``cost_budget``, ``path_points``, ``exit_epsilons``): ``weight`` says what lambda
+    weighs; ``task`` is "classifier", "regressor" or "ranker"."""
+    unit, each, rows = ("a document", "document", "queries") if task == "ranker" \
+        else ("an input", "input", "rows")
+    extras = {
+        "classifier": "With ``cost_budget``, the search takes in two-stage cascades with "
+                      "exits (``cost_path(cascades=True)``): if one is chosen, "
+                      "``cost_tradeoff_`` is None and ``cost_stages_`` its stages (None "
+                      "otherwise).",
+        "regressor": "No cascades (their exits would need a tolerance) nor exits.",
+        "ranker": "No cascades nor exits."}
+    empty = "one row" if task != "ranker" else "one query"
+    text = (f"lambda, {weight}. None (the default) or \"path\": the search, chosen on a "
+            f":func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max`` "
+            f"down, measured on the last ``eval_set`` (or on 20% of the training {rows} "
+            f"held out): the best validation score, or with ``cost_budget`` the best whose "
+            f"mean cost per {each} is within it. The path is ``cost_path_``, the trade-off "
+            f"chosen ``cost_tradeoff_``. {extras[task]} With nothing to search, the one "
+            f"model (``cost_path_`` None): without costs (``lambda_max`` 0), as before; "
+            f"without validation data ({empty} and no ``eval_set``, or a holdout that "
+            f"leaves no split worth its cost), at ``FALLBACK_TRADEOFF * lambda_max``. With "
+            f"``cost_stages``, None trains those stages.")
+    exits = ("With the search: the path's exit dimension (each trade-off's model also with "
+             "exit rules calibrated at these epsilons, :func:`cbudget.cost_path`), so the "
+             "model chosen may stop inputs early (``model_.exit_rules``)."
+             if task == "classifier" else
+             "The classifiers' exit dimension of the path; a regressor's or ranker's is a "
+             "ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` "
+             "takes ``exit_epsilons`` and ``exit_tolerance``).")
+
+    def entry(name: str, body: str) -> str:
+        return f"    {name}\n" + textwrap.fill(body, 92, initial_indent=" " * 8,
+                                               subsequent_indent=" " * 8,
+                                               break_on_hyphens=False) + "\n"
+
+    return (entry('cost_tradeoff : float, "path" or None, default None', text)
+            + entry("cost_budget : float, optional",
+                    f"With the search: the most {unit}'s prediction may cost on average.")
+            + entry("path_points : int, default 16", "With the search: the trade-offs tried.")
+            + entry("exit_epsilons : sequence of float, optional" if task == "classifier"
+                    else "exit_epsilons : None", exits))
+
+
+_CEGB_WEIGHT = "the weight of a split's cost increment"
+_GREEDY_MISER_WEIGHT = "the weight of a feature's cost the first time the model uses it"
+_TREE_DOC = """    learning_rate, num_leaves, max_depth : optional
+        As in cbudget (None: its defaults, 0.1, %s).
+"""
+_CEGB_TREES = _TREE_DOC % "31 leaves best-first, no depth limit"
+_GREEDY_MISER_TREES = _TREE_DOC % "depth 4 level by level"
+
+
 @_documented(**_BOOSTER_DOC)
 class CEGBClassifier(_Classifier, _CostAwareBoosting):
-    """Cost-efficient gradient boosting (``algorithm="cegb"``, Peter et al., NIPS 2017):
+    __doc__ = ("""Cost-efficient gradient boosting (``algorithm="cegb"``, Peter et al., NIPS 2017):
     binary or multi-class.
 
     Parameters
     ----------
-    cost_tradeoff : float, "path" or None, default None
-        lambda, the weight of a split's cost increment. None (the default) or "path": the
-        search, chosen on a :func:`cbudget.cost_path` of ``path_points`` trade-offs from
-        ``lambda_max`` down, measured on the last ``eval_set`` (or on 20% of the training
-        rows held out): the best validation score, or with ``cost_budget`` the best whose
-        mean cost per input is within it. The path is ``cost_path_``, the trade-off chosen
-        ``cost_tradeoff_``. With ``cost_budget``, the search takes in two-stage cascades
-        with exits (``cost_path(cascades=True)``): if one is chosen, ``cost_tradeoff_`` is
-        None and ``cost_stages_`` its stages (None otherwise). Without costs (``lambda_max``
-        0) or validation data (tiny data) there is nothing to search: the one model,
-        ``cost_path_`` None. With ``cost_stages``, None trains those stages.
-    cost_budget : float, optional
-        With the search: the most a prediction may cost on average.
-    path_points : int, default 16
-        With the search: the trade-offs tried.
-    exit_epsilons : sequence of float, optional
-        With the search: the path's exit dimension (each trade-off's model
-        also with exit rules calibrated at these epsilons, :func:`cbudget.cost_path`),
-        so the model chosen may stop inputs early (``model_.exit_rules``).
-    learning_rate, num_leaves, max_depth : optional
-        As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
-    """
+""" + _search_doc(_CEGB_WEIGHT, "classifier") + _CEGB_TREES)
     _algorithm = "cegb"
 
 
 @_documented(**_BOOSTER_DOC)
 class CEGBRegressor(_Regressor, _CostAwareBoosting):
-    """Cost-efficient gradient boosting (``algorithm="cegb"``, Peter et al., NIPS 2017):
+    __doc__ = ("""Cost-efficient gradient boosting (``algorithm="cegb"``, Peter et al., NIPS 2017):
     squared error.
 
     Parameters
     ----------
-    cost_tradeoff : float, "path" or None, default None
-        lambda, the weight of a split's cost increment. None (the default) or "path": the
-        search, chosen on a :func:`cbudget.cost_path` of ``path_points`` trade-offs from
-        ``lambda_max`` down, measured on the last ``eval_set`` (or on 20% of the training
-        rows held out): the best validation score, or with ``cost_budget`` the best whose
-        mean cost per input is within it. The path is ``cost_path_``, the trade-off chosen
-        ``cost_tradeoff_``. No cascades (their exits would need a tolerance) nor exits.
-        Without costs (``lambda_max`` 0) or validation data (tiny data) there is nothing to
-        search: the one model, ``cost_path_`` None. With ``cost_stages``, None trains those
-        stages.
-    cost_budget : float, optional
-        With the search: the most a prediction may cost on average.
-    path_points : int, default 16
-        With the search: the trade-offs tried.
-    exit_epsilons : None
-        The classifiers' exit dimension of the path; a regressor's or ranker's is a
-        ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` takes
-        ``exit_epsilons`` and ``exit_tolerance``).
-    learning_rate, num_leaves, max_depth : optional
-        As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
-    """
+""" + _search_doc(_CEGB_WEIGHT, "regressor") + _CEGB_TREES)
     _algorithm = "cegb"
 
 
 @_documented(**_BOOSTER_DOC)
 class GreedyMiserClassifier(_Classifier, _CostAwareBoosting):
-    """The Greedy Miser (``algorithm="greedy_miser"``, Xu et al., ICML 2012): binary or
+    __doc__ = ("""The Greedy Miser (``algorithm="greedy_miser"``, Xu et al., ICML 2012): binary or
     multi-class.
 
     Parameters
     ----------
-    cost_tradeoff : float, "path" or None, default None
-        lambda, the weight of a feature's cost the first time the model uses it. None (the
-        default) or "path": the search, chosen on a :func:`cbudget.cost_path` of
-        ``path_points`` trade-offs from ``lambda_max`` down, measured on the last
-        ``eval_set`` (or on 20% of the training rows held out): the best validation score,
-        or with ``cost_budget`` the best whose mean cost per input is within it. The path is
-        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``. With ``cost_budget``, the
-        search takes in two-stage cascades with exits (``cost_path(cascades=True)``): if one
-        is chosen, ``cost_tradeoff_`` is None and ``cost_stages_`` its stages (None
-        otherwise). Without costs (``lambda_max`` 0) or validation data (tiny data) there is
-        nothing to search: the one model, ``cost_path_`` None. With ``cost_stages``, None
-        trains those stages.
-    cost_budget : float, optional
-        With the search: the most a prediction may cost on average.
-    path_points : int, default 16
-        With the search: the trade-offs tried.
-    exit_epsilons : sequence of float, optional
-        With the search: the path's exit dimension (each trade-off's model
-        also with exit rules calibrated at these epsilons, :func:`cbudget.cost_path`),
-        so the model chosen may stop inputs early (``model_.exit_rules``).
-    learning_rate, num_leaves, max_depth : optional
-        As in cbudget (None: its defaults, 0.1, depth 4 level by level).
-    """
+""" + _search_doc(_GREEDY_MISER_WEIGHT, "classifier") + _GREEDY_MISER_TREES)
     _algorithm = "greedy_miser"
 
 
 @_documented(**_BOOSTER_DOC)
 class GreedyMiserRegressor(_Regressor, _CostAwareBoosting):
-    """The Greedy Miser (``algorithm="greedy_miser"``, Xu et al., ICML 2012): squared
+    __doc__ = ("""The Greedy Miser (``algorithm="greedy_miser"``, Xu et al., ICML 2012): squared
     error.
 
     Parameters
     ----------
-    cost_tradeoff : float, "path" or None, default None
-        lambda, the weight of a feature's cost the first time the model uses it. None (the
-        default) or "path": the search, chosen on a :func:`cbudget.cost_path` of
-        ``path_points`` trade-offs from ``lambda_max`` down, measured on the last
-        ``eval_set`` (or on 20% of the training rows held out): the best validation score,
-        or with ``cost_budget`` the best whose mean cost per input is within it. The path is
-        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``. No cascades (their exits
-        would need a tolerance) nor exits. Without costs (``lambda_max`` 0) or validation
-        data (tiny data) there is nothing to search: the one model, ``cost_path_`` None.
-        With ``cost_stages``, None trains those stages.
-    cost_budget : float, optional
-        With the search: the most a prediction may cost on average.
-    path_points : int, default 16
-        With the search: the trade-offs tried.
-    exit_epsilons : None
-        The classifiers' exit dimension of the path; a regressor's or ranker's is a
-        ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` takes
-        ``exit_epsilons`` and ``exit_tolerance``).
-    learning_rate, num_leaves, max_depth : optional
-        As in cbudget (None: its defaults, 0.1, depth 4 level by level).
-    """
+""" + _search_doc(_GREEDY_MISER_WEIGHT, "regressor") + _GREEDY_MISER_TREES)
     _algorithm = "greedy_miser"
 
 
@@ -1026,25 +997,7 @@ class CEGBRanker(_Ranker, _CostAwareBoosting):
     NIPS 2017) for learning to rank.""" + _RANKER_DOC + """
     Parameters
     ----------
-    cost_tradeoff : float, "path" or None, default None
-        lambda, the weight of a split's cost increment. None (the default) or "path": the
-        search, chosen on a :func:`cbudget.cost_path` of ``path_points`` trade-offs from
-        ``lambda_max`` down, measured on the last ``eval_set`` (or on 20% of the training
-        queries held out): the best validation score, or with ``cost_budget`` the best whose
-        mean cost per document is within it (no cascades nor exits). Without costs or a
-        second query to hold out there is nothing to search: the one model, ``cost_path_``
-        None. With ``cost_stages``, None trains those stages.
-    cost_budget : float, optional
-        With the search: the most a document's prediction may cost on
-        average.
-    path_points : int, default 16
-    exit_epsilons : None
-        The classifiers' exit dimension of the path; a regressor's or ranker's is a
-        ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` takes
-        ``exit_epsilons`` and ``exit_tolerance``).
-    learning_rate, num_leaves, max_depth : optional
-        As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
-""")
+""" + _search_doc(_CEGB_WEIGHT, "ranker") + _CEGB_TREES)
     _algorithm = "cegb"
 
 
@@ -1055,18 +1008,7 @@ class GreedyMiserRanker(_Ranker, _CostAwareBoosting):
                + """
     Parameters
     ----------
-    cost_tradeoff : float, "path" or None, default None
-        lambda, the weight of a feature's cost the first time the model uses it. None (the
-        default) or "path": the search, as for :class:`CEGBRanker`.
-    cost_budget : float, optional
-    path_points : int, default 16
-    exit_epsilons : None
-        The classifiers' exit dimension of the path; a regressor's or ranker's is a
-        ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` takes
-        ``exit_epsilons`` and ``exit_tolerance``).
-    learning_rate, num_leaves, max_depth : optional
-        As in cbudget (None: its defaults, 0.1, depth 4 level by level).
-""")
+""" + _search_doc(_GREEDY_MISER_WEIGHT, "ranker") + _GREEDY_MISER_TREES)
     _algorithm = "greedy_miser"
 
 

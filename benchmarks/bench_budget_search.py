@@ -7,6 +7,7 @@ on whichever cbudget is on PYTHONPATH (the "before" and "after" columns of
 results/budget_search.md are two runs).
 
     PYTHONPATH=.. python bench_budget_search.py [--json out.json]
+    python bench_budget_search.py --render before.json after.json
 """
 import argparse
 import json
@@ -44,10 +45,48 @@ def run(name, make, data):
             "fit_s": seconds}
 
 
+def describe(r):
+    """(test accuracy @ cost, the model chosen, fit seconds) of a row."""
+    if r["stages"]:
+        (r1, l1), (r2, l2) = r["stages"]
+        what = f"cascade {r1}@{l1:.3g} + {r2}@{l2:.3g}"
+    elif r["cost_tradeoff"] is not None:
+        what = f"lambda {r['cost_tradeoff']:.3g}"
+    else:
+        what = "constant" if r["constant"] else "-"
+    if r["epsilon"] is not None:
+        what += f", exits eps {r['epsilon']:g}"
+    return f"{r['accuracy']:.4f} @ {r['mean_cost']:.1f}", what, f"{r['fit_s']:.1f}"
+
+
+def render(before_json, after_json):
+    """The before / after table of two runs' JSON files (markdown)."""
+    with open(before_json) as f:
+        before = {r["name"]: r for r in json.load(f)["runs"]}
+    with open(after_json) as f:
+        after = json.load(f)
+    lines = [f"| estimator on {after['member']} | before: test acc @ cost | before: model "
+             "chosen | before: fit s | after: test acc @ cost | after: model chosen | "
+             "after: fit s |", "|---|---:|---|---:|---:|---|---:|"]
+    for r in after["runs"]:
+        cells = describe(before[r["name"]]) + describe(r)
+        lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
+    ideal = after["ideal"]
+    lines += ["", f"Ideal policy: {ideal['accuracy']:.4f} at {ideal['mean_cost']:.1f}; its "
+              f"front at 1.2x that cost: {after['ideal_front_1.2x']:.4f}; at 60: "
+              f"{after['ideal_front_60']:.4f}."]
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--render", nargs=2, metavar=("BEFORE_JSON", "AFTER_JSON"),
+                        help="print the before / after table of two runs instead")
     args = parser.parse_args()
+    if args.render:
+        print(render(*args.render))
+        return
     from cbudget.sklearn import CEGBClassifier
     rows = {"train": bc.FULL["train_rows"], "valid": bc.FULL["valid_rows"],
             "test": bc.FULL["test_rows"]}
@@ -71,11 +110,15 @@ def main():
     runs.append(run("CEGBClassifier() default, holdout", estimator(), data))
     print(runs[-1], flush=True)
     ideal = bc.ideal_policy(MEMBER, bc.FULL["ideal_samples"])
+
+    def front_at(cost):
+        return float(np.interp(cost, [p["mean_cost"] for p in ideal["front"]],
+                               [p["accuracy"] for p in ideal["front"]]))
+
     out = {"member": MEMBER, "rows": rows, "runs": runs,
            "ideal": {k: ideal[k] for k in ("accuracy", "mean_cost")},
-           "ideal_front_1.2x": float(np.interp(1.2 * ideal["mean_cost"],
-                                               [p["mean_cost"] for p in ideal["front"]],
-                                               [p["accuracy"] for p in ideal["front"]]))}
+           "ideal_front_1.2x": front_at(1.2 * ideal["mean_cost"]),
+           "ideal_front_60": front_at(60.0)}
     print(json.dumps(out["ideal"]), out["ideal_front_1.2x"])
     if args.json:
         with open(args.json, "w") as f:

@@ -250,3 +250,27 @@ def test_the_estimator_chooses_a_cascade_within_a_middle_budget():
     assert estimator.score(X_test, y_test) > np.mean(
         (best_single.predict(X_test) > 0.5) == y_test) + 0.05
     assert estimator.predict_cost(X_test).mean() <= 1.1 * budget
+
+
+def test_multiclass_and_greedy_miser_cascades_honour_the_budget():
+    rng = np.random.default_rng(4)
+    n = 1200
+    y = rng.integers(0, 3, n)
+    hard = rng.random(n) < 0.35
+    X = np.column_stack([3.0 * np.eye(3)[y] * ~hard[:, None] + rng.standard_normal((n, 3)),
+                         3.0 * (y - 1.0) + rng.standard_normal(n)])
+    costs = [4.0, 4.0, 4.0, 200.0]
+    dtrain = cbudget.Dataset(X[:800], y[:800].astype(float), feature_costs=costs)
+    dvalid = cbudget.Dataset(X[800:], y[800:].astype(float), reference=dtrain)
+    for algorithm in ("cegb", "greedy_miser"):
+        params = {"algorithm": algorithm, "objective": "multi:softprob", "num_class": 3,
+                  "seed": 0}
+        path = cbudget.cost_path(params, dtrain, dvalid, n_points=6, num_boost_round=20,
+                                 cascades=2)
+        cascades = [i for i, stages in enumerate(path.stages) if stages is not None]
+        assert cascades
+        for i in cascades:
+            assert len(path.models[i].cost_stages) == 2
+        for budget in (15.0, 100.0):
+            chosen = path.best_index(budget)
+            assert path.models[chosen].predict_cost(dvalid).mean() <= budget

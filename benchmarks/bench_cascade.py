@@ -244,24 +244,33 @@ def run_cegb(spec, data):
     return points
 
 
-def run_two_stage(spec, data):
+def run_two_stage(spec, data, staged=False):
     """CEGB at lambda_max * s1 for rounds/2, continued (xgb_model=) at that * s2 for
-    rounds/2; exits calibrated every stage_every iterations at each epsilon."""
+    rounds/2; exits calibrated every stage_every iterations at each epsilon. ``staged``:
+    each model trained in one call with the two stages as ``cost_stages`` instead (the
+    same trees expected; the points carry the mean raw test score to compare)."""
     import cbudget
     dtrain, dvalid = cbudget_sets(data)
     base, lam_max, half = cegb_base(spec, data), lambda_max(spec, data), spec["rounds"] // 2
+    family = "cost_stages" if staged else "two_stage"
     points = []
     for s1 in spec["stage1"]:
-        first = cbudget.train(dict(base, cost_tradeoff=lam_max * s1), dtrain, half,
-                              verbose_eval=False)
+        first = None if staged else cbudget.train(dict(base, cost_tradeoff=lam_max * s1),
+                                                  dtrain, half, verbose_eval=False)
         for s2 in spec["stage2"]:
-            model = cbudget.train(dict(base, cost_tradeoff=lam_max * s1 * s2), dtrain, half,
-                                  xgb_model=first, verbose_eval=False)
-            labels = {"lambda1": lam_max * s1, "lambda2": lam_max * s1 * s2}
-            points.append(model_point(model, data, "two_stage", **labels))
+            lam1, lam2 = lam_max * s1, lam_max * s1 * s2
+            if staged:
+                model = cbudget.train(dict(base, cost_stages=[[half, lam1], [half, lam2]]),
+                                      dtrain, 2 * half, verbose_eval=False)
+            else:
+                model = cbudget.train(dict(base, cost_tradeoff=lam2), dtrain, half,
+                                      xgb_model=first, verbose_eval=False)
+            labels = {"lambda1": lam1, "lambda2": lam2, "mean_raw_test": float(np.mean(
+                model.predict(data["X_test"], output_margin=True)))}
+            points.append(model_point(model, data, family, **labels))
             for eps in spec["epsilons"]:
                 model.calibrate_exits(dvalid, eps, every=spec["stage_every"])
-                points.append(model_point(model, data, "two_stage_exit", epsilon=eps, **labels))
+                points.append(model_point(model, data, family + "_exit", epsilon=eps, **labels))
     return points
 
 
@@ -363,14 +372,18 @@ def run_adapt(spec, data):
     return points
 
 
-RUNNERS = {"cegb": run_cegb, "two_stage": run_two_stage, "lightgbm": run_lightgbm,
-           "catboost": run_catboost, "adapt_gbrt": run_adapt}
+RUNNERS = {"cegb": run_cegb, "two_stage": run_two_stage,
+           "cost_stages": lambda spec, data: run_two_stage(spec, data, staged=True),
+           "lightgbm": run_lightgbm, "catboost": run_catboost, "adapt_gbrt": run_adapt}
 FAMILIES = {"cegb": "cbudget CEGB path, all trees", "cegb_exit": "cbudget CEGB path + exits",
             "two_stage": "two-stage CEGB (manual continuation), all trees",
             "two_stage_exit": "two-stage CEGB + exits every 10",
+            "cost_stages": "two-stage CEGB (cost_stages), all trees",
+            "cost_stages_exit": "cost_stages + exits every 10",
             "lightgbm": "LightGBM CEGB", "catboost": "CatBoost per-object penalties",
             "adapt_gbrt": "cbudget ADAPT-GBRT", "f0": "f0 (gbdt, all features)"}
-CBUDGET = ("cegb", "cegb_exit", "two_stage", "two_stage_exit", "adapt_gbrt")
+CBUDGET = ("cegb", "cegb_exit", "two_stage", "two_stage_exit", "cost_stages",
+           "cost_stages_exit", "adapt_gbrt")
 
 
 # ------------------------------------------------------------------------ report

@@ -17,9 +17,9 @@ import harness as h
 import numpy as np
 
 DATASETS = h.COST_DATASETS
-METHODS = ("cegb", "two_stage", "lightgbm", "catboost")
-LIBRARY = {"cegb": "cbudget", "two_stage": "cbudget", "lightgbm": "lightgbm",
-           "catboost": "catboost"}
+METHODS = ("cegb", "two_stage", "cost_stages", "lightgbm", "catboost")
+LIBRARY = {"cegb": "cbudget", "two_stage": "cbudget", "cost_stages": "cbudget",
+           "lightgbm": "lightgbm", "catboost": "catboost"}
 IDENT = ("dataset", "method")
 ROWS, SYNTHETIC_ROWS = ("train", "valid", "test"), h.SYNTHETIC_ROWS
 TIME_BUDGET = 0
@@ -79,8 +79,17 @@ def rows_setting(args, part, name):
     return given or (value.get(name) if isinstance(value, dict) else value)
 
 
+def has_cost_stages():
+    """Whether the cbudget imported trains in cost stages (``params["cost_stages"]``)."""
+    import cbudget
+    return hasattr(cbudget.Booster, "cost_stages")
+
+
 def plan(args, names):
     methods = h.parse_choices(args.methods, METHODS, "method")
+    if "cost_stages" in methods and not has_cost_stages():
+        h.log("this cbudget has no cost_stages: method cost_stages skipped")
+        methods.remove("cost_stages")
     jobs, grids = [], {}
     for d in names:
         grid = {k: h.setting(args, k, d) for k in SETTINGS}
@@ -187,6 +196,25 @@ def criteria_row(dataset, score, selection, base, front_cb, front_base):
             f"{sum(len(g[2]) for g in gaps)} in {filled} of {len(gaps)}"]
 
 
+def stages_check(points):
+    """Lines comparing the cascades trained with ``cost_stages`` to the manual
+    continuation, matched by (trade-offs, epsilon): the largest differences."""
+    def key(p):
+        return (p["family"].split("_exit")[0], round(p["lambda1"], 12),
+                round(p["lambda2"], 12), p.get("epsilon"))
+    manual = {key(p)[1:]: p for p in points if p["family"].startswith("two_stage")}
+    pairs = [(manual[key(p)[1:]], p) for p in points
+             if p["family"].startswith("cost_stages") and key(p)[1:] in manual]
+    if not pairs:
+        return []
+    diff = {k: max((abs(a[k] - b[k]) for a, b in pairs if k in a and k in b), default=None)
+            for k in ("accuracy", "valid_accuracy", "mean_cost", "valid_mean_cost",
+                      "mean_raw_test")}
+    return [f"**cost_stages against the manual continuation** ({len(pairs)} matched models, "
+            "with and without exits): largest differences " + ", ".join(
+                f"{k} {h.fmt(v, '.3g')}" for k, v in diff.items()) + ".", ""]
+
+
 def render(doc):
     summary, lines = [], []
     for dataset, results in doc["results"].items():
@@ -248,6 +276,7 @@ def render(doc):
                 ("cost easy", h.col("mean_cost_decisive", ",.1f"))]
                if "mean_cost_borderline" in by["cbudget"][0] else []), "llrrrrr")
         lines += ["", "</details>", ""]
+        lines += stages_check(by["cbudget"])
         diffs = [p["raw_check_max_abs_diff"] for p in by.get("CatBoost", [])]
         if diffs:
             lines += [f"CatBoost costs: each input's paths walked in the JSON export; the raw "

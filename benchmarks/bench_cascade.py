@@ -193,17 +193,34 @@ def cegb_base(spec, data):
                 algorithm="cegb", eval_metric="error" if data["n_classes"] == 2 else "merror")
 
 
+def scored_point(score, data, family, **labels):
+    """A model's point: ``score(X) -> (probabilities, per-input cost)`` on the test split
+    (accuracy, mean cost; binary: AUC; with ``hard_test``: the mean cost on the truly
+    borderline and decisive inputs) and, when there is one, the validation split."""
+    import datasets
+    out = {"family": family, **labels}
+    for part, prefix in (("test", ""), ("valid", "valid_")):
+        if data.get(f"X_{part}") is None:
+            continue
+        proba, cost = score(data[f"X_{part}"])
+        proba, cost = np.asarray(proba), np.asarray(cost, dtype=np.float64)
+        y = data[f"y_{part}"]
+        out.update({prefix + "accuracy": h.accuracy(proba, y),
+                    prefix + "mean_cost": float(cost.mean())})
+        if data["n_classes"] == 2:
+            out[prefix + "auc"] = datasets.auc(y, proba.reshape(-1))
+        if part == "test" and "hard_test" in data:
+            hard = data["hard_test"]
+            out.update(mean_cost_borderline=float(cost[hard].mean()),
+                       mean_cost_decisive=float(cost[~hard].mean()))
+    return out
+
+
 def model_point(model, data, family, **labels):
-    """Test accuracy and mean cost of a cbudget model (with its exit rules, if any)."""
-    X, y = data["X_test"], data["y_test"]
-    cost = np.asarray(model.predict_cost(X), dtype=np.float64)
-    hard = data["hard_test"]
-    return {"family": family, **labels, "accuracy": h.accuracy(model.predict(X), y),
-            "mean_cost": float(cost.mean()), "valid_accuracy": h.accuracy(
-                model.predict(data["X_valid"]), data["y_valid"]),
-            "valid_mean_cost": float(np.mean(model.predict_cost(data["X_valid"]))),
-            "mean_cost_borderline": float(cost[hard].mean()),
-            "mean_cost_decisive": float(cost[~hard].mean())}
+    """Test (and validation) accuracy and mean cost of a cbudget model (with its exit
+    rules, if any)."""
+    return scored_point(lambda X: (model.predict(X), model.predict_cost(X)), data, family,
+                        **labels)
 
 
 def lambda_max(spec, data):
@@ -227,31 +244,40 @@ def run_cegb(spec, data):
     return points
 
 
-def run_two_stage(spec, data):
+def run_two_stage(spec, data, staged=False):
     """CEGB at lambda_max * s1 for rounds/2, continued (xgb_model=) at that * s2 for
-    rounds/2; exits calibrated every stage_every iterations at each epsilon."""
+    rounds/2; exits calibrated every stage_every iterations at each epsilon. ``staged``:
+    each model trained in one call with the two stages as ``cost_stages`` instead (the
+    same trees expected; the points carry the mean raw test score to compare)."""
     import cbudget
     dtrain, dvalid = cbudget_sets(data)
     base, lam_max, half = cegb_base(spec, data), lambda_max(spec, data), spec["rounds"] // 2
+    family = "cost_stages" if staged else "two_stage"
     points = []
     for s1 in spec["stage1"]:
-        first = cbudget.train(dict(base, cost_tradeoff=lam_max * s1), dtrain, half,
-                              verbose_eval=False)
+        first = None if staged else cbudget.train(dict(base, cost_tradeoff=lam_max * s1),
+                                                  dtrain, half, verbose_eval=False)
         for s2 in spec["stage2"]:
-            model = cbudget.train(dict(base, cost_tradeoff=lam_max * s1 * s2), dtrain, half,
-                                  xgb_model=first, verbose_eval=False)
-            labels = {"lambda1": lam_max * s1, "lambda2": lam_max * s1 * s2}
-            points.append(model_point(model, data, "two_stage", **labels))
+            lam1, lam2 = lam_max * s1, lam_max * s1 * s2
+            if staged:
+                model = cbudget.train(dict(base, cost_stages=[[half, lam1], [half, lam2]]),
+                                      dtrain, 2 * half, verbose_eval=False)
+            else:
+                model = cbudget.train(dict(base, cost_tradeoff=lam2), dtrain, half,
+                                      xgb_model=first, verbose_eval=False)
+            labels = {"lambda1": lam1, "lambda2": lam2, "mean_raw_test": float(np.mean(
+                model.predict(data["X_test"], output_margin=True)))}
+            points.append(model_point(model, data, family, **labels))
             for eps in spec["epsilons"]:
                 model.calibrate_exits(dvalid, eps, every=spec["stage_every"])
-                points.append(model_point(model, data, "two_stage_exit", epsilon=eps, **labels))
+                points.append(model_point(model, data, family + "_exit", epsilon=eps, **labels))
     return points
 
 
 def run_lightgbm(spec, data):
     """LightGBM's CEGB (lazy per-feature penalties) over 2 lambda_max * fractions and 0."""
     import lightgbm as lgb
-    costs, X = data["feature_costs"], data["X_test"]
+    costs = data["feature_costs"]
     lam_max, points = lambda_max(spec, data), []
     for fraction in (*spec["lgbm_fractions"], 0.0):
         params = dict(h.library_params("lightgbm", data["n_classes"], spec["threads"]),
@@ -261,18 +287,15 @@ def run_lightgbm(spec, data):
         booster = lgb.train(params, lgb.Dataset(data["X_train"], data["y_train"], params=params),
                             num_boost_round=spec["rounds"])
         tables = h.PathTables([h.lightgbm_leaf_paths(t["tree_structure"])
-                               for t in booster.dump_model()["tree_info"]], X.shape[1])
-        cost = h.prediction_costs(booster.predict(X, pred_leaf=True), tables, costs)[0]
-        points.append(external_point(booster.predict(X), cost, data, "lightgbm",
-                                     cegb_tradeoff=params["cegb_tradeoff"]))
+                               for t in booster.dump_model()["tree_info"]], costs.shape[0])
+
+        def score(X, booster=booster, tables=tables):
+            leaves = booster.predict(X, pred_leaf=True)
+            return booster.predict(X), h.prediction_costs(leaves, tables, costs)[0]
+
+        points.append(scored_point(score, data, "lightgbm",
+                                   cegb_tradeoff=params["cegb_tradeoff"]))
     return points
-
-
-def external_point(proba, cost, data, family, **labels):
-    hard = data["hard_test"]
-    return {"family": family, **labels, "accuracy": h.accuracy(proba, data["y_test"]),
-            "mean_cost": float(cost.mean()), "mean_cost_borderline": float(cost[hard].mean()),
-            "mean_cost_decisive": float(cost[~hard].mean())}
 
 
 def catboost_costs(model, X, costs):
@@ -309,7 +332,7 @@ def run_catboost(spec, data):
     """CatBoost, grow_policy Lossguide, per_object_feature_penalties = the costs, over
     penalties_coefficient."""
     import catboost
-    costs, X, points = data["feature_costs"], data["X_test"], []
+    costs, points = data["feature_costs"], []
     for coef in spec["cat_coefs"]:
         model = catboost.CatBoostClassifier(
             iterations=spec["rounds"], learning_rate=0.1, grow_policy="Lossguide", max_leaves=31,
@@ -319,11 +342,16 @@ def run_catboost(spec, data):
             per_object_feature_penalties={j: float(c) for j, c in enumerate(costs)},
             penalties_coefficient=float(coef))
         model.fit(data["X_train"], data["y_train"])
-        cost, diff = catboost_costs(model, X, costs)
-        proba = model.predict_proba(X)
-        proba = proba[:, 1] if data["n_classes"] == 2 else proba
-        points.append(dict(external_point(proba, cost, data, "catboost", coefficient=coef),
-                           raw_check_max_abs_diff=diff))
+        diffs = []
+
+        def score(X, model=model, diffs=diffs):
+            cost, diff = catboost_costs(model, X, costs)
+            diffs.append(diff)
+            proba = model.predict_proba(X)
+            return (proba[:, 1] if data["n_classes"] == 2 else proba), cost
+
+        point = scored_point(score, data, "catboost", coefficient=coef)
+        points.append(dict(point, raw_check_max_abs_diff=max(diffs)))
     return points
 
 
@@ -344,14 +372,18 @@ def run_adapt(spec, data):
     return points
 
 
-RUNNERS = {"cegb": run_cegb, "two_stage": run_two_stage, "lightgbm": run_lightgbm,
-           "catboost": run_catboost, "adapt_gbrt": run_adapt}
+RUNNERS = {"cegb": run_cegb, "two_stage": run_two_stage,
+           "cost_stages": lambda spec, data: run_two_stage(spec, data, staged=True),
+           "lightgbm": run_lightgbm, "catboost": run_catboost, "adapt_gbrt": run_adapt}
 FAMILIES = {"cegb": "cbudget CEGB path, all trees", "cegb_exit": "cbudget CEGB path + exits",
             "two_stage": "two-stage CEGB (manual continuation), all trees",
             "two_stage_exit": "two-stage CEGB + exits every 10",
+            "cost_stages": "two-stage CEGB (cost_stages), all trees",
+            "cost_stages_exit": "cost_stages + exits every 10",
             "lightgbm": "LightGBM CEGB", "catboost": "CatBoost per-object penalties",
             "adapt_gbrt": "cbudget ADAPT-GBRT", "f0": "f0 (gbdt, all features)"}
-CBUDGET = ("cegb", "cegb_exit", "two_stage", "two_stage_exit", "adapt_gbrt")
+CBUDGET = ("cegb", "cegb_exit", "two_stage", "two_stage_exit", "cost_stages",
+           "cost_stages_exit", "adapt_gbrt")
 
 
 # ------------------------------------------------------------------------ report

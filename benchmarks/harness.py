@@ -740,7 +740,8 @@ def header(bench, doc, rendered_from=None):
         out += [f"**{len(skipped)} job(s) skipped by the time budget**: " + ", ".join(skipped), ""]
     out += ["Command:", "", "```", doc["command"], "```", ""]
     if rendered_from:
-        out += [f"Rendered from `{rendered_from.name}` by `{command_line()}`.", ""]
+        names = ", ".join(f"`{p.name}`" for p in rendered_from)
+        out += [f"Rendered from {names} by `{command_line()}`.", ""]
     libs = "".join(f"{LIBRARY_LABELS.get(k, k)} {v}, " for k, v in info.items()
                    if k not in _MACHINE_KEYS)
     out += [(f"Machine: nproc {info['nproc']} (affinity {info['affinity']}), {info['cpu']}, "
@@ -774,9 +775,21 @@ def write_markdown(path, text):
         path.write_text((old.rstrip() + "\n\n" if old.strip() else "") + block + "\n")
 
 
+def merge_docs(docs):
+    """One document of the runs of several (the first's settings and machine; every
+    command; the results of a data set in run order; the wall times summed)."""
+    out = dict(docs[0], command="\n".join(d["command"] for d in docs),
+               wall_s=sum(d["wall_s"] for d in docs), results={})
+    for d in docs:
+        for key, results in d["results"].items():
+            out["results"].setdefault(key, []).extend(results)
+    return out
+
+
 def write_report(bench, doc, output, rendered_from=None):
-    """The JSON (not when re-rendering), the plot and the Markdown."""
-    if rendered_from is None:
+    """The JSON (not when re-rendering one run's), the plot and the Markdown;
+    ``rendered_from``: the JSON files re-rendered (several: merged, the JSON written)."""
+    if rendered_from is None or len(rendered_from) > 1:
         write_json(output, doc)
     lines = header(bench, doc, rendered_from) + bench.render(doc) + runs_table(bench, doc)
     png = output.with_suffix(".png")
@@ -818,7 +831,9 @@ def main(bench, argv=None):
         parser.add_argument(option, type=kind, default=default, help=text)
     parser.add_argument("--render-from", metavar="JSON", default=None,
                         help="run nothing: re-render the Markdown (and plot) of an earlier "
-                             "run from its JSON (to --output, default next to it)")
+                             "run from its JSON (to --output, default next to it); "
+                             "comma-separated JSON files: their runs merged (needs --output, "
+                             "where the merged JSON goes too)")
     parser.add_argument("--child", metavar="SPEC", default=None, help=argparse.SUPPRESS)
     option = next((o for o in ("methods", "libraries") if hasattr(bench, o.upper())), None)
     if option:  # --methods, a subset of the script's METHODS (or --libraries)
@@ -845,9 +860,12 @@ def main(bench, argv=None):
         print(json.dumps(result, default=jsonable), flush=True)
         return 0
     if args.render_from:
-        path = Path(args.render_from)
-        write_report(bench, json.loads(path.read_text()),
-                     Path(args.output) if args.output else path.with_suffix(".md"), path)
+        paths = [Path(p) for p in args.render_from.split(",") if p.strip()]
+        if len(paths) > 1 and not args.output:
+            parser.error("--render-from with several JSON files needs --output")
+        docs = [json.loads(p.read_text()) for p in paths]
+        write_report(bench, merge_docs(docs) if len(docs) > 1 else docs[0],
+                     Path(args.output) if args.output else paths[0].with_suffix(".md"), paths)
         return 0
     for key in ROW_OPTIONS if args.quick else ():
         if key in bench.QUICK and hasattr(args, key):

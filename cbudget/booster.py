@@ -18,6 +18,7 @@ from .exits import (
     BAND,
     EPSILON_GRID,
     GAP,
+    OUTPUTS,
     ExitChoice,
     ExitRules,
     best_epsilon,
@@ -25,6 +26,10 @@ from .exits import (
     certified_bounds,
     check_epsilon,
     check_points,
+    fit_outputs,
+    later_reach,
+    map_outputs,
+    output_range,
 )
 from .interop.to_xgboost import save_xgboost
 from .metrics import RANKING_OBJECTIVES, check_metric, evaluate_on, metric_maximize
@@ -87,6 +92,9 @@ class Booster(TreeEnsemble):
         self.num_class = int(num_class)
         self.base_score = np.asarray(base_score, dtype=np.float64)
         self._exit_rules: ExitRules | None = None
+        # per iteration and output, the largest / smallest sum of leaf values it can add
+        # (_leaf_extremes), kept until the trees change
+        self._extremes: tuple[np.ndarray, np.ndarray] | None = None
         # per output, the sum over its trees of the largest |leaf value|: with
         # |base_score| a bound on any input's raw score (add_round keeps it finite)
         self._leaf_reach = np.zeros(self.n_outputs)
@@ -135,9 +143,11 @@ class Booster(TreeEnsemble):
             self._add_tree(tree, k)
         self._end_iteration()
         self._leaf_reach = self._leaf_reach + reach
+        self._extremes = None
 
     def _slice_extra(self, t0, t1):
         self._exit_rules = None     # made for the whole model's iterations
+        self._extremes = None
         reach = np.zeros(self.n_outputs)
         for tree, k in zip(self.trees, self.tree_outputs):
             reach[k] += _largest_leaf(tree)
@@ -275,7 +285,51 @@ class Booster(TreeEnsemble):
         trees = np.empty(X.shape[0], dtype=np.int64)
         predict_raw_exits(X, nodes, offsets, outputs, indptr[rules.check_after], rules.lower,
                           rules.upper, rules.gap, raw, trees, self.n_threads())
+        self._map_exits(raw, trees, rules)
         return raw, trees
+
+    def _map_exits(self, raw: np.ndarray, trees: np.ndarray, rules: ExitRules) -> None:
+        """Replace, in place, the raw scores of the inputs that exited (``trees``: the
+        trees each evaluated) by their check's output map (:func:`cbudget.exits.map_outputs`)."""
+        if rules.outputs is None or rules.check_after.size == 0:
+            return
+        ends = np.asarray(self.iteration_indptr, dtype=np.int64)[rules.check_after]
+        check = np.searchsorted(ends, trees)
+        exited = (check < ends.size) & (ends[np.minimum(check, ends.size - 1)] == trees)
+        low = high = None
+        if not rules.gap:
+            low, high = self._output_range(rules.iterations, rules.check_after,
+                                           rules.calibration.get("tolerance"))
+        map_outputs(rules, raw, np.where(exited, check, -1), low, high)
+
+    def _leaf_extremes(self, end: int) -> tuple[np.ndarray, np.ndarray]:
+        """(largest, smallest) sum of leaf values each of iterations ``0..end-1`` can add
+        to each output, arrays (end, n_outputs)."""
+        if self._extremes is None:
+            indptr = self.iteration_indptr
+            n = self.num_iterations()
+            leaf_max, leaf_min = np.zeros((n, self.n_outputs)), np.zeros((n, self.n_outputs))
+            for r in range(n):
+                for t in range(indptr[r], indptr[r + 1]):
+                    values = self.trees[t]["value"][self.trees[t]["left"] == -1]
+                    leaf_max[r, self.tree_outputs[t]] += values.max()
+                    leaf_min[r, self.tree_outputs[t]] += values.min()
+            self._extremes = leaf_max, leaf_min
+        return self._extremes[0][:end], self._extremes[1][:end]
+
+    def _score_magnitude(self, end: int) -> float:
+        """A bound on the size of a raw score with iterations ``0..end-1`` (for the
+        rounding slack of the certified bounds)."""
+        leaf_max, leaf_min = self._leaf_extremes(end)
+        return float(np.abs(self.base_score).max()
+                     + np.maximum(np.abs(leaf_max), np.abs(leaf_min)).sum())
+
+    def _output_range(self, end: int, checks: np.ndarray, tolerance: float | None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """Per check, where an exited output may lie (:func:`cbudget.exits.output_range`)."""
+        leaf_max, leaf_min = self._leaf_extremes(end)
+        return output_range(*later_reach(leaf_max, leaf_min, checks), tolerance,
+                            self._score_magnitude(end))
 
     def read_steps(self, source: FeatureSource, rows: np.ndarray, iteration_range=None,
                    early_exit: bool | None = None, **reads: Any) -> ReadSteps:
@@ -306,6 +360,7 @@ class Booster(TreeEnsemble):
                 out = rules.exits(scores, int(firing[j]))
                 trees[live[out]] = t1
                 live = live[~out]
+        self._map_exits(raw, trees, rules)
         return raw, trees
 
     def exit_iterations(self, X: InputData, *, iteration_range: tuple[int, int] | None = None,
@@ -330,7 +385,8 @@ class Booster(TreeEnsemble):
                         epsilon: float | None = None, *, every: int = 1,
                         tolerance: float | None = None, decision_threshold: float = 0.0,
                         max_metric_drop: float | None = None, metric: str | None = None,
-                        iteration_range: tuple[int, int] | None = None) -> ExitRules:
+                        iteration_range: tuple[int, int] | None = None,
+                        outputs: str = "calibrated") -> ExitRules:
         """Make exit rules on validation ``data`` and set them (:attr:`exit_rules`).
 
         After every ``every`` iterations, an input leaves when its prediction is settled:
@@ -345,9 +401,20 @@ class Booster(TreeEnsemble):
         ``tolerance``) on any input, not only ``data``'s.
 
         The rule is learned on ``data``: on other inputs the disagreement is near
-        ``epsilon``, not bounded by it (``epsilon=0`` excepted). Probabilities at an exit
-        are those of the scores so far: an exited input's probability is less extreme
-        than the full model's would mostly be (docs/architecture.md, "Early exit").
+        ``epsilon``, not bounded by it (``epsilon=0`` excepted).
+
+        An exited input's output is by default an estimate of the full model's
+        (``outputs="calibrated"``): per check, a monotone map of its partial score
+        fitted on ``data``'s inputs that exit there (isotonic regression to the full
+        model's probability, binary, or prediction, regression; multiclass, a
+        temperature of the class scores fitted to the full model's probabilities). It
+        keeps the partial score's class (binary: its side of ``decision_threshold``;
+        multiclass: the largest score) and stays within what the later trees could add
+        (regression: within ``tolerance`` of the full prediction wherever the exit is
+        certified), so the guarantees of ``epsilon=0`` hold; so probabilities, AUC and
+        log-loss stay near the full model's. ``outputs="partial"``: the scores so far,
+        whose probabilities are less extreme than the full model's would mostly be
+        (docs/architecture.md, "Early exit").
 
         Parameters
         ----------
@@ -372,26 +439,35 @@ class Booster(TreeEnsemble):
         iteration_range : (begin, end), optional
             The iterations predictions will use (begin must be 0); default as
             :meth:`predict`'s.
+        outputs : {"calibrated", "partial"}, default "calibrated"
+            What an exited input outputs (above); ``data``'s weights, if any, weigh the
+            maps' fit.
 
         Returns
         -------
         ExitRules
             Also in :attr:`exit_rules`, saved with the model.
         """
+        if outputs not in OUTPUTS:
+            raise ValueError(f"outputs must be one of {OUTPUTS}, got {outputs!r}")
         if max_metric_drop is None:
             rules = self._calibrated(data, [check_epsilon(0.01 if epsilon is None else epsilon)],
-                                     every, tolerance, decision_threshold, iteration_range)[0]
+                                     every, tolerance, decision_threshold, iteration_range,
+                                     outputs)[0]
         elif epsilon is not None:
             raise ValueError("give epsilon or max_metric_drop, not both")
         else:
             rules = self._calibrated_by_metric(data, float(max_metric_drop), metric, every,
-                                               tolerance, decision_threshold, iteration_range)
+                                               tolerance, decision_threshold, iteration_range,
+                                               outputs)
         self._exit_rules = rules
         return rules
 
     def _calibrated(self, data, epsilons, every, tolerance, decision_threshold,
-                    iteration_range) -> list[ExitRules]:
-        """Exit rules for each of ``epsilons`` (:func:`cbudget.exits.calibrate`)."""
+                    iteration_range, outputs="calibrated") -> list[ExitRules]:
+        """Exit rules for each of ``epsilons`` (:func:`cbudget.exits.calibrate`), with
+        their output maps (:func:`cbudget.exits.fit_outputs`) unless ``outputs`` is
+        "partial"."""
         if self.objective in RANKING_OBJECTIVES:
             raise NotApplicableError(self._ranking_has_no_exits())
         begin, end = self.iterations_used(iteration_range)
@@ -417,24 +493,17 @@ class Booster(TreeEnsemble):
         checks = check_points(end, every)
         X = self.prepare_input(data)
         indptr = self.iteration_indptr
-        _, offsets, outputs, nodes = self._flat(0, indptr[end])
+        _, offsets, tree_outputs, nodes = self._flat(0, indptr[end])
         full = np.tile(self.base_score, (X.shape[0], 1))
-        predict_raw(X, nodes, offsets, outputs, full, self.n_threads())
+        predict_raw(X, nodes, offsets, tree_outputs, full, self.n_threads())
         # the most and least each iteration can add to each output
-        leaf_max = np.zeros((end, self.n_outputs))
-        leaf_min = np.zeros((end, self.n_outputs))
-        for r in range(end):
-            for t in range(indptr[r], indptr[r + 1]):
-                values = self.trees[t]["value"][self.trees[t]["left"] == -1]
-                leaf_max[r, self.tree_outputs[t]] += values.max()
-                leaf_min[r, self.tree_outputs[t]] += values.min()
-        magnitude = float(np.abs(self.base_score).max()
-                          + np.maximum(np.abs(leaf_max), np.abs(leaf_min)).sum())
+        leaf_max, leaf_min = self._leaf_extremes(end)
         rule = GAP if gap else BAND
         certified = certified_bounds(leaf_max, leaf_min, checks, rule=rule,
                                      decision_threshold=None if regression
                                      else float(decision_threshold),
-                                     tolerance=tolerance, magnitude=magnitude)
+                                     tolerance=tolerance,
+                                     magnitude=self._score_magnitude(end))
 
         def stages():
             raw = np.tile(self.base_score, (X.shape[0], 1))
@@ -442,15 +511,26 @@ class Booster(TreeEnsemble):
             for k, check in enumerate(checks.tolist()):
                 t = indptr[check]
                 predict_raw(X, nodes[offsets[done]:offsets[t]],
-                            offsets[done:t + 1] - offsets[done], outputs[done:t], raw,
+                            offsets[done:t + 1] - offsets[done], tree_outputs[done:t], raw,
                             self.n_threads())
                 done = t
                 yield k, raw
 
-        return calibrate(stages(), full, epsilons, rule=rule, iterations=end, checks=checks,
+        made = calibrate(stages(), full, epsilons, rule=rule, iterations=end, checks=checks,
                          every=every, decision_threshold=None if regression or gap
                          else float(decision_threshold), tolerance=tolerance,
                          certified=certified)
+        if outputs == "calibrated":
+            # a second pass over the checks: the maps need each rule's exits
+            fit_outputs(stages(), self.transform(full),
+                        data.weight if isinstance(data, Dataset) else None, made)
+            if regression:
+                # a map moves a prediction: the exits within the tolerance are others
+                for rules in made:
+                    moved = np.abs(self._raw_with_exits(X, rules)[0] - full)[:, 0]
+                    rules.calibration["disagreement"] = \
+                        float(np.mean(moved > tolerance)) if X.shape[0] else 0.0
+        return made
 
     def _exit_metric_default(self) -> str:
         if self.n_outputs > 1:
@@ -470,7 +550,7 @@ class Booster(TreeEnsemble):
                 evaluate_on(metric, data, self.transform(raw)))
 
     def _calibrated_by_metric(self, data, max_drop, metric, every, tolerance,
-                              decision_threshold, iteration_range) -> ExitRules:
+                              decision_threshold, iteration_range, outputs) -> ExitRules:
         if not isinstance(data, Dataset) or data.label is None:
             raise TypeError("max_metric_drop needs data as a cbudget.Dataset with labels")
         if not (math.isfinite(max_drop) and max_drop >= 0):
@@ -478,7 +558,7 @@ class Booster(TreeEnsemble):
         metric = metric or self._exit_metric_default()
         check_metric(metric, self.objective)
         candidates = self._calibrated(data, EPSILON_GRID, every, tolerance,
-                                      decision_threshold, iteration_range)
+                                      decision_threshold, iteration_range, outputs)
         X = self.prepare_input(data)
         scores = [(rules.calibration["epsilon"], self._scored_exits(data, X, rules, metric)[1])
                   for rules in candidates]

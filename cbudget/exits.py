@@ -61,6 +61,8 @@ OUTPUTS = ("calibrated", "partial")
 # those still live there (the same partial scores, so the same conditional expectation
 # of the full output given the score; a map of a handful of points would follow noise)
 MIN_MAP_INPUTS = 20
+# distinct partial scores a map is fitted to at most (adjacent ones pooled beyond)
+MAX_FIT_POINTS = 512
 # knots per map at most (files stay small): adjacent isotonic blocks are pooled into
 # MAX_KNOTS // 2 groups of about equal weight, each two knots
 MAX_KNOTS = 64
@@ -464,7 +466,25 @@ def monotone_map(x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None,
     linear, so it is strictly increasing there: unlike the step function of the blocks,
     it keeps the order of the scores, which AUC measures. With more blocks than
     ``max_knots``, adjacent blocks are pooled into that many groups of about equal
-    weight (their weighted means; the map stays increasing)."""
+    weight (their weighted means; the map stays increasing). More than
+    ``MAX_FIT_POINTS`` distinct ``x``: runs of adjacent ones are first pooled into that
+    many points (weighted means), which bounds the fit's time (a Python loop) and
+    changes the map little, as it has far fewer knots."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    w = np.ones_like(x) if w is None else np.asarray(w, dtype=np.float64)
+    keep = w > 0
+    order = np.argsort(x[keep], kind="stable")
+    xo = x[keep][order]
+    distinct = np.cumsum(np.r_[True, xo[1:] != xo[:-1]]) - 1 if xo.size else xo
+    if xo.size and distinct[-1] + 1 > MAX_FIT_POINTS:
+        yo, wo = y[keep][order], w[keep][order]
+        # the run of each point (tied x's in one run)
+        run = distinct * MAX_FIT_POINTS // (distinct[-1] + 1)
+        start = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+        pooled = np.add.reduceat(wo, start)
+        x = np.add.reduceat(wo * xo, start) / pooled
+        y = np.add.reduceat(wo * yo, start) / pooled
+        w = pooled
     xs, fitted, weights = isotonic(x, y, w)
     if xs.size == 0:
         raise ValueError("monotone_map needs at least one point of positive weight")

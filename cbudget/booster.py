@@ -296,10 +296,8 @@ class Booster(TreeEnsemble):
         ends = np.asarray(self.iteration_indptr, dtype=np.int64)[rules.check_after]
         check = np.searchsorted(ends, trees)
         exited = (check < ends.size) & (ends[np.minimum(check, ends.size - 1)] == trees)
-        low = high = None
-        if not rules.gap:
-            low, high = self._output_range(rules.iterations, rules.check_after,
-                                           rules.calibration.get("tolerance"))
+        low, high = self._output_range(rules.iterations, rules.check_after,
+                                       rules.calibration.get("tolerance"), rules.gap)
         map_outputs(rules, raw, np.where(exited, check, -1), low, high)
 
     def _leaf_extremes(self, end: int) -> tuple[np.ndarray, np.ndarray]:
@@ -324,12 +322,12 @@ class Booster(TreeEnsemble):
         return float(np.abs(self.base_score).max()
                      + np.maximum(np.abs(leaf_max), np.abs(leaf_min)).sum())
 
-    def _output_range(self, end: int, checks: np.ndarray, tolerance: float | None
-                      ) -> tuple[np.ndarray, np.ndarray]:
+    def _output_range(self, end: int, checks: np.ndarray, tolerance: float | None,
+                      gap: bool) -> tuple[np.ndarray, np.ndarray]:
         """Per check, where an exited output may lie (:func:`cbudget.exits.output_range`)."""
         leaf_max, leaf_min = self._leaf_extremes(end)
         return output_range(*later_reach(leaf_max, leaf_min, checks), tolerance,
-                            self._score_magnitude(end))
+                            self._score_magnitude(end), gap)
 
     def read_steps(self, source: FeatureSource, rows: np.ndarray, iteration_range=None,
                    early_exit: bool | None = None, **reads: Any) -> ReadSteps:

@@ -36,7 +36,8 @@ from ._json_checks import invalid, number_list, require
 __all__ = ["ExitRules", "ExitChoice", "calibrate", "certified_bounds", "check_epsilon",
            "check_points", "exit_mask", "best_epsilon", "BAND", "GAP", "EPSILON_GRID",
            "OUTPUTS", "isotonic", "monotone_map", "fit_outputs", "map_outputs",
-           "later_reach", "output_range", "check_outputs", "apply_map"]
+           "later_reach", "output_range", "check_outputs", "apply_map",
+           "scale_within"]
 
 # "band": output 0 outside [lower, upper] exits; "gap": the two largest outputs more than
 # upper apart
@@ -405,13 +406,17 @@ def later_reach(leaf_max: np.ndarray, leaf_min: np.ndarray, checks: np.ndarray
 
 
 def output_range(rest_down: np.ndarray, rest_up: np.ndarray, tolerance: float | None,
-                 magnitude: float) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) per check: where a mapped output (one output: binary, regression)
-    may lie, as offsets from the partial score. The range the later trees can reach
-    (:func:`later_reach` of output 0), in which the full model's output lies; with a
+                 magnitude: float, gap: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) per check: where a mapped output may lie, as offsets from the
+    partial score. Gap: per class, ``rest_down`` and ``rest_up`` (:func:`later_reach`;
+    :func:`scale_within` keeps the scores' differences in the range they span). One
+    output: the range the later trees can reach (of output 0), in which the full
+    model's output lies; with a
     ``tolerance`` (regression), where it is wide enough, only the outputs within the
     tolerance of every output in that range, so that an exit certified to be within the
     tolerance stays so once mapped (the partial score is then inside: low <= 0 <= high)."""
+    if gap:
+        return rest_down, rest_up
     low, high = rest_down[:, 0].copy(), rest_up[:, 0].copy()
     if tolerance is not None:
         slack = CERTIFIED_SLACK * (1.0 + magnitude)
@@ -587,8 +592,30 @@ def apply_map(partial: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
                     np.where(above, partial + (y[-1] - x[-1]), np.interp(partial, x, y)))
 
 
+def scale_within(scores: np.ndarray, scale: float, down: np.ndarray, up: np.ndarray
+                 ) -> np.ndarray:
+    """Per row of ``scores`` (n, n_classes), the factor ``c > 0`` nearest to ``scale``
+    with which every difference of two class scores stays in the range the later trees
+    can give it: ``c (s_i - s_j)`` within ``s_i - s_j + [down_i - up_j, up_i - down_j]``
+    (``down`` / ``up``: what they add to each class at least / most; softmax depends on
+    the differences only). The factors allowed form an interval, which holds 1 (the
+    partial scores) whenever ``down <= up`` across classes (leaves of both signs); where
+    it is empty, 1. A factor > 0 keeps the largest class, which wins at the lower end
+    (at least ``1 / SCALE_LIMIT``)."""
+    n, n_classes = scores.shape
+    lo, hi = np.full(n, -np.inf), np.full(n, np.inf)   # bounds on c - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(n_classes):
+            diff = scores[:, i:i + 1] - scores        # s_i - s_j, pairs with s_i > s_j
+            ahead = diff > 0
+            hi = np.minimum(hi, np.where(ahead, (up[i] - down) / diff, np.inf).min(axis=1))
+            lo = np.maximum(lo, np.where(ahead, (down[i] - up) / diff, -np.inf).max(axis=1))
+    t = np.where(lo <= hi, np.clip(scale - 1.0, lo, hi), 0.0)
+    return np.maximum(1.0 + t, 1.0 / SCALE_LIMIT)
+
+
 def map_outputs(rules: ExitRules, raw: np.ndarray, check: np.ndarray,
-                low: np.ndarray | None, high: np.ndarray | None) -> None:
+                low: np.ndarray, high: np.ndarray) -> None:
     """Replace, in place, the raw scores (n, n_outputs) of the inputs that left at
     check ``k`` (``check[i] == k``; -1: not exited) by ``rules.outputs[k]``'s map of
     them. Band: the map's value (:func:`apply_map`), kept within
@@ -596,7 +623,9 @@ def map_outputs(rules: ExitRules, raw: np.ndarray, check: np.ndarray,
     partial score's side of the decision threshold (which wins should the two
     conflict, which only a calibrated exit that the later trees certainly reverse
     could; above the threshold, the output is at least ``min(partial, threshold +
-    SIDE_MARGIN)``). Gap: the scores times the scale (the largest class stays the largest)."""
+    SIDE_MARGIN)``). Gap: the scores times the scale, brought per input as near to it
+    as the range of the later trees allows (:func:`scale_within`; the largest class
+    stays the largest)."""
     if rules.outputs is None:
         return
     order = np.argsort(check, kind="stable")
@@ -607,9 +636,8 @@ def map_outputs(rules: ExitRules, raw: np.ndarray, check: np.ndarray,
         if m is None or rows.size == 0:
             continue
         if rules.gap:
-            raw[rows] *= m
+            raw[rows] *= scale_within(raw[rows], m, low[k], high[k])[:, None]
             continue
-        assert low is not None and high is not None
         partial = raw[rows, 0]
         mapped = np.clip(apply_map(partial, *m), partial + low[k], partial + high[k])
         if threshold is not None:

@@ -141,9 +141,15 @@ def test_mapped_outputs_keep_the_guarantees(kind, seed, epsilon):
         p, m = partial[rows], mapped[rows]
         if kind == "multiclass":
             assert np.array_equal(np.argmax(m, axis=1), np.argmax(p, axis=1))
-            # a positive scale of the scores: monotone in each of them
+            # a positive scale per input (softmax sees differences only): every
+            # difference of two class scores in the range the later trees give it
             scale = m / np.where(p == 0, 1, p)
-            assert np.allclose(scale[p != 0], scale[p != 0].flat[0])
+            assert np.all(scale[p != 0] > 0)
+            assert np.all(np.abs(scale - scale[:, :1])[p != 0] <= 1e-9 * np.abs(scale[:, :1]))
+            assert np.all(down[k][:, None] <= up[k][None, :])     # 1 is allowed
+            moved = (m[:, :, None] - m[:, None, :]) - (p[:, :, None] - p[:, None, :])
+            assert np.all(moved >= down[k][:, None] - up[k][None, :] - slack)
+            assert np.all(moved <= up[k][:, None] - down[k][None, :] + slack)
             continue
         order = np.argsort(p[:, 0], kind="stable")
         assert np.all(np.diff(m[order, 0]) >= 0)                  # monotone
@@ -329,3 +335,45 @@ def test_metric_drop_selection_with_maps(kind, metric):
                                          epsilons=[0.0, 0.05], tolerance=extra.get("tolerance"))
     assert pick.model.exit_rules.outputs is not None
     assert pick.score == pytest.approx(METRICS[metric](yv, pick.model.predict(Xv), None))
+
+
+def test_scale_within_keeps_every_difference_in_range_against_brute_force():
+    rng = np.random.default_rng(3)
+    grid = np.exp(np.linspace(np.log(1e-2), np.log(1e2), 4001))[:, None, None]
+    for _ in range(10):
+        n_classes = int(rng.integers(2, 5))
+        scores = rng.normal(size=(20, n_classes)) * 3
+        down, up = -rng.random(n_classes) * 2, rng.random(n_classes) * 2
+        scale = float(np.exp(rng.normal() * 2))
+        got = exits.scale_within(scores, scale, down, up)
+        lo, hi = down[:, None] - up[None, :], up[:, None] - down[None, :]
+        for s, c in zip(scores, got):
+            diff = s[:, None] - s[None, :]
+            ok = np.all(((grid - 1) * diff >= lo - 1e-9) & ((grid - 1) * diff <= hi + 1e-9),
+                        axis=(1, 2))
+            assert np.all((c - 1) * diff >= lo - 1e-9) and np.all((c - 1) * diff <= hi + 1e-9)
+            best = grid[ok, 0, 0][np.argmin(np.abs(grid[ok, 0, 0] - scale))]
+            assert abs(c - best) <= 0.01 * best        # the nearest allowed, on the grid
+
+
+def test_a_large_scale_is_held_to_the_range_of_the_later_trees():
+    model = calibrated(train("multiclass"), "multiclass", 0.05)
+    rules = model.exit_rules
+    forced = exits.ExitRules(rules.rule, rules.iterations, rules.check_after, rules.lower,
+                             rules.upper, dict(rules.calibration),
+                             [None if m is None else 80.0 for m in rules.outputs])
+    X, _ = make_problem("multiclass", 800, 5)
+    partial = margins(model.copy().set_exit_rules(without_maps(rules)), X)
+    mapped = margins(model.copy().set_exit_rules(forced), X)
+    ends = model.exit_iterations(X)
+    down, up = reach(model, rules.check_after)
+    assert np.array_equal(np.argmax(mapped, axis=1), np.argmax(partial, axis=1))
+    seen = 0
+    for k, check in enumerate(rules.check_after):
+        rows = ends == check
+        p, m = partial[rows], mapped[rows]
+        moved = (m[:, :, None] - m[:, None, :]) - (p[:, :, None] - p[:, None, :])
+        assert np.all(moved >= down[k][:, None] - up[k][None, :] - 1e-9)
+        assert np.all(moved <= up[k][:, None] - down[k][None, :] + 1e-9)
+        seen += np.count_nonzero(np.abs(m - p) > 1e-6)
+    assert seen     # the scale moved some

@@ -9,9 +9,14 @@ the validation labels instead (``exits.fit_outputs`` with the labels as the targ
 Everything is reported on the test split. Goal (issue 43): test AUC within 0.005 of
 the full model's at no more than 2/3 of its mean cost; log-loss too.
 
-    python benchmarks/bench_exit_outputs.py --output benchmarks/results/exit_outputs.md
+    CBUDGET_DATA_DIR=/work/shared/data PYTHONPATH=. python benchmarks/bench_exit_outputs.py \
+        --output benchmarks/results/exit_outputs.md
+
+With ``--path``, also ``cbudget.cost_path`` with ``exit_epsilons`` on the synthetic set,
+scored by log-loss and by AUC: the validation front and its points with exits.
 """
 import argparse
+import os
 import platform
 import sys
 import time
@@ -198,14 +203,44 @@ def time_predict(model, X, rules_partial, rules_calibrated, repeat=5):
     return out
 
 
+def path_section(rows=30_000):
+    """The validation front of ``cbudget.cost_path`` with exits, by log-loss and AUC."""
+    d, title = synthetic_costly(rows)
+    dtrain = cbudget.Dataset(d["X_train"], d["y_train"], feature_costs=d["feature_costs"])
+    dvalid = cbudget.Dataset(d["X_valid"], d["y_valid"])
+    params = {k: v for k, v in BASE.items() if k not in ("grow_policy", "min_data_in_leaf",
+                                                          "reg_lambda")}
+    lines = ["", "## cost_path with exits", "",
+             f"{title}, {rows:,} rows; `cbudget.cost_path(params, dtrain, dvalid, "
+             "num_boost_round=100, lambdas=[1e-3, 3e-4, 1e-4, 0], metric=..., "
+             "exit_epsilons=[0, 0.001, 0.005, 0.02], exit_every=10)`; validation front:", ""]
+    for metric in ("logloss", "auc"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            path = cbudget.cost_path(params, dtrain, dvalid, num_boost_round=100,
+                                     lambdas=[1e-3, 3e-4, 1e-4, 0.0], metric=metric,
+                                     exit_epsilons=[0.0, 0.001, 0.005, 0.02], exit_every=10)
+        front = np.flatnonzero(path.pareto)
+        exited = [i for i in front if not np.isnan(path.epsilons[i])]
+        lines += [f"- {metric}: {len(front)} front points, {len(exited)} with exits: "
+                  + "; ".join(f"lambda {path.lambdas[i]:g} eps {path.epsilons[i]:g} cost "
+                              f"{path.costs[i]:.1f} {metric} {path.scores[i]:.4f}"
+                              for i in front)]
+    return "\n".join(lines) + "\n"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", default="synthetic_costly,mnist_4_vs_9,letters_halves")
     parser.add_argument("--rows", type=int, default=60_000,
                         help="synthetic: total rows; the others: rows per split at most")
     parser.add_argument("--output", default=None)
+    parser.add_argument("--path", action="store_true",
+                        help="also the cost path's front with exits (synthetic set)")
     args = parser.parse_args()
-    command = "python " + " ".join(sys.argv)
+    env = " ".join(f"{k}={os.environ[k]}" for k in ("CBUDGET_DATA_DIR", "PYTHONPATH")
+                   if k in os.environ)
+    command = f"{env} python " + " ".join(sys.argv)
     results, timings = [], []
     for name in args.datasets.split(","):
         r = run(name, args.rows, EPSILONS)
@@ -218,6 +253,8 @@ def main():
         rc = model.calibrate_exits(dvalid, 0.005)
         timings.append((name, *time_predict(model, X, rp, rc)))
     text = render(results, command, timings)
+    if args.path:
+        text += path_section()
     if args.output:
         with open(args.output, "w") as f:
             f.write(text)

@@ -432,8 +432,10 @@ class Booster(TreeEnsemble):
             Instead of ``epsilon``: the largest epsilon of (0.1, 0.05, ..., 0.001, 0)
             whose exits worsen ``metric`` on ``data`` by at most this much.
         metric : str, optional
-            For ``max_metric_drop``: default "error" (binary), "merror" (multiclass),
-            "rmse" (regression).
+            For ``max_metric_drop``: any metric of the objective (binary: "error",
+            "auc", "logloss", "rmse"; multiclass: "merror", "mlogloss"; regression:
+            "rmse"), measured with the exits' outputs (maps included); default "error"
+            (binary), "merror" (multiclass), "rmse" (regression).
         iteration_range : (begin, end), optional
             The iterations predictions will use (begin must be 0); default as
             :meth:`predict`'s.

@@ -269,9 +269,11 @@ class ExitRules:
         how = self.calibration.get("method", "?")
         detail = (f"epsilon={self.calibration.get('epsilon')}" if how == "calibrated"
                   else f"margin={self.calibration.get('margin')}")
+        maps = sum(m is not None for m in self.outputs or ())
         return (f"<cbudget.ExitRules {self.rule}: {int(self.firing().sum())} of "
                 f"{self.check_after.size} checks can exit, {how} ({detail}), for "
-                f"{self.iterations} iterations>")
+                f"{self.iterations} iterations, "
+                f"{f'{maps} output maps' if maps else 'partial outputs'}>")
 
 
 def _read_outputs(values: Any, rule: str, n_checks: int) -> list[Any]:

@@ -377,3 +377,29 @@ def test_a_large_scale_is_held_to_the_range_of_the_later_trees():
         assert np.all(moved <= up[k][:, None] - down[k][None, :] + 1e-9)
         seen += np.count_nonzero(np.abs(m - p) > 1e-6)
     assert seen     # the scale moved some
+
+
+@pytest.mark.parametrize("threshold", [-0.8, 0.7])
+def test_binary_maps_keep_the_side_of_another_decision_threshold(threshold):
+    model = calibrated(train("binary"), "binary", 0.05, decision_threshold=threshold)
+    rules = model.exit_rules
+    X, _ = make_problem("binary", 1500, 8)
+    mapped = margins(model, X)[:, 0]
+    partial = margins(model.copy().set_exit_rules(without_maps(rules)), X)[:, 0]
+    exited = model.exit_iterations(X) < rules.iterations
+    assert np.count_nonzero(exited & (mapped != partial)) > 10
+    assert np.array_equal(mapped > threshold, partial > threshold)
+
+
+def test_binary_maps_keep_the_side_in_probability():
+    # just above the threshold, sigmoid of the next float above 0 is 0.5: the mapped
+    # output keeps at least min(partial, threshold + SIDE_MARGIN)
+    rules = exits.ExitRules("band", 3, np.array([1]), np.array([0.0]), np.array([0.0]),
+                            {"decision_threshold": 0.0},
+                            [(np.array([-1.0, 1.0]), np.array([-1e-300, 1e-300]))])
+    raw = np.array([[1e-12], [0.5], [-0.5], [-1e-12]])
+    exits.map_outputs(rules, raw, np.zeros(4, dtype=np.int64), np.array([-5.0]),
+                      np.array([5.0]))
+    p = 1 / (1 + np.exp(-raw[:, 0]))
+    assert np.array_equal(p > 0.5, [True, True, False, False])
+    assert raw[0, 0] == 1e-12 and raw[1, 0] == exits.SIDE_MARGIN

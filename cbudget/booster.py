@@ -409,8 +409,9 @@ class Booster(TreeEnsemble):
         keeps the partial score's class (binary: its side of ``decision_threshold``;
         multiclass: the largest score) and stays within what the later trees could add
         (regression: within ``tolerance`` of the full prediction wherever the exit is
-        certified), so the guarantees of ``epsilon=0`` hold; so probabilities, AUC and
-        log-loss stay near the full model's. ``outputs="partial"``: the scores so far,
+        certified), so the guarantees of ``epsilon=0`` hold; probabilities, AUC and
+        log-loss come much nearer the full model's than with the partial scores
+        (benchmarks/results/exit_outputs.md). ``outputs="partial"``: the scores so far,
         whose probabilities are less extreme than the full model's would mostly be
         (docs/architecture.md, "Early exit").
 

@@ -64,8 +64,8 @@ OUTPUTS = ("calibrated", "partial")
 MIN_MAP_INPUTS = 20
 # distinct partial scores a map is fitted to at most (adjacent ones pooled beyond)
 MAX_FIT_POINTS = 512
-# knots per map at most (files stay small): adjacent isotonic blocks are pooled into
-# MAX_KNOTS // 2 groups of about equal weight, each two knots
+# knots per map at most (files stay small): beyond, adjacent isotonic blocks are pooled
+# into MAX_KNOTS groups of about equal weight, one knot each
 MAX_KNOTS = 64
 # probabilities are clipped to [PROBABILITY_EPS, 1 - PROBABILITY_EPS] before the logit
 PROBABILITY_EPS = 1e-15

@@ -465,10 +465,10 @@ class Booster(TreeEnsemble):
         return rules
 
     def _calibrated(self, data, epsilons, every, tolerance, decision_threshold,
-                    iteration_range, outputs="calibrated") -> list[ExitRules]:
+                    iteration_range, outputs="calibrated", weight=None) -> list[ExitRules]:
         """Exit rules for each of ``epsilons`` (:func:`cbudget.exits.calibrate`), with
-        their output maps (:func:`cbudget.exits.fit_outputs`) unless ``outputs`` is
-        "partial"."""
+        their output maps (:func:`cbudget.exits.fit_outputs`, weighted by ``data``'s
+        weights, or ``weight`` for a matrix) unless ``outputs`` is "partial"."""
         if self.objective in RANKING_OBJECTIVES:
             raise NotApplicableError(self._ranking_has_no_exits())
         begin, end = self.iterations_used(iteration_range)
@@ -524,7 +524,7 @@ class Booster(TreeEnsemble):
         if outputs == "calibrated":
             # a second pass over the checks: the maps need each rule's exits
             fit_outputs(stages(), self.transform(full),
-                        data.weight if isinstance(data, Dataset) else None, made)
+                        data.weight if isinstance(data, Dataset) else weight, made)
             if regression:
                 # a map moves a prediction: the exits within the tolerance are others
                 for rules in made:
@@ -623,7 +623,8 @@ class Booster(TreeEnsemble):
         best, best_key = None, None
         for end in ends:
             model = self[:end]
-            for rules in model._calibrated(X, epsilons, every, tolerance, 0.0, None):
+            for rules in model._calibrated(X, epsilons, every, tolerance, 0.0, None,
+                                           weight=data.weight):
                 model._exit_rules = rules
                 cost, score = model._scored_exits(data, X, rules, metric)
                 key = (sign * score, -cost)

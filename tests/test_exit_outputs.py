@@ -403,3 +403,18 @@ def test_binary_maps_keep_the_side_in_probability():
     p = 1 / (1 + np.exp(-raw[:, 0]))
     assert np.array_equal(p > 0.5, [True, True, False, False])
     assert raw[0, 0] == 1e-12 and raw[1, 0] == exits.SIDE_MARGIN
+
+
+def test_best_exit_within_budget_weighs_the_maps():
+    model = train("binary")
+    Xv, yv = make_problem("binary", 500, 1)
+    w = np.where(Xv[:, 0] > 0, 5.0, 0.2)
+    dvalid = cbudget.Dataset(Xv, yv, weight=w)
+    pick = model.best_exit_within_budget(dvalid, np.inf, iterations=[30], epsilons=[0.05])
+    direct = model.copy()
+    direct.calibrate_exits(dvalid, 0.05)
+    for a, b in zip(pick.model.exit_rules.outputs, direct.exit_rules.outputs):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_array_equal(a[0], b[0])
+            np.testing.assert_array_equal(a[1], b[1])

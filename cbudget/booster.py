@@ -19,6 +19,7 @@ from .exits import (
     BAND,
     EPSILON_GRID,
     GAP,
+    OUTPUTS,
     ExitChoice,
     ExitRules,
     best_epsilon,
@@ -26,6 +27,10 @@ from .exits import (
     certified_bounds,
     check_epsilon,
     check_points,
+    fit_outputs,
+    later_reach,
+    map_outputs,
+    output_range,
 )
 from .interop.to_xgboost import save_xgboost
 from .metrics import RANKING_OBJECTIVES, check_metric, evaluate_on, metric_maximize
@@ -131,6 +136,9 @@ class Booster(TreeEnsemble):
         self._exit_rules: ExitRules | None = None
         # the cost-aware learners' stages (a tuple: copies may share it)
         self._cost_stages: tuple[CostStage, ...] = ()
+        # per iteration and output, the largest / smallest sum of leaf values it can add
+        # (_leaf_extremes), kept until the trees change
+        self._extremes: tuple[np.ndarray, np.ndarray] | None = None
         # per output, the sum over its trees of the largest |leaf value|: with
         # |base_score| a bound on any input's raw score (add_round keeps it finite)
         self._leaf_reach = np.zeros(self.n_outputs)
@@ -214,6 +222,7 @@ class Booster(TreeEnsemble):
         if cost_tradeoff is not None:
             n = self.num_iterations()
             self.record_cost_stage(n - 1, n, cost_tradeoff)
+        self._extremes = None
 
     def _slice_extra(self, t0, t1, begin, end):
         self._exit_rules = None     # made for the whole model's iterations
@@ -223,6 +232,7 @@ class Booster(TreeEnsemble):
                       s.cost_tradeoff)
             for s in self._cost_stages
             if min(s.end_iteration, end) > max(s.first_iteration, begin))
+        self._extremes = None
         reach = np.zeros(self.n_outputs)
         for tree, k in zip(self.trees, self.tree_outputs):
             reach[k] += _largest_leaf(tree)
@@ -360,7 +370,49 @@ class Booster(TreeEnsemble):
         trees = np.empty(X.shape[0], dtype=np.int64)
         predict_raw_exits(X, nodes, offsets, outputs, indptr[rules.check_after], rules.lower,
                           rules.upper, rules.gap, raw, trees, self.n_threads())
+        self._map_exits(raw, trees, rules)
         return raw, trees
+
+    def _map_exits(self, raw: np.ndarray, trees: np.ndarray, rules: ExitRules) -> None:
+        """Replace, in place, the raw scores of the inputs that exited (``trees``: the
+        trees each evaluated) by their check's output map (:func:`cbudget.exits.map_outputs`)."""
+        if rules.outputs is None or rules.check_after.size == 0:
+            return
+        ends = np.asarray(self.iteration_indptr, dtype=np.int64)[rules.check_after]
+        check = np.searchsorted(ends, trees)
+        exited = (check < ends.size) & (ends[np.minimum(check, ends.size - 1)] == trees)
+        low, high = self._output_range(rules.iterations, rules.check_after,
+                                       rules.calibration.get("tolerance"), rules.gap)
+        map_outputs(rules, raw, np.where(exited, check, -1), low, high)
+
+    def _leaf_extremes(self, end: int) -> tuple[np.ndarray, np.ndarray]:
+        """(largest, smallest) sum of leaf values each of iterations ``0..end-1`` can add
+        to each output, arrays (end, n_outputs)."""
+        if self._extremes is None:
+            indptr = self.iteration_indptr
+            n = self.num_iterations()
+            leaf_max, leaf_min = np.zeros((n, self.n_outputs)), np.zeros((n, self.n_outputs))
+            for r in range(n):
+                for t in range(indptr[r], indptr[r + 1]):
+                    values = self.trees[t]["value"][self.trees[t]["left"] == -1]
+                    leaf_max[r, self.tree_outputs[t]] += values.max()
+                    leaf_min[r, self.tree_outputs[t]] += values.min()
+            self._extremes = leaf_max, leaf_min
+        return self._extremes[0][:end], self._extremes[1][:end]
+
+    def _score_magnitude(self, end: int) -> float:
+        """A bound on the size of a raw score with iterations ``0..end-1`` (for the
+        rounding slack of the certified bounds)."""
+        leaf_max, leaf_min = self._leaf_extremes(end)
+        return float(np.abs(self.base_score).max()
+                     + np.maximum(np.abs(leaf_max), np.abs(leaf_min)).sum())
+
+    def _output_range(self, end: int, checks: np.ndarray, tolerance: float | None,
+                      gap: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Per check, where an exited output may lie (:func:`cbudget.exits.output_range`)."""
+        leaf_max, leaf_min = self._leaf_extremes(end)
+        return output_range(*later_reach(leaf_max, leaf_min, checks), tolerance,
+                            self._score_magnitude(end), gap)
 
     def read_steps(self, source: FeatureSource, rows: np.ndarray, iteration_range=None,
                    early_exit: bool | None = None, **reads: Any) -> ReadSteps:
@@ -391,6 +443,7 @@ class Booster(TreeEnsemble):
                 out = rules.exits(scores, int(firing[j]))
                 trees[live[out]] = t1
                 live = live[~out]
+        self._map_exits(raw, trees, rules)
         return raw, trees
 
     def exit_iterations(self, X: InputData, *, iteration_range: tuple[int, int] | None = None,
@@ -416,7 +469,8 @@ class Booster(TreeEnsemble):
                         tolerance: float | None = None, decision_threshold: float = 0.0,
                         max_metric_drop: float | None = None, metric: str | None = None,
                         iteration_range: tuple[int, int] | None = None,
-                        checks: str | Sequence[int] | None = None) -> ExitRules:
+                        checks: str | Sequence[int] | None = None,
+                        outputs: str = "calibrated") -> ExitRules:
         """Make exit rules on validation ``data`` and set them (:attr:`exit_rules`).
 
         After every ``every`` iterations, an input leaves when its prediction is settled:
@@ -431,9 +485,21 @@ class Booster(TreeEnsemble):
         ``tolerance``) on any input, not only ``data``'s.
 
         The rule is learned on ``data``: on other inputs the disagreement is near
-        ``epsilon``, not bounded by it (``epsilon=0`` excepted). Probabilities at an exit
-        are those of the scores so far: an exited input's probability is less extreme
-        than the full model's would mostly be (docs/architecture.md, "Early exit").
+        ``epsilon``, not bounded by it (``epsilon=0`` excepted).
+
+        An exited input's output is by default an estimate of the full model's
+        (``outputs="calibrated"``): per check, a monotone map of its partial score
+        fitted on ``data``'s inputs that exit there (isotonic regression to the full
+        model's probability, binary, or prediction, regression; multiclass, a
+        temperature of the class scores fitted to the full model's probabilities). It
+        keeps the partial score's class (binary: its side of ``decision_threshold``;
+        multiclass: the largest score) and stays within what the later trees could add
+        (regression: within ``tolerance`` of the full prediction wherever the exit is
+        certified), so the guarantees of ``epsilon=0`` hold; probabilities, AUC and
+        log-loss come much nearer the full model's than with the partial scores
+        (benchmarks/results/exit_outputs.md). ``outputs="partial"``: the scores so far,
+        whose probabilities are less extreme than the full model's would mostly be
+        (docs/architecture.md, "Early exit").
 
         Parameters
         ----------
@@ -453,8 +519,10 @@ class Booster(TreeEnsemble):
             Instead of ``epsilon``: the largest epsilon of (0.1, 0.05, ..., 0.001, 0)
             whose exits worsen ``metric`` on ``data`` by at most this much.
         metric : str, optional
-            For ``max_metric_drop``: default "error" (binary), "merror" (multiclass),
-            "rmse" (regression).
+            For ``max_metric_drop``: any metric of the objective (binary: "error",
+            "auc", "logloss", "rmse"; multiclass: "merror", "mlogloss"; regression:
+            "rmse"), measured with the exits' outputs (maps included); default "error"
+            (binary), "merror" (multiclass), "rmse" (regression).
         iteration_range : (begin, end), optional
             The iterations predictions will use (begin must be 0); default as
             :meth:`predict`'s.
@@ -463,21 +531,28 @@ class Booster(TreeEnsemble):
             :attr:`cost_stages` but the last (the inputs the cheap first stages settle
             leave before the trees that buy the costly features); or the iteration
             counts after which to check (ascending, within ``[1, end)``).
+        outputs : {"calibrated", "partial"}, default "calibrated"
+            What an exited input outputs (above); ``data``'s weights, if any, weigh the
+            maps' fit.
 
         Returns
         -------
         ExitRules
             Also in :attr:`exit_rules`, saved with the model.
         """
+        if outputs not in OUTPUTS:
+            raise ValueError(f"outputs must be one of {OUTPUTS}, got {outputs!r}")
         where = (every, checks)
         if max_metric_drop is None:
             rules = self._calibrated(data, [check_epsilon(0.01 if epsilon is None else epsilon)],
-                                     where, tolerance, decision_threshold, iteration_range)[0]
+                                     where, tolerance, decision_threshold, iteration_range,
+                                     outputs)[0]
         elif epsilon is not None:
             raise ValueError("give epsilon or max_metric_drop, not both")
         else:
             rules = self._calibrated_by_metric(data, float(max_metric_drop), metric, where,
-                                               tolerance, decision_threshold, iteration_range)
+                                               tolerance, decision_threshold, iteration_range,
+                                               outputs)
         self._exit_rules = rules
         return rules
 
@@ -502,9 +577,11 @@ class Booster(TreeEnsemble):
         return check_points(end, every, checks), "given"
 
     def _calibrated(self, data, epsilons, where, tolerance, decision_threshold,
-                    iteration_range) -> list[ExitRules]:
+                    iteration_range, outputs="calibrated", weight=None) -> list[ExitRules]:
         """Exit rules for each of ``epsilons`` (:func:`cbudget.exits.calibrate`), checked
-        where ``where = (every, checks)`` says (:meth:`_check_after`)."""
+        where ``where = (every, checks)`` says (:meth:`_check_after`), with their output
+        maps (:func:`cbudget.exits.fit_outputs`, weighted by ``data``'s weights, or
+        ``weight`` for a matrix) unless ``outputs`` is "partial"."""
         if self.objective in RANKING_OBJECTIVES:
             raise NotApplicableError(self._ranking_has_no_exits())
         begin, end = self.iterations_used(iteration_range)
@@ -530,24 +607,17 @@ class Booster(TreeEnsemble):
         checks, given = self._check_after(end, where)
         X = self.prepare_input(data)
         indptr = self.iteration_indptr
-        _, offsets, outputs, nodes = self._flat(0, indptr[end])
+        _, offsets, tree_outputs, nodes = self._flat(0, indptr[end])
         full = np.tile(self.base_score, (X.shape[0], 1))
-        predict_raw(X, nodes, offsets, outputs, full, self.n_threads())
+        predict_raw(X, nodes, offsets, tree_outputs, full, self.n_threads())
         # the most and least each iteration can add to each output
-        leaf_max = np.zeros((end, self.n_outputs))
-        leaf_min = np.zeros((end, self.n_outputs))
-        for r in range(end):
-            for t in range(indptr[r], indptr[r + 1]):
-                values = self.trees[t]["value"][self.trees[t]["left"] == -1]
-                leaf_max[r, self.tree_outputs[t]] += values.max()
-                leaf_min[r, self.tree_outputs[t]] += values.min()
-        magnitude = float(np.abs(self.base_score).max()
-                          + np.maximum(np.abs(leaf_max), np.abs(leaf_min)).sum())
+        leaf_max, leaf_min = self._leaf_extremes(end)
         rule = GAP if gap else BAND
         certified = certified_bounds(leaf_max, leaf_min, checks, rule=rule,
                                      decision_threshold=None if regression
                                      else float(decision_threshold),
-                                     tolerance=tolerance, magnitude=magnitude)
+                                     tolerance=tolerance,
+                                     magnitude=self._score_magnitude(end))
 
         def stages():
             raw = np.tile(self.base_score, (X.shape[0], 1))
@@ -555,20 +625,30 @@ class Booster(TreeEnsemble):
             for k, check in enumerate(checks.tolist()):
                 t = indptr[check]
                 predict_raw(X, nodes[offsets[done]:offsets[t]],
-                            offsets[done:t + 1] - offsets[done], outputs[done:t], raw,
+                            offsets[done:t + 1] - offsets[done], tree_outputs[done:t], raw,
                             self.n_threads())
                 done = t
                 yield k, raw
 
-        calibrated = calibrate(stages(), full, epsilons, rule=rule, iterations=end,
-                               checks=checks, every=where[0], decision_threshold=None
-                               if regression or gap else float(decision_threshold),
-                               tolerance=tolerance, certified=certified)
+        made = calibrate(stages(), full, epsilons, rule=rule, iterations=end, checks=checks,
+                         every=where[0], decision_threshold=None if regression or gap
+                         else float(decision_threshold), tolerance=tolerance,
+                         certified=certified)
         if given is not None:       # not every `every` iterations
-            for rules in calibrated:
+            for rules in made:
                 del rules.calibration["every"]
                 rules.calibration["checks"] = given
-        return calibrated
+        if outputs == "calibrated":
+            # a second pass over the checks: the maps need each rule's exits
+            fit_outputs(stages(), self.transform(full),
+                        data.weight if isinstance(data, Dataset) else weight, made)
+            if regression:
+                # a map moves a prediction: the exits within the tolerance are others
+                for rules in made:
+                    moved = np.abs(self._raw_with_exits(X, rules)[0] - full)[:, 0]
+                    rules.calibration["disagreement"] = \
+                        float(np.mean(moved > tolerance)) if X.shape[0] else 0.0
+        return made
 
     def _exit_metric_default(self) -> str:
         if self.n_outputs > 1:
@@ -588,7 +668,7 @@ class Booster(TreeEnsemble):
                 evaluate_on(metric, data, self.transform(raw)))
 
     def _calibrated_by_metric(self, data, max_drop, metric, where, tolerance,
-                              decision_threshold, iteration_range) -> ExitRules:
+                              decision_threshold, iteration_range, outputs) -> ExitRules:
         if not isinstance(data, Dataset) or data.label is None:
             raise TypeError("max_metric_drop needs data as a cbudget.Dataset with labels")
         if not (math.isfinite(max_drop) and max_drop >= 0):
@@ -596,7 +676,7 @@ class Booster(TreeEnsemble):
         metric = metric or self._exit_metric_default()
         check_metric(metric, self.objective)
         candidates = self._calibrated(data, EPSILON_GRID, where, tolerance,
-                                      decision_threshold, iteration_range)
+                                      decision_threshold, iteration_range, outputs)
         X = self.prepare_input(data)
         scores = [(rules.calibration["epsilon"], self._scored_exits(data, X, rules, metric)[1])
                   for rules in candidates]
@@ -664,7 +744,8 @@ class Booster(TreeEnsemble):
             model = self[:end]
             where = (every, checks if isinstance(checks, str) or checks is None
                      else [c for c in checks if c < end])
-            for rules in model._calibrated(X, epsilons, where, tolerance, 0.0, None):
+            for rules in model._calibrated(X, epsilons, where, tolerance, 0.0, None,
+                                           weight=data.weight):
                 model._exit_rules = rules
                 cost, score = model._scored_exits(data, X, rules, metric)
                 key = (sign * score, -cost)

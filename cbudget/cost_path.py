@@ -23,6 +23,7 @@ import numpy as np
 
 from ._core._openmp_helpers import resolve_n_threads
 from ._model import Model, NotApplicableError
+from .algorithms import taken_by
 from .booster import Booster
 from .dataset import Dataset
 from .exits import check_epsilon
@@ -457,9 +458,10 @@ def _check_cascades(params: dict, cascades, train_kwargs: dict) -> int:
     if n == 0:
         return 0
     algorithm = params.get("algorithm", "gbdt")
-    if algorithm not in ("cegb", "greedy_miser"):
-        raise NotApplicableError(f"cascades apply to cegb and greedy_miser (stages of "
-                                 f"cost trade-offs), not to {algorithm!r}")
+    staged = taken_by().get("cost_stages", [])
+    if algorithm not in staged:
+        raise NotApplicableError(f"cascades apply to {', '.join(staged)} (stages of cost "
+                                 f"trade-offs), not to {algorithm!r}")
     if train_kwargs.get("xgb_model") is not None:
         raise ValueError("cascades continue the path's own models: not with xgb_model")
     return n

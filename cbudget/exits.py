@@ -329,8 +329,12 @@ def check_outputs(outputs: Any, rule: str, n_checks: int) -> list[Any]:
             if not 1 <= x.size <= MAX_KNOTS or y.size != x.size:
                 raise ValueError(f"outputs[{k}]: x and y need the same number of knots, "
                                  f"1 to {MAX_KNOTS}")
-            if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-                raise ValueError(f"outputs[{k}]: the knots must be finite")
+            # the spans too: np.interp's slope of two overflowing spans is NaN
+            with np.errstate(over="ignore", invalid="ignore"):
+                spans_finite = all(np.all(np.isfinite(np.diff(v))) for v in (x, y))
+            if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and spans_finite):
+                raise ValueError(f"outputs[{k}]: the knots and the spans between them "
+                                 "must be finite")
             if np.any(np.diff(x) <= 0) or np.any(np.diff(y) < 0):
                 raise ValueError(f"outputs[{k}]: x must ascend strictly and y must not "
                                  "descend (a monotone map)")

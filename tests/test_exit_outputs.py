@@ -261,6 +261,8 @@ HOSTILE = {
     "x not ascending": lambda m: m.update(x=[1.0, 0.0], y=[0.0, 1.0]),
     "NaN": lambda m: m.update(y=[float("nan")] * len(m["y"])),
     "infinite x": lambda m: m.update(x=[float("inf")] * len(m["x"])),
+    # finite knots whose spans overflow: np.interp's slope inf / inf was NaN predictions
+    "spans overflow": lambda m: m.update(x=[-1e308, 1e308], y=[-1e308, 1e308]),
     "lengths differ": lambda m: m.update(y=m["y"] + [m["y"][-1]]),
     "no knots": lambda m: m.update(x=[], y=[]),
     "too many knots": lambda m: m.update(x=list(range(100)), y=list(range(100))),

@@ -135,6 +135,23 @@ def _seed_models() -> tuple[tuple[str, str], ...]:
     gated = cbudget.model_io.model_from_dict(models["adapt_gbrt"].to_dict())
     gated.calibrate_exits(_problem("binary:logistic", 80, 1)[0], 0.1)
     models["adapt_gbrt_exit_rules"] = gated
+    # issue 43: cost stages with exits at their boundary and calibrated output maps
+    # (binary knots on the logit scale, multiclass temperatures, regression knots within
+    # a tolerance)
+    staged = _train({**BOOST, "algorithm": "cegb", "cost_stages": [[3, 0.05], [3, 0.001]]},
+                    "binary:logistic", 6)
+    staged.calibrate_exits(cbudget.Dataset(*_problem("binary:logistic", 80, 1),
+                                           feature_names=FEATURE_NAMES), 0.1,
+                           checks="stages")
+    models["cegb_stages_exit_outputs"] = staged
+    for objective, options in (("multi:softprob", {}),
+                               ("reg:squarederror", {"tolerance": 0.5})):
+        mapped = _train({**BOOST, "num_class": 3} if objective == "multi:softprob"
+                        else BOOST, objective, 6)
+        mapped.calibrate_exits(cbudget.Dataset(*_problem(objective, 80, 1),
+                                               feature_names=FEATURE_NAMES), 0.1,
+                               every=2, **options)
+        models[f"gbdt_{objective.split(':')[0]}_exit_outputs"] = mapped
     models["imported_booster"] = _imported(models["gbdt_multiclass"])
     models["imported_forest"] = _imported(models["budget_rf_multiclass"])
     return tuple((name, json.dumps(model.to_dict(), allow_nan=False))

@@ -834,7 +834,9 @@ _COST_STAGES_DOC = """\
 cost_stages : list of [rounds, cost_tradeoff] pairs, optional
     Boosting in stages instead of one ``cost_tradeoff`` (leave that None): stage ``k``
     grows the next ``rounds`` rounds at its trade-off, e.g. ``[(150, 1e-3), (150,
-    3e-4)]`` to leave the costly features for the later trees
+    3e-4)]`` with ``n_estimators=300`` (which counts the rounds of all the stages: a
+    stage past them is not trained, with a warning) to leave the costly features for
+    the later trees
     (:attr:`cbudget.Booster.cost_stages`; exits at the stage boundaries with
     ``model_.calibrate_exits(data, epsilon, checks="stages")``).
 """

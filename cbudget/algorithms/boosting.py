@@ -132,20 +132,31 @@ def check_cost_stages(value, name):
 COST_STAGES = Param("cost_stages", None, check_cost_stages,
                     "[[rounds, cost_tradeoff], ...]: boosting in stages, each the next "
                     "`rounds` rounds at its own trade-off (rounds past the last stage keep "
-                    "its trade-off); replaces cost_tradeoff (docs/architecture.md, \"Cost "
+                    "its trade-off; a stage after the last round is not trained, with a "
+                    "warning); replaces cost_tradeoff (docs/architecture.md, \"Cost "
                     "stages\")")
 
 
-def stage_tradeoffs(p: dict, first_iteration: int) -> dict[int, float]:
-    """The trade-off of training from ``first_iteration`` on: iteration -> the trade-off
-    its stage starts with (the first entry at ``first_iteration``; with
-    ``cost_stages``, one per stage, counted from ``first_iteration``)."""
+def stage_tradeoffs(p: dict, first_iteration: int, num_rounds: int) -> dict[int, float]:
+    """The trade-off of training ``num_rounds`` rounds from ``first_iteration`` on:
+    iteration -> the trade-off its stage starts with (the first entry at
+    ``first_iteration``; with ``cost_stages``, one per stage, counted from
+    ``first_iteration``). A stage that starts after the last round is never trained: a
+    warning says so (the model would otherwise silently be no cascade)."""
     if p.get("cost_stages") is None:
         return {first_iteration: p["cost_tradeoff"]}
     starts, start = {}, first_iteration
     for rounds, tradeoff in p["cost_stages"]:
         starts[start] = tradeoff
         start += rounds
+    end = first_iteration + num_rounds
+    unreached = [k for k, begin in enumerate(starts) if begin >= end]
+    if unreached and num_rounds > 0:
+        warnings.warn(
+            f"{p['algorithm']}: cost_stages[{unreached[0]}:] start after the last of the "
+            f"{num_rounds} rounds (num_boost_round / n_estimators), so they are not "
+            f"trained; the stages ask for {start - first_iteration} rounds",
+            UserWarning, stacklevel=2)
     return starts
 
 
@@ -429,8 +440,8 @@ class BoostingTrainer(Trainer):
                 for _ in self.growers]
         # cost stages: the trade-off changes at the first round of each stage; the
         # acquisition state carries over
-        self.stage_starts = stage_tradeoffs(p, self.first_iteration) if self.penalised \
-            else {}
+        self.stage_starts = (stage_tradeoffs(p, self.first_iteration, self.n_iterations)
+                             if self.penalised else {})
         self.cost_tradeoff = p.get("cost_tradeoff")
         if self.penalised:
             self.set_cost_tradeoff(self.stage_starts[self.first_iteration])
@@ -647,8 +658,9 @@ def first_root_split_terms(p: dict, dtrain, setup) -> list:
     """Per tree of the first round, on all rows and features: the best raw gain of a
     root split on each feature and its cost increment
     (:meth:`TreeGrower.root_split_terms`)."""
-    trainer = BoostingTrainer(dict(p, subsample=1.0, colsample_bytree=1.0), dtrain, 1,
-                              setup.without_evals())
+    # one round, at the first stage's trade-off: the later stages play no part
+    trainer = BoostingTrainer(dict(p, subsample=1.0, colsample_bytree=1.0, cost_stages=None),
+                              dtrain, 1, setup.without_evals())
     try:
         return trainer.root_split_terms()
     finally:

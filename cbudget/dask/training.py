@@ -425,7 +425,8 @@ class DaskBoostingTrainer(Trainer):
         self.cost_state = AcquisitionState(0, costs.feature_group, costs.n_groups)
         self.penalised = "cost_tradeoff" in p      # cegb, greedy_miser
         # cost stages: the driver's grower and the workers' change trade-off together
-        self.stage_starts = stage_tradeoffs(p, 0) if self.penalised else {}
+        self.stage_starts = (stage_tradeoffs(p, 0, num_boost_round) if self.penalised
+                             else {})
         self.cost_tradeoff = p.get("cost_tradeoff")
         if self.penalised:
             self.set_cost_tradeoff(p["cost_tradeoff"])

@@ -51,7 +51,7 @@ from .dataset import Dataset, MatrixLike, check_row_count, query_boundaries
 from .forest import Forest
 from .metrics import RANKING_OBJECTIVES, evaluate_metric
 from .model_io import algorithms_of
-from .params import ALIASES
+from .params import ALIASES, metric_list
 from .training import lambda_max as find_lambda_max
 from .training import train
 
@@ -79,6 +79,15 @@ FALLBACK_TRADEOFF = 1e-2
 _SET_BY_ESTIMATOR = {"algorithm": "the estimator's class (or its `algorithm` parameter)",
                      "objective": "y", "num_class": "y", "seed": "random_state",
                      "n_jobs": "n_jobs", "n_estimators": "n_estimators"}
+
+
+def _evals_result_of(model: Model, evals: list, params: dict[str, Any]) -> dict:
+    """``evals_result_`` of a model the search chose (the cost path logs only its own
+    validation data): per evaluation set, each metric after every round, as
+    :func:`cbudget.train` logs them."""
+    metrics = metric_list(params.get("eval_metric"), "eval_metric") or [model.default_metric]
+    return {name: {metric: model.staged_scores(data, metric).tolist() for metric in metrics}
+            for data, name in evals}
 
 
 def _dense(X: Any) -> np.ndarray:
@@ -274,6 +283,7 @@ class _CostAwareEstimator(BaseEstimator):
             if self._cost_tradeoff_from_path() else params
         if isinstance(searched, Model):
             self.model_ = searched
+            evals_result = _evals_result_of(searched, evals, params)
         else:
             params = searched
             expensive = self._expensive_model(dtrain, seed)

@@ -332,6 +332,29 @@ def test_cost_tradeoff_chosen_on_a_cost_path(estimator):
         estimator(cost_tradeoff=0.1, cost_budget=3.0).fit(X, y)
 
 
+@pytest.mark.parametrize("estimator", [CEGBClassifier, GreedyMiserRegressor])
+def test_the_search_logs_evals_result_as_training_at_its_trade_off(estimator):
+    # the default (cost_tradeoff=None) searches: its evals_result_ was {} whatever the
+    # eval_set, where training at one trade-off logs every set's metric per round
+    X, y = _binary()
+    if estimator is GreedyMiserRegressor:
+        y = y + X[:, 0]
+    options = dict(n_estimators=15, path_points=3, feature_costs=[1.0, 2.0, 4.0, 8.0, 16.0],
+                   early_stopping_rounds=3, random_state=0)
+    eval_set = [(X[150:200], y[150:200]), (X[200:], y[200:])]
+    searched = estimator(**options).fit(X[:150], y[:150], eval_set=eval_set)
+    assert searched.cost_path_ is not None
+    again = estimator(**options, cost_tradeoff=searched.cost_tradeoff_).fit(
+        X[:150], y[:150], eval_set=eval_set)
+    np.testing.assert_array_equal(searched.predict(X), again.predict(X))   # one model
+    assert searched.evals_result_.keys() == again.evals_result_.keys() == {"valid_0", "valid_1"}
+    for name, logged in again.evals_result_.items():
+        assert searched.evals_result_[name].keys() == logged.keys()
+        for metric, values in logged.items():
+            np.testing.assert_allclose(searched.evals_result_[name][metric], values,
+                                       rtol=1e-12)
+
+
 def test_the_cost_path_of_an_estimator_takes_the_exit_dimension():
     X, y = _binary()
     costs = [1.0, 2.0, 4.0, 8.0, 16.0]

@@ -279,6 +279,10 @@ class _CostAwareEstimator(BaseEstimator):
         seed = self._seed()
         params = self._training_params(objective, seed)
         evals_result: dict = {}
+        # a previous fit's search does not describe this fit's model (e.g. refit with a
+        # fixed cost_tradeoff): its results go
+        for name in ("cost_path_", "cost_tradeoff_", "cost_stages_"):
+            self.__dict__.pop(name, None)
         searched = self._model_on_cost_path(params, dtrain, evals, seed) \
             if self._cost_tradeoff_from_path() else params
         if isinstance(searched, Model):

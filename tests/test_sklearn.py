@@ -326,6 +326,10 @@ def test_cost_tradeoff_chosen_on_a_cost_path(estimator):
     assert cheap.cost_path_.costs[list(cheap.cost_path_.models).index(cheap.model_)] <= budget
     assert cheap.predict_cost(X[200:]).mean() == pytest.approx(
         cheap.cost_path_.costs[cheap.cost_path_.best_index(budget)])
+    # refit at a fixed trade-off: no search result of the previous fit is left behind
+    best.set_params(cost_tradeoff=0.01).fit(X, y)
+    assert not any(hasattr(best, name)
+                   for name in ("cost_path_", "cost_tradeoff_", "cost_stages_"))
     with pytest.raises(ValueError, match="'path'"):
         estimator(cost_tradeoff="auto").fit(X, y)
     with pytest.raises(ValueError, match="cost_budget applies"):

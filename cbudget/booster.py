@@ -378,12 +378,17 @@ class Booster(TreeEnsemble):
         trees each evaluated) by their check's output map (:func:`cbudget.exits.map_outputs`)."""
         if rules.outputs is None or rules.check_after.size == 0:
             return
+        low, high = self._output_range(rules.iterations, rules.check_after,
+                                       rules.calibration.get("tolerance"), rules.gap)
+        map_outputs(rules, raw, self._exit_checks(trees, rules), low, high)
+
+    def _exit_checks(self, trees: np.ndarray, rules: ExitRules) -> np.ndarray:
+        """Per input, the check of ``rules`` at which it exited (``trees``: the trees it
+        evaluated), -1 for one that did not."""
         ends = np.asarray(self.iteration_indptr, dtype=np.int64)[rules.check_after]
         check = np.searchsorted(ends, trees)
         exited = (check < ends.size) & (ends[np.minimum(check, ends.size - 1)] == trees)
-        low, high = self._output_range(rules.iterations, rules.check_after,
-                                       rules.calibration.get("tolerance"), rules.gap)
-        map_outputs(rules, raw, np.where(exited, check, -1), low, high)
+        return np.where(exited, check, -1)
 
     def _leaf_extremes(self, end: int) -> tuple[np.ndarray, np.ndarray]:
         """(largest, smallest) sum of leaf values each of iterations ``0..end-1`` can add
@@ -495,8 +500,11 @@ class Booster(TreeEnsemble):
         keeps the partial score's class (binary: its side of ``decision_threshold``;
         multiclass: the largest score) and stays within what the later trees could add
         (regression: within ``tolerance`` of the full prediction wherever the exit is
-        certified), so the guarantees of ``epsilon=0`` hold; probabilities, AUC and
-        log-loss come much nearer the full model's than with the partial scores
+        certified, and a check's map kept only where it leaves no more of ``data``'s
+        exits beyond ``tolerance`` than the partial scores, so that the disagreement on
+        ``data`` stays within ``epsilon``), so the guarantees of ``epsilon=0`` hold;
+        probabilities, AUC and log-loss come much nearer the full model's than with the
+        partial scores
         (benchmarks/results/exit_outputs.md). ``outputs="partial"``: the scores so far,
         whose probabilities are less extreme than the full model's would mostly be
         (docs/architecture.md, "Early exit").
@@ -643,12 +651,32 @@ class Booster(TreeEnsemble):
             fit_outputs(stages(), self.transform(full),
                         data.weight if isinstance(data, Dataset) else weight, made)
             if regression:
-                # a map moves a prediction: the exits within the tolerance are others
                 for rules in made:
-                    moved = np.abs(self._raw_with_exits(X, rules)[0] - full)[:, 0]
-                    rules.calibration["disagreement"] = \
-                        float(np.mean(moved > tolerance)) if X.shape[0] else 0.0
+                    self._keep_maps_within_epsilon(X, full, rules, tolerance)
         return made
+
+    def _keep_maps_within_epsilon(self, X: np.ndarray, full: np.ndarray, rules: ExitRules,
+                                  tolerance: float) -> None:
+        """Regression: a map moves a prediction, so it may take an exit that was within
+        ``tolerance`` of the full prediction out of it. Keep a check's map only if, of
+        ``X``'s inputs that exit there, no more end beyond the tolerance than with their
+        partial scores: the disagreement on ``X`` then stays within the epsilon the
+        calibration spent on the partial scores. Sets ``calibration["disagreement"]``."""
+        partial, trees = self._raw_with_exits(X, dataclasses.replace(rules, outputs=None))
+        mapped = partial.copy()
+        self._map_exits(mapped, trees, rules)
+        check = self._exit_checks(trees, rules)
+        off_partial = np.abs(partial - full)[:, 0] > tolerance
+        off_mapped = np.abs(mapped - full)[:, 0] > tolerance
+        outputs = list(rules.outputs or ())
+        for k, m in enumerate(outputs):
+            there = check == k
+            if m is not None and np.count_nonzero(off_mapped[there]) \
+                    > np.count_nonzero(off_partial[there]):
+                outputs[k] = None
+                off_mapped[there] = off_partial[there]
+        rules.outputs = outputs
+        rules.calibration["disagreement"] = float(np.mean(off_mapped)) if X.shape[0] else 0.0
 
     def _exit_metric_default(self) -> str:
         if self.n_outputs > 1:

@@ -420,3 +420,25 @@ def test_best_exit_within_budget_weighs_the_maps():
         if a is not None:
             np.testing.assert_array_equal(a[0], b[0])
             np.testing.assert_array_equal(a[1], b[1])
+
+
+@pytest.mark.parametrize("seed", [1, 4, 7])
+def test_regression_maps_keep_the_validation_disagreement_within_epsilon(seed):
+    # a map moves a prediction: fitted to the squared error, it took some exits that
+    # were within the tolerance of the full prediction out of it (validation disagreement
+    # 0.0225-0.03 at epsilon 0.02 on these seeds); a check's map is now kept only where
+    # it leaves no more of its exits beyond the tolerance than the partial scores
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(1100, 5))
+    y = X[:, 0] + 0.5 * X[:, 4] * (np.abs(X[:, 0]) < 0.5) + 0.5 * rng.normal(size=1100)
+    params = {"algorithm": "cegb", "objective": "reg:squarederror", "cost_tradeoff": 1e-3,
+              "num_leaves": 7, "learning_rate": 0.3, "n_jobs": 1, "verbosity": 0}
+    model = cbudget.train(params, cbudget.Dataset(X[:700], y[:700],
+                                                  feature_costs=[1, 1, 1, 1, 50]), 30)
+    valid = cbudget.Dataset(X[700:], y[700:])
+    epsilon, tolerance = 0.02, 0.05
+    rules = model.calibrate_exits(valid, epsilon, tolerance=tolerance, every=3)
+    off = np.abs(model.predict(X[700:]) - model.predict(X[700:], early_exit=False)) > tolerance
+    assert np.mean(off) <= epsilon
+    assert np.mean(off) == pytest.approx(rules.calibration["disagreement"])
+    assert any(m is not None for m in rules.outputs)      # maps kept where they agree

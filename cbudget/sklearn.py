@@ -805,7 +805,9 @@ early_stopping_rounds : int, optional
     Stop when the last metric on the last ``eval_set`` has not improved for this many
     iterations; prediction then uses the model up to ``best_iteration_``.
 random_state : int, RandomState or None, default None
-    Seed of the algorithm's sampling (None: drawn from numpy's global generator).
+    Seed of the algorithm's sampling and of the rows CEGB's and Greedy Miser's search
+    holds out without ``eval_set`` (None: drawn from numpy's global generator, so two
+    fits may differ).
 n_jobs : int, optional
     Threads (None or -1: all cores).
 verbose : bool or int, default False
@@ -903,12 +905,17 @@ def _search_doc(weight: str, task: str) -> str:
     text = (f"lambda, {weight}. None (the default) or \"path\": the search, chosen on a "
             f":func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max`` "
             f"down, measured on the last ``eval_set`` (or on 20% of the training {rows} "
-            f"held out): the best validation score, or with ``cost_budget`` the best whose "
-            f"mean cost per {each} is within it. The path is ``cost_path_``, the trade-off "
-            f"chosen ``cost_tradeoff_``. {extras[task]} With nothing to search, the one "
-            f"model (``cost_path_`` None): without costs (``lambda_max`` 0), as before; "
+            f"held out, the model then trained on the other 80%): the best validation "
+            f"score, or with ``cost_budget`` the best whose mean cost per {each} is within "
+            f"it. It trains ``path_points`` models (and, with ``cost_budget``, cascades) "
+            f"instead of one. The path is ``cost_path_``, the trade-off chosen "
+            f"``cost_tradeoff_``, the eval_set's metrics per round ``evals_result_``. "
+            f"{extras[task]} With nothing to search, the one model (``cost_path_`` None): "
+            f"without costs (``lambda_max`` 0), at the algorithm's default trade-off (1; "
+            f"every trade-off then gives the same model); "
             f"without validation data ({empty} and no ``eval_set``, or a holdout that "
-            f"leaves no split worth its cost), at ``FALLBACK_TRADEOFF * lambda_max``. With "
+            f"leaves no split worth its cost), at ``cbudget.sklearn.FALLBACK_TRADEOFF`` "
+            f"(0.01) times ``lambda_max``. With "
             f"``cost_stages``, None trains those stages.")
     exits = ("With the search: the path's exit dimension (each trade-off's model also with "
              "exit rules calibrated at these epsilons, :func:`cbudget.cost_path`), so the "

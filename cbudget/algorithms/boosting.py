@@ -108,7 +108,7 @@ COST_TRADEOFF = Param("cost_tradeoff", 1.0, number(low=0),
                       "where nothing is bought any more, cbudget.cost_path scans below it")
 
 
-def check_cost_stages(value, name):
+def check_cost_stages(value: object, name: str) -> list[list[float]] | None:
     """None, or a non-empty list of ``[rounds, cost_tradeoff]`` pairs (tuples taken):
     ``rounds`` an integer >= 1, the trade-off a finite number >= 0. Returned as a list of
     2-lists (the JSON form)."""

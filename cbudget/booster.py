@@ -537,7 +537,8 @@ class Booster(TreeEnsemble):
         checks : "stages" or sequence of int, optional
             Instead of ``every``: ``"stages"``, a check after each of the model's
             :attr:`cost_stages` but the last (the inputs the cheap first stages settle
-            leave before the trees that buy the costly features); or the iteration
+            leave before the trees that buy the costly features; ValueError when the
+            iterations used hold no stage boundary); or the iteration
             counts after which to check (ascending, within ``[1, end)``).
         outputs : {"calibrated", "partial"}, default "calibrated"
             What an exited input outputs (above); ``data``'s weights, if any, weigh the
@@ -561,6 +562,12 @@ class Booster(TreeEnsemble):
             rules = self._calibrated_by_metric(data, float(max_metric_drop), metric, where,
                                                tolerance, decision_threshold, iteration_range,
                                                outputs)
+        if isinstance(checks, str) and rules.check_after.size == 0:
+            # rules that never check would pass for a cascade's exits, silently
+            raise ValueError(
+                f"checks='stages': the iterations used, [0, {rules.iterations}), lie in one "
+                f"cost stage ({list(self.cost_stages)}), so there is no stage boundary to "
+                "check at: train with cost_stages, or give checks= or every=")
         self._exit_rules = rules
         return rules
 

@@ -268,6 +268,16 @@ def test_exits_at_the_stage_boundaries(staged_binary):
     np.testing.assert_array_equal(choice.model.exit_rules.check_after, [5, 10])
 
 
+def test_stages_checks_without_a_boundary_are_refused(staged_binary):
+    # a one-stage model (or iterations within one stage) has no boundary: the rules made
+    # would never check, and were set silently
+    model, dvalid, _ = staged_binary
+    for one_stage, options in ((model[:5], {}), (model.copy(), {"iteration_range": (0, 4)})):
+        with pytest.raises(ValueError, match="no stage boundary to check at"):
+            one_stage.calibrate_exits(dvalid, 0.05, checks="stages", **options)
+        assert one_stage.exit_rules is None
+
+
 @pytest.mark.parametrize("checks,message", [
     ([5, 5], "ascend"), ([0, 5], r"\[1, 15\)"), ([5, 15], r"\[1, 15\)"), ("every", "stages"),
     ([2.5], "integers"),

@@ -675,14 +675,15 @@ class Booster(TreeEnsemble):
         check = self._exit_checks(trees, rules)
         off_partial = np.abs(partial - full)[:, 0] > tolerance
         off_mapped = np.abs(mapped - full)[:, 0] > tolerance
-        outputs = list(rules.outputs or ())
-        for k, m in enumerate(outputs):
-            there = check == k
-            if m is not None and np.count_nonzero(off_mapped[there]) \
-                    > np.count_nonzero(off_partial[there]):
-                outputs[k] = None
-                off_mapped[there] = off_partial[there]
-        rules.outputs = outputs
+        if rules.outputs is not None:
+            outputs = list(rules.outputs)
+            for k, m in enumerate(outputs):
+                there = check == k
+                if m is not None and np.count_nonzero(off_mapped[there]) \
+                        > np.count_nonzero(off_partial[there]):
+                    outputs[k] = None
+                    off_mapped[there] = off_partial[there]
+            rules.outputs = outputs
         rules.calibration["disagreement"] = float(np.mean(off_mapped)) if X.shape[0] else 0.0
 
     def _exit_metric_default(self) -> str:

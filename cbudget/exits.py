@@ -55,6 +55,8 @@ CALIBRATION_KEYS: dict[str, Any] = {
     "method": str, "epsilon": NUMBER, "decision_threshold": NUMBER, "tolerance": NUMBER,
     "margin": NUMBER, "every": int, "n_inputs": int, "disagreement": NUMBER,
     "max_metric_drop": NUMBER, "checks": str}
+# how the checks of calibrated rules were given when not every `every` iterations
+CHECKS_GIVEN = ("stages", "given")
 # what an exited input outputs: a calibrated estimate of the full model's output, or its
 # partial scores
 OUTPUTS = ("calibrated", "partial")
@@ -258,6 +260,10 @@ class ExitRules:
                                       or (isinstance(value, float) and not math.isfinite(value))
                                       or (isinstance(value, int) and abs(value) > 2**53)):
                 raise invalid(f"{where}calibration.{key} has the wrong type or value")
+        if calibration.get("checks") not in (None, *CHECKS_GIVEN) or (
+                calibration.get("checks") is not None and "every" in calibration):
+            raise invalid(f"{where}calibration.checks must be one of {CHECKS_GIVEN}, and "
+                          f"not with every")
         outputs = _read_outputs(d["outputs"], rule, len(checks)) if "outputs" in d else None
         try:
             return cls(rule, iterations, np.asarray(checks, dtype=np.int64),

@@ -278,6 +278,18 @@ def test_stages_checks_without_a_boundary_are_refused(staged_binary):
         assert one_stage.exit_rules is None
 
 
+@pytest.mark.parametrize("edit", [
+    {"checks": "banana"}, {"checks": "stages", "every": 1}, {"checks": 5}])
+def test_loading_checks_how_the_exit_checks_were_given(staged_binary, edit):
+    model = staged_binary[0].copy()
+    model.calibrate_exits(staged_binary[1], 0.05, checks="stages")
+    doc = model.to_dict()
+    assert doc["exit_rules"]["calibration"]["checks"] == "stages"
+    doc["exit_rules"]["calibration"].update(edit)
+    with pytest.raises(ValueError, match="calibration.checks"):
+        cbudget.model_io.model_from_dict(json.loads(json.dumps(doc)))
+
+
 @pytest.mark.parametrize("checks,message", [
     ([5, 5], "ascend"), ([0, 5], r"\[1, 15\)"), ([5, 15], r"\[1, 15\)"), ("every", "stages"),
     ([2.5], "integers"),

@@ -266,15 +266,15 @@ def render(doc):
         lines += ["<details><summary>Test fronts per family (every model, Pareto on test"
                   + (", mean cost of the hard and easy test inputs" if "mean_cost_borderline"
                      in by["cbudget"][0] else "") + ")</summary>", ""]
-        lines += h.points_table(
-            [p for pts in fam.values() for p in h.pareto(pts)],
-            [("family", lambda p: bc.FAMILIES.get(p["family"], p["family"])),
-             ("model", bc.label), ("test cost", h.col("mean_cost", ",.2f")),
-             ("accuracy", h.col("accuracy", ".4f"))]
-            + ([("AUC", h.col("auc", ".4f"))] if "auc" in scores else [])
-            + ([("cost hard", h.col("mean_cost_borderline", ",.1f")),
-                ("cost easy", h.col("mean_cost_decisive", ",.1f"))]
-               if "mean_cost_borderline" in by["cbudget"][0] else []), "llrrrrr")
+        columns = ([("family", lambda p: bc.FAMILIES.get(p["family"], p["family"])),
+                    ("model", bc.label), ("test cost", h.col("mean_cost", ",.2f")),
+                    ("accuracy", h.col("accuracy", ".4f"))]
+                   + ([("AUC", h.col("auc", ".4f"))] if "auc" in scores else [])
+                   + ([("cost hard", h.col("mean_cost_borderline", ",.1f")),
+                       ("cost easy", h.col("mean_cost_decisive", ",.1f"))]
+                      if "mean_cost_borderline" in by["cbudget"][0] else []))
+        lines += h.points_table([p for pts in fam.values() for p in h.pareto(pts)], columns,
+                                "ll" + "r" * (len(columns) - 2))
         lines += ["", "</details>", ""]
         lines += stages_check(by["cbudget"])
         diffs = [p["raw_check_max_abs_diff"] for p in by.get("CatBoost", [])]

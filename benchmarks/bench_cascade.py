@@ -350,7 +350,8 @@ def run_catboost(spec, data):
             proba = model.predict_proba(X)
             return (proba[:, 1] if data["n_classes"] == 2 else proba), cost
 
-        point = scored_point(score, data, "catboost", coefficient=coef)
+        point = scored_point(score, data, "catboost", coefficient=coef,
+                             iterations=spec["rounds"])
         points.append(dict(point, raw_check_max_abs_diff=max(diffs)))
     return points
 
@@ -389,7 +390,7 @@ CBUDGET = ("cegb", "cegb_exit", "two_stage", "two_stage_exit", "cost_stages",
 # ------------------------------------------------------------------------ report
 def label(p):
     keys = [k for k in ("lambda", "lambda1", "lambda2", "epsilon", "cegb_tradeoff",
-                        "coefficient", "p_full", "gamma") if k in p]
+                        "coefficient", "iterations", "p_full", "gamma") if k in p]
     return " ".join(f"{k}={p[k]:.3g}" for k in keys) or "-"
 
 

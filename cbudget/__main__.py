@@ -22,6 +22,7 @@ import numpy as np
 import cbudget
 from cbudget._files import check_replaceable
 from cbudget._json_checks import NestingError, parse_json
+from cbudget.costs import stage_line
 from cbudget.dataset import as_float_matrix, query_boundaries
 from cbudget.datasets import load_letters, train_valid_test_split
 from cbudget.interop.audit import (
@@ -418,6 +419,7 @@ def cost_summary(model: cbudget.Model, X: np.ndarray) -> dict[str, Any]:
         # rounding aside, 0 without split / tree / declared costs
         "other_cost": other if abs(other) > 1e-9 * max(1.0, report.mean_cost) else 0.0,
         "on_demand": on_demand_savings(model, cost, acquired),
+        **({"cost_stages": report.cost_stages} if report.cost_stages else {}),
     }
 
 
@@ -443,6 +445,10 @@ def print_cost_summary(summary: dict[str, Any], model_path: str, data_path: str)
                   f"{100 * r['acquired_share']:>11.2f}% {r['mean_cost']:>10.6g}")
     if summary["other_cost"]:
         print(f"split, tree and declared costs: {summary['other_cost']:.6g} per input")
+    if "cost_stages" in summary:
+        print("cost stages:")
+        for stage in summary["cost_stages"]:
+            print(f"  {stage_line(stage)}")
     saving = summary["on_demand"]
     print(f"computing every used feature would cost {saving['eager_cost']:.6g} per input; "
           f"on demand {saving['on_demand_cost']:.6g} ({100 * saving['saved_share']:.1f}% "

@@ -321,7 +321,7 @@ class TreeEnsemble(Model):
         sliced.summary = {}
         sliced.best_iteration = sliced.best_score = None
         sliced._flat_cache = {}
-        sliced._slice_extra(t0, t1)
+        sliced._slice_extra(t0, t1, begin, end)
         return sliced
 
     def copy(self):
@@ -335,8 +335,9 @@ class TreeEnsemble(Model):
         new._flat_cache = dict(self._flat_cache)
         return new
 
-    def _slice_extra(self, t0, t1):
-        """Hook for subclasses: keep per-tree data of trees ``[t0, t1)`` after slicing."""
+    def _slice_extra(self, t0, t1, begin, end):
+        """Hook for subclasses: keep per-tree data of trees ``[t0, t1)`` (iterations
+        ``[begin, end)``) after slicing."""
 
     def _leaf_indices(self, X, iteration_range):
         """int32 (n_samples, n_trees): the tree-local leaf each input reaches (of a

@@ -1,10 +1,11 @@
 """Booster: an additive ensemble of regression trees (gbdt, cegb, greedy_miser)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -12,12 +13,13 @@ from numpy.typing import ArrayLike
 from ._core._predict import add_leaf_values, predict_raw, predict_raw_exits
 from ._ensemble import TreeEnsemble, read_imported_from, read_scores, read_trees, tree_to_dict
 from ._model import NotApplicableError
-from .costs import CostModel
+from .costs import CostModel, CostReport
 from .dataset import Dataset, InputData
 from .exits import (
     BAND,
     EPSILON_GRID,
     GAP,
+    OUTPUTS,
     ExitChoice,
     ExitRules,
     best_epsilon,
@@ -25,6 +27,10 @@ from .exits import (
     certified_bounds,
     check_epsilon,
     check_points,
+    fit_outputs,
+    later_reach,
+    map_outputs,
+    output_range,
 )
 from .interop.to_xgboost import save_xgboost
 from .metrics import RANKING_OBJECTIVES, check_metric, evaluate_on, metric_maximize
@@ -42,12 +48,51 @@ from .model_io import (
 from .objectives import get_objective
 from .on_demand import FeatureSource, ReadSteps
 
-__all__ = ["Booster"]
+__all__ = ["Booster", "CostStage"]
+
+
+class CostStage(NamedTuple):
+    """One stage of a cost-aware booster (:attr:`Booster.cost_stages`): iterations
+    ``first_iteration <= r < end_iteration`` grew with ``cost_tradeoff``."""
+    first_iteration: int
+    end_iteration: int
+    cost_tradeoff: float
 
 
 def _largest_leaf(tree: np.ndarray) -> float:
     """The largest |leaf value| of a tree (its share of the bound on a raw score)."""
     return float(np.abs(tree["value"][tree["left"] == -1]).max(initial=0.0))
+
+
+def read_cost_stages(section: dict, name: str, cost_tradeoff: float, n_iterations: int
+                     ) -> tuple[CostStage, ...]:
+    """The stages of a file's algorithm section (``name``): its ``cost_stages``
+    ``[[first, end, cost_tradeoff], ...]``, checked to cover the ``n_iterations``
+    iterations in order, each a new trade-off (finite, >= 0); a file before format 1.8
+    has none: one stage of the section's ``cost_tradeoff``."""
+    if "cost_stages" not in section:
+        return (CostStage(0, n_iterations, float(cost_tradeoff)),) if n_iterations else ()
+    where = f"{name}.cost_stages"
+    stages = require(section, "cost_stages", list, f"{name}.")
+    result: list[CostStage] = []
+    for k, stage in enumerate(stages):
+        if (not isinstance(stage, list) or len(stage) != 3
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in stage[:2])
+                or isinstance(stage[2], bool) or not isinstance(stage[2], (int, float))):
+            raise invalid(f"{where}[{k}] must be [first_iteration, end_iteration, "
+                          "cost_tradeoff]")
+        first, end, tradeoff = stage
+        if first != (result[-1].end_iteration if result else 0) or not first < end:
+            raise invalid(f"{where}[{k}]: the stages must follow each other from iteration "
+                          "0, each of at least one iteration")
+        if not (math.isfinite(tradeoff) and tradeoff >= 0) or (
+                result and result[-1].cost_tradeoff == tradeoff):
+            raise invalid(f"{where}[{k}]: a trade-off is a finite number >= 0, another "
+                          "than the previous stage's")
+        result.append(CostStage(first, end, float(tradeoff)))
+    if (result[-1].end_iteration if result else 0) != n_iterations:
+        raise invalid(f"{where} must cover the model's {n_iterations} iterations")
+    return tuple(result)
 
 
 @register_model_type
@@ -72,6 +117,8 @@ class Booster(TreeEnsemble):
     best_iteration, best_score : set by early stopping (else None)
     summary : dict
         Average train/validation cost, features used and train cost per round.
+    cost_stages : tuple of CostStage
+        cegb and greedy_miser: the trade-off each run of iterations grew with.
     """
 
     model_type = "booster"
@@ -87,6 +134,11 @@ class Booster(TreeEnsemble):
         self.num_class = int(num_class)
         self.base_score = np.asarray(base_score, dtype=np.float64)
         self._exit_rules: ExitRules | None = None
+        # the cost-aware learners' stages (a tuple: copies may share it)
+        self._cost_stages: tuple[CostStage, ...] = ()
+        # per iteration and output, the largest / smallest sum of leaf values it can add
+        # (_leaf_extremes), kept until the trees change
+        self._extremes: tuple[np.ndarray, np.ndarray] | None = None
         # per output, the sum over its trees of the largest |leaf value|: with
         # |base_score| a bound on any input's raw score (add_round keeps it finite)
         self._leaf_reach = np.zeros(self.n_outputs)
@@ -109,8 +161,38 @@ class Booster(TreeEnsemble):
         """Number of boosting rounds."""
         return self.num_iterations()
 
-    def add_round(self, trees: Iterable[np.ndarray]) -> None:
-        """Append one boosting round: ``trees[k]`` is the tree of output ``k``.
+    @property
+    def cost_stages(self) -> tuple[CostStage, ...]:
+        """cegb and greedy_miser: the stages of the model, in order, covering all its
+        iterations: ``(first_iteration, end_iteration, cost_tradeoff)``, one per run of
+        iterations grown with one trade-off (a model trained with a single
+        ``cost_tradeoff`` has one stage; ``cost_stages`` and continued training
+        (``xgb_model``) at another trade-off add more). Empty for other algorithms.
+        Slicing keeps the stages cut to the slice. During training, a callback reads
+        the trade-off of the latest round in ``model.cost_stages[-1]``."""
+        return self._cost_stages if file_section(self.algorithm) is not None else ()
+
+    def record_cost_stage(self, first: int, end: int, cost_tradeoff: float) -> None:
+        """Record that iterations ``[first, end)`` grew with ``cost_tradeoff`` (they
+        follow the stages recorded so far; the same trade-off as the last stage extends
+        it)."""
+        stages = list(self._cost_stages)
+        if first != (stages[-1].end_iteration if stages else 0) or end <= first:
+            raise ValueError(f"a cost stage [{first}, {end}) does not follow the stages "
+                             f"{stages}")
+        if not (math.isfinite(cost_tradeoff) and cost_tradeoff >= 0):
+            raise ValueError(f"a cost stage's trade-off is a finite number >= 0, got "
+                             f"{cost_tradeoff!r}")
+        if stages and stages[-1].cost_tradeoff == cost_tradeoff:
+            first = stages.pop().first_iteration
+        stages.append(CostStage(int(first), int(end), float(cost_tradeoff)))
+        self._cost_stages = tuple(stages)
+
+    def add_round(self, trees: Iterable[np.ndarray], *,
+                  cost_tradeoff: float | None = None) -> None:
+        """Append one boosting round: ``trees[k]`` is the tree of output ``k``
+        (``cost_tradeoff``: the trade-off it grew with, recorded in :attr:`cost_stages`;
+        default, for cegb and greedy_miser, ``params["cost_tradeoff"]``).
 
         ValueError, and nothing added, for a leaf value that is not finite or a round
         after which a raw score could leave float64's range: per output, |base_score|
@@ -135,9 +217,22 @@ class Booster(TreeEnsemble):
             self._add_tree(tree, k)
         self._end_iteration()
         self._leaf_reach = self._leaf_reach + reach
+        if cost_tradeoff is None and file_section(self.algorithm) is not None:
+            cost_tradeoff = self.params.get("cost_tradeoff")
+        if cost_tradeoff is not None:
+            n = self.num_iterations()
+            self.record_cost_stage(n - 1, n, cost_tradeoff)
+        self._extremes = None
 
-    def _slice_extra(self, t0, t1):
+    def _slice_extra(self, t0, t1, begin, end):
         self._exit_rules = None     # made for the whole model's iterations
+        # the stages cut to the slice's iterations, empty ones dropped
+        self._cost_stages = tuple(
+            CostStage(max(s.first_iteration, begin) - begin, min(s.end_iteration, end) - begin,
+                      s.cost_tradeoff)
+            for s in self._cost_stages
+            if min(s.end_iteration, end) > max(s.first_iteration, begin))
+        self._extremes = None
         reach = np.zeros(self.n_outputs)
         for tree, k in zip(self.trees, self.tree_outputs):
             reach[k] += _largest_leaf(tree)
@@ -275,7 +370,49 @@ class Booster(TreeEnsemble):
         trees = np.empty(X.shape[0], dtype=np.int64)
         predict_raw_exits(X, nodes, offsets, outputs, indptr[rules.check_after], rules.lower,
                           rules.upper, rules.gap, raw, trees, self.n_threads())
+        self._map_exits(raw, trees, rules)
         return raw, trees
+
+    def _map_exits(self, raw: np.ndarray, trees: np.ndarray, rules: ExitRules) -> None:
+        """Replace, in place, the raw scores of the inputs that exited (``trees``: the
+        trees each evaluated) by their check's output map (:func:`cbudget.exits.map_outputs`)."""
+        if rules.outputs is None or rules.check_after.size == 0:
+            return
+        ends = np.asarray(self.iteration_indptr, dtype=np.int64)[rules.check_after]
+        check = np.searchsorted(ends, trees)
+        exited = (check < ends.size) & (ends[np.minimum(check, ends.size - 1)] == trees)
+        low, high = self._output_range(rules.iterations, rules.check_after,
+                                       rules.calibration.get("tolerance"), rules.gap)
+        map_outputs(rules, raw, np.where(exited, check, -1), low, high)
+
+    def _leaf_extremes(self, end: int) -> tuple[np.ndarray, np.ndarray]:
+        """(largest, smallest) sum of leaf values each of iterations ``0..end-1`` can add
+        to each output, arrays (end, n_outputs)."""
+        if self._extremes is None:
+            indptr = self.iteration_indptr
+            n = self.num_iterations()
+            leaf_max, leaf_min = np.zeros((n, self.n_outputs)), np.zeros((n, self.n_outputs))
+            for r in range(n):
+                for t in range(indptr[r], indptr[r + 1]):
+                    values = self.trees[t]["value"][self.trees[t]["left"] == -1]
+                    leaf_max[r, self.tree_outputs[t]] += values.max()
+                    leaf_min[r, self.tree_outputs[t]] += values.min()
+            self._extremes = leaf_max, leaf_min
+        return self._extremes[0][:end], self._extremes[1][:end]
+
+    def _score_magnitude(self, end: int) -> float:
+        """A bound on the size of a raw score with iterations ``0..end-1`` (for the
+        rounding slack of the certified bounds)."""
+        leaf_max, leaf_min = self._leaf_extremes(end)
+        return float(np.abs(self.base_score).max()
+                     + np.maximum(np.abs(leaf_max), np.abs(leaf_min)).sum())
+
+    def _output_range(self, end: int, checks: np.ndarray, tolerance: float | None,
+                      gap: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Per check, where an exited output may lie (:func:`cbudget.exits.output_range`)."""
+        leaf_max, leaf_min = self._leaf_extremes(end)
+        return output_range(*later_reach(leaf_max, leaf_min, checks), tolerance,
+                            self._score_magnitude(end), gap)
 
     def read_steps(self, source: FeatureSource, rows: np.ndarray, iteration_range=None,
                    early_exit: bool | None = None, **reads: Any) -> ReadSteps:
@@ -306,6 +443,7 @@ class Booster(TreeEnsemble):
                 out = rules.exits(scores, int(firing[j]))
                 trees[live[out]] = t1
                 live = live[~out]
+        self._map_exits(raw, trees, rules)
         return raw, trees
 
     def exit_iterations(self, X: InputData, *, iteration_range: tuple[int, int] | None = None,
@@ -330,7 +468,9 @@ class Booster(TreeEnsemble):
                         epsilon: float | None = None, *, every: int = 1,
                         tolerance: float | None = None, decision_threshold: float = 0.0,
                         max_metric_drop: float | None = None, metric: str | None = None,
-                        iteration_range: tuple[int, int] | None = None) -> ExitRules:
+                        iteration_range: tuple[int, int] | None = None,
+                        checks: str | Sequence[int] | None = None,
+                        outputs: str = "calibrated") -> ExitRules:
         """Make exit rules on validation ``data`` and set them (:attr:`exit_rules`).
 
         After every ``every`` iterations, an input leaves when its prediction is settled:
@@ -345,9 +485,21 @@ class Booster(TreeEnsemble):
         ``tolerance``) on any input, not only ``data``'s.
 
         The rule is learned on ``data``: on other inputs the disagreement is near
-        ``epsilon``, not bounded by it (``epsilon=0`` excepted). Probabilities at an exit
-        are those of the scores so far: an exited input's probability is less extreme
-        than the full model's would mostly be (docs/architecture.md, "Early exit").
+        ``epsilon``, not bounded by it (``epsilon=0`` excepted).
+
+        An exited input's output is by default an estimate of the full model's
+        (``outputs="calibrated"``): per check, a monotone map of its partial score
+        fitted on ``data``'s inputs that exit there (isotonic regression to the full
+        model's probability, binary, or prediction, regression; multiclass, a
+        temperature of the class scores fitted to the full model's probabilities). It
+        keeps the partial score's class (binary: its side of ``decision_threshold``;
+        multiclass: the largest score) and stays within what the later trees could add
+        (regression: within ``tolerance`` of the full prediction wherever the exit is
+        certified), so the guarantees of ``epsilon=0`` hold; probabilities, AUC and
+        log-loss come much nearer the full model's than with the partial scores
+        (benchmarks/results/exit_outputs.md). ``outputs="partial"``: the scores so far,
+        whose probabilities are less extreme than the full model's would mostly be
+        (docs/architecture.md, "Early exit").
 
         Parameters
         ----------
@@ -367,31 +519,69 @@ class Booster(TreeEnsemble):
             Instead of ``epsilon``: the largest epsilon of (0.1, 0.05, ..., 0.001, 0)
             whose exits worsen ``metric`` on ``data`` by at most this much.
         metric : str, optional
-            For ``max_metric_drop``: default "error" (binary), "merror" (multiclass),
-            "rmse" (regression).
+            For ``max_metric_drop``: any metric of the objective (binary: "error",
+            "auc", "logloss", "rmse"; multiclass: "merror", "mlogloss"; regression:
+            "rmse"), measured with the exits' outputs (maps included); default "error"
+            (binary), "merror" (multiclass), "rmse" (regression).
         iteration_range : (begin, end), optional
             The iterations predictions will use (begin must be 0); default as
             :meth:`predict`'s.
+        checks : "stages" or sequence of int, optional
+            Instead of ``every``: ``"stages"``, a check after each of the model's
+            :attr:`cost_stages` but the last (the inputs the cheap first stages settle
+            leave before the trees that buy the costly features); or the iteration
+            counts after which to check (ascending, within ``[1, end)``).
+        outputs : {"calibrated", "partial"}, default "calibrated"
+            What an exited input outputs (above); ``data``'s weights, if any, weigh the
+            maps' fit.
 
         Returns
         -------
         ExitRules
             Also in :attr:`exit_rules`, saved with the model.
         """
+        if outputs not in OUTPUTS:
+            raise ValueError(f"outputs must be one of {OUTPUTS}, got {outputs!r}")
+        where = (every, checks)
         if max_metric_drop is None:
             rules = self._calibrated(data, [check_epsilon(0.01 if epsilon is None else epsilon)],
-                                     every, tolerance, decision_threshold, iteration_range)[0]
+                                     where, tolerance, decision_threshold, iteration_range,
+                                     outputs)[0]
         elif epsilon is not None:
             raise ValueError("give epsilon or max_metric_drop, not both")
         else:
-            rules = self._calibrated_by_metric(data, float(max_metric_drop), metric, every,
-                                               tolerance, decision_threshold, iteration_range)
+            rules = self._calibrated_by_metric(data, float(max_metric_drop), metric, where,
+                                               tolerance, decision_threshold, iteration_range,
+                                               outputs)
         self._exit_rules = rules
         return rules
 
-    def _calibrated(self, data, epsilons, every, tolerance, decision_threshold,
-                    iteration_range) -> list[ExitRules]:
-        """Exit rules for each of ``epsilons`` (:func:`cbudget.exits.calibrate`)."""
+    def _check_after(self, end: int, where: tuple[int, Any]) -> tuple[np.ndarray, str | None]:
+        """(the checks of exit rules for iterations ``[0, end)``, how they were given:
+        None for ``every``, "stages" or "given") from ``where = (every, checks)`` of
+        :meth:`calibrate_exits`."""
+        every, checks = where
+        if checks is None:
+            return check_points(end, every), None
+        if not (isinstance(every, int) and every == 1):
+            raise ValueError("give checks or every, not both")
+        if isinstance(checks, str):
+            if checks != "stages":
+                raise ValueError(f"checks must be 'stages' or a sequence of iteration "
+                                 f"counts, got {checks!r}")
+            if not self.cost_stages:
+                raise ValueError(f"checks='stages' needs a model trained in cost stages "
+                                 f"(cegb, greedy_miser), not {self.algorithm}")
+            return np.asarray([s.end_iteration for s in self.cost_stages
+                               if s.end_iteration < end], dtype=np.int64), "stages"
+        return check_points(end, every, checks), "given"
+
+    def _calibrated(self, data, epsilons, where, tolerance, decision_threshold,
+                    iteration_range, outputs="calibrated", weight=None) -> list[ExitRules]:
+        """Exit rules for each of ``epsilons`` (:func:`cbudget.exits.calibrate`), checked
+        where ``where = (every, checks)`` says (:meth:`_check_after`), with their output
+        maps (:func:`cbudget.exits.fit_outputs`, weighted by ``data``'s weights, or
+        ``weight`` for a matrix) unless ``outputs`` is "partial"."""
         if self.objective in RANKING_OBJECTIVES:
             raise NotApplicableError(self._ranking_has_no_exits())
         begin, end = self.iterations_used(iteration_range)
@@ -414,27 +604,20 @@ class Booster(TreeEnsemble):
                 decision_threshold, (int, float, np.number)) \
                 or not math.isfinite(decision_threshold):
             raise ValueError("decision_threshold must be a finite number")
-        checks = check_points(end, every)
+        checks, given = self._check_after(end, where)
         X = self.prepare_input(data)
         indptr = self.iteration_indptr
-        _, offsets, outputs, nodes = self._flat(0, indptr[end])
+        _, offsets, tree_outputs, nodes = self._flat(0, indptr[end])
         full = np.tile(self.base_score, (X.shape[0], 1))
-        predict_raw(X, nodes, offsets, outputs, full, self.n_threads())
+        predict_raw(X, nodes, offsets, tree_outputs, full, self.n_threads())
         # the most and least each iteration can add to each output
-        leaf_max = np.zeros((end, self.n_outputs))
-        leaf_min = np.zeros((end, self.n_outputs))
-        for r in range(end):
-            for t in range(indptr[r], indptr[r + 1]):
-                values = self.trees[t]["value"][self.trees[t]["left"] == -1]
-                leaf_max[r, self.tree_outputs[t]] += values.max()
-                leaf_min[r, self.tree_outputs[t]] += values.min()
-        magnitude = float(np.abs(self.base_score).max()
-                          + np.maximum(np.abs(leaf_max), np.abs(leaf_min)).sum())
+        leaf_max, leaf_min = self._leaf_extremes(end)
         rule = GAP if gap else BAND
         certified = certified_bounds(leaf_max, leaf_min, checks, rule=rule,
                                      decision_threshold=None if regression
                                      else float(decision_threshold),
-                                     tolerance=tolerance, magnitude=magnitude)
+                                     tolerance=tolerance,
+                                     magnitude=self._score_magnitude(end))
 
         def stages():
             raw = np.tile(self.base_score, (X.shape[0], 1))
@@ -442,15 +625,30 @@ class Booster(TreeEnsemble):
             for k, check in enumerate(checks.tolist()):
                 t = indptr[check]
                 predict_raw(X, nodes[offsets[done]:offsets[t]],
-                            offsets[done:t + 1] - offsets[done], outputs[done:t], raw,
+                            offsets[done:t + 1] - offsets[done], tree_outputs[done:t], raw,
                             self.n_threads())
                 done = t
                 yield k, raw
 
-        return calibrate(stages(), full, epsilons, rule=rule, iterations=end, checks=checks,
-                         every=every, decision_threshold=None if regression or gap
+        made = calibrate(stages(), full, epsilons, rule=rule, iterations=end, checks=checks,
+                         every=where[0], decision_threshold=None if regression or gap
                          else float(decision_threshold), tolerance=tolerance,
                          certified=certified)
+        if given is not None:       # not every `every` iterations
+            for rules in made:
+                del rules.calibration["every"]
+                rules.calibration["checks"] = given
+        if outputs == "calibrated":
+            # a second pass over the checks: the maps need each rule's exits
+            fit_outputs(stages(), self.transform(full),
+                        data.weight if isinstance(data, Dataset) else weight, made)
+            if regression:
+                # a map moves a prediction: the exits within the tolerance are others
+                for rules in made:
+                    moved = np.abs(self._raw_with_exits(X, rules)[0] - full)[:, 0]
+                    rules.calibration["disagreement"] = \
+                        float(np.mean(moved > tolerance)) if X.shape[0] else 0.0
+        return made
 
     def _exit_metric_default(self) -> str:
         if self.n_outputs > 1:
@@ -469,16 +667,16 @@ class Booster(TreeEnsemble):
         return (float(cost.mean()) if cost.size else 0.0,
                 evaluate_on(metric, data, self.transform(raw)))
 
-    def _calibrated_by_metric(self, data, max_drop, metric, every, tolerance,
-                              decision_threshold, iteration_range) -> ExitRules:
+    def _calibrated_by_metric(self, data, max_drop, metric, where, tolerance,
+                              decision_threshold, iteration_range, outputs) -> ExitRules:
         if not isinstance(data, Dataset) or data.label is None:
             raise TypeError("max_metric_drop needs data as a cbudget.Dataset with labels")
         if not (math.isfinite(max_drop) and max_drop >= 0):
             raise ValueError(f"max_metric_drop must be a finite number >= 0, got {max_drop}")
         metric = metric or self._exit_metric_default()
         check_metric(metric, self.objective)
-        candidates = self._calibrated(data, EPSILON_GRID, every, tolerance,
-                                      decision_threshold, iteration_range)
+        candidates = self._calibrated(data, EPSILON_GRID, where, tolerance,
+                                      decision_threshold, iteration_range, outputs)
         X = self.prepare_input(data)
         scores = [(rules.calibration["epsilon"], self._scored_exits(data, X, rules, metric)[1])
                   for rules in candidates]
@@ -492,7 +690,8 @@ class Booster(TreeEnsemble):
                                 epsilons: Sequence[float] = EPSILON_GRID,
                                 metric: str | None = None, every: int = 1,
                                 tolerance: float | None = None,
-                                iterations: Sequence[int] | None = None) -> ExitChoice:
+                                iterations: Sequence[int] | None = None,
+                                checks: str | Sequence[int] | None = None) -> ExitChoice:
         """The (iterations, epsilon) pair whose model, with exits calibrated on ``data``,
         scores best on ``data`` within a mean cost per input of ``budget``.
 
@@ -504,7 +703,8 @@ class Booster(TreeEnsemble):
             The epsilons of :meth:`calibrate_exits` tried.
         metric : str, optional
             Default: the model's (:attr:`default_metric`).
-        every, tolerance : as for :meth:`calibrate_exits`
+        every, tolerance, checks : as for :meth:`calibrate_exits` (``checks``: of each
+            model tried, those below its iterations)
         iterations : sequence of int, optional
             The numbers of iterations tried; default every one up to 32 iterations, else
             32 spread evenly from 1 to all.
@@ -542,7 +742,10 @@ class Booster(TreeEnsemble):
         best, best_key = None, None
         for end in ends:
             model = self[:end]
-            for rules in model._calibrated(X, epsilons, every, tolerance, 0.0, None):
+            where = (every, checks if isinstance(checks, str) or checks is None
+                     else [c for c in checks if c < end])
+            for rules in model._calibrated(X, epsilons, where, tolerance, 0.0, None,
+                                           weight=data.weight):
                 model._exit_rules = rules
                 cost, score = model._scored_exits(data, X, rules, metric)
                 key = (sign * score, -cost)
@@ -554,6 +757,42 @@ class Booster(TreeEnsemble):
         if best is None:
             raise ValueError(f"no model with exits is within budget {budget}")
         return best
+
+    def cost_report(self, X: InputData, *, iteration_range: tuple[int, int] | None = None,
+                    early_exit: bool | None = None) -> CostReport:
+        """As :meth:`TreeEnsemble.cost_report`; a model trained in cost stages also
+        reports per stage the inputs that reach it and the mean cost by its end
+        (``CostReport.cost_stages``)."""
+        report = super().cost_report(X, iteration_range=iteration_range,
+                                     early_exit=early_exit)
+        begin, end = self.iterations_used(iteration_range)
+        stages = [s for s in self.cost_stages if s.end_iteration > begin
+                  and s.first_iteration < end]
+        if not stages:
+            return report
+        reads = {"iteration_range": iteration_range, "early_exit": early_exit}
+        X = self.prepare_input(X, **reads)
+        indptr = np.asarray(self.iteration_indptr, dtype=np.int64)
+        t0 = indptr[begin]
+        offsets, nodes = self.packed_trees(iteration_range)
+        exit_ends = self._exit_tree_ends(X, iteration_range, early_exit)
+        tree_ends = (np.full(X.shape[0], indptr[end], dtype=np.int64) if exit_ends is None
+                     else exit_ends)
+        rows = []
+        for stage in stages:
+            first = max(stage.first_iteration, begin)
+            last = min(stage.end_iteration, end)
+            cost = np.zeros(X.shape[0])
+            self.cost_model.accumulate(
+                X, nodes, offsets, self.cost_model.new_bitsets(X.shape[0]), cost,
+                n_threads=self.n_threads(),
+                row_tree_end=np.minimum(tree_ends, indptr[last]) - t0)
+            rows.append({"first_iteration": int(first), "end_iteration": int(last),
+                         "cost_tradeoff": stage.cost_tradeoff,
+                         "reached_share": float((tree_ends > indptr[first]).mean())
+                         if X.shape[0] else 0.0,
+                         "mean_cost": float(cost.mean()) if cost.size else 0.0})
+        return dataclasses.replace(report, cost_stages=rows)
 
     def _staged_metric(self, data, metric):
         """``metric`` of ``data`` using rounds ``0..r``, for each round ``r``."""
@@ -627,6 +866,9 @@ class Booster(TreeEnsemble):
                 "gain_scale": 0.5,
                 "gradient_order": 1 if self.algorithm == "greedy_miser" else 2,
                 "learning_rate": float(p["learning_rate"]),
+                # format 1.8: the trade-off of each run of iterations
+                "cost_stages": [[s.first_iteration, s.end_iteration, s.cost_tradeoff]
+                                for s in self.cost_stages],
             }
         return doc
 
@@ -638,6 +880,7 @@ class Booster(TreeEnsemble):
         if num_class < 1 or (num_class > 1) != (objective == "multi:softprob"):
             raise invalid(f"num_class {num_class} does not fit objective {objective!r}")
         name = file_section(params["algorithm"])
+        section = None
         if name is not None:
             section = require(doc, name, dict)
             params = checked_params(
@@ -666,9 +909,15 @@ class Booster(TreeEnsemble):
                     doc["exit_rules"], model.num_iterations(), model.n_outputs))
             except (NotApplicableError, ValueError) as exc:
                 raise invalid(str(exc).removeprefix("invalid cbudget model: ")) from None
+        if section is not None and name is not None:
+            model._cost_stages = read_cost_stages(section, name, params["cost_tradeoff"],
+                                                  model.num_iterations())
         return read_attributes(model, doc, model.num_iterations())
 
     def __repr__(self) -> str:
+        stages = self.cost_stages
+        staged = "" if len(stages) < 2 else " cost_stages=" + ",".join(
+            f"[{s.first_iteration}:{s.end_iteration}]@{s.cost_tradeoff:g}" for s in stages)
         return (f"<cbudget.Booster algorithm={self.algorithm} objective={self.objective} "
-                f"rounds={self.num_boosted_rounds()} trees={len(self.trees)}>")
+                f"rounds={self.num_boosted_rounds()} trees={len(self.trees)}{staged}>")
 

@@ -4,7 +4,11 @@
 which no split can pay its cost (:func:`cbudget.lambda_max`), trains a geometric grid of
 trade-offs from there down to ``lambda_max * eps``, and returns the frontier: mean
 prediction cost and validation score of each model, the Pareto-optimal ones marked, and
-:meth:`CostPath.select` for the best model within a budget.
+:meth:`CostPath.select` for the best model within a budget. With ``cascades``, it also
+searches two-stage cascades built from the path's models (a cheap trade-off's first
+rounds continued at a dearer one, with exits): a single trade-off buys an expensive
+feature for nearly every input or for none, a cascade with exits buys it only for the
+inputs the cheap first stage leaves undecided (docs/architecture.md, "Cost path").
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import numpy as np
 
 from ._core._openmp_helpers import resolve_n_threads
 from ._model import Model, NotApplicableError
+from .algorithms import taken_by
 from .booster import Booster
 from .dataset import Dataset
 from .exits import check_epsilon
@@ -27,13 +32,25 @@ from .model_io import algorithms_of
 from .training import lambda_max as find_lambda_max
 from .training import train
 
-__all__ = ["CostPath", "ScoredModel", "cost_path", "pareto_mask", "train_scored"]
+__all__ = ["CostPath", "ScoredModel", "cost_path", "pareto_mask", "train_cascade",
+           "train_scored"]
 
 # A point placed in a cost gap whose log(1 + cost) is within this share of the gap from
 # an end's did not narrow it: the path jumps there (not split again). Small, because a
 # cost only a little above the jump's lower end (Letters: 9.9 next to 10.9, below a jump
 # from 0) is still a model worth having.
 STEP_TOLERANCE = 0.02
+# cascades: the extra trainings of cascades=True; stage 1's share of the rounds, tried
+# from the smallest (if its stage 2 buys nothing new, a longer stage 1, which leaves
+# smaller residuals, would not either); how many trade-offs below a cost jump stage 2
+# tries (a continued model's residuals are smaller than a fresh model's gradients, so
+# the jump's dearer end alone often buys nothing after stage 1); the exit epsilons when
+# none are given; the checks per stage-1-and-2 run when cascade_every is not given
+DEFAULT_CASCADES = 4
+CASCADE_SPLITS = (0.25, 0.5)
+CASCADE_DEPTH = 3
+CASCADE_EPSILONS = (0.0, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.07, 0.1)
+CASCADE_CHECKS = 20
 
 
 class ScoredModel(NamedTuple):
@@ -88,12 +105,13 @@ def pareto_mask(costs: np.ndarray, scores: np.ndarray, maximize: bool) -> np.nda
 
 @dataclass
 class CostPath:
-    """The result of :func:`cost_path`, one entry per trade-off, largest first.
+    """The result of :func:`cost_path`, one entry per trade-off, largest first (then the
+    cascades, with ``cascades``).
 
     Attributes
     ----------
     lambdas : ndarray
-        The ``cost_tradeoff`` of each model.
+        The ``cost_tradeoff`` of each model (NaN for a cascade: see ``stages``).
     costs : ndarray
         Mean prediction cost per input on the validation data.
     scores : ndarray
@@ -107,9 +125,13 @@ class CostPath:
     lambda_max : float or None
         The trade-off the grid starts from (None when the grid was given).
     epsilons : ndarray or None
-        With ``exit_epsilons``: the epsilon of each model's exit rules
+        With ``exit_epsilons`` (or cascades): the epsilon of each model's exit rules
         (:meth:`cbudget.Booster.calibrate_exits`), NaN for a model without exits; None
         without that dimension.
+    stages : list or None
+        With ``cascades``: per entry, None for a single trade-off, ``[(r1, lambda_hi),
+        (r2, lambda_lo)]`` for a cascade (``r1`` rounds at ``lambda_hi``, then ``r2``
+        continued at ``lambda_lo``); None without that dimension.
     """
 
     lambdas: np.ndarray
@@ -121,6 +143,7 @@ class CostPath:
     pareto: np.ndarray
     lambda_max: float | None = None
     epsilons: np.ndarray | None = None
+    stages: list[list[tuple[int, float]] | None] | None = None
 
     def __len__(self) -> int:
         return len(self.models)
@@ -146,14 +169,21 @@ class CostPath:
 
     def __str__(self) -> str:
         exits = self.epsilons is not None
+        cascades = self.stages is not None
         lines = [f"{'lambda':>12}" + (f" {'epsilon':>8}" if exits else "")
-                 + f" {'mean cost':>12} {self.metric:>12}  pareto"]
+                 + f" {'mean cost':>12} {self.metric:>12}  pareto"
+                 + ("  stages (rounds@lambda)" if cascades else "")]
         epsilons = self.epsilons if self.epsilons is not None else [None] * len(self)
-        for lam, eps, cost, score, best in zip(self.lambdas, epsilons, self.costs,
-                                                self.scores, self.pareto):
+        stages = self.stages if self.stages is not None else [None] * len(self)
+        for lam, eps, cost, score, best, stage in zip(self.lambdas, epsilons, self.costs,
+                                                       self.scores, self.pareto, stages):
             column = "" if eps is None else f" {'-' if np.isnan(eps) else f'{eps:g}':>8}"
-            lines.append(f"{lam:>12.4g}{column} {cost:>12.6g} {score:>12.6g}  "
-                         f"{'*' if best else ''}")
+            lam_text = "cascade" if np.isnan(lam) else f"{lam:.4g}"
+            line = (f"{lam_text:>12}{column} {cost:>12.6g} {score:>12.6g}  "
+                    f"{'*' if best else ' ':6}")
+            if stage is not None:
+                line += "  " + " + ".join(f"{r}@{lam_s:.4g}" for r, lam_s in stage)
+            lines.append(line.rstrip())
         return "\n".join(lines)
 
 
@@ -162,6 +192,7 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
               early_stopping_rounds: int | None = None, metric: str | None = None,
               n_jobs: int = 1, executor: Executor | None = None,
               exit_epsilons=None, exit_every: int = 1, exit_tolerance: float | None = None,
+              cascades: bool | int = False, cascade_every: int | None = None,
               **train_kwargs) -> CostPath:
     """Train one model per trade-off from ``lambda_max`` down and return the frontier.
 
@@ -214,11 +245,32 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
     exit_every : int, default 1
     exit_tolerance : float, optional
         Regression's exits: how far an exited prediction may be from the full one.
+    cascades : bool or int, default False
+        Also search two-stage cascades (cegb, greedy_miser), ``True`` with 4 extra
+        trainings, an int with that many: at the path's largest jumps of mean cost
+        between neighbouring trade-offs (the cheap end's model costing something),
+        stage 1 is the first ``r1`` rounds of the cheap end's model (sliced, not
+        retrained), stage 2 the remaining rounds continued from it
+        (:func:`train_cascade`) at the dear end's trade-off or one of the two below it;
+        ``r1`` is a quarter, then half, of ``num_boost_round``. A stage 2 that buys
+        nothing the stage 1 had not bought (its mean cost still the cheap end's) moves
+        on to the next smaller trade-off. Each cascade also gets exit rules calibrated
+        on ``dvalid`` at each of ``exit_epsilons`` (default, for the cascades only:
+        ``(0, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.07, 0.1)``), checked every
+        ``cascade_every`` iterations: the inputs the first stage decides leave before
+        the trees that buy the dear features. Regression cascades have exits only with
+        ``exit_tolerance``, ranking ones none. Entries in ``CostPath.stages``; trained
+        here, not on ``executor``.
+    cascade_every : int, optional
+        The iterations between two exit checks of a cascade (default
+        ``num_boost_round // 20``, at least 1); ``r1`` is rounded to a multiple of it,
+        so that a check falls on the stage boundary.
 
     Returns
     -------
     CostPath
         Its entries ordered by trade-off, largest first (with exits: each model, then its
+        copies by epsilon), then the cascades in the order trained (each, then its
         copies by epsilon).
     """
     if not isinstance(dvalid, Dataset) or dvalid.label is None:
@@ -243,8 +295,18 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         grid = np.sort(np.asarray(lambdas, dtype=np.float64).reshape(-1))[::-1]
         if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid < 0):
             raise ValueError("lambdas must be finite numbers >= 0")
+    n_cascades = _check_cascades(params, cascades, train_kwargs)
     if exit_epsilons is not None:
         exit_epsilons = _check_exit_options(params, exit_epsilons, exit_every, exit_tolerance)
+    # the cascades' exits: the path's epsilons, else the defaults (when they can have exits)
+    cascade_epsilons = exit_epsilons if exit_epsilons is not None \
+        else list(CASCADE_EPSILONS) if n_cascades and _has_exits(params, exit_tolerance) \
+        else None
+    if cascade_every is None:
+        cascade_every = max(1, num_boost_round // CASCADE_CHECKS)
+    elif isinstance(cascade_every, bool) or not isinstance(cascade_every, (int, np.integer)) \
+            or cascade_every < 1:
+        raise ValueError(f"cascade_every must be an integer >= 1, got {cascade_every!r}")
     if executor is not None and n_jobs != 1:
         raise ValueError("give n_jobs (local threads) or an executor, not both")
     workers = min(resolve_n_threads(n_jobs), grid.size)
@@ -290,21 +352,128 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
                 steps.add((lam, low))
     order = sorted(fitted, reverse=True)
     metric_name = fitted[order[0]][1]
-    points = [(lam, np.nan, fitted[lam]) for lam in order]
-    if exit_epsilons is not None:
-        points = [point for lam, eps, scored in points
-                  for point in [(lam, eps, scored)]
-                  + [(lam, e, _with_exits(scored, dvalid, e, exit_every, exit_tolerance))
-                     for e in exit_epsilons]]
-    scores = np.array([scored.score for _, _, scored in points])
-    costs = np.array([scored.cost for _, _, scored in points])
+    # (lambda, stages, scored) of every candidate: the path's, then the cascades'
+    candidates: list[tuple[float, list | None, ScoredModel]] = [
+        (lam, None, fitted[lam]) for lam in order]
+    if n_cascades:
+        with _no_lambda_max_warning():
+            candidates += _search_cascades(base, dtrain, dvalid, fitted, n_cascades,
+                                           num_boost_round, cascade_every,
+                                           early_stopping_rounds, train_kwargs)
+    # (lambda, epsilon, stages, scored) of every entry, each candidate's exit copies after it
+    points = []
+    for lam, stages, scored in candidates:
+        points.append((lam, np.nan, stages, scored))
+        epsilons, every = (exit_epsilons, exit_every) if stages is None \
+            else (cascade_epsilons, cascade_every)
+        points += [(lam, e, stages, _with_exits(scored, dvalid, e, every, exit_tolerance))
+                   for e in epsilons or ()]
+    scores = np.array([scored.score for _, _, _, scored in points])
+    costs = np.array([scored.cost for _, _, _, scored in points])
     maximize = metric_maximize(metric_name)
-    return CostPath(lambdas=np.array([lam for lam, _, _ in points]), costs=costs,
+    return CostPath(lambdas=np.array([lam for lam, _, _, _ in points]), costs=costs,
                     scores=scores, metric=metric_name, maximize=maximize,
-                    models=[scored.model for _, _, scored in points],
+                    models=[scored.model for _, _, _, scored in points],
                     pareto=pareto_mask(costs, scores, maximize), lambda_max=start,
-                    epsilons=None if exit_epsilons is None
-                    else np.array([eps for _, eps, _ in points]))
+                    epsilons=None if cascade_epsilons is None
+                    else np.array([eps for _, eps, _, _ in points]),
+                    stages=[stages for _, _, stages, _ in points] if n_cascades else None)
+
+
+def train_cascade(params: dict, dtrain: Dataset, dvalid: Dataset, stages, first: Model,
+                  *, early_stopping_rounds: int | None = None, **train_kwargs
+                  ) -> ScoredModel:
+    """Train the two-stage cascade ``stages = [(r1, lambda_hi), (r2, lambda_lo)]`` and
+    score it on ``dvalid`` (as :func:`train_scored`): ``first``, a model trained with
+    ``params`` at ``lambda_hi`` for at least ``r1`` rounds, cut to its first ``r1``
+    rounds (stage 1, not retrained), continued for ``r2`` rounds at ``lambda_lo``
+    (``xgb_model=``: the features stage 1 bought stay bought). The one place a cascade
+    is trained."""
+    (r1, _), (r2, lam_lo) = stages
+    if not isinstance(first, Booster) or first.num_iterations() < r1:
+        raise ValueError(f"stage 1 needs a booster of at least {r1} rounds")
+    return train_scored(dict(params, cost_tradeoff=float(lam_lo)), dtrain, dvalid, r2,
+                        early_stopping_rounds=early_stopping_rounds, xgb_model=first[:r1],
+                        **train_kwargs)
+
+
+def _search_cascades(base: dict, dtrain: Dataset, dvalid: Dataset, fitted: dict,
+                     n_cascades: int, num_boost_round: int, every: int,
+                     early_stopping_rounds: int | None, train_kwargs: dict
+                     ) -> list[tuple[float, list, ScoredModel]]:
+    """At most ``n_cascades`` cascades ``(nan, stages, scored)`` from the path's models
+    ``fitted`` (trade-off -> ScoredModel): for each cost jump, largest first, stage 1
+    its cheap end's model's first rounds, stage 2 at the trade-offs from its dear end
+    down (:data:`CASCADE_DEPTH` of them); per pair the stage-1 lengths of
+    :data:`CASCADE_SPLITS`, shortest first, until one buys nothing new."""
+    splits = sorted({max(every, int(round(share * num_boost_round / every)) * every)
+                     for share in CASCADE_SPLITS})
+    splits = [r1 for r1 in splits if r1 < num_boost_round]
+    found: list[tuple[float, list, ScoredModel]] = []
+    for high, low in _cascade_pairs(fitted):
+        first = fitted[high].model
+        cost_high = np.log1p(fitted[high].cost)
+        jump = abs(np.log1p(fitted[low].cost) - cost_high)
+        for r1 in splits:
+            if len(found) == n_cascades:
+                return found
+            if r1 > first.num_iterations():    # stage 1 stopped early
+                break
+            stages = [(r1, float(high)), (num_boost_round - r1, float(low))]
+            scored = train_cascade(base, dtrain, dvalid, stages, first,
+                                   early_stopping_rounds=early_stopping_rounds,
+                                   **train_kwargs)
+            found.append((np.nan, stages, scored))
+            if np.log1p(scored.cost) - cost_high < STEP_TOLERANCE * jump:
+                break     # stage 2 bought nothing: a longer stage 1 would not either
+    return found
+
+
+def _cascade_pairs(fitted: dict) -> list[tuple[float, float]]:
+    """(lambda_hi, lambda_lo) pairs for cascades: for each jump of mean cost between
+    neighbouring trade-offs (log(1 + cost) scale), largest first, whose cheaper end's
+    model costs something (a free stage 1 predicts a constant), the cheap end with the
+    dear end and the next :data:`CASCADE_DEPTH` - 1 trade-offs below it."""
+    lambdas = sorted(fitted, reverse=True)
+    log_costs = np.log1p([fitted[lam].cost for lam in lambdas])
+    gaps = np.diff(log_costs)
+    pairs = []
+    for i in np.argsort(-gaps, kind="stable"):
+        if gaps[i] <= 0:
+            break
+        if log_costs[i] > 0:
+            pairs += [(lambdas[i], low) for low in lambdas[i + 1:i + 1 + CASCADE_DEPTH]]
+    return pairs
+
+
+def _check_cascades(params: dict, cascades, train_kwargs: dict) -> int:
+    """The number of cascades ``cascades`` asks for, once its options are checked."""
+    if isinstance(cascades, (bool, np.bool_)):
+        n = DEFAULT_CASCADES if cascades else 0
+    elif isinstance(cascades, (int, np.integer)) and cascades >= 0:
+        n = int(cascades)
+    else:
+        raise ValueError(f"cascades must be True, False or an integer >= 0, got "
+                         f"{cascades!r}")
+    if n == 0:
+        return 0
+    algorithm = params.get("algorithm", "gbdt")
+    staged = taken_by().get("cost_stages", [])
+    if algorithm not in staged:
+        raise NotApplicableError(f"cascades apply to {', '.join(staged)} (stages of cost "
+                                 f"trade-offs), not to {algorithm!r}")
+    if train_kwargs.get("xgb_model") is not None:
+        raise ValueError("cascades continue the path's own models: not with xgb_model")
+    return n
+
+
+def _has_exits(params: dict, tolerance: float | None) -> bool:
+    """Whether the models of ``params`` take exit rules as the path would calibrate
+    them: classification, or regression with a tolerance (ranking: none)."""
+    objective = params.get("objective", "reg:squarederror")
+    if objective in RANKING_OBJECTIVES:
+        return False
+    return objective in ("binary:logistic", "multi:softprob") or tolerance is not None
 
 
 def _check_exit_options(params: dict, epsilons, every: int, tolerance: float | None

@@ -26,7 +26,7 @@ from ._core._predict import predict_cost as _predict_cost_kernel
 from ._core._types import BITSET_WORD_DTYPE
 from ._json_checks import invalid, number_list, require
 
-__all__ = ["CostModel", "CostReport"]
+__all__ = ["CostModel", "CostReport", "stage_line"]
 
 # Per-feature costs as users give them: one number per feature, or a dict
 # {feature name or index: cost} (features left out cost 0).
@@ -167,6 +167,12 @@ class CostReport:
         Learning to rank, for a Dataset with query groups: the mean over the queries of
         the summed cost of their documents (each document pays for its own features);
         None otherwise.
+    cost_stages : list of dict or None
+        A booster trained in cost stages (:attr:`cbudget.Booster.cost_stages`), per stage
+        of the iterations reported: ``first_iteration``, ``end_iteration``,
+        ``cost_tradeoff``, ``reached_share`` (the inputs that evaluate its trees: with exit
+        rules, those still in) and ``mean_cost`` (the mean cost per input up to its end);
+        None otherwise.
     """
 
     mean_cost: float
@@ -176,6 +182,7 @@ class CostReport:
     coupled_cost: float
     feature_names: list[str] = field(repr=False)
     mean_cost_per_query: float | None = None
+    cost_stages: list[dict[str, Any]] | None = None
 
     def __str__(self) -> str:
         per_query = ([] if self.mean_cost_per_query is None else
@@ -188,7 +195,18 @@ class CostReport:
             if self.acquisition_rate[m] > 0:
                 lines.append(f"  {self.feature_names[m]}: acquired for "
                              f"{100 * self.acquisition_rate[m]:.2f}% of inputs")
+        if self.cost_stages:
+            lines.append("cost stages:")
+            lines.extend(f"  {stage_line(stage)}" for stage in self.cost_stages)
         return "\n".join(lines)
+
+
+def stage_line(stage: dict[str, Any]) -> str:
+    """One line of a cost stage of :attr:`CostReport.cost_stages`."""
+    return (f"iterations {stage['first_iteration']}-{stage['end_iteration'] - 1} at "
+            f"cost_tradeoff {stage['cost_tradeoff']:.6g}: reached by "
+            f"{100 * stage['reached_share']:.2f}% of inputs, mean cost by its end "
+            f"{stage['mean_cost']:.6g}")
 
 
 class CostModel:

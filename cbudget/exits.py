@@ -31,10 +31,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._json_checks import invalid, require
+from ._json_checks import invalid, number_list, require
 
 __all__ = ["ExitRules", "ExitChoice", "calibrate", "certified_bounds", "check_epsilon",
-           "check_points", "exit_mask", "best_epsilon", "BAND", "GAP", "EPSILON_GRID"]
+           "check_points", "exit_mask", "best_epsilon", "BAND", "GAP", "EPSILON_GRID",
+           "OUTPUTS", "isotonic", "monotone_map", "fit_outputs", "map_outputs",
+           "later_reach", "output_range", "check_outputs", "apply_map",
+           "scale_within"]
 
 # "band": output 0 outside [lower, upper] exits; "gap": the two largest outputs more than
 # upper apart
@@ -51,7 +54,26 @@ NUMBER = (int, float)
 CALIBRATION_KEYS: dict[str, Any] = {
     "method": str, "epsilon": NUMBER, "decision_threshold": NUMBER, "tolerance": NUMBER,
     "margin": NUMBER, "every": int, "n_inputs": int, "disagreement": NUMBER,
-    "max_metric_drop": NUMBER}
+    "max_metric_drop": NUMBER, "checks": str}
+# what an exited input outputs: a calibrated estimate of the full model's output, or its
+# partial scores
+OUTPUTS = ("calibrated", "partial")
+# a check's map is fitted on the validation inputs that exit there; with fewer, on all
+# those still live there (the same partial scores, so the same conditional expectation
+# of the full output given the score; a map of a handful of points would follow noise)
+MIN_MAP_INPUTS = 20
+# distinct partial scores a map is fitted to at most (adjacent ones pooled beyond)
+MAX_FIT_POINTS = 512
+# knots per map at most (files stay small): beyond, adjacent isotonic blocks are pooled
+# into MAX_KNOTS groups of about equal weight, one knot each
+MAX_KNOTS = 64
+# probabilities are clipped to [PROBABILITY_EPS, 1 - PROBABILITY_EPS] before the logit
+PROBABILITY_EPS = 1e-15
+# a mapped binary output above the decision threshold is at least this far above it, or
+# at least its partial score
+SIDE_MARGIN = 1e-9
+# the multiclass temperature is searched in [1 / SCALE_LIMIT, SCALE_LIMIT]
+SCALE_LIMIT = 100.0
 
 
 class ExitChoice(NamedTuple):
@@ -84,9 +106,19 @@ class ExitRules:
         The thresholds of each check (-inf / +inf: no exit on that side).
     calibration : dict
         How they were made: ``method`` ("calibrated" or "margin"), ``epsilon``,
-        ``decision_threshold``, ``tolerance``, ``margin``, ``every``, ``n_inputs`` and the
+        ``decision_threshold``, ``tolerance``, ``margin``, ``every`` (or ``checks``:
+        "stages", "given"), ``n_inputs`` and the
         validation ``disagreement`` (the fraction of inputs whose exited prediction
         differs from the full model's), as they apply.
+    outputs : list or None
+        What an input that exits at check ``k`` outputs (:func:`map_outputs`): None (the
+        default, and a file without the field) its partial scores; else per check None
+        (partial scores there) or, band, the knots ``(x, y)`` of a monotone
+        piecewise-linear map of the partial score (x ascending, y non-decreasing, at
+        most ``MAX_KNOTS``), gap, a scale ``> 0`` of the class scores. A band map needs
+        the calibration's ``decision_threshold`` (binary) or ``tolerance``
+        (regression): the mapped output keeps the partial score's side of the one and
+        stays within the other.
     """
 
     rule: str
@@ -95,6 +127,7 @@ class ExitRules:
     lower: np.ndarray
     upper: np.ndarray
     calibration: dict[str, Any] = field(default_factory=dict)
+    outputs: list[Any] | None = None
 
     def __post_init__(self) -> None:
         self.check_after = np.ascontiguousarray(self.check_after, dtype=np.int64)
@@ -120,6 +153,14 @@ class ExitRules:
                              "mean no exit on that side")
         if self.rule == GAP and np.any(lower != -np.inf):
             raise ValueError("the gap rule has no lower bounds (-inf)")
+        if self.outputs is not None:
+            self.outputs = check_outputs(self.outputs, self.rule, checks.size)
+            if self.rule == BAND and any(m is not None for m in self.outputs) and \
+                    (self.calibration.get("decision_threshold") is None) == \
+                    (self.calibration.get("tolerance") is None):
+                raise ValueError("band output maps need calibration.decision_threshold "
+                                 "(binary) or calibration.tolerance (regression), one of "
+                                 "them")
 
     @property
     def gap(self) -> bool:
@@ -161,10 +202,15 @@ class ExitRules:
         """The ``exit_rules`` section of a model file (null: no exit on that side)."""
         def finite_or_none(values):
             return [float(v) if math.isfinite(v) else None for v in values.tolist()]
-        return {"rule": self.rule, "iterations": int(self.iterations),
-                "check_after": self.check_after.tolist(),
-                "lower": finite_or_none(self.lower), "upper": finite_or_none(self.upper),
-                "calibration": dict(self.calibration)}
+        doc = {"rule": self.rule, "iterations": int(self.iterations),
+               "check_after": self.check_after.tolist(),
+               "lower": finite_or_none(self.lower), "upper": finite_or_none(self.upper),
+               "calibration": dict(self.calibration)}
+        if self.outputs is not None:
+            doc["outputs"] = [None if m is None else {"scale": float(m)} if self.gap
+                              else {"x": m[0].tolist(), "y": m[1].tolist()}
+                              for m in self.outputs]
+        return doc
 
     @classmethod
     def from_dict(cls, d: Any, n_iterations: int, n_outputs: int) -> ExitRules:
@@ -174,7 +220,7 @@ class ExitRules:
         if not isinstance(d, dict):
             raise invalid("exit_rules must be an object")
         unknown = set(d) - {"rule", "iterations", "check_after", "lower", "upper",
-                            "calibration"}
+                            "calibration", "outputs"}
         if unknown:
             raise invalid(f"unknown field(s) {sorted(unknown)} in exit_rules")
         rule = require(d, "rule", str, where)
@@ -212,10 +258,11 @@ class ExitRules:
                                       or (isinstance(value, float) and not math.isfinite(value))
                                       or (isinstance(value, int) and abs(value) > 2**53)):
                 raise invalid(f"{where}calibration.{key} has the wrong type or value")
+        outputs = _read_outputs(d["outputs"], rule, len(checks)) if "outputs" in d else None
         try:
             return cls(rule, iterations, np.asarray(checks, dtype=np.int64),
                        np.asarray(bounds["lower"]), np.asarray(bounds["upper"]),
-                       dict(calibration))
+                       dict(calibration), outputs)
         except ValueError as exc:
             raise invalid(f"exit_rules: {exc}") from None
 
@@ -223,9 +270,72 @@ class ExitRules:
         how = self.calibration.get("method", "?")
         detail = (f"epsilon={self.calibration.get('epsilon')}" if how == "calibrated"
                   else f"margin={self.calibration.get('margin')}")
+        maps = sum(m is not None for m in self.outputs or ())
         return (f"<cbudget.ExitRules {self.rule}: {int(self.firing().sum())} of "
                 f"{self.check_after.size} checks can exit, {how} ({detail}), for "
-                f"{self.iterations} iterations>")
+                f"{self.iterations} iterations, "
+                f"{f'{maps} output maps' if maps else 'partial outputs'}>")
+
+
+def _read_outputs(values: Any, rule: str, n_checks: int) -> list[Any]:
+    """The ``outputs`` of a file's ``exit_rules`` as :class:`ExitRules` takes them (the
+    JSON types checked here, the values by :func:`check_outputs`)."""
+    where = "exit_rules.outputs"
+    if not isinstance(values, list) or len(values) != n_checks:
+        raise invalid(f"{where} must be a list with one entry (null or a map) per check")
+    keys = {"scale"} if rule == GAP else {"x", "y"}
+    outputs: list[Any] = []
+    for k, m in enumerate(values):
+        if m is None:
+            outputs.append(None)
+            continue
+        if not isinstance(m, dict) or set(m) != keys:
+            raise invalid(f"{where}[{k}] must be null or an object with exactly the "
+                          f"field(s) {sorted(keys)}")
+        if rule == GAP:
+            scale = m["scale"]
+            if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+                raise invalid(f"{where}[{k}].scale must be a number")
+            outputs.append(float(scale))
+        else:
+            outputs.append(tuple(np.asarray(number_list(m[key], f"{where}[{k}].{key}"),
+                                            dtype=np.float64) for key in ("x", "y")))
+    return outputs
+
+
+def check_outputs(outputs: Any, rule: str, n_checks: int) -> list[Any]:
+    """``outputs`` (see :class:`ExitRules`) as float64 knots / float scales; ValueError
+    saying what is wrong: one entry per check, band knots finite, x strictly ascending,
+    y non-decreasing, 1 to ``MAX_KNOTS`` of them, as many y as x; gap scales finite and
+    ``> 0``."""
+    if not isinstance(outputs, (list, tuple)) or len(outputs) != n_checks:
+        raise ValueError(f"outputs must hold one entry per check ({n_checks})")
+    checked: list[Any] = []
+    for k, m in enumerate(outputs):
+        if m is None:
+            checked.append(None)
+        elif rule == GAP:
+            if isinstance(m, (bool, np.bool_)) or not isinstance(m, (int, float, np.number)) \
+                    or not (math.isfinite(m) and m > 0):
+                raise ValueError(f"outputs[{k}]: a gap rule's map is a finite scale > 0, "
+                                 f"got {m!r}")
+            checked.append(float(m))
+        else:
+            try:
+                x, y = (np.array(v, dtype=np.float64).reshape(-1) for v in m)
+            except (TypeError, ValueError):
+                raise ValueError(f"outputs[{k}]: a band rule's map is its knots (x, y)") \
+                    from None
+            if not 1 <= x.size <= MAX_KNOTS or y.size != x.size:
+                raise ValueError(f"outputs[{k}]: x and y need the same number of knots, "
+                                 f"1 to {MAX_KNOTS}")
+            if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+                raise ValueError(f"outputs[{k}]: the knots must be finite")
+            if np.any(np.diff(x) <= 0) or np.any(np.diff(y) < 0):
+                raise ValueError(f"outputs[{k}]: x must ascend strictly and y must not "
+                                 "descend (a monotone map)")
+            checked.append((x, y))
+    return checked
 
 
 def exit_mask(scores: np.ndarray, gap: bool, lower: float, upper: float) -> np.ndarray:
@@ -253,8 +363,20 @@ def check_epsilon(epsilon: Any) -> float:
     return float(epsilon)
 
 
-def check_points(iterations: int, every: Any) -> np.ndarray:
-    """The checks after every ``every`` iterations, below ``iterations``."""
+def check_points(iterations: int, every: Any, checks: Sequence[int] | None = None
+                 ) -> np.ndarray:
+    """The checks after every ``every`` iterations, below ``iterations``; or the given
+    ``checks`` (iteration counts), checked to ascend within ``[1, iterations)``."""
+    if checks is not None:
+        values = list(checks)
+        if not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool)
+                   for c in values):
+            raise TypeError(f"checks must hold integers (iteration counts), got {checks!r}")
+        if any(not 1 <= c < iterations for c in values) \
+                or any(b <= a for a, b in zip(values, values[1:])):
+            raise ValueError(f"checks must ascend within [1, {iterations}): after how many "
+                             f"iterations to check, got {values}")
+        return np.asarray(values, dtype=np.int64).reshape(-1)
     if isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 1:
         raise ValueError(f"every must be an integer >= 1, got {every!r}")
     return np.arange(int(every), int(iterations), int(every), dtype=np.int64)
@@ -269,10 +391,7 @@ def certified_bounds(leaf_max: np.ndarray, leaf_min: np.ndarray, checks: np.ndar
     the score stays on its side; band with a tolerance (regression): every input leaves
     when the later trees move no score by more than it; gap: the leading class stays
     ahead. ``magnitude`` bounds the scores' size, for the rounding slack."""
-    # what iterations r.. can still add, per output: suffix sums
-    up = np.cumsum(leaf_max[::-1], axis=0)[::-1]
-    down = np.cumsum(leaf_min[::-1], axis=0)[::-1]
-    rest_up, rest_down = up[checks], down[checks]
+    rest_down, rest_up = later_reach(leaf_max, leaf_min, checks)
     slack = CERTIFIED_SLACK * (1.0 + magnitude)
     lower = np.full(checks.size, -np.inf)
     if rule == GAP:
@@ -289,6 +408,261 @@ def certified_bounds(leaf_max: np.ndarray, leaf_min: np.ndarray, checks: np.ndar
         upper = np.maximum(decision_threshold - rest_down[:, 0] + slack, decision_threshold)
         lower = np.minimum(decision_threshold - rest_up[:, 0] - slack, decision_threshold)
     return lower, upper
+
+
+def later_reach(leaf_max: np.ndarray, leaf_min: np.ndarray, checks: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(least, most) the iterations after each check can add to each output, arrays
+    (n_checks, n_outputs): the suffix sums of ``leaf_min`` / ``leaf_max`` (per iteration
+    and output, the smallest / largest sum of leaf values it can add)."""
+    up = np.cumsum(leaf_max[::-1], axis=0)[::-1]
+    down = np.cumsum(leaf_min[::-1], axis=0)[::-1]
+    return down[checks], up[checks]
+
+
+def output_range(rest_down: np.ndarray, rest_up: np.ndarray, tolerance: float | None,
+                 magnitude: float, gap: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) per check: where a mapped output may lie, as offsets from the
+    partial score. Gap: per class, ``rest_down`` and ``rest_up`` (:func:`later_reach`;
+    :func:`scale_within` keeps the scores' differences in the range they span). One
+    output: the range the later trees can reach (of output 0), in which the full
+    model's output lies; with a
+    ``tolerance`` (regression), where it is wide enough, only the outputs within the
+    tolerance of every output in that range, so that an exit certified to be within the
+    tolerance stays so once mapped (the partial score is then inside: low <= 0 <= high)."""
+    if gap:
+        return rest_down, rest_up
+    low, high = rest_down[:, 0].copy(), rest_up[:, 0].copy()
+    if tolerance is not None:
+        slack = CERTIFIED_SLACK * (1.0 + magnitude)
+        near_low, near_high = high - tolerance + slack, low + tolerance - slack
+        fits = near_low <= near_high
+        low[fits] = np.maximum(low, near_low)[fits]
+        high[fits] = np.minimum(high, near_high)[fits]
+    return low, high
+
+
+# -- exit outputs: fitting ------------------------------------------------------------------
+def isotonic(x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Weighted isotonic (non-decreasing) regression of ``y`` on ``x`` by
+    pool-adjacent-violators: ``(xs, fitted, weights)`` per distinct ``x`` of positive
+    weight, ascending (tied ``x`` are pooled first, so they get one value)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    w = np.ones_like(x) if w is None else np.asarray(w, dtype=np.float64)
+    keep = w > 0
+    x, y, w = x[keep], y[keep], w[keep]
+    if x.size == 0:
+        return x, y, w
+    order = np.argsort(x, kind="stable")
+    xs, start = np.unique(x[order], return_index=True)
+    weights = np.add.reduceat(w[order], start)
+    means = np.add.reduceat(w[order] * y[order], start) / weights
+    # the blocks so far: mean, weight, distinct x's; a new point pools with the blocks
+    # before it while their mean is above its
+    block_mean: list[float] = []
+    block_weight: list[float] = []
+    block_size: list[int] = []
+    for mean, weight in zip(means.tolist(), weights.tolist()):
+        size = 1
+        while block_mean and block_mean[-1] > mean:
+            total = block_weight[-1] + weight
+            mean = (block_mean.pop() * block_weight[-1] + mean * weight) / total
+            block_weight.pop()
+            weight = total
+            size += block_size.pop()
+        block_mean.append(mean)
+        block_weight.append(weight)
+        block_size.append(size)
+    fitted = np.repeat(np.maximum.accumulate(np.asarray(block_mean)), block_size)
+    return xs, fitted, weights
+
+
+def monotone_map(x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None,
+                 max_knots: int = MAX_KNOTS) -> tuple[np.ndarray, np.ndarray]:
+    """The knots ``(x, y)`` (both ascending strictly, at most ``max_knots``) of a
+    piecewise-linear map fitted to ``y`` by :func:`isotonic`: each block of equal
+    fitted values gives one knot, at its weighted mean ``x``. Between knots the map is
+    linear, so it is strictly increasing there: unlike the step function of the blocks,
+    it keeps the order of the scores, which AUC measures. With more blocks than
+    ``max_knots``, adjacent blocks are pooled into that many groups of about equal
+    weight (their weighted means; the map stays increasing). More than
+    ``MAX_FIT_POINTS`` distinct ``x``: runs of adjacent ones are first pooled into that
+    many points (weighted means), which bounds the fit's time (a Python loop) and
+    changes the map little, as it has far fewer knots."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    w = np.ones_like(x) if w is None else np.asarray(w, dtype=np.float64)
+    keep = w > 0
+    order = np.argsort(x[keep], kind="stable")
+    xo = x[keep][order]
+    distinct = np.cumsum(np.r_[True, xo[1:] != xo[:-1]]) - 1 if xo.size else xo
+    if xo.size and distinct[-1] + 1 > MAX_FIT_POINTS:
+        yo, wo = y[keep][order], w[keep][order]
+        # the run of each point (tied x's in one run)
+        run = distinct * MAX_FIT_POINTS // (distinct[-1] + 1)
+        start = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+        pooled = np.add.reduceat(wo, start)
+        x = np.add.reduceat(wo * xo, start) / pooled
+        y = np.add.reduceat(wo * yo, start) / pooled
+        w = pooled
+    xs, fitted, weights = isotonic(x, y, w)
+    if xs.size == 0:
+        raise ValueError("monotone_map needs at least one point of positive weight")
+    # the blocks: runs of equal fitted value
+    first = np.flatnonzero(np.r_[True, fitted[1:] != fitted[:-1]])
+    block_weight = np.add.reduceat(weights, first)
+    groups = max(1, max_knots)
+    if first.size > groups:
+        before = np.cumsum(block_weight) - block_weight / 2
+        group = np.minimum((before / block_weight.sum() * groups).astype(np.int64),
+                           groups - 1)
+        first = first[np.r_[True, group[1:] != group[:-1]]]
+    weight = np.add.reduceat(weights, first)
+    value = np.add.reduceat(weights * fitted, first) / weight
+    center = np.add.reduceat(weights * xs, first) / weight
+    # the means of disjoint ascending blocks ascend; rounding must not break that
+    keep = np.r_[True, (np.diff(center) > 0) & (np.diff(value) > 0)]
+    return center[keep], np.maximum.accumulate(value[keep])
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, PROBABILITY_EPS, 1 - PROBABILITY_EPS)
+    return np.log(p) - np.log1p(-p)
+
+
+def _softmax(raw: np.ndarray) -> np.ndarray:
+    z = np.exp(raw - raw.max(axis=1, keepdims=True))
+    return z / z.sum(axis=1, keepdims=True)
+
+
+def fit_scale(scores: np.ndarray, target: np.ndarray, w: np.ndarray) -> float:
+    """The temperature ``c`` in ``[1 / SCALE_LIMIT, SCALE_LIMIT]`` whose ``softmax(c *
+    scores)`` has the least weighted cross-entropy against the probabilities
+    ``target`` (n, n_classes): the loss is convex in ``c``, so its derivative's sign is
+    bisected (on log c)."""
+    lo, hi = -math.log(SCALE_LIMIT), math.log(SCALE_LIMIT)
+    expected = np.einsum("ij,ij->i", target, scores)
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        p = _softmax(math.exp(mid) * scores)
+        slope = float(np.dot(w, np.einsum("ij,ij->i", p, scores) - expected))
+        if slope > 0:
+            hi = mid
+        else:
+            lo = mid
+    return math.exp((lo + hi) / 2)
+
+
+def fit_outputs(stages: Iterator[tuple[int, np.ndarray]], target: np.ndarray,
+                weight: np.ndarray | None, rules: Sequence[ExitRules]) -> None:
+    """Set the ``outputs`` of each of ``rules`` (made on the same inputs and checks):
+    per check that can let inputs out, a map from the partial scores of the inputs that
+    leave there to ``target``, the estimate of the full model's output wanted.
+
+    ``stages`` yields ``(k, scores)`` per check as for :func:`calibrate`. ``target``:
+    binary, a probability per input (the full model's, or the label), fitted by
+    :func:`monotone_map` and stored on the raw (logit) scale; regression, the full
+    model's prediction; multiclass, the full model's class probabilities, to which a
+    temperature is fitted (:func:`fit_scale`). Fewer than ``MIN_MAP_INPUTS`` inputs
+    leaving at a check: the map is fitted on all those live there."""
+    n = target.shape[0]
+    w = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
+    live = [np.ones(n, dtype=bool) for _ in rules]
+    maps: list[list[Any]] = [[None] * r.check_after.size for r in rules]
+    firing = [r.firing() for r in rules]
+    for k, scores in stages:
+        gap = rules[0].gap if rules else False
+        if gap:
+            top = np.sort(scores, axis=1)
+            value = top[:, -1] - top[:, -2]
+        else:
+            value = scores[:, 0]
+        for j, r in enumerate(rules):
+            if not firing[j][k]:
+                continue
+            out = live[j] & _outside(value, gap, r.lower[k], r.upper[k])
+            fit_on = out if np.count_nonzero(out) >= MIN_MAP_INPUTS else live[j]
+            if np.any(w[fit_on] > 0):
+                maps[j][k] = _fit_map(r, scores[fit_on], target[fit_on], w[fit_on])
+            live[j] &= ~out
+    for r, m in zip(rules, maps):
+        r.outputs = check_outputs(m, r.rule, r.check_after.size)
+
+
+def _fit_map(rules: ExitRules, scores: np.ndarray, target: np.ndarray, w: np.ndarray) -> Any:
+    """One check's map (see :func:`fit_outputs`)."""
+    if rules.gap:
+        return fit_scale(scores, target, w)
+    x, y = monotone_map(scores[:, 0], target, w)
+    return (x, _logit(y) if rules.calibration.get("tolerance") is None else y)
+
+
+# -- exit outputs: applying -----------------------------------------------------------------
+def apply_map(partial: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The map of knots ``(x, y)`` at ``partial``: linear between the knots, and beyond
+    them the partial score shifted by the end knot's offset (slope 1), so that the
+    order of the scores is kept there too rather than flattened into ties."""
+    below, above = partial < x[0], partial > x[-1]
+    return np.where(below, partial + (y[0] - x[0]),
+                    np.where(above, partial + (y[-1] - x[-1]), np.interp(partial, x, y)))
+
+
+def scale_within(scores: np.ndarray, scale: float, down: np.ndarray, up: np.ndarray
+                 ) -> np.ndarray:
+    """Per row of ``scores`` (n, n_classes), the factor ``c > 0`` nearest to ``scale``
+    with which every difference of two class scores stays in the range the later trees
+    can give it: ``c (s_i - s_j)`` within ``s_i - s_j + [down_i - up_j, up_i - down_j]``
+    (``down`` / ``up``: what they add to each class at least / most; softmax depends on
+    the differences only). The factors allowed form an interval, which holds 1 (the
+    partial scores) whenever ``down <= up`` across classes (leaves of both signs); where
+    it is empty, 1. A factor > 0 keeps the largest class, which wins at the lower end
+    (at least ``1 / SCALE_LIMIT``)."""
+    n, n_classes = scores.shape
+    lo, hi = np.full(n, -np.inf), np.full(n, np.inf)   # bounds on c - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(n_classes):
+            diff = scores[:, i:i + 1] - scores        # s_i - s_j, pairs with s_i > s_j
+            ahead = diff > 0
+            hi = np.minimum(hi, np.where(ahead, (up[i] - down) / diff, np.inf).min(axis=1))
+            lo = np.maximum(lo, np.where(ahead, (down[i] - up) / diff, -np.inf).max(axis=1))
+    t = np.where(lo <= hi, np.clip(scale - 1.0, lo, hi), 0.0)
+    return np.maximum(1.0 + t, 1.0 / SCALE_LIMIT)
+
+
+def map_outputs(rules: ExitRules, raw: np.ndarray, check: np.ndarray,
+                low: np.ndarray, high: np.ndarray) -> None:
+    """Replace, in place, the raw scores (n, n_outputs) of the inputs that left at
+    check ``k`` (``check[i] == k``; -1: not exited) by ``rules.outputs[k]``'s map of
+    them. Band: the map's value (:func:`apply_map`), kept within
+    ``partial + [low[k], high[k]]`` (:func:`output_range`) and then, binary, on the
+    partial score's side of the decision threshold (which wins should the two
+    conflict, which only a calibrated exit that the later trees certainly reverse
+    could; above the threshold, the output is at least ``min(partial, threshold +
+    SIDE_MARGIN)``). Gap: the scores times the scale, brought per input as near to it
+    as the range of the later trees allows (:func:`scale_within`; the largest class
+    stays the largest)."""
+    if rules.outputs is None:
+        return
+    order = np.argsort(check, kind="stable")
+    ends = np.searchsorted(check[order], np.arange(rules.check_after.size + 1))
+    threshold = rules.calibration.get("decision_threshold")
+    for k, m in enumerate(rules.outputs):
+        rows = order[ends[k]:ends[k + 1]]
+        if m is None or rows.size == 0:
+            continue
+        if rules.gap:
+            raw[rows] *= scale_within(raw[rows], m, low[k], high[k])[:, None]
+            continue
+        partial = raw[rows, 0]
+        mapped = np.clip(apply_map(partial, *m), partial + low[k], partial + high[k])
+        if threshold is not None:
+            # above the threshold: at least the partial score or threshold + SIDE_MARGIN,
+            # so that a probability stays above 0.5 too (sigmoid of the next float
+            # above 0 is 0.5)
+            mapped = np.where(partial > threshold,
+                              np.maximum(mapped, np.minimum(partial, threshold + SIDE_MARGIN)),
+                              np.minimum(mapped, threshold))
+        raw[rows, 0] = mapped
 
 
 class _Calibration:

@@ -121,7 +121,7 @@ class Forest(TreeEnsemble):
         self.class_counts.append(class_counts)
         self._end_iteration()
 
-    def _slice_extra(self, t0, t1):
+    def _slice_extra(self, t0, t1, begin, end):
         self.class_counts = [c.copy() for c in self.class_counts[t0:t1]]
 
     def num_trees(self) -> int:

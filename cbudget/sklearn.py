@@ -44,7 +44,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from ._model import Model
 from .adapt import ExternalModel, GatedModel
-from .cost_path import cost_path
+from .cost_path import CostPath, cost_path
 from .costs import CostGroups, CostReport, FeatureCosts, GroupCosts
 from .cstc import Cascade, ClassifierTree
 from .dataset import Dataset, MatrixLike, check_row_count, query_boundaries
@@ -52,6 +52,7 @@ from .forest import Forest
 from .metrics import RANKING_OBJECTIVES, evaluate_metric
 from .model_io import algorithms_of
 from .params import ALIASES
+from .training import lambda_max as find_lambda_max
 from .training import train
 
 __all__ = ["GBDTClassifier", "GBDTRegressor", "CEGBClassifier", "CEGBRegressor",
@@ -70,6 +71,10 @@ EvalSet = Sequence[tuple[MatrixLike, ArrayLike]]
 # the query groups of each eval_set pair (rankers)
 EvalGroups = Sequence[ArrayLike]
 
+# the trade-off of cost_tradeoff="path" without validation data to choose on (tiny data),
+# as a fraction of lambda_max: the geometric middle of where it usually matters (1e-3 to
+# 1e-1 times lambda_max), so that the one model is neither constant nor cost-blind
+FALLBACK_TRADEOFF = 1e-2
 # training parameters every estimator sets itself, and from what
 _SET_BY_ESTIMATOR = {"algorithm": "the estimator's class (or its `algorithm` parameter)",
                      "objective": "y", "num_class": "y", "seed": "random_state",
@@ -265,9 +270,12 @@ class _CostAwareEstimator(BaseEstimator):
         seed = self._seed()
         params = self._training_params(objective, seed)
         evals_result: dict = {}
-        if self._cost_tradeoff_from_path():
-            self.model_ = self._model_on_cost_path(params, dtrain, evals, seed)
+        searched = self._model_on_cost_path(params, dtrain, evals, seed) \
+            if self._cost_tradeoff_from_path() else params
+        if isinstance(searched, Model):
+            self.model_ = searched
         else:
+            params = searched
             expensive = self._expensive_model(dtrain, seed)
             if expensive is not None:
                 self.expensive_model_ = expensive
@@ -275,6 +283,10 @@ class _CostAwareEstimator(BaseEstimator):
                                 early_stopping_rounds=self.early_stopping_rounds,
                                 evals_result=evals_result, verbose_eval=self.verbose,
                                 expensive_model=expensive)
+            if self._cost_tradeoff_from_path():   # nothing to search: the one model
+                self.cost_path_: CostPath | None = None
+                self.cost_tradeoff_: float | None = float(self.model_.params["cost_tradeoff"])
+                self.cost_stages_: list[tuple[int, float]] | None = None
         self.evals_result_ = evals_result
         self.best_iteration_ = self.model_.best_iteration
         return self
@@ -295,11 +307,30 @@ class _CostAwareEstimator(BaseEstimator):
         return False
 
     def _model_on_cost_path(self, params: dict[str, Any], dtrain: Dataset, evals: list,
-                            seed: int) -> Model:
-        """The model of the trade-off chosen on a cost path (``cost_path_``,
-        ``cost_tradeoff_``), validated on the last evaluation set, else on 20% of the
-        training rows (of the queries, for rankers) held out."""
+                            seed: int) -> Model | dict[str, Any]:
+        """The model chosen on a cost path (``cost_path_``; ``cost_tradeoff_`` for a
+        single trade-off, ``cost_stages_`` for a cascade), validated on the last
+        evaluation set, else on 20% of the training rows (of the queries, for rankers)
+        held out. Classifiers with ``cost_budget`` search cascades with exits too.
+
+        When there is nothing to search, the params of the one model to train instead:
+        without a cost a split could pay for (``lambda_max`` 0), every trade-off trains
+        the same model (``params`` as they are); without validation data (one row or
+        query and no ``eval_set``, or rows held out that leave no split worth its cost)
+        the trade-off :data:`FALLBACK_TRADEOFF` times ``lambda_max``. With
+        ``cost_budget``, no validation data is a ValueError."""
+        start = find_lambda_max(params, dtrain)
+        if start == 0:
+            return params
+        fallback = dict(params, cost_tradeoff=FALLBACK_TRADEOFF * start)
         if not evals:
+            ptr = dtrain.group_ptr
+            if (dtrain.num_data() if ptr is None else ptr.shape[0] - 1) < 2:
+                if self.cost_budget is not None:
+                    what = "row" if ptr is None else "query"
+                    raise ValueError(f"cost_budget is measured on validation data, but "
+                                     f"the training data has one {what}: pass eval_set")
+                return fallback
             (fit_rows, fit_group), (valid_rows, valid_group) = _holdout(dtrain, seed)
             weight = dtrain.weight
             full = dtrain
@@ -309,15 +340,26 @@ class _CostAwareEstimator(BaseEstimator):
             evals = [(Dataset(full.data[valid_rows], full.label[valid_rows], reference=dtrain,
                               weight=None if weight is None else weight[valid_rows],
                               group=valid_group), "valid_0")]
-        self.cost_path_ = cost_path(
+            if find_lambda_max(params, dtrain) == 0:   # the rows held out had the gains
+                return fallback
+        path = cost_path(
             {k: v for k, v in params.items() if k != "cost_tradeoff"}, dtrain, evals[-1][0],
             n_points=self.path_points, num_boost_round=self.n_estimators,
             early_stopping_rounds=self.early_stopping_rounds,
-            exit_epsilons=getattr(self, "exit_epsilons", None))
-        chosen = self.cost_path_.best_index(
-            np.inf if self.cost_budget is None else self.cost_budget)
-        self.cost_tradeoff_ = float(self.cost_path_.lambdas[chosen])
-        return self.cost_path_.models[chosen]
+            exit_epsilons=getattr(self, "exit_epsilons", None),
+            cascades=self._searches_cascades())
+        chosen = path.best_index(np.inf if self.cost_budget is None else self.cost_budget)
+        lam = float(path.lambdas[chosen])
+        self.cost_path_ = path
+        self.cost_stages_ = None if path.stages is None else path.stages[chosen]
+        self.cost_tradeoff_ = None if np.isnan(lam) else lam
+        return path.models[chosen]
+
+    def _searches_cascades(self) -> bool:
+        """Whether the cost path also searches cascades: for a budget, with exits
+        (classifiers; without a budget the choice is the most accurate model, which a
+        cascade's exits do not make more accurate, so they would only cost time)."""
+        return self.cost_budget is not None and isinstance(self, ClassifierMixin)
 
     def _evals(self, dtrain: Dataset, eval_set: EvalSet | None,
                eval_sample_weight: Sequence[ArrayLike | None] | None,
@@ -635,6 +677,7 @@ class _CostAwareBoosting(_CostAwareEstimator):
     def __init__(self, *, n_estimators: int = 100, cost_tradeoff: float | str | None = None,
                  cost_budget: float | None = None, path_points: int = 16,
                  exit_epsilons: Sequence[float] | None = None,
+                 cost_stages: Sequence[Sequence[float]] | None = None,
                  learning_rate: float | None = None, num_leaves: int | None = None,
                  max_depth: int | None = None,
                  feature_costs: FeatureCosts | None = None,
@@ -655,27 +698,39 @@ class _CostAwareBoosting(_CostAwareEstimator):
         self.cost_budget = cost_budget
         self.path_points = path_points
         self.exit_epsilons = exit_epsilons
+        self.cost_stages = cost_stages
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
         self.max_depth = max_depth
 
     def _algorithm_params(self) -> dict[str, Any]:
-        return {"algorithm": self._algorithm, "cost_tradeoff": self.cost_tradeoff,
+        # None or "path" (the search): set per point of the path (left out: the
+        # algorithm's default when there is nothing to search)
+        lam = None if isinstance(self.cost_tradeoff, str) else self.cost_tradeoff
+        return {"algorithm": self._algorithm, "cost_tradeoff": lam,
+                "cost_stages": self.cost_stages,
                 "learning_rate": self.learning_rate, "num_leaves": self.num_leaves,
                 "max_depth": self.max_depth}
 
     def _cost_tradeoff_from_path(self) -> bool:
+        """Whether the estimator searches: ``cost_tradeoff`` None (the default) or
+        "path", without ``cost_stages`` (which gives each stage its trade-off)."""
+        if self.cost_stages is not None and self.cost_tradeoff == "path":
+            raise ValueError("cost_stages gives each stage its trade-off: leave "
+                             "cost_tradeoff None (not 'path')")
         if isinstance(self.cost_tradeoff, str) and self.cost_tradeoff != "path":
-            raise ValueError(f"cost_tradeoff must be a number >= 0 or 'path', got "
+            raise ValueError(f"cost_tradeoff must be a number >= 0, 'path' or None, got "
                              f"{self.cost_tradeoff!r}")
+        search = self.cost_stages is None and self.cost_tradeoff in (None, "path")
         for name in ("cost_budget", "exit_epsilons"):
-            if getattr(self, name) is not None and self.cost_tradeoff != "path":
-                raise ValueError(f"{name} applies with cost_tradeoff='path'")
+            if getattr(self, name) is not None and not search:
+                raise ValueError(f"{name} applies with cost_tradeoff='path' or None (the "
+                                 "search), not with a number or cost_stages")
         if self.exit_epsilons is not None and not isinstance(self, ClassifierMixin):
             raise ValueError("exit_epsilons applies to the classifiers: exits of a regressor "
                              "need a tolerance, a ranker's none (cbudget.cost_path takes "
                              "exit_tolerance)")
-        return self.cost_tradeoff == "path"
+        return search
 
 
 class _ClassifierTrees(_CostAwareEstimator):
@@ -768,11 +823,21 @@ def _documented(iterations: str, model: str, importance: str) -> Any:
     def document(cls: type) -> type:
         common = _COMMON_DOC % {"iterations": iterations, "model": model,
                                 "importance": importance}
+        if issubclass(cls, _CostAwareBoosting):
+            common = _COST_STAGES_DOC + common
         cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n" + textwrap.indent(common, "    ")
         return cls
     return document
 
 
+_COST_STAGES_DOC = """\
+cost_stages : list of [rounds, cost_tradeoff] pairs, optional
+    Boosting in stages instead of one ``cost_tradeoff`` (leave that None): stage ``k``
+    grows the next ``rounds`` rounds at its trade-off, e.g. ``[(150, 1e-3), (150,
+    3e-4)]`` to leave the costly features for the later trees
+    (:attr:`cbudget.Booster.cost_stages`; exits at the stage boundaries with
+    ``model_.calibrate_exits(data, epsilon, checks="stages")``).
+"""
 _BOOSTER_DOC = dict(iterations="Boosting rounds.", model="a cbudget.Booster",
                     importance="The total gain of each feature's splits")
 _CSTC_DOC = dict(iterations="Sweeps of block coordinate descent (fewer once converged).",
@@ -805,115 +870,101 @@ class GBDTRegressor(_Regressor, _GradientBoosting):
     _algorithm = "gbdt"
 
 
+def _search_doc(weight: str, task: str) -> str:
+    """The docs of a CEGB or Greedy Miser estimator's search parameters (``cost_tradeoff``,
+    ``cost_budget``, ``path_points``, ``exit_epsilons``): ``weight`` says what lambda
+    weighs; ``task`` is "classifier", "regressor" or "ranker"."""
+    unit, each, rows = ("a document", "document", "queries") if task == "ranker" \
+        else ("an input", "input", "rows")
+    extras = {
+        "classifier": "With ``cost_budget``, the search takes in two-stage cascades with "
+                      "exits (``cost_path(cascades=True)``): if one is chosen, "
+                      "``cost_tradeoff_`` is None and ``cost_stages_`` its stages (None "
+                      "otherwise).",
+        "regressor": "No cascades (their exits would need a tolerance) nor exits.",
+        "ranker": "No cascades nor exits."}
+    empty = "one row" if task != "ranker" else "one query"
+    text = (f"lambda, {weight}. None (the default) or \"path\": the search, chosen on a "
+            f":func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max`` "
+            f"down, measured on the last ``eval_set`` (or on 20% of the training {rows} "
+            f"held out): the best validation score, or with ``cost_budget`` the best whose "
+            f"mean cost per {each} is within it. The path is ``cost_path_``, the trade-off "
+            f"chosen ``cost_tradeoff_``. {extras[task]} With nothing to search, the one "
+            f"model (``cost_path_`` None): without costs (``lambda_max`` 0), as before; "
+            f"without validation data ({empty} and no ``eval_set``, or a holdout that "
+            f"leaves no split worth its cost), at ``FALLBACK_TRADEOFF * lambda_max``. With "
+            f"``cost_stages``, None trains those stages.")
+    exits = ("With the search: the path's exit dimension (each trade-off's model also with "
+             "exit rules calibrated at these epsilons, :func:`cbudget.cost_path`), so the "
+             "model chosen may stop inputs early (``model_.exit_rules``)."
+             if task == "classifier" else
+             "The classifiers' exit dimension of the path; a regressor's or ranker's is a "
+             "ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` "
+             "takes ``exit_epsilons`` and ``exit_tolerance``).")
+
+    def entry(name: str, body: str) -> str:
+        return f"    {name}\n" + textwrap.fill(body, 92, initial_indent=" " * 8,
+                                               subsequent_indent=" " * 8,
+                                               break_on_hyphens=False) + "\n"
+
+    return (entry('cost_tradeoff : float, "path" or None, default None', text)
+            + entry("cost_budget : float, optional",
+                    f"With the search: the most {unit}'s prediction may cost on average.")
+            + entry("path_points : int, default 16", "With the search: the trade-offs tried.")
+            + entry("exit_epsilons : sequence of float, optional" if task == "classifier"
+                    else "exit_epsilons : None", exits))
+
+
+_CEGB_WEIGHT = "the weight of a split's cost increment"
+_GREEDY_MISER_WEIGHT = "the weight of a feature's cost the first time the model uses it"
+_TREE_DOC = """    learning_rate, num_leaves, max_depth : optional
+        As in cbudget (None: its defaults, 0.1, %s).
+"""
+_CEGB_TREES = _TREE_DOC % "31 leaves best-first, no depth limit"
+_GREEDY_MISER_TREES = _TREE_DOC % "depth 4 level by level"
+
+
 @_documented(**_BOOSTER_DOC)
 class CEGBClassifier(_Classifier, _CostAwareBoosting):
-    """Cost-efficient gradient boosting (``algorithm="cegb"``, Peter et al., NIPS 2017):
+    __doc__ = ("""Cost-efficient gradient boosting (``algorithm="cegb"``, Peter et al., NIPS 2017):
     binary or multi-class.
 
     Parameters
     ----------
-    cost_tradeoff : float or "path", optional
-        lambda, the weight of a split's cost increment (None: 1). "path": chosen on
-        a :func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max``
-        down, measured on the last ``eval_set`` (or on 20% of the training rows held
-        out): the best validation score, or with
-        ``cost_budget`` the best whose mean cost per input is within it. The path is
-        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
-    cost_budget : float, optional
-        With ``cost_tradeoff="path"``: the most a prediction may cost on average.
-    path_points : int, default 16
-        With ``cost_tradeoff="path"``: the trade-offs tried.
-    exit_epsilons : sequence of float, optional
-        With ``cost_tradeoff="path"``: the path's exit dimension (each trade-off's model
-        also with exit rules calibrated at these epsilons, :func:`cbudget.cost_path`),
-        so the model chosen may stop inputs early (``model_.exit_rules``).
-    learning_rate, num_leaves, max_depth : optional
-        As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
-    """
+""" + _search_doc(_CEGB_WEIGHT, "classifier") + _CEGB_TREES)
     _algorithm = "cegb"
 
 
 @_documented(**_BOOSTER_DOC)
 class CEGBRegressor(_Regressor, _CostAwareBoosting):
-    """Cost-efficient gradient boosting (``algorithm="cegb"``, Peter et al., NIPS 2017):
+    __doc__ = ("""Cost-efficient gradient boosting (``algorithm="cegb"``, Peter et al., NIPS 2017):
     squared error.
 
     Parameters
     ----------
-    cost_tradeoff : float or "path", optional
-        lambda, the weight of a split's cost increment (None: 1). "path": chosen on
-        a :func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max``
-        down, measured on the last ``eval_set`` (or on 20% of the training rows held
-        out): the best validation score, or with
-        ``cost_budget`` the best whose mean cost per input is within it. The path is
-        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
-    cost_budget : float, optional
-        With ``cost_tradeoff="path"``: the most a prediction may cost on average.
-    path_points : int, default 16
-        With ``cost_tradeoff="path"``: the trade-offs tried.
-    exit_epsilons : None
-        The classifiers' exit dimension of the path; a regressor's or ranker's is a
-        ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` takes
-        ``exit_epsilons`` and ``exit_tolerance``).
-    learning_rate, num_leaves, max_depth : optional
-        As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
-    """
+""" + _search_doc(_CEGB_WEIGHT, "regressor") + _CEGB_TREES)
     _algorithm = "cegb"
 
 
 @_documented(**_BOOSTER_DOC)
 class GreedyMiserClassifier(_Classifier, _CostAwareBoosting):
-    """The Greedy Miser (``algorithm="greedy_miser"``, Xu et al., ICML 2012): binary or
+    __doc__ = ("""The Greedy Miser (``algorithm="greedy_miser"``, Xu et al., ICML 2012): binary or
     multi-class.
 
     Parameters
     ----------
-    cost_tradeoff : float or "path", optional
-        lambda, the weight of a feature's cost the first time the model uses it
-        (None: 1). "path": chosen on a :func:`cbudget.cost_path` of ``path_points``
-        trade-offs from ``lambda_max`` down, measured on the last ``eval_set`` (or on
-        20% of the training rows held out): the best validation score, or with
-        ``cost_budget`` the best whose mean cost per input is within it. The path is
-        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
-    cost_budget : float, optional
-        With ``cost_tradeoff="path"``: the most a prediction may cost on average.
-    path_points : int, default 16
-        With ``cost_tradeoff="path"``: the trade-offs tried.
-    exit_epsilons : sequence of float, optional
-        With ``cost_tradeoff="path"``: the path's exit dimension (each trade-off's model
-        also with exit rules calibrated at these epsilons, :func:`cbudget.cost_path`),
-        so the model chosen may stop inputs early (``model_.exit_rules``).
-    learning_rate, num_leaves, max_depth : optional
-        As in cbudget (None: its defaults, 0.1, depth 4 level by level).
-    """
+""" + _search_doc(_GREEDY_MISER_WEIGHT, "classifier") + _GREEDY_MISER_TREES)
     _algorithm = "greedy_miser"
 
 
 @_documented(**_BOOSTER_DOC)
 class GreedyMiserRegressor(_Regressor, _CostAwareBoosting):
-    """The Greedy Miser (``algorithm="greedy_miser"``, Xu et al., ICML 2012): squared
+    __doc__ = ("""The Greedy Miser (``algorithm="greedy_miser"``, Xu et al., ICML 2012): squared
     error.
 
     Parameters
     ----------
-    cost_tradeoff : float or "path", optional
-        lambda, the weight of a feature's cost the first time the model uses it
-        (None: 1). "path": chosen on a :func:`cbudget.cost_path` of ``path_points``
-        trade-offs from ``lambda_max`` down, measured on the last ``eval_set`` (or on
-        20% of the training rows held out): the best validation score, or with
-        ``cost_budget`` the best whose mean cost per input is within it. The path is
-        ``cost_path_``, the trade-off chosen ``cost_tradeoff_``.
-    cost_budget : float, optional
-        With ``cost_tradeoff="path"``: the most a prediction may cost on average.
-    path_points : int, default 16
-        With ``cost_tradeoff="path"``: the trade-offs tried.
-    exit_epsilons : None
-        The classifiers' exit dimension of the path; a regressor's or ranker's is a
-        ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` takes
-        ``exit_epsilons`` and ``exit_tolerance``).
-    learning_rate, num_leaves, max_depth : optional
-        As in cbudget (None: its defaults, 0.1, depth 4 level by level).
-    """
+""" + _search_doc(_GREEDY_MISER_WEIGHT, "regressor") + _GREEDY_MISER_TREES)
     _algorithm = "greedy_miser"
 
 
@@ -946,23 +997,7 @@ class CEGBRanker(_Ranker, _CostAwareBoosting):
     NIPS 2017) for learning to rank.""" + _RANKER_DOC + """
     Parameters
     ----------
-    cost_tradeoff : float or "path", optional
-        lambda, the weight of a split's cost increment (None: 1). "path": chosen on
-        a :func:`cbudget.cost_path` of ``path_points`` trade-offs from ``lambda_max``
-        down, measured on the last ``eval_set`` (or on 20% of the training queries held
-        out): the best validation score, or with ``cost_budget`` the best whose mean
-        cost per document is within it.
-    cost_budget : float, optional
-        With ``cost_tradeoff="path"``: the most a document's prediction may cost on
-        average.
-    path_points : int, default 16
-    exit_epsilons : None
-        The classifiers' exit dimension of the path; a regressor's or ranker's is a
-        ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` takes
-        ``exit_epsilons`` and ``exit_tolerance``).
-    learning_rate, num_leaves, max_depth : optional
-        As in cbudget (None: its defaults, 0.1, 31 leaves best-first, no depth limit).
-""")
+""" + _search_doc(_CEGB_WEIGHT, "ranker") + _CEGB_TREES)
     _algorithm = "cegb"
 
 
@@ -973,18 +1008,7 @@ class GreedyMiserRanker(_Ranker, _CostAwareBoosting):
                + """
     Parameters
     ----------
-    cost_tradeoff : float or "path", optional
-        lambda, the weight of a feature's cost the first time the model uses it
-        (None: 1); "path" as for :class:`CEGBRanker`.
-    cost_budget : float, optional
-    path_points : int, default 16
-    exit_epsilons : None
-        The classifiers' exit dimension of the path; a regressor's or ranker's is a
-        ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` takes
-        ``exit_epsilons`` and ``exit_tolerance``).
-    learning_rate, num_leaves, max_depth : optional
-        As in cbudget (None: its defaults, 0.1, depth 4 level by level).
-""")
+""" + _search_doc(_GREEDY_MISER_WEIGHT, "ranker") + _GREEDY_MISER_TREES)
     _algorithm = "greedy_miser"
 
 

@@ -418,7 +418,8 @@ def test_json_records_cegb_parameters_and_penalties(tmp_path):
     assert doc["format_version"] == list(cbudget.model_io.FORMAT_VERSION)
     assert doc["cegb"] == {"cost_tradeoff": 0.004, "grow_policy": "lossguide",
                            "num_leaves": 31, "max_depth": None, "gain_scale": 0.5,
-                           "gradient_order": 2, "learning_rate": 0.1}
+                           "gradient_order": 2, "learning_rate": 0.1,
+                           "cost_stages": [[0, 8, 0.004]]}
     tree = doc["trees"][0]
     split = [i for i, left in enumerate(tree["left_children"]) if left != -1]
     penalties = np.array(tree["cost_penalty"])[split]

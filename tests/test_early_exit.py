@@ -225,8 +225,10 @@ def test_calibration_spends_its_epsilon(spending, epsilon):
     # now spread over as few checks as it takes to spend it. It can be spent whenever
     # more than floor(epsilon * n) inputs' prediction after the first check differs from
     # the full model's (unless their scores tie there); at least 0.8 of it always on
-    # these models, and here all of it
-    model, kind = calibrated(spending, epsilon), spending["kind"]
+    # these models, and here all of it. The budget is of the partial scores' disagreements:
+    # the output maps (the default) keep a class but move a regression prediction, mostly
+    # nearer the full one, so there they disagree less (calibration["disagreement"] says)
+    model, kind = calibrated(spending, epsilon, outputs="partial"), spending["kind"]
     Xv, n = spending["Xv"], spending["Xv"].shape[0]
     full = model.predict(Xv, early_exit=False)
     allowed = np.floor(epsilon * n + 1e-9)
@@ -235,6 +237,10 @@ def test_calibration_spends_its_epsilon(spending, epsilon):
     assert disagree == pytest.approx(model.exit_rules.calibration["disagreement"])
     assert 0.8 * epsilon <= disagree <= epsilon + 1e-12
     assert disagree * n == allowed
+    mapped = calibrated(spending, epsilon)
+    mapped_disagree = np.mean(~agree(kind, mapped.predict(Xv), full))
+    assert mapped_disagree == pytest.approx(mapped.exit_rules.calibration["disagreement"])
+    assert mapped_disagree == disagree if kind != "regression" else mapped_disagree <= disagree
 
 
 def test_a_larger_epsilon_exits_earlier_and_saves_more(setting):

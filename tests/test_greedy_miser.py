@@ -369,7 +369,8 @@ def test_json_records_the_algorithm_and_round_trips(tmp_path):
     assert doc["format_version"] == list(cbudget.model_io.FORMAT_VERSION)
     assert doc["greedy_miser"] == {"cost_tradeoff": 0.25, "grow_policy": "depthwise",
                                    "num_leaves": None, "max_depth": 4, "gain_scale": 0.5,
-                                   "gradient_order": 1, "learning_rate": 0.1}
+                                   "gradient_order": 1, "learning_rate": 0.1,
+                                   "cost_stages": [[0, 10, 0.25]]}
     loaded = cbudget.load_model(path)
     assert loaded.algorithm == "greedy_miser" and loaded.params["cost_tradeoff"] == 0.25
     np.testing.assert_array_equal(loaded.predict(X), b.predict(X))

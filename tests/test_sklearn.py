@@ -329,7 +329,7 @@ def test_cost_tradeoff_chosen_on_a_cost_path(estimator):
     with pytest.raises(ValueError, match="'path'"):
         estimator(cost_tradeoff="auto").fit(X, y)
     with pytest.raises(ValueError, match="cost_budget applies"):
-        estimator(cost_budget=3.0).fit(X, y)
+        estimator(cost_tradeoff=0.1, cost_budget=3.0).fit(X, y)
 
 
 def test_the_cost_path_of_an_estimator_takes_the_exit_dimension():
@@ -346,6 +346,6 @@ def test_the_cost_path_of_an_estimator_takes_the_exit_dimension():
         assert with_exits.model_.exit_rules.calibration["epsilon"] == path.epsilons[chosen]
     assert with_exits.predict_cost(X[200:]).mean() == pytest.approx(path.costs[chosen])
     with pytest.raises(ValueError, match="exit_epsilons applies with"):
-        CEGBClassifier(exit_epsilons=[0.01]).fit(X, y)
+        CEGBClassifier(cost_tradeoff=1.0, exit_epsilons=[0.01]).fit(X, y)
     with pytest.raises(ValueError, match="classifiers"):
         CEGBRegressor(cost_tradeoff="path", exit_epsilons=[0.01]).fit(X, y.astype(float))

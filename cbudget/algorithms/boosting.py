@@ -28,11 +28,21 @@
   :meth:`cbudget.Booster.best_iteration_within_budget` picks the best validation round
   within a total budget.
 
+Cost stages (``cost_stages=[[rounds, cost_tradeoff], ...]``, cegb and greedy_miser):
+the rounds grow in stages, stage ``k`` the next ``rounds`` rounds at its own trade-off
+(rounds past the last stage keep the last one's); the acquisition state carries over, so
+training in stages grows the trees of training the first stage and continuing it
+(``xgb_model``) at the next trade-off. The model records its stages
+(:attr:`cbudget.Booster.cost_stages`).
+
 Continuing a model (``xgb_model``): its trees are kept and new rounds added; the
 acquisition state (and, for CEGB and Greedy Miser, the penalty) is restored by routing
-the training inputs through the existing trees. Row and column sampling depend only on
-``seed`` and the round, so ``a`` rounds continued by ``b`` grow the same trees as ``a +
-b`` rounds at once (up to floating-point rounding of the restored scores).
+the training inputs through the existing trees. ``cost_stages`` then counts the new
+rounds; the model's stages are the old model's followed by the new ones (the rounds of a
+model trained without a penalty, e.g. gbdt, count as trade-off 0). Row and column
+sampling depend only on ``seed`` and the round, so ``a`` rounds continued by ``b`` grow
+the same trees as ``a + b`` rounds at once (up to floating-point rounding of the
+restored scores).
 """
 from __future__ import annotations
 
@@ -52,7 +62,8 @@ from ..params import SQRT_FLOAT_MAX, Param, choice, depth_limit, flag, number
 __all__ = ["ALGORITHMS", "GREEDY_MISER", "TREE_PARAMS", "BoostingTrainer", "RoundSampler",
            "binned_like", "penalty_costs", "tree_grower", "complete_tree_params",
            "greedy_miser_trees", "initial_base_score", "mean_training_cost",
-           "check_gradient_sums", "add_checked_round", "grower_memory_needs"]
+           "check_gradient_sums", "add_checked_round", "grower_memory_needs",
+           "COST_STAGES", "check_cost_stages", "stage_tradeoffs"]
 
 # LightGBM's limit too: more leaves than this is never a useful tree, and the grower's
 # per-leaf arrays are sized by it
@@ -95,6 +106,49 @@ COST_TRADEOFF = Param("cost_tradeoff", 1.0, number(low=0),
                       "loss's gain per unit of cost (it scales with the data size and "
                       "inversely with the costs); cbudget.lambda_max(params, dtrain) is "
                       "where nothing is bought any more, cbudget.cost_path scans below it")
+
+
+def check_cost_stages(value, name):
+    """None, or a non-empty list of ``[rounds, cost_tradeoff]`` pairs (tuples taken):
+    ``rounds`` an integer >= 1, the trade-off a finite number >= 0. Returned as a list of
+    2-lists (the JSON form)."""
+    if value is None:
+        return None
+    rounds_check = number(integer=True, low=1)
+    tradeoff_check = number(low=0)
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ValueError(f"parameter {name} must be a non-empty list of [rounds, "
+                         f"cost_tradeoff] pairs, got {value!r}")
+    stages = []
+    for k, stage in enumerate(value):
+        if not isinstance(stage, (list, tuple)) or len(stage) != 2:
+            raise ValueError(f"parameter {name}[{k}] must be a pair [rounds, cost_tradeoff],"
+                             f" got {stage!r}")
+        stages.append([rounds_check(stage[0], f"{name}[{k}] rounds"),
+                       tradeoff_check(stage[1], f"{name}[{k}] cost_tradeoff")])
+    return stages
+
+
+COST_STAGES = Param("cost_stages", None, check_cost_stages,
+                    "[[rounds, cost_tradeoff], ...]: boosting in stages, each the next "
+                    "`rounds` rounds at its own trade-off (rounds past the last stage keep "
+                    "its trade-off); replaces cost_tradeoff (docs/architecture.md, \"Cost "
+                    "stages\")")
+
+
+def stage_tradeoffs(p: dict, first_iteration: int) -> dict[int, float]:
+    """The trade-off of training from ``first_iteration`` on: iteration -> the trade-off
+    its stage starts with (the first entry at ``first_iteration``; with
+    ``cost_stages``, one per stage, counted from ``first_iteration``)."""
+    if p.get("cost_stages") is None:
+        return {first_iteration: p["cost_tradeoff"]}
+    starts, start = {}, first_iteration
+    for rounds, tradeoff in p["cost_stages"]:
+        starts[start] = tradeoff
+        start += rounds
+    return starts
+
+
 GREEDY_MISER_TREES = {"grow_policy": "depthwise", "reg_lambda": 0.0}
 
 
@@ -228,11 +282,13 @@ def diverging_hint(p: dict) -> str:
             f"or a larger reg_lambda / min_child_weight")
 
 
-def add_checked_round(model: Booster, trees, p: dict) -> None:
-    """``model.add_round(trees)``, its refusal (a leaf value that is not finite, raw
-    scores that could overflow) reported as training diverging, with what to change."""
+def add_checked_round(model: Booster, trees, p: dict, cost_tradeoff: float | None = None
+                      ) -> None:
+    """``model.add_round(trees, cost_tradeoff)``, its refusal (a leaf value that is not
+    finite, raw scores that could overflow) reported as training diverging, with what to
+    change."""
     try:
-        model.add_round(trees)
+        model.add_round(trees, cost_tradeoff=cost_tradeoff)
     except ValueError as exc:
         raise ValueError(f"{exc}: {diverging_hint(p)}") from None
 
@@ -365,22 +421,37 @@ class BoostingTrainer(Trainer):
         self.threads_per_tree = 1 if self.n_growers > 1 else n_threads
         self.growers = [tree_grower(dtrain, p, self.threads_per_tree)
                         for _ in range(self.n_growers)]
-        penalty = penalty_costs(p["algorithm"], dtrain.cost_model) if self.penalised else None
         self.scratch_states = []
         if self.speculative:
             self.sequential_grower = tree_grower(dtrain, p, n_threads)
-            self.sequential_grower.set_cost_penalty(self.cost_state, p["cost_tradeoff"],
-                                                    *penalty)
             self.scratch_states = [
                 AcquisitionState(n_samples, costs.feature_group, costs.n_groups)
                 for _ in self.growers]
-            for grower, state in zip(self.growers, self.scratch_states):
-                grower.set_cost_penalty(state, p["cost_tradeoff"], *penalty)
-        elif self.penalised:
-            self.growers[0].set_cost_penalty(self.cost_state, p["cost_tradeoff"], *penalty)
+        # cost stages: the trade-off changes at the first round of each stage; the
+        # acquisition state carries over
+        self.stage_starts = stage_tradeoffs(p, self.first_iteration) if self.penalised \
+            else {}
+        self.cost_tradeoff = p.get("cost_tradeoff")
+        if self.penalised:
+            self.set_cost_tradeoff(self.stage_starts[self.first_iteration])
+            if init is not None and not init.cost_stages and init.num_boosted_rounds():
+                # rounds of a model trained without a cost penalty (gbdt, imported)
+                self.model.record_cost_stage(0, init.num_boosted_rounds(), 0.0)
         self.rows_buffers = [np.empty(n_samples, dtype=np.int32) for _ in self.growers]
         self.pool = (ThreadPoolExecutor(max_workers=self.n_growers) if self.n_growers > 1
                      else None)
+
+    def set_cost_tradeoff(self, tradeoff: float) -> None:
+        """Grow the next trees with this trade-off: every grower (Greedy Miser's
+        speculative ones on their scratch states) penalises splits with it."""
+        penalty = penalty_costs(self.p["algorithm"], self.dtrain.cost_model)
+        if self.speculative:
+            self.sequential_grower.set_cost_penalty(self.cost_state, tradeoff, *penalty)
+            for grower, state in zip(self.growers, self.scratch_states):
+                grower.set_cost_penalty(state, tradeoff, *penalty)
+        else:
+            self.growers[0].set_cost_penalty(self.cost_state, tradeoff, *penalty)
+        self.cost_tradeoff = tradeoff
 
     def restore_costs(self, init):
         """Continuing ``init``: the acquisition state, its trees' ``new_acquisitions``
@@ -522,6 +593,8 @@ class BoostingTrainer(Trainer):
     def iterate(self, iteration):
         dtrain, n_outputs = self.dtrain, self.setup.objective.n_outputs
         n_samples = dtrain.data.shape[0]
+        if iteration in self.stage_starts and iteration != self.first_iteration:
+            self.set_cost_tradeoff(self.stage_starts[iteration])
         jobs = self.round_jobs(iteration)
         if self.speculative:
             trees = self.grow_round_speculatively(jobs)
@@ -535,7 +608,7 @@ class BoostingTrainer(Trainer):
             for tree_grown in grown:     # in the order of the trees, as routing would
                 self.record_acquisitions(*tree_grown, True)
             trees = [tree for tree, _, _ in grown]
-        add_checked_round(self.model, trees, self.p)
+        add_checked_round(self.model, trees, self.p, self.cost_tradeoff)
         state = self.cost_state
         self.train_cost_curve.append(mean_training_cost(
             dtrain.cost_model, state.acquired_counts, state.touched_counts, self.split_visits,
@@ -551,13 +624,15 @@ class BoostingTrainer(Trainer):
 
     def record_training(self, model):
         model.finalize(self.dtrain, self.named_evals, self.train_cost_curve)
-        if (self.penalised and self.p["cost_tradeoff"] > 0 and model.trees
+        # the lowest trade-off the model's rounds grew with (without stages, cost_tradeoff)
+        lowest = min((stage.cost_tradeoff for stage in model.cost_stages), default=0.0)
+        if (self.penalised and lowest > 0 and model.trees
                 and all(tree.shape[0] == 1 for tree in model.trees)):
             limit = smallest_blocking_tradeoff(self.p, self.dtrain, self.setup)
-            if 0 < limit <= self.p["cost_tradeoff"]:
+            if 0 < limit <= lowest:
                 warnings.warn(
                     f"{self.p['algorithm']}: no split could pay its cost at cost_tradeoff="
-                    f"{self.p['cost_tradeoff']:g}, so the model predicts a constant: "
+                    f"{lowest:g}, so the model predicts a constant: "
                     f"lambda_max for this data is {limit:.4g}, the smallest trade-off at "
                     "which no split pays; try 1e-3 to 1e-1 times that, or "
                     "cbudget.cost_path, which scans down from lambda_max",
@@ -608,6 +683,21 @@ class Boosting(Algorithm):
                          else None)
         self.depthwise_depth = depthwise_depth
 
+    def resolve(self, given):
+        """As :meth:`Algorithm.resolve`; with ``cost_stages``, ``cost_tradeoff`` is the
+        first stage's (what lambda_max and the first round's root splits use): giving
+        another one as well is an error."""
+        p = super().resolve(given)
+        if p.get("cost_stages") is not None:
+            first = p["cost_stages"][0][1]
+            if given.get("cost_tradeoff") is not None and p["cost_tradeoff"] != first:
+                raise ValueError(
+                    f"give cost_tradeoff or cost_stages, not both: each stage of "
+                    f"cost_stages has its trade-off (cost_tradeoff="
+                    f"{given['cost_tradeoff']!r}, the first stage's {first!r})")
+            p["cost_tradeoff"] = first
+        return p
+
     def complete(self, p):
         complete_tree_params(p, self.depthwise_depth)
 
@@ -628,11 +718,11 @@ class Boosting(Algorithm):
 
 GBDT = Boosting("gbdt", (OBJECTIVE,) + TREE_PARAMS + SAMPLING_PARAMS + RANKING_PARAMS,
                 "gradient boosting (second-order histogram trees)")
-CEGB = Boosting("cegb", (OBJECTIVE, COST_TRADEOFF) + TREE_PARAMS + SAMPLING_PARAMS
+CEGB = Boosting("cegb", (OBJECTIVE, COST_TRADEOFF, COST_STAGES) + TREE_PARAMS + SAMPLING_PARAMS
                 + RANKING_PARAMS,
                 "cost-efficient gradient boosting (Peter et al., NIPS 2017)")
 GREEDY_MISER = Boosting(
-    "greedy_miser", (OBJECTIVE, COST_TRADEOFF) + greedy_miser_trees(TREE_PARAMS)
+    "greedy_miser", (OBJECTIVE, COST_TRADEOFF, COST_STAGES) + greedy_miser_trees(TREE_PARAMS)
     + SAMPLING_PARAMS + RANKING_PARAMS,
     "Greedy Miser, stage-wise regression (Xu et al., ICML 2012)",
     depthwise_depth=4)

@@ -29,6 +29,7 @@ from ..algorithms.boosting import (
     initial_base_score,
     mean_training_cost,
     penalty_costs,
+    stage_tradeoffs,
     tree_grower,
 )
 from ..booster import Booster
@@ -244,10 +245,15 @@ class WorkerShard:
         costs = reference.cost_model
         self.state = AcquisitionState(n, costs.feature_group, costs.n_groups)
         self.grower = tree_grower(self.data, p, self.n_threads, n_tree_rows=n_total)
+        self.algorithm, self.costs = p["algorithm"], costs
         if "cost_tradeoff" in p:       # the cost-aware learners (cegb, greedy_miser)
-            self.grower.set_cost_penalty(self.state, p["cost_tradeoff"],
-                                         *penalty_costs(p["algorithm"], costs))
+            self.set_cost_tradeoff(p["cost_tradeoff"])
         self.in_bag = self.out_of_bag = self.rows = np.zeros(0, dtype=np.int32)
+
+    def set_cost_tradeoff(self, tradeoff: float) -> None:
+        """Penalise the next splits with ``tradeoff`` (a cost stage starts)."""
+        self.grower.set_cost_penalty(self.state, tradeoff,
+                                     *penalty_costs(self.algorithm, self.costs))
 
     def start_round(self, iteration: int) -> None:
         """The round's gradients and its in-bag rows (the rows of this worker that the
@@ -418,18 +424,29 @@ class DaskBoostingTrainer(Trainer):
         costs = reference.cost_model
         self.cost_state = AcquisitionState(0, costs.feature_group, costs.n_groups)
         self.penalised = "cost_tradeoff" in p      # cegb, greedy_miser
+        # cost stages: the driver's grower and the workers' change trade-off together
+        self.stage_starts = stage_tradeoffs(p, 0) if self.penalised else {}
+        self.cost_tradeoff = p.get("cost_tradeoff")
         if self.penalised:
-            self.grower.set_cost_penalty(self.cost_state, p["cost_tradeoff"],
-                                         *penalty_costs(p["algorithm"], costs))
+            self.set_cost_tradeoff(p["cost_tradeoff"])
         self.split_visits = 0
         self.train_cost_curve: list[float] = []
         self.eval_state = [(name, data, binned_like(data, reference),
                             np.tile(base_score, (data.num_data(), 1)))
                            for data, name in setup.evals]
 
+    def set_cost_tradeoff(self, tradeoff: float) -> None:
+        """The driver's grower penalises the next splits with ``tradeoff``."""
+        self.grower.set_cost_penalty(self.cost_state, tradeoff,
+                                     *penalty_costs(self.p["algorithm"], self.dtrain.cost_model))
+        self.cost_tradeoff = tradeoff
+
     def iterate(self, iteration: int) -> bool:
         exchange, reference = self.exchange, self.dtrain
         bytes_before, trips_before = exchange.bytes_received, exchange.round_trips
+        if iteration in self.stage_starts and iteration > 0:
+            self.set_cost_tradeoff(self.stage_starts[iteration])
+            exchange.ask_all("set_cost_tradeoff", self.cost_tradeoff)
         _, feature_masks = self.sampler.sample(iteration)
         exchange.ask_all("start_round", iteration)
         trees = []
@@ -449,7 +466,7 @@ class DaskBoostingTrainer(Trainer):
                 predict_binned_add(binned, tree, reference.missing_bin, raw, k,
                                    self.setup.n_threads)
             trees.append(tree)
-        self.model.add_round(trees)
+        self.model.add_round(trees, cost_tradeoff=self.cost_tradeoff)
         state = self.cost_state
         self.train_cost_curve.append(mean_training_cost(
             reference.cost_model, state.acquired_counts, state.touched_counts,

@@ -20,7 +20,7 @@ DATASETS = h.COST_DATASETS
 METHODS = ("cegb", "two_stage", "cost_stages", "lightgbm", "catboost")
 LIBRARY = {"cegb": "cbudget", "two_stage": "cbudget", "cost_stages": "cbudget",
            "lightgbm": "lightgbm", "catboost": "catboost"}
-IDENT = ("dataset", "method")
+IDENT = ("dataset", "method", "rounds")
 ROWS, SYNTHETIC_ROWS = ("train", "valid", "test"), h.SYNTHETIC_ROWS
 TIME_BUDGET = 0
 # Multi-resolution MNIST: cost of one pixel per tier (feature names r4_*, ..., r28_*): a

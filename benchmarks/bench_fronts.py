@@ -34,7 +34,7 @@ TIER_COSTS = {"r4": 1.0, "r8": 2.0, "r16": 4.0, "r28": 8.0}
 # penalties_coefficient grid.
 FULL = {"rounds": {"letters": 200, "mnist_multires": 40, "synthetic_costly": 200},
         "n_points": {"letters": 10, "mnist_multires": 8, "synthetic_costly": 10},
-        "epsilons": (0.0, 0.01, 0.05),
+        "epsilons": (0.0, 0.01, 0.05), "path_cascades": 4,
         "stage1": {"letters": (0.3, 0.1, 0.03), "mnist_multires": (0.3, 0.1),
                    "synthetic_costly": (0.3, 0.1, 0.03)},
         "stage2": {"letters": (0.3, 0.1, 0.03), "mnist_multires": (0.3, 0.1),
@@ -55,11 +55,12 @@ FULL = {"rounds": {"letters": 200, "mnist_multires": 40, "synthetic_costly": 200
                                  1e-3)},
         "n_rows": 200_000, "train_rows": {"mnist_multires": 10_000},
         "valid_rows": {"mnist_multires": 5_000}, "test_rows": {}}
-QUICK = {"rounds": 10, "n_points": 4, "epsilons": (0.0, 0.05), "stage1": (0.1,),
+QUICK = {"rounds": 10, "n_points": 4, "epsilons": (0.0, 0.05), "path_cascades": 2,
+         "stage1": (0.1,),
          "stage2": (0.1,), "lgbm_fractions": (0.1, 0.01), "cat_coefs": (0.0, 1e-4),
          "train_rows": 1000, "valid_rows": 500, "test_rows": 1000, "n_rows": 10_000}
-SETTINGS = ("rounds", "n_points", "epsilons", "stage1", "stage2", "stage_every",
-            "lgbm_fractions", "cat_coefs")
+SETTINGS = ("rounds", "n_points", "epsilons", "path_cascades", "stage1", "stage2",
+            "stage_every", "lgbm_fractions", "cat_coefs")
 SHORTFALL = 0.002   # the criterion: never more than 0.2 point below a baseline
 SYSTEMS = {"cbudget": bc.CBUDGET, "LightGBM CEGB": ("lightgbm",),
            "CatBoost": ("catboost",)}

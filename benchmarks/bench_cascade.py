@@ -230,17 +230,25 @@ def lambda_max(spec, data):
 
 
 def run_cegb(spec, data):
-    """cbudget.cost_path over n_points trade-offs, with an exit copy per epsilon."""
+    """cbudget.cost_path over n_points trade-offs, with an exit copy per epsilon; with
+    ``path_cascades`` in the spec (> 0), also that many two-stage cascades of the path's
+    own search (``cost_path(cascades=...)``), each with exits per epsilon."""
     import cbudget
     dtrain, dvalid = cbudget_sets(data)
+    n_cascades = spec.get("path_cascades", 0)
     path = cbudget.cost_path(cegb_base(spec, data), dtrain, dvalid, n_points=spec["n_points"],
-                             num_boost_round=spec["rounds"], exit_epsilons=spec["epsilons"])
+                             num_boost_round=spec["rounds"], exit_epsilons=spec["epsilons"],
+                             **({"cascades": n_cascades} if n_cascades else {}))
     points = []
-    for lam, eps, model in zip(path.lambdas, path.epsilons, path.models, strict=True):
+    for k, (lam, eps, model) in enumerate(zip(path.lambdas, path.epsilons, path.models,
+                                              strict=True)):
+        stages = path.stages[k] if path.stages is not None else None
+        family = "path_cascade" if stages else "cegb"
+        labels = ({"lambda1": float(stages[0][1]), "lambda2": float(stages[1][1]),
+                   "rounds1": int(stages[0][0])} if stages else {"lambda": float(lam)})
         exits = not np.isnan(eps)
-        points.append(model_point(model, data, "cegb_exit" if exits else "cegb",
-                                  **{"lambda": float(lam)},
-                                  **({"epsilon": float(eps)} if exits else {})))
+        points.append(model_point(model, data, family + "_exit" if exits else family,
+                                  **labels, **({"epsilon": float(eps)} if exits else {})))
     return points
 
 
@@ -350,7 +358,8 @@ def run_catboost(spec, data):
             proba = model.predict_proba(X)
             return (proba[:, 1] if data["n_classes"] == 2 else proba), cost
 
-        point = scored_point(score, data, "catboost", coefficient=coef)
+        point = scored_point(score, data, "catboost", coefficient=coef,
+                             iterations=spec["rounds"])
         points.append(dict(point, raw_check_max_abs_diff=max(diffs)))
     return points
 
@@ -379,17 +388,19 @@ FAMILIES = {"cegb": "cbudget CEGB path, all trees", "cegb_exit": "cbudget CEGB p
             "two_stage": "two-stage CEGB (manual continuation), all trees",
             "two_stage_exit": "two-stage CEGB + exits every 10",
             "cost_stages": "two-stage CEGB (cost_stages), all trees",
+            "path_cascade": "cost_path's cascades, all trees",
+            "path_cascade_exit": "cost_path's cascades + exits",
             "cost_stages_exit": "cost_stages + exits every 10",
             "lightgbm": "LightGBM CEGB", "catboost": "CatBoost per-object penalties",
             "adapt_gbrt": "cbudget ADAPT-GBRT", "f0": "f0 (gbdt, all features)"}
 CBUDGET = ("cegb", "cegb_exit", "two_stage", "two_stage_exit", "cost_stages",
-           "cost_stages_exit", "adapt_gbrt")
+           "cost_stages_exit", "path_cascade", "path_cascade_exit", "adapt_gbrt")
 
 
 # ------------------------------------------------------------------------ report
 def label(p):
-    keys = [k for k in ("lambda", "lambda1", "lambda2", "epsilon", "cegb_tradeoff",
-                        "coefficient", "p_full", "gamma") if k in p]
+    keys = [k for k in ("lambda", "lambda1", "lambda2", "rounds1", "epsilon", "cegb_tradeoff",
+                        "coefficient", "iterations", "p_full", "gamma") if k in p]
     return " ".join(f"{k}={p[k]:.3g}" for k in keys) or "-"
 
 

@@ -20,7 +20,7 @@ DATASETS = h.COST_DATASETS
 METHODS = ("cegb", "two_stage", "cost_stages", "lightgbm", "catboost")
 LIBRARY = {"cegb": "cbudget", "two_stage": "cbudget", "cost_stages": "cbudget",
            "lightgbm": "lightgbm", "catboost": "catboost"}
-IDENT = ("dataset", "method")
+IDENT = ("dataset", "method", "rounds")
 ROWS, SYNTHETIC_ROWS = ("train", "valid", "test"), h.SYNTHETIC_ROWS
 TIME_BUDGET = 0
 # Multi-resolution MNIST: cost of one pixel per tier (feature names r4_*, ..., r28_*): a
@@ -34,7 +34,7 @@ TIER_COSTS = {"r4": 1.0, "r8": 2.0, "r16": 4.0, "r28": 8.0}
 # penalties_coefficient grid.
 FULL = {"rounds": {"letters": 200, "mnist_multires": 40, "synthetic_costly": 200},
         "n_points": {"letters": 10, "mnist_multires": 8, "synthetic_costly": 10},
-        "epsilons": (0.0, 0.01, 0.05),
+        "epsilons": (0.0, 0.01, 0.05), "path_cascades": 4,
         "stage1": {"letters": (0.3, 0.1, 0.03), "mnist_multires": (0.3, 0.1),
                    "synthetic_costly": (0.3, 0.1, 0.03)},
         "stage2": {"letters": (0.3, 0.1, 0.03), "mnist_multires": (0.3, 0.1),
@@ -55,11 +55,12 @@ FULL = {"rounds": {"letters": 200, "mnist_multires": 40, "synthetic_costly": 200
                                  1e-3)},
         "n_rows": 200_000, "train_rows": {"mnist_multires": 10_000},
         "valid_rows": {"mnist_multires": 5_000}, "test_rows": {}}
-QUICK = {"rounds": 10, "n_points": 4, "epsilons": (0.0, 0.05), "stage1": (0.1,),
+QUICK = {"rounds": 10, "n_points": 4, "epsilons": (0.0, 0.05), "path_cascades": 2,
+         "stage1": (0.1,),
          "stage2": (0.1,), "lgbm_fractions": (0.1, 0.01), "cat_coefs": (0.0, 1e-4),
          "train_rows": 1000, "valid_rows": 500, "test_rows": 1000, "n_rows": 10_000}
-SETTINGS = ("rounds", "n_points", "epsilons", "stage1", "stage2", "stage_every",
-            "lgbm_fractions", "cat_coefs")
+SETTINGS = ("rounds", "n_points", "epsilons", "path_cascades", "stage1", "stage2",
+            "stage_every", "lgbm_fractions", "cat_coefs")
 SHORTFALL = 0.002   # the criterion: never more than 0.2 point below a baseline
 SYSTEMS = {"cbudget": bc.CBUDGET, "LightGBM CEGB": ("lightgbm",),
            "CatBoost": ("catboost",)}
@@ -266,15 +267,15 @@ def render(doc):
         lines += ["<details><summary>Test fronts per family (every model, Pareto on test"
                   + (", mean cost of the hard and easy test inputs" if "mean_cost_borderline"
                      in by["cbudget"][0] else "") + ")</summary>", ""]
-        lines += h.points_table(
-            [p for pts in fam.values() for p in h.pareto(pts)],
-            [("family", lambda p: bc.FAMILIES.get(p["family"], p["family"])),
-             ("model", bc.label), ("test cost", h.col("mean_cost", ",.2f")),
-             ("accuracy", h.col("accuracy", ".4f"))]
-            + ([("AUC", h.col("auc", ".4f"))] if "auc" in scores else [])
-            + ([("cost hard", h.col("mean_cost_borderline", ",.1f")),
-                ("cost easy", h.col("mean_cost_decisive", ",.1f"))]
-               if "mean_cost_borderline" in by["cbudget"][0] else []), "llrrrrr")
+        columns = ([("family", lambda p: bc.FAMILIES.get(p["family"], p["family"])),
+                    ("model", bc.label), ("test cost", h.col("mean_cost", ",.2f")),
+                    ("accuracy", h.col("accuracy", ".4f"))]
+                   + ([("AUC", h.col("auc", ".4f"))] if "auc" in scores else [])
+                   + ([("cost hard", h.col("mean_cost_borderline", ",.1f")),
+                       ("cost easy", h.col("mean_cost_decisive", ",.1f"))]
+                      if "mean_cost_borderline" in by["cbudget"][0] else []))
+        lines += h.points_table([p for pts in fam.values() for p in h.pareto(pts)], columns,
+                                "ll" + "r" * (len(columns) - 2))
         lines += ["", "</details>", ""]
         lines += stages_check(by["cbudget"])
         diffs = [p["raw_check_max_abs_diff"] for p in by.get("CatBoost", [])]

@@ -775,14 +775,18 @@ def write_markdown(path, text):
         path.write_text((old.rstrip() + "\n\n" if old.strip() else "") + block + "\n")
 
 
-def merge_docs(docs):
+def merge_docs(docs, ident):
     """One document of the runs of several (the first's settings and machine; every
-    command; the results of a data set in run order; the wall times summed)."""
+    command; the results of a data set in run order; the wall times summed); a run of a
+    later document replaces an earlier run with the same ``ident`` values (a rerun)."""
     out = dict(docs[0], command="\n".join(d["command"] for d in docs),
                wall_s=sum(d["wall_s"] for d in docs), results={})
     for d in docs:
         for key, results in d["results"].items():
-            out["results"].setdefault(key, []).extend(results)
+            names = {tuple(r.get(k) for k in ident) for r in results}
+            kept = [r for r in out["results"].get(key, [])
+                    if tuple(r.get(k) for k in ident) not in names]
+            out["results"][key] = kept + results
     return out
 
 
@@ -832,7 +836,8 @@ def main(bench, argv=None):
     parser.add_argument("--render-from", metavar="JSON", default=None,
                         help="run nothing: re-render the Markdown (and plot) of an earlier "
                              "run from its JSON (to --output, default next to it); "
-                             "comma-separated JSON files: their runs merged (needs --output, "
+                             "comma-separated JSON files: their runs merged, a later run "
+                             "replacing an earlier one of the same IDENT (needs --output, "
                              "where the merged JSON goes too)")
     parser.add_argument("--child", metavar="SPEC", default=None, help=argparse.SUPPRESS)
     option = next((o for o in ("methods", "libraries") if hasattr(bench, o.upper())), None)
@@ -864,7 +869,7 @@ def main(bench, argv=None):
         if len(paths) > 1 and not args.output:
             parser.error("--render-from with several JSON files needs --output")
         docs = [json.loads(p.read_text()) for p in paths]
-        write_report(bench, merge_docs(docs) if len(docs) > 1 else docs[0],
+        write_report(bench, merge_docs(docs, bench.IDENT) if len(docs) > 1 else docs[0],
                      Path(args.output) if args.output else paths[0].with_suffix(".md"), paths)
         return 0
     for key in ROW_OPTIONS if args.quick else ():

@@ -5,7 +5,9 @@ most inputs and a test costing 10x or 100x as much is needed only for a share of
 (0.2, 0.35, 0.5; binary and 3 classes); the ideal policy (buy the test exactly for the
 borderline inputs, Bayes decisions) is computed from the generator. Against it: cbudget
 CEGB over its cost path (all trees, and with calibrated exits), the manual two-stage
-continuation of issue 43, LightGBM's CEGB, CatBoost's per_object_feature_penalties
+continuation of issue 43 and the same cascades trained with ``cost_stages``, the budget
+search a user gets (``cbudget.cost_path(..., cascades=True)``, as the estimators'
+``cost_budget`` runs it), LightGBM's CEGB, CatBoost's per_object_feature_penalties
 (Lossguide) and cbudget ADAPT-GBRT (binary only). Protocol: benchmarks/README.md.
 """
 import sys
@@ -23,7 +25,8 @@ def member_name(n_classes, share, ratio):
 
 MEMBERS = {member_name(k, s, r): (k, s, r) for k in CLASSES for s in SHARES for r in RATIOS}
 DATASETS = tuple(MEMBERS)
-METHODS = ("ideal", "cegb", "two_stage", "lightgbm", "catboost", "adapt_gbrt")
+METHODS = ("ideal", "cegb", "two_stage", "cost_stages", "search", "estimator", "lightgbm",
+           "catboost", "adapt_gbrt")
 IDENT = ("dataset", "method")
 ROWS = ("train", "valid", "test")
 TIME_BUDGET = 0
@@ -38,13 +41,17 @@ FULL = {"rounds": 200, "n_points": 10, "epsilons": (0.0, 0.005, 0.01, 0.02, 0.05
         "cat_coefs": (0.0, 1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 1.0),
         "p_full": (0.2, 0.35, 0.5, 0.7), "adapt_gammas": (1e-3, 1e-2),
         "ideal_samples": 1_000_000, "train_rows": 4000, "valid_rows": 2000,
-        "test_rows": 20000}
-QUICK = {"rounds": 20, "n_points": 4, "epsilons": (0.0, 0.02), "stage1": (0.1,),
-         "stage2": (0.1,), "lgbm_fractions": (0.1, 0.01), "cat_coefs": (0.0, 1e-2),
+        "test_rows": 20000, "search_points": 16, "budget_factors": (0.8, 1.0, 1.2, 1.5, 2.0),
+        "estimator_factors": (1.2,)}
+QUICK = {"rounds": 20, "n_points": 4, "search_points": 6, "epsilons": (0.0, 0.02),
+         "stage1": (0.1,), "stage2": (0.1,), "lgbm_fractions": (0.1, 0.01),
+         "cat_coefs": (0.0, 1e-2),
          "p_full": (0.35,), "adapt_gammas": (1e-2,), "ideal_samples": 100_000,
          "train_rows": 1000, "valid_rows": 500, "test_rows": 2000}
 TOLERANCE = 0.005   # the issue's goal: within 0.5 point of the ideal accuracy
 COST_SLACK = 1.2    # ... at no more than 1.2x its mean cost
+# the search's default grid (the estimators' path_points) and the budgets, as multiples of
+# the ideal policy's mean cost, at which the search's own choice is recorded
 
 
 # --------------------------------------------------------------------- generator
@@ -256,7 +263,8 @@ def run_two_stage(spec, data, staged=False):
     """CEGB at lambda_max * s1 for rounds/2, continued (xgb_model=) at that * s2 for
     rounds/2; exits calibrated every stage_every iterations at each epsilon. ``staged``:
     each model trained in one call with the two stages as ``cost_stages`` instead (the
-    same trees expected; the points carry the mean raw test score to compare)."""
+    same trees expected; the points carry the mean raw test score to compare), its exits
+    also checked only at the stage boundary (``checks="stages"``)."""
     import cbudget
     dtrain, dvalid = cbudget_sets(data)
     base, lam_max, half = cegb_base(spec, data), lambda_max(spec, data), spec["rounds"] // 2
@@ -279,6 +287,89 @@ def run_two_stage(spec, data, staged=False):
             for eps in spec["epsilons"]:
                 model.calibrate_exits(dvalid, eps, every=spec["stage_every"])
                 points.append(model_point(model, data, family + "_exit", epsilon=eps, **labels))
+                if staged:   # one check only, at the stage boundary
+                    model.calibrate_exits(dvalid, eps, checks="stages")
+                    points.append(model_point(model, data, family + "_boundary", epsilon=eps,
+                                              **labels))
+    return points
+
+
+def ideal_cost(name):
+    """The ideal policy's mean cost: the cheap features for everyone, the test for the
+    borderline share (``ideal_policy`` buys it for exactly that share)."""
+    _, share, ratio = MEMBERS[name]
+    return CHEAP_TOTAL * (1.0 + share * ratio)
+
+
+def run_search(spec, data):
+    """What a user gets: ``cbudget.cost_path(..., cascades=True)`` with the estimators'
+    defaults (``search_points`` trade-offs, the default validation metric: logloss /
+    mlogloss; the default cascade epsilons and checks), the whole validation frontier
+    scored on test. Each point records the budgets (``budget_factors`` x the ideal
+    policy's mean cost) at which the search itself selects it (``CostPath.best_index``,
+    validation only: what ``CEGBClassifier(cost_budget=B)`` returns)."""
+    import cbudget
+    dtrain, dvalid = cbudget_sets(data)
+    params = {k: v for k, v in cegb_base(spec, data).items() if k != "eval_metric"}
+    path = cbudget.cost_path(params, dtrain, dvalid, n_points=spec["search_points"],
+                             num_boost_round=spec["rounds"], cascades=True)
+    ideal = ideal_cost(spec["dataset"])
+    picks = {}
+    for factor in spec["budget_factors"]:
+        try:
+            picks.setdefault(path.best_index(factor * ideal), []).append(float(factor))
+        except ValueError:      # nothing within that budget
+            pass
+    epsilons = path.epsilons if path.epsilons is not None else [np.nan] * len(path)
+    stages = path.stages if path.stages is not None else [None] * len(path)
+    points = []
+    for i, (lam, eps, stage, model) in enumerate(zip(path.lambdas, epsilons, stages,
+                                                     path.models, strict=True)):
+        labels = {"index": i, "valid_" + path.metric: float(path.scores[i]),
+                  "path_valid_cost": float(path.costs[i]), "pareto": bool(path.pareto[i]),
+                  "picked_at": picks.get(i, [])}
+        if stage is None:
+            labels["lambda"] = float(lam)
+        else:
+            labels["stages"] = [[int(r), float(x)] for r, x in stage]
+        if not np.isnan(eps):
+            labels["epsilon"] = float(eps)
+        family = ("search_cascade" if stage is not None else "search") \
+            + ("_exit" if not np.isnan(eps) else "")
+        points.append(model_point(model, data, family, **labels))
+    return points
+
+
+def run_estimator(spec, data):
+    """``CEGBClassifier(cost_budget=B)`` with its defaults but ``n_estimators=rounds``
+    (eval_set the validation split: the search chooses on it) at ``estimator_factors``
+    x the ideal policy's mean cost: what a user who only names a budget gets."""
+    import warnings
+
+    from cbudget.sklearn import CEGBClassifier
+    points = []
+    for factor in spec["estimator_factors"]:
+        budget = factor * ideal_cost(spec["dataset"])
+        est = CEGBClassifier(feature_costs=data["feature_costs"], n_estimators=spec["rounds"],
+                             cost_budget=budget, random_state=0, n_jobs=spec["threads"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(data["X_train"], data["y_train"],
+                    eval_set=[(data["X_valid"], data["y_valid"])])
+        rules = getattr(est.model_, "exit_rules", None)
+        labels = {"budget_factor": float(factor), "budget": budget}
+        if est.cost_stages_:
+            labels["stages"] = [[int(r), float(x)] for r, x in est.cost_stages_]
+        elif est.cost_tradeoff_ is not None:
+            labels["lambda"] = float(est.cost_tradeoff_)
+        if rules is not None:
+            labels["epsilon"] = float(rules.calibration.get("epsilon"))
+
+        def score(X, est=est):
+            proba = est.predict_proba(X)
+            return (proba[:, 1] if data["n_classes"] == 2 else proba), est.predict_cost(X)
+
+        points.append(scored_point(score, data, "estimator", **labels))
     return points
 
 
@@ -383,6 +474,7 @@ def run_adapt(spec, data):
 
 RUNNERS = {"cegb": run_cegb, "two_stage": run_two_stage,
            "cost_stages": lambda spec, data: run_two_stage(spec, data, staged=True),
+           "search": run_search, "estimator": run_estimator,
            "lightgbm": run_lightgbm, "catboost": run_catboost, "adapt_gbrt": run_adapt}
 FAMILIES = {"cegb": "cbudget CEGB path, all trees", "cegb_exit": "cbudget CEGB path + exits",
             "two_stage": "two-stage CEGB (manual continuation), all trees",
@@ -391,17 +483,134 @@ FAMILIES = {"cegb": "cbudget CEGB path, all trees", "cegb_exit": "cbudget CEGB p
             "path_cascade": "cost_path's cascades, all trees",
             "path_cascade_exit": "cost_path's cascades + exits",
             "cost_stages_exit": "cost_stages + exits every 10",
+            "cost_stages_boundary": "cost_stages + exits at the stage boundary",
+            "search": "search: single trade-offs", "search_exit": "search: single + exits",
+            "search_cascade": "search: cascades, all trees",
+            "search_cascade_exit": "search: cascades + exits",
+            "estimator": "CEGBClassifier(cost_budget=B), defaults",
             "lightgbm": "LightGBM CEGB", "catboost": "CatBoost per-object penalties",
             "adapt_gbrt": "cbudget ADAPT-GBRT", "f0": "f0 (gbdt, all features)"}
+SHORT = {"two_stage_exit": "xgb_model=, exits every 10",
+         "cost_stages_exit": "cost_stages, exits every 10",
+         "cost_stages_boundary": "cost_stages, exits at the boundary"}
+SEARCH = ("search", "search_exit", "search_cascade", "search_cascade_exit")
 CBUDGET = ("cegb", "cegb_exit", "two_stage", "two_stage_exit", "cost_stages",
-           "cost_stages_exit", "path_cascade", "path_cascade_exit", "adapt_gbrt")
+           "cost_stages_exit", "cost_stages_boundary", "path_cascade", "path_cascade_exit",
+           *SEARCH, "estimator", "adapt_gbrt")
 
 
 # ------------------------------------------------------------------------ report
 def label(p):
-    keys = [k for k in ("lambda", "lambda1", "lambda2", "rounds1", "epsilon", "cegb_tradeoff",
-                        "coefficient", "iterations", "p_full", "gamma") if k in p]
-    return " ".join(f"{k}={p[k]:.3g}" for k in keys) or "-"
+    keys = [k for k in ("budget", "lambda", "lambda1", "lambda2", "rounds1", "epsilon",
+                        "cegb_tradeoff", "coefficient", "iterations", "p_full", "gamma")
+            if k in p]
+    stages = ["stages=" + "+".join(f"{r}@{lam:.3g}" for r, lam in p["stages"])] \
+        if p.get("stages") else []
+    return " ".join(stages + [f"{k}={p[k]:.3g}" for k in keys]) or "-"
+
+
+def meets_goal(p, ideal):
+    """Whether a point meets the accuracy goal on test: at least the ideal accuracy -
+    TOLERANCE at no more than COST_SLACK x the ideal mean cost."""
+    return p is not None and p["accuracy"] >= ideal["accuracy"] - TOLERANCE - 1e-12 \
+        and p["mean_cost"] <= COST_SLACK * ideal["mean_cost"] * (1 + 1e-12)
+
+
+def search_pick(points, factor):
+    """The search point ``CostPath.best_index`` chose at ``factor`` x the ideal cost."""
+    return next((p for p in points if factor in p.get("picked_at", ())), None)
+
+
+def cheaper_than(front, candidates):
+    """Per point of ``front`` (its Pareto front): (point, the cheapest candidate of at
+    least its test accuracy or None)."""
+    return [(p, first_reaching(candidates, p["accuracy"])) for p in h.pareto(front)]
+
+
+def versus_rows(front, groups):
+    """Rows of a competitor's front against the cheapest point of each group of cbudget
+    points (``groups``: name -> points) of at least its accuracy, with the cost ratio."""
+    rows = []
+    for p in h.pareto(front):
+        row = [f"{p['accuracy']:.4f}", f"{p['mean_cost']:.1f}"]
+        for pts in groups.values():
+            c = first_reaching(pts, p["accuracy"])
+            row += [f"{c['mean_cost']:.1f} ({label(c)})" if c else "not reached",
+                    h.fmt(h.ratio(p["mean_cost"], c["mean_cost"]), ".2f") if c else ""]
+        rows.append(row)
+    return rows
+
+
+def pt(p):
+    return f"{p['accuracy']:.4f} @ {p['mean_cost']:.1f}" if p else "none"
+
+
+def search_section(name, fam, ideal):
+    """A member's lines on the budget search: its own choices at the budgets, and the
+    fronts of LightGBM, CatBoost and ADAPT-GBRT against the search and any cbudget
+    point; and its summary row (None without search points)."""
+    search = [p for f in SEARCH for p in fam.get(f, [])]
+    if not search:
+        return [], None
+    manual = [p for f in ("two_stage_exit", "cost_stages_exit", "cost_stages_boundary")
+              for p in fam.get(f, [])]
+    cb_all = [p for f in CBUDGET if f != "adapt_gbrt" for p in fam.get(f, [])]
+    metric = next(k for k in search[0] if k.startswith("valid_") and k not in (
+        "valid_accuracy", "valid_mean_cost", "valid_auc"))
+    lines = [f"Budget search (`cost_path(..., cascades=True)`, {len(search)} models; chosen "
+             f"on validation {metric.removeprefix('valid_')} within a budget, as "
+             "`CEGBClassifier(cost_budget=B)`):", ""]
+    rows = []
+    factors = sorted({f for p in search for f in p.get("picked_at", ())})
+    for factor in factors:
+        p = search_pick(search, factor)
+        rows.append([f"{factor:g}x = {factor * ideal['mean_cost']:.1f}",
+                     FAMILIES[p["family"]] + ", " + label(p), f"{p['valid_mean_cost']:.1f}",
+                     f"{p[metric]:.4f}", f"{p['valid_accuracy']:.4f}", pt(p),
+                     h.fmt(p["accuracy"] - ideal["accuracy"], "+.4f")])
+    lines += h.table(["budget (x ideal cost)", "model chosen", "valid cost", metric,
+                      "valid accuracy", "test acc @ cost", "gap to ideal"], rows,
+                     "llrrrrr") + [""]
+    groups = {"search": search, "any cbudget": cb_all}
+    for family, title in (("lightgbm", "LightGBM CEGB"), ("catboost", "CatBoost"),
+                          ("adapt_gbrt", "ADAPT-GBRT")):
+        if fam.get(family):
+            lines += [f"{title}'s front against the cheapest search point and the cheapest "
+                      "cbudget point (any method but ADAPT-GBRT) of at least its test "
+                      "accuracy:", ""] + h.table(
+                [f"{title} accuracy", "its cost", "search cost", "ratio", "any cbudget cost",
+                 "ratio"], versus_rows(fam[family], groups), "rrlrlr") + [""]
+    pick = search_pick(search, COST_SLACK)
+    best = best_within(search, COST_SLACK * ideal["mean_cost"])
+    grid = best_within(manual, COST_SLACK * ideal["mean_cost"])
+    target = ideal["accuracy"] - TOLERANCE
+    reach = first_reaching(search, target)
+
+    def vs(family):
+        other = first_reaching(fam.get(family, []), target)
+        return h.fmt(h.ratio(other["mean_cost"], reach["mean_cost"]), ".2f") \
+            if other and reach else ("never" if not other and reach else "")
+
+    est = next((p for p in fam.get("estimator", []) if p["budget_factor"] == COST_SLACK), None)
+    row = [name, pt(ideal), pt(pick), "yes" if meets_goal(pick, ideal) else "no",
+           pt(est) + (f" ({label(est)})" if est else ""),
+           ("yes" if meets_goal(est, ideal) else "no") if est else "", pt(best),
+           "yes" if meets_goal(best, ideal) else "no",
+           pt(grid) + (f" ({SHORT[grid['family']]}, {label(grid)})" if grid else ""),
+           "yes" if meets_goal(grid, ideal) else "no",
+           h.fmt(reach["mean_cost"], ".1f") if reach else "never",
+           vs("lightgbm"), vs("catboost"), vs("adapt_gbrt")]
+    return lines, row
+
+
+SEARCH_HEAD = ["member", "ideal acc @ cost",
+               f"search's choice at {COST_SLACK:g}x (validation), test acc @ cost", "goal",
+               f"CEGBClassifier(cost_budget={COST_SLACK:g}x), defaults", "goal",
+               f"search's best test point within {COST_SLACK:g}x", "goal",
+               f"manual two-stage grid's best test point within {COST_SLACK:g}x (chosen on "
+               "test)", "goal",
+               f"search cost at ideal - {TOLERANCE * 100:g} pt",
+               "LightGBM / search there", "CatBoost / search there", "ADAPT-GBRT / search there"]
 
 
 def first_reaching(points, target):
@@ -430,7 +639,7 @@ def render(doc):
              "split (the best point within a cost is the best of the test front; the "
              "validation-chosen column picks on the validation split instead); the ideal "
              "policy from a Monte-Carlo sample of the generator.", ""]
-    summary = []
+    summary, search_summary = [], []
     for name, results in doc["results"].items():
         ok = h.ok_results(results)
         ideal = next((r for r in ok if r["method"] == "ideal"), None)
@@ -472,6 +681,11 @@ def render(doc):
         lines += h.table(["method", "points", f"best acc. within {COST_SLACK:g}x ideal cost",
                           "gap to ideal", f"first cost reaching ideal - {TOLERANCE * 100:g} pt",
                           "best accuracy @ cost"], rows, "lrrrrr") + [""]
+        if ideal:
+            more, row = search_section(name, fam, ideal)
+            lines += more
+            if row:
+                search_summary.append(row)
         lgb = fam.get("lightgbm", [])
         ratio_rows = []
         for p in h.pareto(lgb):
@@ -527,7 +741,14 @@ def render(doc):
             "gap", "cbudget chosen on validation within 1.2x (test acc @ cost)",
             f"cbudget cost at ideal - {TOLERANCE * 100:g} pt",
             f"LightGBM cost at ideal - {TOLERANCE * 100:g} pt", "LightGBM / cbudget"]
-    return lines[:2] + h.table(head, summary, "lrrrrrrrr") + [""] + lines[2:]
+    goal = []
+    if search_summary:
+        goal = [f"**The budget search against the goal** (\"goal\": test accuracy >= ideal - "
+                f"{TOLERANCE * 100:g} point at test cost <= {COST_SLACK:g}x the ideal's; the "
+                "cost ratios at the ideal accuracy - 0.5 point, \"never\": the other method "
+                "never reaches it):", ""] + h.table(SEARCH_HEAD, search_summary,
+                                                      "lrrcrcrcrcrrrr") + [""]
+    return lines[:2] + goal + h.table(head, summary, "lrrrrrrrr") + [""] + lines[2:]
 
 
 if __name__ == "__main__":

@@ -40,12 +40,13 @@ __all__ = ["CostPath", "ScoredModel", "cost_path", "pareto_mask", "train_cascade
 # cost only a little above the jump's lower end (Letters: 9.9 next to 10.9, below a jump
 # from 0) is still a model worth having.
 STEP_TOLERANCE = 0.02
-# cascades: the extra trainings of cascades=True; stage 1's share of the rounds, tried
-# from the smallest (if its stage 2 buys nothing new, a longer stage 1, which leaves
-# smaller residuals, would not either); how many trade-offs below a cost jump stage 2
-# tries (a continued model's residuals are smaller than a fresh model's gradients, so
-# the jump's dearer end alone often buys nothing after stage 1); the exit epsilons when
-# none are given; the checks per stage-1-and-2 run when cascade_every is not given
+# cascades: the cascades of cascades=True; stage 1's share of the rounds, tried from the
+# smallest (if its stage 2 buys nothing new, a longer stage 1, which leaves smaller
+# residuals, would not either); at how many trade-offs below a cost jump stage 2 must
+# buy something (a continued model's residuals are smaller than a fresh model's
+# gradients, so the jump's dearer end, and a few below it, often buy nothing after
+# stage 1: those are passed over, not counted); the exit epsilons when none are given;
+# the checks per stage-1-and-2 run when cascade_every is not given
 DEFAULT_CASCADES = 4
 CASCADE_SPLITS = (0.25, 0.5)
 CASCADE_DEPTH = 3
@@ -404,36 +405,43 @@ def _search_cascades(base: dict, dtrain: Dataset, dvalid: Dataset, fitted: dict,
     """At most ``n_cascades`` cascades ``(nan, stages, scored)`` from the path's models
     ``fitted`` (trade-off -> ScoredModel): for each cost jump, largest first, stage 1
     its cheap end's model's first rounds, stage 2 at the trade-offs from its dear end
-    down (:data:`CASCADE_DEPTH` of them); per pair the stage-1 lengths of
-    :data:`CASCADE_SPLITS`, shortest first, until one buys nothing new."""
+    down until :data:`CASCADE_DEPTH` of them buy something; per trade-off the stage-1
+    lengths of :data:`CASCADE_SPLITS`, shortest first, until one buys nothing new. A
+    stage 2 that buys nothing is the cheap end again: left out, not counted."""
     splits = sorted({max(every, int(round(share * num_boost_round / every)) * every)
                      for share in CASCADE_SPLITS})
     splits = [r1 for r1 in splits if r1 < num_boost_round]
     found: list[tuple[float, list, ScoredModel]] = []
-    for high, low in _cascade_pairs(fitted):
+    for high, lows in _cascade_pairs(fitted):
         first = fitted[high].model
         cost_high = np.log1p(fitted[high].cost)
-        jump = abs(np.log1p(fitted[low].cost) - cost_high)
-        for r1 in splits:
-            if len(found) == n_cascades:
-                return found
-            if r1 > first.num_iterations():    # stage 1 stopped early
+        jump = abs(np.log1p(fitted[lows[0]].cost) - cost_high)
+        depth = 0      # the trade-offs below the jump at which stage 2 bought something
+        for low in lows:
+            if depth == CASCADE_DEPTH:
                 break
-            stages = [(r1, float(high)), (num_boost_round - r1, float(low))]
-            scored = train_cascade(base, dtrain, dvalid, stages, first,
-                                   early_stopping_rounds=early_stopping_rounds,
-                                   **train_kwargs)
-            found.append((np.nan, stages, scored))
-            if np.log1p(scored.cost) - cost_high < STEP_TOLERANCE * jump:
-                break     # stage 2 bought nothing: a longer stage 1 would not either
+            before = len(found)
+            for r1 in splits:
+                if len(found) == n_cascades:
+                    return found
+                if r1 > first.num_iterations():    # stage 1 stopped early
+                    break
+                stages = [(r1, float(high)), (num_boost_round - r1, float(low))]
+                scored = train_cascade(base, dtrain, dvalid, stages, first,
+                                       early_stopping_rounds=early_stopping_rounds,
+                                       **train_kwargs)
+                if np.log1p(scored.cost) - cost_high < STEP_TOLERANCE * jump:
+                    break     # stage 2 bought nothing: a longer stage 1 would not either
+                found.append((np.nan, stages, scored))
+            depth += len(found) > before
     return found
 
 
-def _cascade_pairs(fitted: dict) -> list[tuple[float, float]]:
-    """(lambda_hi, lambda_lo) pairs for cascades: for each jump of mean cost between
+def _cascade_pairs(fitted: dict) -> list[tuple[float, list[float]]]:
+    """(lambda_hi, [lambda_lo, ...]) for cascades: for each jump of mean cost between
     neighbouring trade-offs (log(1 + cost) scale), largest first, whose cheaper end's
     model costs something (a free stage 1 predicts a constant), the cheap end with the
-    dear end and the next :data:`CASCADE_DEPTH` - 1 trade-offs below it."""
+    dear end and every trade-off below it, largest first."""
     lambdas = sorted(fitted, reverse=True)
     log_costs = np.log1p([fitted[lam].cost for lam in lambdas])
     gaps = np.diff(log_costs)
@@ -442,7 +450,7 @@ def _cascade_pairs(fitted: dict) -> list[tuple[float, float]]:
         if gaps[i] <= 0:
             break
         if log_costs[i] > 0:
-            pairs += [(lambdas[i], low) for low in lambdas[i + 1:i + 1 + CASCADE_DEPTH]]
+            pairs.append((lambdas[i], lambdas[i + 1:]))
     return pairs
 
 

@@ -140,6 +140,24 @@ def test_train_cascade_is_the_continuation_of_the_sliced_stage_one(cascade_task)
         train_cascade(PARAMS, dtrain, dvalid, [(30, 0.01), (5, 0.001)], first)
 
 
+def test_a_stage_two_that_buys_nothing_does_not_use_up_the_cascades():
+    # borderline share 0.2: after stage 1 at the jump's cheap end, stage 2 at its dear end
+    # buys nothing (bench_cascade's bin_s20_r10, mc3_s20_r10: all the cascades asked for
+    # went there, the search returned the cheap model for a budget of 1.2x the ideal's)
+    X, y = make_cascade(2000, 1, share=0.2)
+    Xv, yv = make_cascade(1500, 2, share=0.2)
+    dtrain = cbudget.Dataset(X, y, feature_costs=COSTS)
+    dvalid = cbudget.Dataset(Xv, yv, reference=dtrain)
+    path = cbudget.cost_path(PARAMS, dtrain, dvalid, n_points=8, num_boost_round=ROUNDS,
+                             cascades=2, exit_epsilons=[])
+    single = {lam: cost for lam, cost, s in zip(path.lambdas, path.costs, path.stages)
+              if s is None}
+    cascades = [(s, cost) for s, cost in zip(path.stages, path.costs) if s is not None]
+    assert len(cascades) == 2
+    for ((_, high), _), cost in cascades:   # each buys the test for some inputs at least
+        assert cost > 2 * single[high]
+
+
 def test_cascade_options_are_checked(cascade_task):
     dtrain, dvalid, _ = cascade_task
     with pytest.raises(ValueError, match="cascades must be"):

@@ -50,7 +50,7 @@ STEP_TOLERANCE = 0.02
 DEFAULT_CASCADES = 4
 CASCADE_SPLITS = (0.25, 0.5)
 CASCADE_DEPTH = 3
-CASCADE_EPSILONS = (0.0, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.07, 0.1)
+CASCADE_EPSILONS = (0.0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.07, 0.1)
 CASCADE_CHECKS = 20
 
 
@@ -257,8 +257,8 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         nothing the stage 1 had not bought (its mean cost still the cheap end's) moves
         on to the next smaller trade-off. Each cascade also gets exit rules calibrated
         on ``dvalid`` at each of ``exit_epsilons`` (default, for the cascades only:
-        ``(0, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.07, 0.1)``), checked every
-        ``cascade_every`` iterations: the inputs the first stage decides leave before
+        ``(0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.07, 0.1)``), checked
+        every ``cascade_every`` iterations: the inputs the first stage decides leave before
         the trees that buy the dear features. Regression cascades have exits only with
         ``exit_tolerance``, ranking ones none. Entries in ``CostPath.stages``; trained
         here, not on ``executor``.

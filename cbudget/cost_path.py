@@ -252,16 +252,16 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         between neighbouring trade-offs (the cheap end's model costing something),
         stage 1 is the first ``r1`` rounds of the cheap end's model (sliced, not
         retrained), stage 2 the remaining rounds continued from it
-        (:func:`train_cascade`) at the dear end's trade-off or one of the two below it;
-        ``r1`` is a quarter, then half, of ``num_boost_round``. A stage 2 that buys
-        nothing the stage 1 had not bought (its mean cost still the cheap end's) moves
-        on to the next smaller trade-off. Each cascade also gets exit rules calibrated
-        on ``dvalid`` at each of ``exit_epsilons`` (default, for the cascades only:
-        ``(0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.07, 0.1)``), checked
-        every ``cascade_every`` iterations: the inputs the first stage decides leave before
-        the trees that buy the dear features. Regression cascades have exits only with
-        ``exit_tolerance``, ranking ones none. Entries in ``CostPath.stages``; trained
-        here, not on ``executor``.
+        (:func:`train_cascade`) at the dear end's trade-off and the ones below it until
+        three of them buy something; ``r1`` is a quarter, then half, of
+        ``num_boost_round``. A stage 2 that buys nothing the stage 1 had not bought (its
+        mean cost still the cheap end's) is left out and not counted. Each cascade also
+        gets exit rules calibrated on ``dvalid`` at each of ``exit_epsilons`` (default,
+        for the cascades only: ``(0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05,
+        0.07, 0.1)``), checked every ``cascade_every`` iterations: the inputs the first
+        stage decides leave before the trees that buy the dear features. Regression
+        cascades have exits only with ``exit_tolerance``, ranking ones none. Entries in
+        ``CostPath.stages``; trained here, not on ``executor``.
     cascade_every : int, optional
         The iterations between two exit checks of a cascade (default
         ``num_boost_round // 20``, at least 1); ``r1`` is rounded to a multiple of it,

@@ -10,10 +10,16 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._core._predict import add_leaf_values, predict_raw, predict_raw_exits
+from ._core._predict import (
+    add_leaf_values,
+    path_holds,
+    predict_raw,
+    predict_raw_exits,
+    trees_until_held,
+)
 from ._ensemble import TreeEnsemble, read_imported_from, read_scores, read_trees, tree_to_dict
 from ._model import NotApplicableError
-from .costs import CostModel, CostReport
+from .costs import CostModel, CostReport, resolve_feature
 from .dataset import Dataset, InputData
 from .exits import (
     BAND,
@@ -326,6 +332,10 @@ class Booster(TreeEnsemble):
         if np.any(np.diff(trees) <= 0) or np.any(trees < 1) \
                 or np.any(trees >= self.iteration_indptr[rules.iterations]):
             raise ValueError("exit_rules: a check falls on an iteration without trees")
+        if rules.hold is not None and rules.hold.size \
+                and rules.hold[-1] >= self.num_features():
+            raise ValueError(f"exit_rules: hold names feature {int(rules.hold[-1])}; the "
+                             f"model has {self.num_features()}")
         return rules
 
     def _ranking_has_no_exits(self) -> str:
@@ -369,9 +379,42 @@ class Booster(TreeEnsemble):
         raw = np.tile(self.base_score, (X.shape[0], 1))
         trees = np.empty(X.shape[0], dtype=np.int64)
         predict_raw_exits(X, nodes, offsets, outputs, indptr[rules.check_after], rules.lower,
-                          rules.upper, rules.gap, raw, trees, self.n_threads())
+                          rules.upper, rules.gap, raw, trees, self.n_threads(),
+                          self._leaf_holds(rules.hold, nodes, offsets))
         self._map_exits(raw, trees, rules)
         return raw, trees
+
+    def _leaf_holds(self, hold: np.ndarray | None, nodes: np.ndarray, offsets: np.ndarray
+                    ) -> np.ndarray | None:
+        """Per node of the packed trees, whether its path splits on a feature of
+        ``hold`` (:attr:`cbudget.ExitRules.hold`); None without."""
+        if hold is None:
+            return None
+        feature_held = np.zeros(self.num_features(), dtype=np.uint8)
+        feature_held[hold] = 1
+        flags = np.empty(nodes.shape[0], dtype=np.uint8)
+        path_holds(nodes, offsets, feature_held, flags)
+        return flags
+
+    def _hold_features(self, hold: Any) -> np.ndarray | None:
+        """The feature indices of :meth:`calibrate_exits`' ``hold``: a cost (the features
+        whose first read costs at least that, their group's cost included), or feature
+        indices / names; None for None or when no feature is named."""
+        if hold is None:
+            return None
+        if isinstance(hold, (int, float, np.number)) and not isinstance(hold, bool):
+            if not (math.isfinite(hold) and hold >= 0):
+                raise ValueError(f"hold must be a cost >= 0 or a list of features, got "
+                                 f"{hold!r}")
+            features = np.flatnonzero(self.cost_model.first_read_costs() >= float(hold))
+        elif isinstance(hold, (str, bytes, dict)) or not isinstance(hold, Iterable):
+            raise TypeError(f"hold must be a cost (a number) or a sequence of feature "
+                            f"indices or names, got {hold!r}")
+        else:
+            names = list(self.feature_names)
+            features = np.unique(np.asarray([resolve_feature(m, names, "hold") for m in hold],
+                                            dtype=np.int64))
+        return features.astype(np.int64) if features.size else None
 
     def _map_exits(self, raw: np.ndarray, trees: np.ndarray, rules: ExitRules) -> None:
         """Replace, in place, the raw scores of the inputs that exited (``trees``: the
@@ -437,6 +480,7 @@ class Booster(TreeEnsemble):
         bounds = [0, *(indptr[rules.check_after[k]] for k in firing), indptr[rules.iterations]]
         raw = np.tile(self.base_score, (rows.size, 1))
         trees = np.full(rows.size, bounds[-1], dtype=np.int64)
+        held = np.zeros(rows.size, dtype=bool)
         live = np.arange(rows.size)
         for j, (t0, t1) in enumerate(zip(bounds[:-1], bounds[1:])):
             leaves = yield from self._walk(source, rows[live], t0, t1)
@@ -444,8 +488,11 @@ class Booster(TreeEnsemble):
             scores = raw[live]
             add_leaf_values(leaves, nodes, offsets, outputs, scores, self.n_threads())
             raw[live] = scores
+            flags = self._leaf_holds(rules.hold, nodes, offsets)
+            if flags is not None and leaves.size:
+                held[live] |= flags[offsets[:-1] + leaves].any(axis=1)
             if j < firing.size:
-                out = rules.exits(scores, int(firing[j]))
+                out = rules.exits(scores, int(firing[j]), held[live])
                 trees[live[out]] = t1
                 live = live[~out]
         self._map_exits(raw, trees, rules)
@@ -475,7 +522,8 @@ class Booster(TreeEnsemble):
                         max_metric_drop: float | None = None, metric: str | None = None,
                         iteration_range: tuple[int, int] | None = None,
                         checks: str | Sequence[int] | None = None,
-                        outputs: str = "calibrated") -> ExitRules:
+                        outputs: str = "calibrated",
+                        hold: float | Sequence[int | str] | None = None) -> ExitRules:
         """Make exit rules on validation ``data`` and set them (:attr:`exit_rules`).
 
         After every ``every`` iterations, an input leaves when its prediction is settled:
@@ -543,6 +591,16 @@ class Booster(TreeEnsemble):
         outputs : {"calibrated", "partial"}, default "calibrated"
             What an exited input outputs (above); ``data``'s weights, if any, weigh the
             maps' fit.
+        hold : float or sequence of int or str, optional
+            Features that hold an input: one whose path through the trees before a
+            check has split on any of them does not exit there nor later
+            (:attr:`cbudget.ExitRules.hold`). A number: the features whose first read
+            costs at least that much (their cost group's cost included); or their
+            indices or names. Once an input has paid for such a feature, the later
+            trees, grown to use it, cost it little more, while exiting would lose what
+            it adds: a cascade's dear stage (``checks="stages"``) keeps the inputs it
+            has bought the dear features for. The calibration spends ``epsilon`` on
+            the others. Default None: any input may exit.
 
         Returns
         -------
@@ -555,13 +613,13 @@ class Booster(TreeEnsemble):
         if max_metric_drop is None:
             rules = self._calibrated(data, [check_epsilon(0.01 if epsilon is None else epsilon)],
                                      where, tolerance, decision_threshold, iteration_range,
-                                     outputs)[0]
+                                     outputs, hold=hold)[0]
         elif epsilon is not None:
             raise ValueError("give epsilon or max_metric_drop, not both")
         else:
             rules = self._calibrated_by_metric(data, float(max_metric_drop), metric, where,
                                                tolerance, decision_threshold, iteration_range,
-                                               outputs)
+                                               outputs, hold)
         if isinstance(checks, str) and rules.check_after.size == 0:
             # rules that never check would pass for a cascade's exits, silently
             raise ValueError(
@@ -592,11 +650,13 @@ class Booster(TreeEnsemble):
         return check_points(end, every, checks), "given"
 
     def _calibrated(self, data, epsilons, where, tolerance, decision_threshold,
-                    iteration_range, outputs="calibrated", weight=None) -> list[ExitRules]:
+                    iteration_range, outputs="calibrated", weight=None, hold=None
+                    ) -> list[ExitRules]:
         """Exit rules for each of ``epsilons`` (:func:`cbudget.exits.calibrate`), checked
         where ``where = (every, checks)`` says (:meth:`_check_after`), with their output
         maps (:func:`cbudget.exits.fit_outputs`, weighted by ``data``'s weights, or
-        ``weight`` for a matrix) unless ``outputs`` is "partial"."""
+        ``weight`` for a matrix) unless ``outputs`` is "partial", and the features that
+        ``hold`` inputs (:meth:`_hold_features`)."""
         if self.objective in RANKING_OBJECTIVES:
             raise NotApplicableError(self._ranking_has_no_exits())
         begin, end = self.iterations_used(iteration_range)
@@ -620,9 +680,17 @@ class Booster(TreeEnsemble):
                 or not math.isfinite(decision_threshold):
             raise ValueError("decision_threshold must be a finite number")
         checks, given = self._check_after(end, where)
+        hold_features = self._hold_features(hold)
         X = self.prepare_input(data)
         indptr = self.iteration_indptr
         _, offsets, tree_outputs, nodes = self._flat(0, indptr[end])
+        held_from = None
+        if hold_features is not None:
+            # per input, the first check at which it is held (checks.size: never)
+            until = np.empty(X.shape[0], dtype=np.int64)
+            trees_until_held(X, nodes, offsets, self._leaf_holds(hold_features, nodes, offsets),
+                             until, self.n_threads())
+            held_from = np.searchsorted(np.asarray(indptr)[checks], until, side="left")
         full = np.tile(self.base_score, (X.shape[0], 1))
         predict_raw(X, nodes, offsets, tree_outputs, full, self.n_threads())
         # the most and least each iteration can add to each output
@@ -648,15 +716,17 @@ class Booster(TreeEnsemble):
         made = calibrate(stages(), full, epsilons, rule=rule, iterations=end, checks=checks,
                          every=where[0], decision_threshold=None if regression or gap
                          else float(decision_threshold), tolerance=tolerance,
-                         certified=certified)
-        if given is not None:       # not every `every` iterations
-            for rules in made:
+                         certified=certified, held_from=held_from)
+        for rules in made:
+            rules.hold = hold_features
+            if given is not None:       # not every `every` iterations
                 del rules.calibration["every"]
                 rules.calibration["checks"] = given
         if outputs == "calibrated":
             # a second pass over the checks: the maps need each rule's exits
             fit_outputs(stages(), self.transform(full),
-                        data.weight if isinstance(data, Dataset) else weight, made)
+                        data.weight if isinstance(data, Dataset) else weight, made,
+                        held_from)
             if regression:
                 for rules in made:
                     self._keep_maps_within_epsilon(X, full, rules, tolerance)
@@ -704,7 +774,8 @@ class Booster(TreeEnsemble):
                 evaluate_on(metric, data, self.transform(raw)))
 
     def _calibrated_by_metric(self, data, max_drop, metric, where, tolerance,
-                              decision_threshold, iteration_range, outputs) -> ExitRules:
+                              decision_threshold, iteration_range, outputs, hold=None
+                              ) -> ExitRules:
         if not isinstance(data, Dataset) or data.label is None:
             raise TypeError("max_metric_drop needs data as a cbudget.Dataset with labels")
         if not (math.isfinite(max_drop) and max_drop >= 0):
@@ -712,7 +783,7 @@ class Booster(TreeEnsemble):
         metric = metric or self._exit_metric_default()
         check_metric(metric, self.objective)
         candidates = self._calibrated(data, EPSILON_GRID, where, tolerance,
-                                      decision_threshold, iteration_range, outputs)
+                                      decision_threshold, iteration_range, outputs, hold=hold)
         X = self.prepare_input(data)
         scores = [(rules.calibration["epsilon"], self._scored_exits(data, X, rules, metric)[1])
                   for rules in candidates]
@@ -727,7 +798,9 @@ class Booster(TreeEnsemble):
                                 metric: str | None = None, every: int = 1,
                                 tolerance: float | None = None,
                                 iterations: Sequence[int] | None = None,
-                                checks: str | Sequence[int] | None = None) -> ExitChoice:
+                                checks: str | Sequence[int] | None = None,
+                                hold: float | Sequence[int | str] | None = None
+                                ) -> ExitChoice:
         """The (iterations, epsilon) pair whose model, with exits calibrated on ``data``,
         scores best on ``data`` within a mean cost per input of ``budget``.
 
@@ -739,8 +812,8 @@ class Booster(TreeEnsemble):
             The epsilons of :meth:`calibrate_exits` tried.
         metric : str, optional
             Default: the model's (:attr:`default_metric`).
-        every, tolerance, checks : as for :meth:`calibrate_exits` (``checks``: of each
-            model tried, those below its iterations)
+        every, tolerance, checks, hold : as for :meth:`calibrate_exits` (``checks``: of
+            each model tried, those below its iterations)
         iterations : sequence of int, optional
             The numbers of iterations tried; default every one up to 32 iterations, else
             32 spread evenly from 1 to all.
@@ -781,7 +854,7 @@ class Booster(TreeEnsemble):
             where = (every, checks if isinstance(checks, str) or checks is None
                      else [c for c in checks if c < end])
             for rules in model._calibrated(X, epsilons, where, tolerance, 0.0, None,
-                                           weight=data.weight):
+                                           weight=data.weight, hold=hold):
                 model._exit_rules = rules
                 cost, score = model._scored_exits(data, X, rules, metric)
                 key = (sign * score, -cost)

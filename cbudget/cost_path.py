@@ -32,8 +32,8 @@ from .model_io import algorithms_of
 from .training import lambda_max as find_lambda_max
 from .training import train
 
-__all__ = ["CostPath", "ScoredModel", "cost_path", "pareto_mask", "train_cascade",
-           "train_scored"]
+__all__ = ["CostPath", "ScoredModel", "cost_path", "dear_stage_features", "pareto_mask",
+           "train_cascade", "train_scored"]
 
 # A point placed in a cost gap whose log(1 + cost) is within this share of the gap from
 # an end's did not narrow it: the path jumps there (not split again). Small, because a
@@ -367,7 +367,12 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         points.append((lam, np.nan, stages, scored))
         epsilons, every = (exit_epsilons, exit_every) if stages is None \
             else (cascade_epsilons, cascade_every)
-        points += [(lam, e, stages, _with_exits(scored, dvalid, e, every, exit_tolerance))
+        hold = None
+        if stages is not None:       # cascades are boosters (_check_cascades)
+            assert isinstance(scored.model, Booster)
+            hold = dear_stage_features(scored.model, stages[0][0])
+        points += [(lam, e, stages, _with_exits(scored, dvalid, e, every, exit_tolerance,
+                                                hold))
                    for e in epsilons or ()]
     scores = np.array([scored.score for _, _, _, scored in points])
     costs = np.array([scored.cost for _, _, _, scored in points])
@@ -509,13 +514,26 @@ def _check_exit_options(params: dict, epsilons, every: int, tolerance: float | N
     return epsilons
 
 
+def dear_stage_features(model: Booster, first_end: int) -> np.ndarray:
+    """The dear features of a cascade's later stages: those its iterations from
+    ``first_end`` on read and the first stage's do not, whose first read costs more than
+    any feature the first stage reads (the features the cascade holds an input for once
+    it has bought them, :attr:`cbudget.ExitRules.hold`)."""
+    first = model.used_features((0, first_end))
+    later = np.setdiff1d(model.used_features((first_end, 0)), first)
+    first_read = model.cost_model.first_read_costs()
+    cheap_end = first_read[first].max() if first.size else 0.0
+    return later[first_read[later] > cheap_end]
+
+
 def _with_exits(scored: ScoredModel, dvalid: Dataset, epsilon: float, every: int,
-                tolerance: float | None) -> ScoredModel:
-    """A copy of the scored booster with exit rules calibrated on ``dvalid``, scored and
-    costed there with its exits."""
+                tolerance: float | None, hold: np.ndarray | None = None) -> ScoredModel:
+    """A copy of the scored booster with exit rules calibrated on ``dvalid`` (held by
+    the features ``hold``), scored and costed there with its exits."""
     assert isinstance(scored.model, Booster)
     model = scored.model.copy()
-    model.calibrate_exits(dvalid, epsilon, every=every, tolerance=tolerance)
+    model.calibrate_exits(dvalid, epsilon, every=every, tolerance=tolerance,
+                          hold=None if hold is None or not hold.size else hold.tolist())
     return ScoredModel(model, scored.metric, evaluate_on(scored.metric, dvalid,
                                                          model.predict(dvalid)),
                        float(model.predict_cost(dvalid).mean()))

@@ -380,6 +380,14 @@ class CostModel:
         return not (self.feature_costs.any() or self.group_costs.any()
                     or self.coupled_costs.any() or self.split_cost or self.tree_cost)
 
+    def first_read_costs(self) -> np.ndarray:
+        """Per feature, the most its first read can cost an input: its own cost plus
+        its cost group's (when the group is not yet touched)."""
+        group = np.zeros(self.n_features)
+        grouped = self.feature_group >= 0
+        group[grouped] = self.group_costs[self.feature_group[grouped]]
+        return self.feature_costs + group
+
     def new_bitsets(self, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
         """Zeroed (acquired, groups_touched) bitsets for ``n_samples`` inputs: nothing
         acquired yet."""

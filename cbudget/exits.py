@@ -34,7 +34,7 @@ import numpy as np
 from ._json_checks import invalid, number_list, require
 
 __all__ = ["ExitRules", "ExitChoice", "calibrate", "certified_bounds", "check_epsilon",
-           "check_points", "exit_mask", "best_epsilon", "BAND", "GAP", "EPSILON_GRID",
+           "check_points", "check_hold", "exit_mask", "best_epsilon", "BAND", "GAP", "EPSILON_GRID",
            "OUTPUTS", "isotonic", "monotone_map", "fit_outputs", "map_outputs",
            "later_reach", "output_range", "check_outputs", "apply_map",
            "scale_within"]
@@ -121,6 +121,13 @@ class ExitRules:
         the calibration's ``decision_threshold`` (binary) or ``tolerance``
         (regression): the mapped output keeps the partial score's side of the one and
         stays within the other.
+    hold : ndarray of int64 or None
+        Features that *hold* an input (ascending column indices; None, the default and
+        a file without the field: none): an input whose path through the trees before
+        a check has split on one of them does not exit there nor later. It has paid for
+        a feature the later trees were grown to use, which then cost it little more,
+        so exiting would save little and lose what the feature adds (a cascade's
+        expensive stage, docs/architecture.md "Early exit").
     """
 
     rule: str
@@ -130,6 +137,7 @@ class ExitRules:
     upper: np.ndarray
     calibration: dict[str, Any] = field(default_factory=dict)
     outputs: list[Any] | None = None
+    hold: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.check_after = np.ascontiguousarray(self.check_after, dtype=np.int64)
@@ -155,6 +163,8 @@ class ExitRules:
                              "mean no exit on that side")
         if self.rule == GAP and np.any(lower != -np.inf):
             raise ValueError("the gap rule has no lower bounds (-inf)")
+        if self.hold is not None:
+            self.hold = check_hold(self.hold)
         if self.outputs is not None:
             self.outputs = check_outputs(self.outputs, self.rule, checks.size)
             if self.rule == BAND and any(m is not None for m in self.outputs) and \
@@ -173,10 +183,13 @@ class ExitRules:
         """bool per check: whether it can let any input out."""
         return (self.upper < np.inf) | (self.lower > -np.inf)
 
-    def exits(self, scores: np.ndarray, k: int) -> np.ndarray:
+    def exits(self, scores: np.ndarray, k: int, held: np.ndarray | None = None
+              ) -> np.ndarray:
         """bool per row of ``scores`` (n, n_outputs): whether it leaves at check ``k``
-        (the prediction kernel's comparisons)."""
-        return exit_mask(scores, self.gap, self.lower[k], self.upper[k])
+        (the prediction kernel's comparisons); ``held`` (bool per row): those held by
+        :attr:`hold` there, which do not."""
+        out = exit_mask(scores, self.gap, self.lower[k], self.upper[k])
+        return out if held is None else out & ~held
 
     @classmethod
     def margin_rule(cls, model: Any, margin: float, every: int = 10) -> ExitRules:
@@ -212,6 +225,8 @@ class ExitRules:
             doc["outputs"] = [None if m is None else {"scale": float(m)} if self.gap
                               else {"x": m[0].tolist(), "y": m[1].tolist()}
                               for m in self.outputs]
+        if self.hold is not None:
+            doc["hold"] = self.hold.tolist()
         return doc
 
     @classmethod
@@ -222,7 +237,7 @@ class ExitRules:
         if not isinstance(d, dict):
             raise invalid("exit_rules must be an object")
         unknown = set(d) - {"rule", "iterations", "check_after", "lower", "upper",
-                            "calibration", "outputs"}
+                            "calibration", "outputs", "hold"}
         if unknown:
             raise invalid(f"unknown field(s) {sorted(unknown)} in exit_rules")
         rule = require(d, "rule", str, where)
@@ -265,10 +280,16 @@ class ExitRules:
             raise invalid(f"{where}calibration.checks must be one of {CHECKS_GIVEN}, and "
                           f"not with every")
         outputs = _read_outputs(d["outputs"], rule, len(checks)) if "outputs" in d else None
+        hold = d.get("hold")
+        if "hold" in d and (not isinstance(hold, list) or not all(
+                isinstance(m, int) and not isinstance(m, bool) and 0 <= m < 2**31
+                for m in hold)):
+            raise invalid(f"{where}hold must be a list of feature indices")
         try:
             return cls(rule, iterations, np.asarray(checks, dtype=np.int64),
                        np.asarray(bounds["lower"]), np.asarray(bounds["upper"]),
-                       dict(calibration), outputs)
+                       dict(calibration), outputs,
+                       None if hold is None else np.asarray(hold, dtype=np.int64))
         except ValueError as exc:
             raise invalid(f"exit_rules: {exc}") from None
 
@@ -280,7 +301,20 @@ class ExitRules:
         return (f"<cbudget.ExitRules {self.rule}: {int(self.firing().sum())} of "
                 f"{self.check_after.size} checks can exit, {how} ({detail}), for "
                 f"{self.iterations} iterations, "
-                f"{f'{maps} output maps' if maps else 'partial outputs'}>")
+                f"{f'{maps} output maps' if maps else 'partial outputs'}"
+                f"{'' if self.hold is None else f', held by {self.hold.size} feature(s)'}>")
+
+
+def check_hold(hold: Any) -> np.ndarray:
+    """``hold`` (see :class:`ExitRules`) as ascending, distinct int64 feature indices
+    ``>= 0``; ValueError otherwise."""
+    values = np.asarray(hold)
+    if values.ndim != 1 or (values.size and (values.dtype.kind not in "iu"
+                                             or values.min() < 0
+                                             or np.any(np.diff(values) <= 0))):
+        raise ValueError(f"hold must list feature indices (integers >= 0), ascending and "
+                         f"distinct, got {hold!r}")
+    return np.ascontiguousarray(values, dtype=np.int64)
 
 
 def _read_outputs(values: Any, rule: str, n_checks: int) -> list[Any]:
@@ -564,10 +598,12 @@ def fit_scale(scores: np.ndarray, target: np.ndarray, w: np.ndarray) -> float:
 
 
 def fit_outputs(stages: Iterator[tuple[int, np.ndarray]], target: np.ndarray,
-                weight: np.ndarray | None, rules: Sequence[ExitRules]) -> None:
+                weight: np.ndarray | None, rules: Sequence[ExitRules],
+                held_from: np.ndarray | None = None) -> None:
     """Set the ``outputs`` of each of ``rules`` (made on the same inputs and checks):
     per check that can let inputs out, a map from the partial scores of the inputs that
-    leave there to ``target``, the estimate of the full model's output wanted.
+    leave there to ``target``, the estimate of the full model's output wanted
+    (``held_from`` as for :func:`calibrate`).
 
     ``stages`` yields ``(k, scores)`` per check as for :func:`calibrate`. ``target``:
     binary, a probability per input (the full model's, or the label), fitted by
@@ -587,11 +623,13 @@ def fit_outputs(stages: Iterator[tuple[int, np.ndarray]], target: np.ndarray,
             value = top[:, -1] - top[:, -2]
         else:
             value = scores[:, 0]
+        free = None if held_from is None else held_from > k
         for j, r in enumerate(rules):
             if not firing[j][k]:
                 continue
-            out = live[j] & _outside(value, gap, r.lower[k], r.upper[k])
-            fit_on = out if np.count_nonzero(out) >= MIN_MAP_INPUTS else live[j]
+            may_leave = live[j] if free is None else live[j] & free
+            out = may_leave & _outside(value, gap, r.lower[k], r.upper[k])
+            fit_on = out if np.count_nonzero(out) >= MIN_MAP_INPUTS else may_leave
             if np.any(w[fit_on] > 0):
                 maps[j][k] = _fit_map(r, scores[fit_on], target[fit_on], w[fit_on])
             live[j] &= ~out
@@ -737,7 +775,8 @@ def _gap_threshold(gap: np.ndarray, wrong: np.ndarray, allowance: int) -> float:
 def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
               epsilons: Sequence[float], *, rule: str, iterations: int, checks: np.ndarray,
               every: int, decision_threshold: float | None, tolerance: float | None,
-              certified: tuple[np.ndarray, np.ndarray]) -> list[ExitRules]:
+              certified: tuple[np.ndarray, np.ndarray],
+              held_from: np.ndarray | None = None) -> list[ExitRules]:
     """Exit rules for each of ``epsilons`` from validation scores.
 
     ``stages`` yields ``(k, scores)`` for each check ``k`` in order: every input's scores
@@ -747,7 +786,9 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
     ``certified`` ones (:func:`certified_bounds`). The allowance spreads the budget
     ``floor(epsilon * n)`` evenly over the first ``K`` checks, the unused part carried
     over; ``K`` is the most checks over which the budget is still spent
-    (:func:`_spend_the_budget`).
+    (:func:`_spend_the_budget`). ``held_from`` (int per input, optional): the first
+    check at which the input is held (:attr:`ExitRules.hold`; ``checks.size``: never);
+    from there it does not leave.
     """
     n_inputs = full.shape[0]
     decisions = _decisions(full, rule, decision_threshold)
@@ -769,7 +810,7 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
 
     def run(epsilon: float, spread: int) -> _Calibration:
         state = _Calibration(epsilon, n_inputs, checks.size, spread)
-        _apply(state, seen, rule, center, certified)
+        _apply(state, seen, rule, center, certified, held_from)
         return state
 
     states = [_spend_the_budget(eps, checks.size, run) for eps in epsilons]
@@ -783,22 +824,25 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
 
 
 def _apply(state: _Calibration, seen: Sequence[tuple[np.ndarray, np.ndarray]], rule: str,
-           center: float | None, certified: tuple[np.ndarray, np.ndarray]) -> None:
+           center: float | None, certified: tuple[np.ndarray, np.ndarray],
+           held_from: np.ndarray | None = None) -> None:
     """Go through the checks (``seen``: per check the compared values and whether an
-    exit would disagree), setting ``state``'s thresholds and letting inputs out."""
+    exit would disagree), setting ``state``'s thresholds and letting inputs out (not
+    the held ones: ``held_from`` as for :func:`calibrate`)."""
     cert_lower, cert_upper = certified
     live = state.live
     for k, (value, wrong) in enumerate(seen):
         allowance = state.allowance(k)
+        free = live if held_from is None else live & (held_from > k)
         lower, upper = -np.inf, np.inf
-        if allowance >= 0 and live.any():
+        if allowance >= 0 and free.any():
             if rule == GAP:
-                upper = _gap_threshold(value[live], wrong[live], allowance)
+                upper = _gap_threshold(value[free], wrong[free], allowance)
             else:
-                lower, upper = _band_thresholds(value[live], wrong[live], allowance, center)
+                lower, upper = _band_thresholds(value[free], wrong[free], allowance, center)
         state.lower[k] = max(lower, cert_lower[k])
         state.upper[k] = min(upper, cert_upper[k])
-        out = live & _outside(value, rule == GAP, state.lower[k], state.upper[k])
+        out = free & _outside(value, rule == GAP, state.lower[k], state.upper[k])
         state.used += int(np.count_nonzero(out & wrong))
         live &= ~out
 

@@ -144,6 +144,12 @@ def _seed_models() -> tuple[tuple[str, str], ...]:
                                            feature_names=FEATURE_NAMES), 0.1,
                            checks="stages")
     models["cegb_stages_exit_outputs"] = staged
+    # ... and exits held by the features of the dear stage (format 1.9)
+    held = staged.copy()
+    held.calibrate_exits(cbudget.Dataset(*_problem("binary:logistic", 80, 1),
+                                         feature_names=FEATURE_NAMES), 0.1, every=2,
+                         hold=list(range(1, len(FEATURE_NAMES))))
+    models["cegb_stages_exit_hold"] = held
     for objective, options in (("multi:softprob", {}),
                                ("reg:squarederror", {"tolerance": 0.5})):
         mapped = _train({**BOOST, "num_class": 3} if objective == "multi:softprob"

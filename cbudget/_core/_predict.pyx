@@ -143,17 +143,29 @@ def predict_raw_exits(
     double[:, ::1] out,
     int64_t[::1] trees_evaluated,
     int n_threads,
+    const uint8_t[::1] leaf_holds=None,
 ):
     """``predict_raw`` with exits: after ``check_after[k]`` trees (ascending, in
     ``[1, n_trees)``), an input whose scores ``_exits`` at ``(lower[k], upper[k])`` stops.
     ``trees_evaluated[i]``: the trees input ``i`` evaluated (``n_trees`` if it never
-    left). The sums are ``predict_raw``'s, tree by tree in order."""
+    left). The sums are ``predict_raw``'s, tree by tree in order.
+
+    ``leaf_holds`` (one flag per node, :func:`path_holds`), optional: an input that has
+    reached a flagged leaf in a tree before a check does not exit there (it is *held*:
+    it has paid for a feature the rules keep it for)."""
     cdef Py_ssize_t n_samples = X.shape[0]
     cdef Py_ssize_t n_trees = tree_offsets.shape[0] - 1
     cdef Py_ssize_t n_checks = check_after.shape[0]
     cdef Py_ssize_t n_blocks = (n_samples + ROW_BLOCK - 1) // ROW_BLOCK
     cdef Py_ssize_t block, i, t, k, stop
+    cdef int32_t leaf
     cdef const predict_node_struct * tree
+    cdef bint holding = leaf_holds is not None
+    if holding and leaf_holds.shape[0] != nodes.shape[0]:
+        raise ValueError(f"leaf_holds has {leaf_holds.shape[0]} entries for "
+                         f"{nodes.shape[0]} nodes")
+    held_rows = np.zeros(n_samples if holding else 0, dtype=np.uint8)
+    cdef uint8_t[::1] held = held_rows
     check_n_threads(n_threads)
     check_offsets(&tree_offsets[0] if tree_offsets.shape[0] else NULL,
                   tree_offsets.shape[0], nodes.shape[0], "predict_raw_exits")
@@ -177,12 +189,85 @@ def predict_raw_exits(
             tree = &nodes[tree_offsets[t]]
             for i in range(block * ROW_BLOCK, stop):
                 if trees_evaluated[i] > t:
-                    out[i, tree_outputs[t]] += tree[_leaf_of_row(tree, &X[i, 0])].threshold
+                    leaf = _leaf_of_row(tree, &X[i, 0])
+                    out[i, tree_outputs[t]] += tree[leaf].threshold
+                    if holding:
+                        held[i] |= leaf_holds[tree_offsets[t] + leaf]
             if k < n_checks and check_after[k] == t + 1:
                 for i in range(block * ROW_BLOCK, stop):
-                    if trees_evaluated[i] > t and _exits(out, i, lower[k], upper[k], gap):
+                    if trees_evaluated[i] > t and not (holding and held[i]) \
+                            and _exits(out, i, lower[k], upper[k], gap):
                         trees_evaluated[i] = t + 1
                 k = k + 1
+
+
+def path_holds(
+    const predict_node_struct[::1] nodes,
+    const int64_t[::1] tree_offsets,
+    const uint8_t[::1] feature_held,
+    uint8_t[::1] out,
+):
+    """``out[n]`` = 1 when the path from node ``n``'s root to it splits on a feature
+    ``m`` with ``feature_held[m]``, else 0 (per node; what ``predict_raw_exits`` reads at
+    the leaves). The children of a node come after it within its tree (as the model
+    classes check), so one pass in order sets them."""
+    cdef Py_ssize_t n_trees = tree_offsets.shape[0] - 1
+    cdef Py_ssize_t t, n, bad = -1
+    cdef int64_t base
+    cdef int32_t feature
+    cdef uint8_t flag
+    check_offsets(&tree_offsets[0] if tree_offsets.shape[0] else NULL,
+                  tree_offsets.shape[0], nodes.shape[0], "path_holds")
+    if out.shape[0] != nodes.shape[0]:
+        raise ValueError(f"out has {out.shape[0]} entries for {nodes.shape[0]} nodes")
+    with nogil:
+        for t in range(n_trees):
+            base = tree_offsets[t]
+            out[base] = 0
+            for n in range(base, tree_offsets[t + 1]):
+                if nodes[n].left == -1:
+                    continue
+                feature = nodes[n].feature
+                if not 0 <= feature < feature_held.shape[0] \
+                        or not 0 < nodes[n].left < tree_offsets[t + 1] - base \
+                        or not 0 < nodes[n].right < tree_offsets[t + 1] - base:
+                    bad = n
+                    break
+                flag = out[n] | (feature_held[feature] != 0)
+                out[base + nodes[n].left] = flag
+                out[base + nodes[n].right] = flag
+            if bad >= 0:
+                break
+    if bad >= 0:
+        raise ValueError(f"path_holds: node {bad} splits on a feature outside "
+                         f"feature_held or has a child outside its tree")
+
+
+def trees_until_held(
+    const floating_t[:, ::1] X,
+    const predict_node_struct[::1] nodes,
+    const int64_t[::1] tree_offsets,
+    const uint8_t[::1] leaf_holds,
+    int64_t[::1] out,
+    int n_threads,
+):
+    """``out[i]``: the number of trees after which input ``i`` is held -- ``t + 1`` for
+    the first tree ``t`` in which it reaches a leaf flagged in ``leaf_holds``
+    (:func:`path_holds`) -- or ``n_trees + 1`` when it never is."""
+    cdef Py_ssize_t n_samples = X.shape[0]
+    cdef Py_ssize_t n_trees = tree_offsets.shape[0] - 1
+    cdef Py_ssize_t i, t
+    check_n_threads(n_threads)
+    check_offsets(&tree_offsets[0] if tree_offsets.shape[0] else NULL,
+                  tree_offsets.shape[0], nodes.shape[0], "trees_until_held")
+    if leaf_holds.shape[0] != nodes.shape[0] or out.shape[0] != n_samples:
+        raise ValueError("leaf_holds needs one entry per node, out one per input")
+    out[:] = n_trees + 1
+    for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
+        for t in range(n_trees):
+            if leaf_holds[tree_offsets[t] + _leaf_of_row(&nodes[tree_offsets[t]], &X[i, 0])]:
+                out[i] = t + 1
+                break
 
 
 def predict_node_rows(

@@ -484,10 +484,12 @@ class Booster(TreeEnsemble):
         which the exited predictions disagree with the full model's on at most a fraction
         ``epsilon`` of ``data``'s inputs (binary and multiclass: the predicted class;
         regression: a prediction more than ``tolerance`` away), spread evenly over the
-        checks. Every check also lets out the inputs whose prediction the later trees
-        cannot change (their largest and smallest leaf values summed), so
-        ``epsilon=0`` changes no input's class (a regression prediction moves by at most
-        ``tolerance``) on any input, not only ``data``'s.
+        checks; a share of their total weight when ``data`` is a Dataset with weights
+        (an input of weight 2 counts as that input twice). Every check also lets out the
+        inputs whose prediction the later trees cannot change (their largest and
+        smallest leaf values summed), so ``epsilon=0`` changes no input's class (a
+        regression prediction moves by at most ``tolerance``) on any input, not only
+        ``data``'s.
 
         The rule is learned on ``data``: on other inputs the disagreement is near
         ``epsilon``, not bounded by it (``epsilon=0`` excepted).
@@ -542,7 +544,7 @@ class Booster(TreeEnsemble):
             counts after which to check (ascending, within ``[1, end)``).
         outputs : {"calibrated", "partial"}, default "calibrated"
             What an exited input outputs (above); ``data``'s weights, if any, weigh the
-            maps' fit.
+            maps' fit as they weigh ``epsilon``.
 
         Returns
         -------
@@ -595,8 +597,8 @@ class Booster(TreeEnsemble):
                     iteration_range, outputs="calibrated", weight=None) -> list[ExitRules]:
         """Exit rules for each of ``epsilons`` (:func:`cbudget.exits.calibrate`), checked
         where ``where = (every, checks)`` says (:meth:`_check_after`), with their output
-        maps (:func:`cbudget.exits.fit_outputs`, weighted by ``data``'s weights, or
-        ``weight`` for a matrix) unless ``outputs`` is "partial"."""
+        maps (:func:`cbudget.exits.fit_outputs`) unless ``outputs`` is "partial"; both
+        weighted by ``data``'s weights, or ``weight`` for a matrix."""
         if self.objective in RANKING_OBJECTIVES:
             raise NotApplicableError(self._ranking_has_no_exits())
         begin, end = self.iterations_used(iteration_range)
@@ -621,6 +623,8 @@ class Booster(TreeEnsemble):
             raise ValueError("decision_threshold must be a finite number")
         checks, given = self._check_after(end, where)
         X = self.prepare_input(data)
+        if isinstance(data, Dataset):
+            weight = data.weight
         indptr = self.iteration_indptr
         _, offsets, tree_outputs, nodes = self._flat(0, indptr[end])
         full = np.tile(self.base_score, (X.shape[0], 1))
@@ -648,27 +652,28 @@ class Booster(TreeEnsemble):
         made = calibrate(stages(), full, epsilons, rule=rule, iterations=end, checks=checks,
                          every=where[0], decision_threshold=None if regression or gap
                          else float(decision_threshold), tolerance=tolerance,
-                         certified=certified)
+                         certified=certified, weight=weight)
         if given is not None:       # not every `every` iterations
             for rules in made:
                 del rules.calibration["every"]
                 rules.calibration["checks"] = given
         if outputs == "calibrated":
             # a second pass over the checks: the maps need each rule's exits
-            fit_outputs(stages(), self.transform(full),
-                        data.weight if isinstance(data, Dataset) else weight, made)
+            fit_outputs(stages(), self.transform(full), weight, made)
             if regression:
                 for rules in made:
-                    self._keep_maps_within_epsilon(X, full, rules, tolerance)
+                    self._keep_maps_within_epsilon(X, full, rules, tolerance, weight)
         return made
 
     def _keep_maps_within_epsilon(self, X: np.ndarray, full: np.ndarray, rules: ExitRules,
-                                  tolerance: float) -> None:
+                                  tolerance: float, weight: np.ndarray | None) -> None:
         """Regression: a map moves a prediction, so it may take an exit that was within
         ``tolerance`` of the full prediction out of it. Keep a check's map only if, of
-        ``X``'s inputs that exit there, no more end beyond the tolerance than with their
-        partial scores: the disagreement on ``X`` then stays within the epsilon the
-        calibration spent on the partial scores. Sets ``calibration["disagreement"]``."""
+        ``X``'s inputs that exit there, no more (by ``weight``) end beyond the tolerance
+        than with their partial scores: the (weighted) disagreement on ``X`` then stays
+        within the epsilon the calibration spent on the partial scores. Sets
+        ``calibration["disagreement"]``."""
+        w = np.ones(X.shape[0]) if weight is None else np.asarray(weight, dtype=np.float64)
         partial, trees = self._raw_with_exits(X, dataclasses.replace(rules, outputs=None))
         mapped = partial.copy()
         self._map_exits(mapped, trees, rules)
@@ -679,12 +684,14 @@ class Booster(TreeEnsemble):
             outputs = list(rules.outputs)
             for k, m in enumerate(outputs):
                 there = check == k
-                if m is not None and np.count_nonzero(off_mapped[there]) \
-                        > np.count_nonzero(off_partial[there]):
+                if m is not None and w[there & off_mapped].sum() \
+                        > w[there & off_partial].sum():
                     outputs[k] = None
                     off_mapped[there] = off_partial[there]
             rules.outputs = outputs
-        rules.calibration["disagreement"] = float(np.mean(off_mapped)) if X.shape[0] else 0.0
+        total = w.sum()
+        rules.calibration["disagreement"] = float(w[off_mapped].sum() / total) if total > 0 \
+            else 0.0
 
     def _exit_metric_default(self) -> str:
         if self.n_outputs > 1:

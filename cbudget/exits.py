@@ -676,48 +676,76 @@ def map_outputs(rules: ExitRules, raw: np.ndarray, check: np.ndarray,
 
 
 class _Calibration:
-    """The state of one epsilon's calibration while the checks go by."""
+    """The state of one epsilon's calibration while the checks go by. The budget is
+    ``epsilon`` times the inputs' total ``weight``; whole-number weights count inputs (a
+    weight of 2: the input twice), so their budget is whole inputs, as without weights."""
 
-    def __init__(self, epsilon: float, n_inputs: int, n_checks: int, spread: int):
+    def __init__(self, epsilon: float, weight: np.ndarray, n_checks: int, spread: int):
         self.epsilon = epsilon
-        self.allowed = math.floor(epsilon * n_inputs + 1e-9)
+        self.weight = weight
+        total = float(weight.sum())
+        self.whole = bool(np.all(weight == np.floor(weight)))
+        self.allowed: float = math.floor(epsilon * total + 1e-9) if self.whole \
+            else epsilon * total
         self.spread = spread
-        self.live = np.ones(n_inputs, dtype=bool)
-        self.used = 0
+        self.live = np.ones(weight.size, dtype=bool)
+        self.used = 0.0     # the weight of the disagreeing exits so far
         self.lower = np.full(n_checks, -np.inf)
         self.upper = np.full(n_checks, np.inf)
 
-    def allowance(self, k: int) -> int:
-        """Disagreements this check may add: the budget spread evenly over the first
-        ``spread`` checks, what earlier checks left unused carried over."""
+    def allowance(self, k: int) -> float:
+        """Disagreeing weight this check may add: the budget spread evenly over the
+        first ``spread`` checks, what earlier checks left unused carried over."""
         if self.epsilon == 0:
             return -1     # no calibrated exits: only the certified ones
-        return max(0, min(self.allowed, self.allowed * (k + 1) // self.spread) - self.used)
+        spread = self.allowed * (k + 1) // self.spread if self.whole \
+            else self.allowed * (k + 1) / self.spread
+        return max(0, min(self.allowed, spread) - self.used)
 
 
-def _band_thresholds(m: np.ndarray, wrong: np.ndarray, allowance: int,
+def _outside_in(values: np.ndarray, weight: np.ndarray, descending: bool
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` of positive ``weight`` sorted (descending or ascending) and, before
+    each and after the last, the weight of those ahead of it: ``ahead[j]`` is the
+    weight of ``sorted[:j]``. (A threshold at the value of an input of weight 0 would
+    let out no less weight than one at the next value: such inputs are left out.)"""
+    values, weight = values[weight > 0], weight[weight > 0]
+    order = np.argsort(values, kind="stable")
+    if descending:
+        order = order[::-1]
+    return values[order], np.concatenate(([0.0], np.cumsum(weight[order])))
+
+
+def _band_thresholds(m: np.ndarray, wrong: np.ndarray, w: np.ndarray, allowance: float,
                      center: float | None) -> tuple[float, float]:
-    """(lower, upper) letting the most live inputs (scores ``m``) out above ``upper`` or
-    below ``lower`` with at most ``allowance`` of the ``wrong`` ones (those whose exit
-    would disagree) among them. ``center``: the decision threshold (binary), which the
-    band keeps inside so that an input leaves on its own side."""
-    sorted_m = np.sort(m)
+    """(lower, upper) letting the most live weight (scores ``m``, weights ``w``) out
+    above ``upper`` or below ``lower`` with at most ``allowance`` of the ``wrong`` ones'
+    weight (those whose exit would disagree) among them. ``center``: the decision
+    threshold (binary), which the band keeps inside so that an input leaves on its own
+    side."""
+    order = np.argsort(m, kind="stable")
+    sorted_m = m[order]
+    # the live weight below each position of sorted_m
+    below = np.concatenate(([0.0], np.cumsum(w[order])))
     if center is None:
-        up_wrong = low_wrong = m[wrong]
+        up_wrong = low_wrong = wrong
     else:
-        up_wrong, low_wrong = m[wrong & (m > center)], m[wrong & (m <= center)]
-    up_desc, low_asc = np.sort(up_wrong)[::-1], np.sort(low_wrong)
-    e = min(allowance, up_desc.size + low_asc.size)
-    e_up = np.arange(e + 1)
-    # the (e_up + 1)-th largest wrong score: above it at most e_up wrong ones
+        up_wrong, low_wrong = wrong & (m > center), wrong & (m <= center)
+    up_desc, up_ahead = _outside_in(m[up_wrong], w[up_wrong], descending=True)
+    low_asc, low_ahead = _outside_in(m[low_wrong], w[low_wrong], descending=False)
+    # above the (j + 1)-th largest wrong score, at most the weight of the j before it;
+    # below, the most wrong ones the rest of the allowance pays for
+    e_up = np.flatnonzero(up_ahead <= allowance)
+    e_low = np.searchsorted(low_ahead, allowance - up_ahead[e_up], side="right") - 1
     upper = _nth(up_desc, e_up, -BIG)
-    lower = _nth(low_asc, e - e_up, BIG)
+    lower = _nth(low_asc, e_low, BIG)
     if center is not None:
         upper, lower = np.maximum(upper, center), np.minimum(lower, center)
-    n_out = (m.size - np.searchsorted(sorted_m, upper, side="right")
-             + np.searchsorted(sorted_m, lower, side="left"))
-    n_out = np.where(lower > upper, m.size, np.minimum(n_out, m.size))
-    best = int(np.argmax(n_out))   # the first best: the fewest disagreements above
+    total = below[-1]
+    let_out = (total - below[np.searchsorted(sorted_m, upper, side="right")]
+               + below[np.searchsorted(sorted_m, lower, side="left")])
+    let_out = np.where(lower > upper, total, np.minimum(let_out, total))
+    best = int(np.argmax(let_out))   # the first best: the fewest disagreements above
     return float(lower[best]), float(upper[best])
 
 
@@ -728,16 +756,20 @@ def _nth(values: np.ndarray, index: np.ndarray, beyond: float) -> np.ndarray:
     return np.where(index < values.size, values[np.minimum(index, values.size - 1)], beyond)
 
 
-def _gap_threshold(gap: np.ndarray, wrong: np.ndarray, allowance: int) -> float:
-    """The gap above which the most live inputs leave with at most ``allowance`` wrong."""
-    wrong_desc = np.sort(gap[wrong])[::-1]
-    return float(wrong_desc[allowance]) if allowance < wrong_desc.size else -1.0
+def _gap_threshold(gap: np.ndarray, wrong: np.ndarray, w: np.ndarray,
+                   allowance: float) -> float:
+    """The gap above which the most live inputs leave with at most ``allowance`` of the
+    wrong ones' weight (``w``)."""
+    wrong_desc, ahead = _outside_in(gap[wrong], w[wrong], descending=True)
+    j = int(np.searchsorted(ahead, allowance, side="right")) - 1
+    return float(wrong_desc[j]) if j < wrong_desc.size else -1.0
 
 
 def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
               epsilons: Sequence[float], *, rule: str, iterations: int, checks: np.ndarray,
               every: int, decision_threshold: float | None, tolerance: float | None,
-              certified: tuple[np.ndarray, np.ndarray]) -> list[ExitRules]:
+              certified: tuple[np.ndarray, np.ndarray],
+              weight: np.ndarray | None = None) -> list[ExitRules]:
     """Exit rules for each of ``epsilons`` from validation scores.
 
     ``stages`` yields ``(k, scores)`` for each check ``k`` in order: every input's scores
@@ -747,9 +779,14 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
     ``certified`` ones (:func:`certified_bounds`). The allowance spreads the budget
     ``floor(epsilon * n)`` evenly over the first ``K`` checks, the unused part carried
     over; ``K`` is the most checks over which the budget is still spent
-    (:func:`_spend_the_budget`).
+    (:func:`_spend_the_budget`). With the inputs' ``weight``, disagreements are
+    weighed: the budget is ``epsilon`` times the total weight (whole-number weights:
+    floored, as the weight 2 of an input given twice), and the recorded
+    ``disagreement`` the disagreeing exits' share of the total weight.
     """
     n_inputs = full.shape[0]
+    w = np.ones(n_inputs) if weight is None else np.asarray(weight, dtype=np.float64)
+    total = float(w.sum())
     decisions = _decisions(full, rule, decision_threshold)
     # per check, what the thresholds compare (output 0; gap: the two largest outputs'
     # difference) and whose exit there would disagree, kept for the search over K
@@ -768,7 +805,7 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
     center = decision_threshold if rule == BAND and tolerance is None else None
 
     def run(epsilon: float, spread: int) -> _Calibration:
-        state = _Calibration(epsilon, n_inputs, checks.size, spread)
+        state = _Calibration(epsilon, w, checks.size, spread)
         _apply(state, seen, rule, center, certified)
         return state
 
@@ -778,7 +815,7 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
                        "decision_threshold": None if rule == GAP or tolerance is not None
                        else decision_threshold,
                        "tolerance": tolerance, "every": int(every), "n_inputs": n_inputs,
-                       "disagreement": s.used / n_inputs if n_inputs else 0.0})
+                       "disagreement": s.used / total if total > 0 else 0.0})
             for s in states]
 
 
@@ -793,13 +830,15 @@ def _apply(state: _Calibration, seen: Sequence[tuple[np.ndarray, np.ndarray]], r
         lower, upper = -np.inf, np.inf
         if allowance >= 0 and live.any():
             if rule == GAP:
-                upper = _gap_threshold(value[live], wrong[live], allowance)
+                upper = _gap_threshold(value[live], wrong[live], state.weight[live],
+                                       allowance)
             else:
-                lower, upper = _band_thresholds(value[live], wrong[live], allowance, center)
+                lower, upper = _band_thresholds(value[live], wrong[live],
+                                                state.weight[live], allowance, center)
         state.lower[k] = max(lower, cert_lower[k])
         state.upper[k] = min(upper, cert_upper[k])
         out = live & _outside(value, rule == GAP, state.lower[k], state.upper[k])
-        state.used += int(np.count_nonzero(out & wrong))
+        state.used += float(state.weight[out & wrong].sum())
         live &= ~out
 
 

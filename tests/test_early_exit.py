@@ -625,6 +625,33 @@ def test_a_gated_model_exits_in_its_gate_and_predictor(letters_small, tmp_path):
     assert np.array_equal(loaded.predict_cost(Xv), model.predict_cost(Xv))
 
 
+def test_a_gated_model_passes_the_validation_weights_to_its_parts(letters_small):
+    # the parts' epsilons and maps weigh the weights of a Dataset (they were dropped):
+    # each part's rules are those it makes itself on the weighted inputs it sees
+    X, y, Xv, yv = letters_small
+    dtrain = cbudget.Dataset(X, y, feature_costs=np.arange(1.0, X.shape[1] + 1))
+    f0 = cbudget.train(dict(small_model_params("gbdt"), max_depth=5), dtrain, 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = cbudget.train(dict(small_model_params("adapt_gbrt"), p_full=0.3), dtrain, 8,
+                              expensive_model=f0)
+    w = np.where(np.random.default_rng(2).random(Xv.shape[0]) < 0.3, 6.0, 0.4)
+    dvalid = cbudget.Dataset(Xv, yv, weight=w)
+    rules = model.calibrate_exits(dvalid, 0.05)
+    gate = model.gate.copy().set_exit_rules(None).calibrate_exits(
+        dvalid, 0.05, decision_threshold=model.gate_threshold)
+    kept = np.flatnonzero(model.route(Xv) == 1)
+    predictor = model.predictor.copy().set_exit_rules(None).calibrate_exits(
+        dvalid.subset(kept), 0.05)
+    assert 0 < kept.size < Xv.shape[0]
+    for made, direct in ((rules["gate"], gate), (rules["predictor"], predictor)):
+        assert made.to_dict() == direct.to_dict()
+        assert made.calibration["disagreement"] <= 0.05
+    plain = model.gate.copy().set_exit_rules(None).calibrate_exits(
+        Xv, 0.05, decision_threshold=model.gate_threshold)
+    assert plain.to_dict() != gate.to_dict()       # the weights matter here
+
+
 # -- model files ------------------------------------------------------------------------------
 @pytest.mark.parametrize("edit, message", [
     (lambda r: r.update(rule="gap"), "rule"),

@@ -551,8 +551,6 @@ class Booster(TreeEnsemble):
         ExitRules
             Also in :attr:`exit_rules`, saved with the model.
         """
-        if outputs not in OUTPUTS:
-            raise ValueError(f"outputs must be one of {OUTPUTS}, got {outputs!r}")
         where = (every, checks)
         if max_metric_drop is None:
             rules = self._calibrated(data, [check_epsilon(0.01 if epsilon is None else epsilon)],
@@ -601,6 +599,8 @@ class Booster(TreeEnsemble):
         weighted by ``data``'s weights, or ``weight`` for a matrix."""
         if self.objective in RANKING_OBJECTIVES:
             raise NotApplicableError(self._ranking_has_no_exits())
+        if outputs not in OUTPUTS:
+            raise ValueError(f"outputs must be one of {OUTPUTS}, got {outputs!r}")
         begin, end = self.iterations_used(iteration_range)
         if begin != 0:
             raise ValueError("exit rules apply to iterations from 0: iteration_range must "
@@ -734,7 +734,8 @@ class Booster(TreeEnsemble):
                                 metric: str | None = None, every: int = 1,
                                 tolerance: float | None = None,
                                 iterations: Sequence[int] | None = None,
-                                checks: str | Sequence[int] | None = None) -> ExitChoice:
+                                checks: str | Sequence[int] | None = None,
+                                outputs: str = "calibrated") -> ExitChoice:
         """The (iterations, epsilon) pair whose model, with exits calibrated on ``data``,
         scores best on ``data`` within a mean cost per input of ``budget``.
 
@@ -748,6 +749,10 @@ class Booster(TreeEnsemble):
             Default: the model's (:attr:`default_metric`).
         every, tolerance, checks : as for :meth:`calibrate_exits` (``checks``: of each
             model tried, those below its iterations)
+        outputs : {"calibrated", "partial"}, default "calibrated"
+            What an exited input outputs, as for :meth:`calibrate_exits`: each pair is
+            scored with these outputs, and the model chosen keeps them (its output
+            maps, or none with "partial").
         iterations : sequence of int, optional
             The numbers of iterations tried; default every one up to 32 iterations, else
             32 spread evenly from 1 to all.
@@ -788,7 +793,7 @@ class Booster(TreeEnsemble):
             where = (every, checks if isinstance(checks, str) or checks is None
                      else [c for c in checks if c < end])
             for rules in model._calibrated(X, epsilons, where, tolerance, 0.0, None,
-                                           weight=data.weight):
+                                           outputs, weight=data.weight):
                 model._exit_rules = rules
                 cost, score = model._scored_exits(data, X, rules, metric)
                 key = (sign * score, -cost)

@@ -423,6 +423,28 @@ def test_best_exit_within_budget_weighs_the_maps():
             np.testing.assert_array_equal(a[1], b[1])
 
 
+@pytest.mark.parametrize("outputs", ["calibrated", "partial"])
+def test_best_exit_within_budget_scores_and_keeps_the_outputs_asked(outputs):
+    # best_exit_within_budget had no outputs= (it always fitted maps): each pair is now
+    # scored with the outputs asked, and the choice is the best pair calibrated by hand
+    model = train("binary")
+    Xv, yv = make_problem("binary", 500, 1)
+    dvalid = cbudget.Dataset(Xv, yv)
+    epsilons, ends = [0.0, 0.02, 0.1], [10, 20, 30]
+    pick = model.best_exit_within_budget(dvalid, np.inf, metric="logloss", iterations=ends,
+                                         epsilons=epsilons, outputs=outputs)
+    assert (pick.model.exit_rules.outputs is None) == (outputs == "partial")
+    by_hand = {}
+    for end in ends:
+        for epsilon in epsilons:
+            exited = model[:end]
+            exited.calibrate_exits(dvalid, epsilon, outputs=outputs)
+            by_hand[end - 1, epsilon] = METRICS["logloss"](yv, exited.predict(Xv), None)
+    assert pick.score == pytest.approx(by_hand[pick.iteration, pick.epsilon])
+    assert pick.score == pytest.approx(min(by_hand.values()))
+    assert pick.score == pytest.approx(METRICS["logloss"](yv, pick.model.predict(Xv), None))
+
+
 @pytest.mark.parametrize("seed", [1, 4, 7])
 def test_regression_maps_keep_the_validation_disagreement_within_epsilon(seed):
     # a map moves a prediction: fitted to the squared error, it took some exits that

@@ -270,6 +270,30 @@ def test_the_estimator_chooses_a_cascade_within_a_middle_budget():
     assert estimator.predict_cost(X_test).mean() <= 1.1 * budget
 
 
+def test_cost_stages_describe_the_cascade_kept_after_early_stopping():
+    # cost_stages_ was the path's nominal [(r1, hi), (ROUNDS - r1, lo)] even when early
+    # stopping ended stage 2 sooner: it now gives the stages of the iterations the model
+    # predicts with (up to best_iteration_)
+    X, y = make_cascade(2000, 1)
+    Xv, yv = make_cascade(600, 2)
+    budget = 1.2 * (sum(CHEAP_COSTS) + 0.35 * TEST_COST)
+    estimator = CEGBClassifier(n_estimators=ROUNDS, path_points=8, feature_costs=COSTS,
+                               cost_budget=budget, random_state=0, early_stopping_rounds=5,
+                               params={"eval_metric": "error"}).fit(X, y, eval_set=[(Xv, yv)])
+    path, model = estimator.cost_path_, estimator.model_
+    nominal = path.stages[path.models.index(model)]
+    assert nominal is not None and estimator.cost_tradeoff_ is None
+    kept = estimator.best_iteration_ + 1
+    assert nominal[0][0] < kept < ROUNDS          # stopped early in stage 2
+    (r1, high), (r2, low) = estimator.cost_stages_
+    assert (r1, high) == nominal[0] and low == nominal[1][1] and r1 + r2 == kept
+    assert [(r1, high), (r2, low)] == [
+        (s.end_iteration - s.first_iteration, s.cost_tradeoff)
+        for s in model[:kept].cost_stages]
+    # the exits and costs are of those iterations too
+    assert model.exit_rules is None or model.exit_rules.iterations == kept
+
+
 def test_multiclass_and_greedy_miser_cascades_honour_the_budget():
     rng = np.random.default_rng(4)
     n = 1200

@@ -364,11 +364,13 @@ class _CostAwareEstimator(BaseEstimator):
             evals = [(Dataset(full.data[valid_rows], full.label[valid_rows], reference=dtrain,
                               weight=None if weight is None else weight[valid_rows],
                               group=valid_group), "valid_0")]
-            if find_lambda_max(params, dtrain) == 0:   # the rows held out had the gains
+            start = find_lambda_max(params, dtrain)
+            if start == 0:   # the rows held out had the gains
                 return fallback
+        # start: the lambda_max of the rows the path trains on, not computed again there
         path = cost_path(
             {k: v for k, v in params.items() if k != "cost_tradeoff"}, dtrain, evals[-1][0],
-            n_points=self.path_points, num_boost_round=self.n_estimators,
+            lambda_max=start, n_points=self.path_points, num_boost_round=self.n_estimators,
             early_stopping_rounds=self.early_stopping_rounds,
             exit_epsilons=getattr(self, "exit_epsilons", None),
             cascades=self._searches_cascades())

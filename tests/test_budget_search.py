@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import cbudget
+from cbudget.algorithms import boosting
 from cbudget.cost_path import CASCADE_EPSILONS, train_cascade
 
 pytest.importorskip("sklearn")
@@ -292,6 +293,30 @@ def test_cost_stages_describe_the_cascade_kept_after_early_stopping():
         for s in model[:kept].cost_stages]
     # the exits and costs are of those iterations too
     assert model.exit_rules is None or model.exit_rules.iterations == kept
+
+
+def test_the_estimator_computes_lambda_max_once_per_training_set(monkeypatch):
+    # it computed lambda_max, then cost_path computed it again on the same rows (one
+    # more one-round training per fit); it now passes it on
+    calls = []
+    computed = boosting.Boosting.lambda_max
+
+    def counted(self, p, dtrain, setup):
+        calls.append(dtrain.num_data())
+        return computed(self, p, dtrain, setup)
+    monkeypatch.setattr(boosting.Boosting, "lambda_max", counted)
+    X, y, costs = _costly_task()
+    estimator = CEGBClassifier(n_estimators=5, path_points=3, feature_costs=costs,
+                               random_state=0)
+    estimator.fit(X[:300], y[:300], eval_set=[(X[300:], y[300:])])
+    assert calls == [300]
+    params = {"algorithm": "cegb", "objective": "binary:logistic", "seed": 0}
+    assert estimator.cost_path_.lambda_max == cbudget.lambda_max(
+        params, cbudget.Dataset(X[:300], y[:300], feature_costs=costs))
+    calls.clear()
+    estimator.fit(X, y)         # 20% held out: all the rows, then the 80% trained on
+    assert calls == [400, 320]
+    assert estimator.cost_path_.lambda_max > 0
 
 
 def test_multiclass_and_greedy_miser_cascades_honour_the_budget():

@@ -703,36 +703,34 @@ class _Calibration:
         return max(0, min(self.allowed, spread) - self.used)
 
 
-def _outside_in(values: np.ndarray, weight: np.ndarray, descending: bool
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """``values`` of positive ``weight`` sorted (descending or ascending) and, before
-    each and after the last, the weight of those ahead of it: ``ahead[j]`` is the
-    weight of ``sorted[:j]``. (A threshold at the value of an input of weight 0 would
-    let out no less weight than one at the next value: such inputs are left out.)"""
-    values, weight = values[weight > 0], weight[weight > 0]
-    order = np.argsort(values, kind="stable")
+def _outside_in(values: np.ndarray, weight: np.ndarray, keep: np.ndarray,
+                descending: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The ``values`` (ascending) that ``keep`` keeps and of positive ``weight``, in the
+    order asked, and, before each and after the last, the weight of those ahead of it:
+    ``ahead[j]`` is the weight of ``values[:j]``. (A threshold at the value of an input
+    of weight 0 would let out no less weight than one at the next value: such inputs
+    are left out.)"""
+    keep = keep & (weight > 0)
+    values, weight = values[keep], weight[keep]
     if descending:
-        order = order[::-1]
-    return values[order], np.concatenate(([0.0], np.cumsum(weight[order])))
+        values, weight = values[::-1], weight[::-1]
+    return values, np.concatenate(([0.0], np.cumsum(weight)))
 
 
 def _band_thresholds(m: np.ndarray, wrong: np.ndarray, w: np.ndarray, allowance: float,
                      center: float | None) -> tuple[float, float]:
-    """(lower, upper) letting the most live weight (scores ``m``, weights ``w``) out
-    above ``upper`` or below ``lower`` with at most ``allowance`` of the ``wrong`` ones'
-    weight (those whose exit would disagree) among them. ``center``: the decision
-    threshold (binary), which the band keeps inside so that an input leaves on its own
-    side."""
-    order = np.argsort(m, kind="stable")
-    sorted_m = m[order]
-    # the live weight below each position of sorted_m
-    below = np.concatenate(([0.0], np.cumsum(w[order])))
+    """(lower, upper) letting the most live weight (scores ``m``, ascending, weights
+    ``w``) out above ``upper`` or below ``lower`` with at most ``allowance`` of the
+    ``wrong`` ones' weight (those whose exit would disagree) among them. ``center``: the
+    decision threshold (binary), which the band keeps inside so that an input leaves on
+    its own side."""
+    below = np.concatenate(([0.0], np.cumsum(w)))    # the weight below each position
     if center is None:
         up_wrong = low_wrong = wrong
     else:
         up_wrong, low_wrong = wrong & (m > center), wrong & (m <= center)
-    up_desc, up_ahead = _outside_in(m[up_wrong], w[up_wrong], descending=True)
-    low_asc, low_ahead = _outside_in(m[low_wrong], w[low_wrong], descending=False)
+    up_desc, up_ahead = _outside_in(m, w, up_wrong, descending=True)
+    low_asc, low_ahead = _outside_in(m, w, low_wrong, descending=False)
     # above the (j + 1)-th largest wrong score, at most the weight of the j before it;
     # below, the most wrong ones the rest of the allowance pays for
     e_up = np.flatnonzero(up_ahead <= allowance)
@@ -742,8 +740,8 @@ def _band_thresholds(m: np.ndarray, wrong: np.ndarray, w: np.ndarray, allowance:
     if center is not None:
         upper, lower = np.maximum(upper, center), np.minimum(lower, center)
     total = below[-1]
-    let_out = (total - below[np.searchsorted(sorted_m, upper, side="right")]
-               + below[np.searchsorted(sorted_m, lower, side="left")])
+    let_out = (total - below[np.searchsorted(m, upper, side="right")]
+               + below[np.searchsorted(m, lower, side="left")])
     let_out = np.where(lower > upper, total, np.minimum(let_out, total))
     best = int(np.argmax(let_out))   # the first best: the fewest disagreements above
     return float(lower[best]), float(upper[best])
@@ -758,9 +756,9 @@ def _nth(values: np.ndarray, index: np.ndarray, beyond: float) -> np.ndarray:
 
 def _gap_threshold(gap: np.ndarray, wrong: np.ndarray, w: np.ndarray,
                    allowance: float) -> float:
-    """The gap above which the most live inputs leave with at most ``allowance`` of the
-    wrong ones' weight (``w``)."""
-    wrong_desc, ahead = _outside_in(gap[wrong], w[wrong], descending=True)
+    """The gap above which the most live inputs (their gaps ascending) leave with at
+    most ``allowance`` of the wrong ones' weight (``w``)."""
+    wrong_desc, ahead = _outside_in(gap, w, wrong, descending=True)
     j = int(np.searchsorted(ahead, allowance, side="right")) - 1
     return float(wrong_desc[j]) if j < wrong_desc.size else -1.0
 
@@ -789,8 +787,9 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
     total = float(w.sum())
     decisions = _decisions(full, rule, decision_threshold)
     # per check, what the thresholds compare (output 0; gap: the two largest outputs'
-    # difference) and whose exit there would disagree, kept for the search over K
-    seen: list[tuple[np.ndarray, np.ndarray]] = []
+    # difference), whose exit there would disagree and the inputs in ascending order of
+    # the compared value (sorted once for every run), kept for the search over K
+    seen: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for _, scores in stages:     # in the order of the checks
         partial = _decisions(scores, rule, decision_threshold)
         if rule == GAP or tolerance is None:
@@ -799,9 +798,10 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
             wrong = np.abs(scores[:, 0] - full[:, 0]) > tolerance
         if rule == GAP:
             top = np.sort(scores, axis=1)
-            seen.append((top[:, -1] - top[:, -2], wrong))
+            value = top[:, -1] - top[:, -2]
         else:
-            seen.append((scores[:, 0].copy(), wrong))
+            value = scores[:, 0].copy()
+        seen.append((value, wrong, np.argsort(value)))
     center = decision_threshold if rule == BAND and tolerance is None else None
 
     def run(epsilon: float, spread: int) -> _Calibration:
@@ -819,22 +819,24 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
             for s in states]
 
 
-def _apply(state: _Calibration, seen: Sequence[tuple[np.ndarray, np.ndarray]], rule: str,
-           center: float | None, certified: tuple[np.ndarray, np.ndarray]) -> None:
-    """Go through the checks (``seen``: per check the compared values and whether an
-    exit would disagree), setting ``state``'s thresholds and letting inputs out."""
+def _apply(state: _Calibration, seen: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+           rule: str, center: float | None, certified: tuple[np.ndarray, np.ndarray]) -> None:
+    """Go through the checks (``seen``: per check the compared values, whether an exit
+    would disagree and the inputs in ascending order of the values), setting
+    ``state``'s thresholds and letting inputs out."""
     cert_lower, cert_upper = certified
     live = state.live
-    for k, (value, wrong) in enumerate(seen):
+    for k, (value, wrong, order) in enumerate(seen):
         allowance = state.allowance(k)
         lower, upper = -np.inf, np.inf
         if allowance >= 0 and live.any():
+            rows = order[live[order]]      # the live inputs, ascending
             if rule == GAP:
-                upper = _gap_threshold(value[live], wrong[live], state.weight[live],
+                upper = _gap_threshold(value[rows], wrong[rows], state.weight[rows],
                                        allowance)
             else:
-                lower, upper = _band_thresholds(value[live], wrong[live],
-                                                state.weight[live], allowance, center)
+                lower, upper = _band_thresholds(value[rows], wrong[rows],
+                                                state.weight[rows], allowance, center)
         state.lower[k] = max(lower, cert_lower[k])
         state.upper[k] = min(upper, cert_upper[k])
         out = live & _outside(value, rule == GAP, state.lower[k], state.upper[k])

@@ -12,6 +12,7 @@ inputs the cheap first stage leaves undecided (docs/architecture.md, "Cost path"
 """
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -465,11 +466,16 @@ def _cascade_pairs(fitted: dict) -> list[tuple[float, list[float]]]:
 
 def _check_lambda_max(value) -> float:
     """A ``lambda_max`` given to :func:`cost_path`, checked: a finite number > 0."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)) \
-            or not (np.isfinite(value) and value > 0):
+    number = math.nan      # not a number: refused below
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:      # an int too large for a float
+            number = math.inf
+    if not (math.isfinite(number) and number > 0):
         raise ValueError(f"lambda_max must be a finite number > 0 (cbudget.lambda_max of "
                          f"params and dtrain), got {value!r}")
-    return float(value)
+    return number
 
 
 def _check_cascades(params: dict, cascades, train_kwargs: dict) -> int:

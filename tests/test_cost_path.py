@@ -203,6 +203,7 @@ def test_cost_path_with_given_lambdas_for_any_algorithm(binary):
     ({"lambdas": []}, "lambdas"), ({"lambda_max": 0.0}, "lambda_max must be"),
     ({"lambda_max": float("nan")}, "lambda_max must be"),
     ({"lambda_max": True}, "lambda_max must be"), ({"lambda_max": "1"}, "lambda_max must be"),
+    ({"lambda_max": 10**400}, "lambda_max must be"), ({"lambda_max": -2}, "lambda_max must be"),
     ({"lambdas": [1.0], "lambda_max": 1.0}, "not both")])
 def test_cost_path_rejects_bad_grids(binary, kwargs, match):
     dtrain, dvalid = binary

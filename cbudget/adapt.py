@@ -442,6 +442,8 @@ class GatedModel(Model):
         predictor's on the inputs the gate (with its exits) keeps, so that its class
         differs on at most ``epsilon`` of them. See :meth:`cbudget.Booster.calibrate_exits`
         (``every``); each part keeps its rules (its ``exit_rules``), saved with the model.
+        The weights of a ``data`` Dataset weigh both parts' ``epsilon`` and output maps
+        (the predictor's: those of the inputs the gate keeps).
 
         Returns
         -------
@@ -459,17 +461,22 @@ class GatedModel(Model):
             raise NotApplicableError(f"calibrate_exits does not apply to this gated model "
                                      f"({self.algorithm}): {self.no_exit_reason}")
         X = self.prepare_input(data)
+        # the parts take the weights with their inputs, in a Dataset
+        weighted = data if isinstance(data, Dataset) and data.weight is not None else None
         before = {name: part.exit_rules for name, part in parts.items()}
         rules: dict[str, Any] = {}
         try:
             if "gate" in parts:
                 rules["gate"] = parts["gate"].calibrate_exits(
-                    X, epsilon, every=every, decision_threshold=self.gate_threshold)
+                    X if weighted is None else weighted, epsilon, every=every,
+                    decision_threshold=self.gate_threshold)
             if "predictor" in parts:
                 # the inputs the gate (with its exits) keeps; none kept: no rules
-                kept = np.ascontiguousarray(X[self._route(X) == 1])
+                rows = np.flatnonzero(self._route(X) == 1)
+                kept = np.ascontiguousarray(X[rows]) if weighted is None \
+                    else weighted.subset(rows)
                 parts["predictor"].exit_rules = None
-                rules["predictor"] = None if kept.shape[0] == 0 else \
+                rules["predictor"] = None if rows.size == 0 else \
                     parts["predictor"].calibrate_exits(kept, epsilon, every=every)
         except BaseException:
             for name, part in parts.items():     # all or nothing

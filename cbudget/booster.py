@@ -532,10 +532,12 @@ class Booster(TreeEnsemble):
         which the exited predictions disagree with the full model's on at most a fraction
         ``epsilon`` of ``data``'s inputs (binary and multiclass: the predicted class;
         regression: a prediction more than ``tolerance`` away), spread evenly over the
-        checks. Every check also lets out the inputs whose prediction the later trees
-        cannot change (their largest and smallest leaf values summed), so
-        ``epsilon=0`` changes no input's class (a regression prediction moves by at most
-        ``tolerance``) on any input, not only ``data``'s.
+        checks; a share of their total weight when ``data`` is a Dataset with weights
+        (an input of weight 2 counts as that input twice). Every check also lets out the
+        inputs whose prediction the later trees cannot change (their largest and
+        smallest leaf values summed), so ``epsilon=0`` changes no input's class (a
+        regression prediction moves by at most ``tolerance``) on any input, not only
+        ``data``'s.
 
         The rule is learned on ``data``: on other inputs the disagreement is near
         ``epsilon``, not bounded by it (``epsilon=0`` excepted).
@@ -590,7 +592,7 @@ class Booster(TreeEnsemble):
             counts after which to check (ascending, within ``[1, end)``).
         outputs : {"calibrated", "partial"}, default "calibrated"
             What an exited input outputs (above); ``data``'s weights, if any, weigh the
-            maps' fit.
+            maps' fit as they weigh ``epsilon``.
         hold : float or sequence of int or str, optional
             Features that hold an input: one whose path through the trees before a
             check has split on any of them does not exit there nor later
@@ -607,8 +609,6 @@ class Booster(TreeEnsemble):
         ExitRules
             Also in :attr:`exit_rules`, saved with the model.
         """
-        if outputs not in OUTPUTS:
-            raise ValueError(f"outputs must be one of {OUTPUTS}, got {outputs!r}")
         where = (every, checks)
         if max_metric_drop is None:
             rules = self._calibrated(data, [check_epsilon(0.01 if epsilon is None else epsilon)],
@@ -654,11 +654,13 @@ class Booster(TreeEnsemble):
                     ) -> list[ExitRules]:
         """Exit rules for each of ``epsilons`` (:func:`cbudget.exits.calibrate`), checked
         where ``where = (every, checks)`` says (:meth:`_check_after`), with their output
-        maps (:func:`cbudget.exits.fit_outputs`, weighted by ``data``'s weights, or
-        ``weight`` for a matrix) unless ``outputs`` is "partial", and the features that
-        ``hold`` inputs (:meth:`_hold_features`)."""
+        maps (:func:`cbudget.exits.fit_outputs`) unless ``outputs`` is "partial"; both
+        weighted by ``data``'s weights, or ``weight`` for a matrix; and the features
+        that ``hold`` inputs (:meth:`_hold_features`)."""
         if self.objective in RANKING_OBJECTIVES:
             raise NotApplicableError(self._ranking_has_no_exits())
+        if outputs not in OUTPUTS:
+            raise ValueError(f"outputs must be one of {OUTPUTS}, got {outputs!r}")
         begin, end = self.iterations_used(iteration_range)
         if begin != 0:
             raise ValueError("exit rules apply to iterations from 0: iteration_range must "
@@ -682,6 +684,8 @@ class Booster(TreeEnsemble):
         checks, given = self._check_after(end, where)
         hold_features = self._hold_features(hold)
         X = self.prepare_input(data)
+        if isinstance(data, Dataset):
+            weight = data.weight
         indptr = self.iteration_indptr
         _, offsets, tree_outputs, nodes = self._flat(0, indptr[end])
         held_from = None
@@ -716,7 +720,7 @@ class Booster(TreeEnsemble):
         made = calibrate(stages(), full, epsilons, rule=rule, iterations=end, checks=checks,
                          every=where[0], decision_threshold=None if regression or gap
                          else float(decision_threshold), tolerance=tolerance,
-                         certified=certified, held_from=held_from)
+                         certified=certified, weight=weight, held_from=held_from)
         for rules in made:
             rules.hold = hold_features
             if given is not None:       # not every `every` iterations
@@ -724,21 +728,21 @@ class Booster(TreeEnsemble):
                 rules.calibration["checks"] = given
         if outputs == "calibrated":
             # a second pass over the checks: the maps need each rule's exits
-            fit_outputs(stages(), self.transform(full),
-                        data.weight if isinstance(data, Dataset) else weight, made,
-                        held_from)
+            fit_outputs(stages(), self.transform(full), weight, made, held_from)
             if regression:
                 for rules in made:
-                    self._keep_maps_within_epsilon(X, full, rules, tolerance)
+                    self._keep_maps_within_epsilon(X, full, rules, tolerance, weight)
         return made
 
     def _keep_maps_within_epsilon(self, X: np.ndarray, full: np.ndarray, rules: ExitRules,
-                                  tolerance: float) -> None:
+                                  tolerance: float, weight: np.ndarray | None) -> None:
         """Regression: a map moves a prediction, so it may take an exit that was within
         ``tolerance`` of the full prediction out of it. Keep a check's map only if, of
-        ``X``'s inputs that exit there, no more end beyond the tolerance than with their
-        partial scores: the disagreement on ``X`` then stays within the epsilon the
-        calibration spent on the partial scores. Sets ``calibration["disagreement"]``."""
+        ``X``'s inputs that exit there, no more (by ``weight``) end beyond the tolerance
+        than with their partial scores: the (weighted) disagreement on ``X`` then stays
+        within the epsilon the calibration spent on the partial scores. Sets
+        ``calibration["disagreement"]``."""
+        w = np.ones(X.shape[0]) if weight is None else np.asarray(weight, dtype=np.float64)
         partial, trees = self._raw_with_exits(X, dataclasses.replace(rules, outputs=None))
         mapped = partial.copy()
         self._map_exits(mapped, trees, rules)
@@ -749,12 +753,14 @@ class Booster(TreeEnsemble):
             outputs = list(rules.outputs)
             for k, m in enumerate(outputs):
                 there = check == k
-                if m is not None and np.count_nonzero(off_mapped[there]) \
-                        > np.count_nonzero(off_partial[there]):
+                if m is not None and w[there & off_mapped].sum() \
+                        > w[there & off_partial].sum():
                     outputs[k] = None
                     off_mapped[there] = off_partial[there]
             rules.outputs = outputs
-        rules.calibration["disagreement"] = float(np.mean(off_mapped)) if X.shape[0] else 0.0
+        total = w.sum()
+        rules.calibration["disagreement"] = float(w[off_mapped].sum() / total) if total > 0 \
+            else 0.0
 
     def _exit_metric_default(self) -> str:
         if self.n_outputs > 1:
@@ -799,6 +805,7 @@ class Booster(TreeEnsemble):
                                 tolerance: float | None = None,
                                 iterations: Sequence[int] | None = None,
                                 checks: str | Sequence[int] | None = None,
+                                outputs: str = "calibrated",
                                 hold: float | Sequence[int | str] | None = None
                                 ) -> ExitChoice:
         """The (iterations, epsilon) pair whose model, with exits calibrated on ``data``,
@@ -814,6 +821,10 @@ class Booster(TreeEnsemble):
             Default: the model's (:attr:`default_metric`).
         every, tolerance, checks, hold : as for :meth:`calibrate_exits` (``checks``: of
             each model tried, those below its iterations)
+        outputs : {"calibrated", "partial"}, default "calibrated"
+            What an exited input outputs, as for :meth:`calibrate_exits`: each pair is
+            scored with these outputs, and the model chosen keeps them (its output
+            maps, or none with "partial").
         iterations : sequence of int, optional
             The numbers of iterations tried; default every one up to 32 iterations, else
             32 spread evenly from 1 to all.
@@ -854,7 +865,7 @@ class Booster(TreeEnsemble):
             where = (every, checks if isinstance(checks, str) or checks is None
                      else [c for c in checks if c < end])
             for rules in model._calibrated(X, epsilons, where, tolerance, 0.0, None,
-                                           weight=data.weight, hold=hold):
+                                           outputs, weight=data.weight, hold=hold):
                 model._exit_rules = rules
                 cost, score = model._scored_exits(data, X, rules, metric)
                 key = (sign * score, -cost)

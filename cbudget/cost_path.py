@@ -12,6 +12,7 @@ inputs the cheap first stage leaves undecided (docs/architecture.md, "Cost path"
 """
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -189,7 +190,8 @@ class CostPath:
 
 
 def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int = 16,
-              eps: float = 1e-3, lambdas=None, num_boost_round: int = 100,
+              eps: float = 1e-3, lambdas=None, lambda_max: float | None = None,
+              num_boost_round: int = 100,
               early_stopping_rounds: int | None = None, metric: str | None = None,
               n_jobs: int = 1, executor: Executor | None = None,
               exit_epsilons=None, exit_every: int = 1, exit_tolerance: float | None = None,
@@ -222,6 +224,10 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
     lambdas : sequence of float, optional
         The trade-offs to train instead: for the algorithms without a ``lambda_max``
         (CSTC, CSCC, Cronus, ADAPT), or a grid of your own.
+    lambda_max : float, optional
+        The grid's start when already known: :func:`cbudget.lambda_max` of ``params``
+        and ``dtrain`` (and ``xgb_model``), a number > 0, which saves computing it again
+        (a one-round training). Not with ``lambdas``.
     num_boost_round, early_stopping_rounds, **train_kwargs
         Passed to :func:`cbudget.train` (e.g. ``expensive_model``, ``callbacks``).
     metric : str, optional
@@ -284,7 +290,8 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
             raise ValueError(f"n_points must be an integer >= 3, got {n_points!r}")
         if not 0 < eps < 1:
             raise ValueError(f"eps must be in (0, 1), got {eps!r}")
-        start = find_lambda_max(params, dtrain, xgb_model=train_kwargs.get("xgb_model"))
+        start = find_lambda_max(params, dtrain, xgb_model=train_kwargs.get("xgb_model")) \
+            if lambda_max is None else _check_lambda_max(lambda_max)
         if start == 0:
             raise ValueError("no split that costs anything has a positive gain on this "
                              "data: every trade-off gives the same model")
@@ -293,6 +300,9 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         grid = np.append(start * step ** np.arange(n_geometric), 0.0)
         n_refine = n_points - grid.size
     else:
+        if lambda_max is not None:
+            raise ValueError("give lambdas or lambda_max, not both: lambda_max is the "
+                             "start of the grid cost_path makes")
         grid = np.sort(np.asarray(lambdas, dtype=np.float64).reshape(-1))[::-1]
         if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid < 0):
             raise ValueError("lambdas must be finite numbers >= 0")
@@ -457,6 +467,20 @@ def _cascade_pairs(fitted: dict) -> list[tuple[float, list[float]]]:
         if log_costs[i] > 0:
             pairs.append((lambdas[i], lambdas[i + 1:]))
     return pairs
+
+
+def _check_lambda_max(value) -> float:
+    """A ``lambda_max`` given to :func:`cost_path`, checked: a finite number > 0."""
+    number = math.nan      # not a number: refused below
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:      # an int too large for a float
+            number = math.inf
+    if not (math.isfinite(number) and number > 0):
+        raise ValueError(f"lambda_max must be a finite number > 0 (cbudget.lambda_max of "
+                         f"params and dtrain), got {value!r}")
+    return number
 
 
 def _check_cascades(params: dict, cascades, train_kwargs: dict) -> int:

@@ -714,48 +714,74 @@ def map_outputs(rules: ExitRules, raw: np.ndarray, check: np.ndarray,
 
 
 class _Calibration:
-    """The state of one epsilon's calibration while the checks go by."""
+    """The state of one epsilon's calibration while the checks go by. The budget is
+    ``epsilon`` times the inputs' total ``weight``; whole-number weights count inputs (a
+    weight of 2: the input twice), so their budget is whole inputs, as without weights."""
 
-    def __init__(self, epsilon: float, n_inputs: int, n_checks: int, spread: int):
+    def __init__(self, epsilon: float, weight: np.ndarray, n_checks: int, spread: int):
         self.epsilon = epsilon
-        self.allowed = math.floor(epsilon * n_inputs + 1e-9)
+        self.weight = weight
+        total = float(weight.sum())
+        self.whole = bool(np.all(weight == np.floor(weight)))
+        self.allowed: float = math.floor(epsilon * total + 1e-9) if self.whole \
+            else epsilon * total
         self.spread = spread
-        self.live = np.ones(n_inputs, dtype=bool)
-        self.used = 0
+        self.live = np.ones(weight.size, dtype=bool)
+        self.used = 0.0     # the weight of the disagreeing exits so far
         self.lower = np.full(n_checks, -np.inf)
         self.upper = np.full(n_checks, np.inf)
 
-    def allowance(self, k: int) -> int:
-        """Disagreements this check may add: the budget spread evenly over the first
-        ``spread`` checks, what earlier checks left unused carried over."""
+    def allowance(self, k: int) -> float:
+        """Disagreeing weight this check may add: the budget spread evenly over the
+        first ``spread`` checks, what earlier checks left unused carried over."""
         if self.epsilon == 0:
             return -1     # no calibrated exits: only the certified ones
-        return max(0, min(self.allowed, self.allowed * (k + 1) // self.spread) - self.used)
+        spread = self.allowed * (k + 1) // self.spread if self.whole \
+            else self.allowed * (k + 1) / self.spread
+        return max(0, min(self.allowed, spread) - self.used)
 
 
-def _band_thresholds(m: np.ndarray, wrong: np.ndarray, allowance: int,
+def _outside_in(values: np.ndarray, weight: np.ndarray, keep: np.ndarray,
+                descending: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The ``values`` (ascending) that ``keep`` keeps and of positive ``weight``, in the
+    order asked, and, before each and after the last, the weight of those ahead of it:
+    ``ahead[j]`` is the weight of ``values[:j]``. (A threshold at the value of an input
+    of weight 0 would let out no less weight than one at the next value: such inputs
+    are left out.)"""
+    keep = keep & (weight > 0)
+    values, weight = values[keep], weight[keep]
+    if descending:
+        values, weight = values[::-1], weight[::-1]
+    return values, np.concatenate(([0.0], np.cumsum(weight)))
+
+
+def _band_thresholds(m: np.ndarray, wrong: np.ndarray, w: np.ndarray, allowance: float,
                      center: float | None) -> tuple[float, float]:
-    """(lower, upper) letting the most live inputs (scores ``m``) out above ``upper`` or
-    below ``lower`` with at most ``allowance`` of the ``wrong`` ones (those whose exit
-    would disagree) among them. ``center``: the decision threshold (binary), which the
-    band keeps inside so that an input leaves on its own side."""
-    sorted_m = np.sort(m)
+    """(lower, upper) letting the most live weight (scores ``m``, ascending, weights
+    ``w``) out above ``upper`` or below ``lower`` with at most ``allowance`` of the
+    ``wrong`` ones' weight (those whose exit would disagree) among them. ``center``: the
+    decision threshold (binary), which the band keeps inside so that an input leaves on
+    its own side."""
+    below = np.concatenate(([0.0], np.cumsum(w)))    # the weight below each position
     if center is None:
-        up_wrong = low_wrong = m[wrong]
+        up_wrong = low_wrong = wrong
     else:
-        up_wrong, low_wrong = m[wrong & (m > center)], m[wrong & (m <= center)]
-    up_desc, low_asc = np.sort(up_wrong)[::-1], np.sort(low_wrong)
-    e = min(allowance, up_desc.size + low_asc.size)
-    e_up = np.arange(e + 1)
-    # the (e_up + 1)-th largest wrong score: above it at most e_up wrong ones
+        up_wrong, low_wrong = wrong & (m > center), wrong & (m <= center)
+    up_desc, up_ahead = _outside_in(m, w, up_wrong, descending=True)
+    low_asc, low_ahead = _outside_in(m, w, low_wrong, descending=False)
+    # above the (j + 1)-th largest wrong score, at most the weight of the j before it;
+    # below, the most wrong ones the rest of the allowance pays for
+    e_up = np.flatnonzero(up_ahead <= allowance)
+    e_low = np.searchsorted(low_ahead, allowance - up_ahead[e_up], side="right") - 1
     upper = _nth(up_desc, e_up, -BIG)
-    lower = _nth(low_asc, e - e_up, BIG)
+    lower = _nth(low_asc, e_low, BIG)
     if center is not None:
         upper, lower = np.maximum(upper, center), np.minimum(lower, center)
-    n_out = (m.size - np.searchsorted(sorted_m, upper, side="right")
-             + np.searchsorted(sorted_m, lower, side="left"))
-    n_out = np.where(lower > upper, m.size, np.minimum(n_out, m.size))
-    best = int(np.argmax(n_out))   # the first best: the fewest disagreements above
+    total = below[-1]
+    let_out = (total - below[np.searchsorted(m, upper, side="right")]
+               + below[np.searchsorted(m, lower, side="left")])
+    let_out = np.where(lower > upper, total, np.minimum(let_out, total))
+    best = int(np.argmax(let_out))   # the first best: the fewest disagreements above
     return float(lower[best]), float(upper[best])
 
 
@@ -766,16 +792,20 @@ def _nth(values: np.ndarray, index: np.ndarray, beyond: float) -> np.ndarray:
     return np.where(index < values.size, values[np.minimum(index, values.size - 1)], beyond)
 
 
-def _gap_threshold(gap: np.ndarray, wrong: np.ndarray, allowance: int) -> float:
-    """The gap above which the most live inputs leave with at most ``allowance`` wrong."""
-    wrong_desc = np.sort(gap[wrong])[::-1]
-    return float(wrong_desc[allowance]) if allowance < wrong_desc.size else -1.0
+def _gap_threshold(gap: np.ndarray, wrong: np.ndarray, w: np.ndarray,
+                   allowance: float) -> float:
+    """The gap above which the most live inputs (their gaps ascending) leave with at
+    most ``allowance`` of the wrong ones' weight (``w``)."""
+    wrong_desc, ahead = _outside_in(gap, w, wrong, descending=True)
+    j = int(np.searchsorted(ahead, allowance, side="right")) - 1
+    return float(wrong_desc[j]) if j < wrong_desc.size else -1.0
 
 
 def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
               epsilons: Sequence[float], *, rule: str, iterations: int, checks: np.ndarray,
               every: int, decision_threshold: float | None, tolerance: float | None,
               certified: tuple[np.ndarray, np.ndarray],
+              weight: np.ndarray | None = None,
               held_from: np.ndarray | None = None) -> list[ExitRules]:
     """Exit rules for each of ``epsilons`` from validation scores.
 
@@ -786,15 +816,21 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
     ``certified`` ones (:func:`certified_bounds`). The allowance spreads the budget
     ``floor(epsilon * n)`` evenly over the first ``K`` checks, the unused part carried
     over; ``K`` is the most checks over which the budget is still spent
-    (:func:`_spend_the_budget`). ``held_from`` (int per input, optional): the first
-    check at which the input is held (:attr:`ExitRules.hold`; ``checks.size``: never);
-    from there it does not leave.
+    (:func:`_spend_the_budget`). With the inputs' ``weight``, disagreements are
+    weighed: the budget is ``epsilon`` times the total weight (whole-number weights:
+    floored, as the weight 2 of an input given twice), and the recorded
+    ``disagreement`` the disagreeing exits' share of the total weight. ``held_from``
+    (int per input, optional): the first check at which the input is held
+    (:attr:`ExitRules.hold`; ``checks.size``: never); from there it does not leave.
     """
     n_inputs = full.shape[0]
+    w = np.ones(n_inputs) if weight is None else np.asarray(weight, dtype=np.float64)
+    total = float(w.sum())
     decisions = _decisions(full, rule, decision_threshold)
     # per check, what the thresholds compare (output 0; gap: the two largest outputs'
-    # difference) and whose exit there would disagree, kept for the search over K
-    seen: list[tuple[np.ndarray, np.ndarray]] = []
+    # difference), whose exit there would disagree and the inputs in ascending order of
+    # the compared value (sorted once for every run), kept for the search over K
+    seen: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for _, scores in stages:     # in the order of the checks
         partial = _decisions(scores, rule, decision_threshold)
         if rule == GAP or tolerance is None:
@@ -803,13 +839,14 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
             wrong = np.abs(scores[:, 0] - full[:, 0]) > tolerance
         if rule == GAP:
             top = np.sort(scores, axis=1)
-            seen.append((top[:, -1] - top[:, -2], wrong))
+            value = top[:, -1] - top[:, -2]
         else:
-            seen.append((scores[:, 0].copy(), wrong))
+            value = scores[:, 0].copy()
+        seen.append((value, wrong, np.argsort(value)))
     center = decision_threshold if rule == BAND and tolerance is None else None
 
     def run(epsilon: float, spread: int) -> _Calibration:
-        state = _Calibration(epsilon, n_inputs, checks.size, spread)
+        state = _Calibration(epsilon, w, checks.size, spread)
         _apply(state, seen, rule, center, certified, held_from)
         return state
 
@@ -819,31 +856,35 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
                        "decision_threshold": None if rule == GAP or tolerance is not None
                        else decision_threshold,
                        "tolerance": tolerance, "every": int(every), "n_inputs": n_inputs,
-                       "disagreement": s.used / n_inputs if n_inputs else 0.0})
+                       "disagreement": s.used / total if total > 0 else 0.0})
             for s in states]
 
 
-def _apply(state: _Calibration, seen: Sequence[tuple[np.ndarray, np.ndarray]], rule: str,
-           center: float | None, certified: tuple[np.ndarray, np.ndarray],
+def _apply(state: _Calibration, seen: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+           rule: str, center: float | None, certified: tuple[np.ndarray, np.ndarray],
            held_from: np.ndarray | None = None) -> None:
-    """Go through the checks (``seen``: per check the compared values and whether an
-    exit would disagree), setting ``state``'s thresholds and letting inputs out (not
-    the held ones: ``held_from`` as for :func:`calibrate`)."""
+    """Go through the checks (``seen``: per check the compared values, whether an exit
+    would disagree and the inputs in ascending order of the values), setting
+    ``state``'s thresholds and letting inputs out (not the held ones: ``held_from`` as
+    for :func:`calibrate`)."""
     cert_lower, cert_upper = certified
     live = state.live
-    for k, (value, wrong) in enumerate(seen):
+    for k, (value, wrong, order) in enumerate(seen):
         allowance = state.allowance(k)
         free = live if held_from is None else live & (held_from > k)
         lower, upper = -np.inf, np.inf
         if allowance >= 0 and free.any():
+            rows = order[free[order]]      # the inputs that may leave, ascending
             if rule == GAP:
-                upper = _gap_threshold(value[free], wrong[free], allowance)
+                upper = _gap_threshold(value[rows], wrong[rows], state.weight[rows],
+                                       allowance)
             else:
-                lower, upper = _band_thresholds(value[free], wrong[free], allowance, center)
+                lower, upper = _band_thresholds(value[rows], wrong[rows],
+                                                state.weight[rows], allowance, center)
         state.lower[k] = max(lower, cert_lower[k])
         state.upper[k] = min(upper, cert_upper[k])
         out = free & _outside(value, rule == GAP, state.lower[k], state.upper[k])
-        state.used += int(np.count_nonzero(out & wrong))
+        state.used += float(state.weight[out & wrong].sum())
         live &= ~out
 
 

@@ -44,6 +44,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from ._model import Model
 from .adapt import ExternalModel, GatedModel
+from .booster import Booster
 from .cost_path import CostPath, cost_path
 from .costs import CostGroups, CostReport, FeatureCosts, GroupCosts
 from .cstc import Cascade, ClassifierTree
@@ -88,6 +89,15 @@ def _evals_result_of(model: Model, evals: list, params: dict[str, Any]) -> dict:
     metrics = metric_list(params.get("eval_metric"), "eval_metric") or [model.default_metric]
     return {name: {metric: model.staged_scores(data, metric).tolist() for metric in metrics}
             for data, name in evals}
+
+
+def _stages_used(model: Model) -> list[tuple[int, float]]:
+    """The ``(rounds, cost_tradeoff)`` stages (a ``cost_stages`` value) of the iterations
+    ``model``, a Booster, predicts with: up to its best iteration after early stopping."""
+    assert isinstance(model, Booster)
+    used = model[:model.iterations_used()[1]]
+    return [(stage.end_iteration - stage.first_iteration, stage.cost_tradeoff)
+            for stage in used.cost_stages]
 
 
 def _dense(X: Any) -> np.ndarray:
@@ -354,20 +364,26 @@ class _CostAwareEstimator(BaseEstimator):
             evals = [(Dataset(full.data[valid_rows], full.label[valid_rows], reference=dtrain,
                               weight=None if weight is None else weight[valid_rows],
                               group=valid_group), "valid_0")]
-            if find_lambda_max(params, dtrain) == 0:   # the rows held out had the gains
+            start = find_lambda_max(params, dtrain)
+            if start == 0:   # the rows held out had the gains
                 return fallback
+        # start: the lambda_max of the rows the path trains on, not computed again there
         path = cost_path(
             {k: v for k, v in params.items() if k != "cost_tradeoff"}, dtrain, evals[-1][0],
-            n_points=self.path_points, num_boost_round=self.n_estimators,
+            lambda_max=start, n_points=self.path_points, num_boost_round=self.n_estimators,
             early_stopping_rounds=self.early_stopping_rounds,
             exit_epsilons=getattr(self, "exit_epsilons", None),
             cascades=self._searches_cascades())
         chosen = path.best_index(np.inf if self.cost_budget is None else self.cost_budget)
         lam = float(path.lambdas[chosen])
         self.cost_path_ = path
-        self.cost_stages_ = None if path.stages is None else path.stages[chosen]
+        model = path.models[chosen]
+        # the stages of the model kept, not the path's nominal rounds: early stopping may
+        # end the last stage sooner
+        self.cost_stages_ = None if path.stages is None or path.stages[chosen] is None \
+            else _stages_used(model)
         self.cost_tradeoff_ = None if np.isnan(lam) else lam
-        return path.models[chosen]
+        return model
 
     def _searches_cascades(self) -> bool:
         """Whether the cost path also searches cascades: for a budget, with exits
@@ -897,8 +913,9 @@ def _search_doc(weight: str, task: str) -> str:
     extras = {
         "classifier": "With ``cost_budget``, the search takes in two-stage cascades with "
                       "exits (``cost_path(cascades=True)``): if one is chosen, "
-                      "``cost_tradeoff_`` is None and ``cost_stages_`` its stages (None "
-                      "otherwise).",
+                      "``cost_tradeoff_`` is None and ``cost_stages_`` its stages, "
+                      "those of the iterations it predicts with (early stopping may end "
+                      "stage 2 sooner), as a ``cost_stages`` value (None otherwise).",
         "regressor": "No cascades (their exits would need a tolerance) nor exits.",
         "ranker": "No cascades nor exits."}
     empty = "one row" if task != "ranker" else "one query"

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import cbudget
+from cbudget.algorithms import boosting
 from cbudget.cost_path import CASCADE_EPSILONS, train_cascade
 
 pytest.importorskip("sklearn")
@@ -268,6 +269,54 @@ def test_the_estimator_chooses_a_cascade_within_a_middle_budget():
     assert estimator.score(X_test, y_test) > np.mean(
         (best_single.predict(X_test) > 0.5) == y_test) + 0.05
     assert estimator.predict_cost(X_test).mean() <= 1.1 * budget
+
+
+def test_cost_stages_describe_the_cascade_kept_after_early_stopping():
+    # cost_stages_ was the path's nominal [(r1, hi), (ROUNDS - r1, lo)] even when early
+    # stopping ended stage 2 sooner: it now gives the stages of the iterations the model
+    # predicts with (up to best_iteration_)
+    X, y = make_cascade(2000, 1)
+    Xv, yv = make_cascade(600, 2)
+    budget = 1.2 * (sum(CHEAP_COSTS) + 0.35 * TEST_COST)
+    estimator = CEGBClassifier(n_estimators=ROUNDS, path_points=8, feature_costs=COSTS,
+                               cost_budget=budget, random_state=0, early_stopping_rounds=5,
+                               params={"eval_metric": "error"}).fit(X, y, eval_set=[(Xv, yv)])
+    path, model = estimator.cost_path_, estimator.model_
+    nominal = path.stages[path.models.index(model)]
+    assert nominal is not None and estimator.cost_tradeoff_ is None
+    kept = estimator.best_iteration_ + 1
+    assert nominal[0][0] < kept < ROUNDS          # stopped early in stage 2
+    (r1, high), (r2, low) = estimator.cost_stages_
+    assert (r1, high) == nominal[0] and low == nominal[1][1] and r1 + r2 == kept
+    assert [(r1, high), (r2, low)] == [
+        (s.end_iteration - s.first_iteration, s.cost_tradeoff)
+        for s in model[:kept].cost_stages]
+    # the exits and costs are of those iterations too
+    assert model.exit_rules is None or model.exit_rules.iterations == kept
+
+
+def test_the_estimator_computes_lambda_max_once_per_training_set(monkeypatch):
+    # it computed lambda_max, then cost_path computed it again on the same rows (one
+    # more one-round training per fit); it now passes it on
+    calls = []
+    computed = boosting.Boosting.lambda_max
+
+    def counted(self, p, dtrain, setup):
+        calls.append(dtrain.num_data())
+        return computed(self, p, dtrain, setup)
+    monkeypatch.setattr(boosting.Boosting, "lambda_max", counted)
+    X, y, costs = _costly_task()
+    estimator = CEGBClassifier(n_estimators=5, path_points=3, feature_costs=costs,
+                               random_state=0)
+    estimator.fit(X[:300], y[:300], eval_set=[(X[300:], y[300:])])
+    assert calls == [300]
+    params = {"algorithm": "cegb", "objective": "binary:logistic", "seed": 0}
+    assert estimator.cost_path_.lambda_max == cbudget.lambda_max(
+        params, cbudget.Dataset(X[:300], y[:300], feature_costs=costs))
+    calls.clear()
+    estimator.fit(X, y)         # 20% held out: all the rows, then the 80% trained on
+    assert calls == [400, 320]
+    assert estimator.cost_path_.lambda_max > 0
 
 
 def test_multiclass_and_greedy_miser_cascades_honour_the_budget():

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import cbudget
+from cbudget.algorithms import boosting
 from cbudget.cost_path import pareto_mask
 
 COSTS = [1.0, 1.0, 2.0, 5.0, 10.0, 20.0]
@@ -199,7 +200,11 @@ def test_cost_path_with_given_lambdas_for_any_algorithm(binary):
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"n_points": 1}, "n_points"), ({"eps": 1.5}, "eps"), ({"lambdas": [-1.0]}, "lambdas"),
-    ({"lambdas": []}, "lambdas")])
+    ({"lambdas": []}, "lambdas"), ({"lambda_max": 0.0}, "lambda_max must be"),
+    ({"lambda_max": float("nan")}, "lambda_max must be"),
+    ({"lambda_max": True}, "lambda_max must be"), ({"lambda_max": "1"}, "lambda_max must be"),
+    ({"lambda_max": 10**400}, "lambda_max must be"), ({"lambda_max": -2}, "lambda_max must be"),
+    ({"lambdas": [1.0], "lambda_max": 1.0}, "not both")])
 def test_cost_path_rejects_bad_grids(binary, kwargs, match):
     dtrain, dvalid = binary
     with pytest.raises(ValueError, match=match):
@@ -207,6 +212,26 @@ def test_cost_path_rejects_bad_grids(binary, kwargs, match):
                           dvalid, **kwargs)
     with pytest.raises(TypeError, match="dvalid"):
         cbudget.cost_path({"algorithm": "cegb"}, dtrain, cbudget.Dataset(dtrain.data))
+
+
+def test_a_known_lambda_max_is_not_computed_again(binary, monkeypatch):
+    # the estimators' search computed lambda_max, then cost_path computed it again (a
+    # one-round training): cost_path now takes it
+    dtrain, dvalid = binary
+    params = {"algorithm": "cegb", "objective": "binary:logistic", "num_leaves": 8,
+              "n_jobs": 1}
+    options = {"n_points": 4, "eps": 1e-2, "num_boost_round": 10}
+    computed = cbudget.cost_path(params, dtrain, dvalid, **options)
+
+    def not_again(*args):
+        raise AssertionError("lambda_max computed again")
+    monkeypatch.setattr(boosting.Boosting, "lambda_max", not_again)
+    given = cbudget.cost_path(params, dtrain, dvalid, lambda_max=computed.lambda_max,
+                              **options)
+    assert given.lambda_max == computed.lambda_max
+    np.testing.assert_array_equal(given.lambdas, computed.lambdas)
+    np.testing.assert_array_equal(given.costs, computed.costs)
+    np.testing.assert_array_equal(given.scores, computed.scores)
 
 
 def test_refinement_fills_the_widest_cost_gap():

@@ -1,6 +1,7 @@
 """Early exit (cbudget.exits; docs/architecture.md, "Early exit"): exit rules calibrated on
 validation data, honoured by prediction, every cost method, on-demand fetches and
 next_features, saved in the model file; the kernels against slow references."""
+import itertools
 import json
 import sys
 import warnings
@@ -241,6 +242,48 @@ def test_calibration_spends_its_epsilon(spending, epsilon):
     mapped_disagree = np.mean(~agree(kind, mapped.predict(Xv), full))
     assert mapped_disagree == pytest.approx(mapped.exit_rules.calibration["disagreement"])
     assert mapped_disagree == disagree if kind != "regression" else mapped_disagree <= disagree
+
+
+def test_a_weight_of_two_is_the_input_given_twice(spending):
+    # validation weights weigh the epsilon as they weigh the maps: whole-number weights
+    # make the same rules as the inputs repeated, weight 0 as the input left out (the
+    # weights were ignored: the budget was floor(epsilon * n) inputs, whatever their
+    # weights). The maps' fit is weighted, but whether a check has enough inputs for
+    # its own map counts inputs: not compared here
+    kind, model, Xv = spending["kind"], spending["model"], spending["Xv"]
+    yv = spending["valid"].label
+    w = np.random.default_rng(5).integers(0, 4, Xv.shape[0]).astype(float)
+    rows = np.repeat(np.arange(Xv.shape[0]), w.astype(int))
+    options = {"tolerance": TOLERANCE} if kind == "regression" else {}
+    for epsilon in (0.0, 0.01, 0.03):
+        weighted = model.copy().calibrate_exits(cbudget.Dataset(Xv, yv, weight=w), epsilon,
+                                                outputs="partial", **options)
+        repeated = model.copy().calibrate_exits(cbudget.Dataset(Xv[rows], yv[rows]), epsilon,
+                                                outputs="partial", **options)
+        assert np.array_equal(weighted.lower, repeated.lower)
+        assert np.array_equal(weighted.upper, repeated.upper)
+        assert weighted.calibration["disagreement"] == pytest.approx(
+            repeated.calibration["disagreement"], abs=1e-12)
+
+
+def test_the_disagreement_is_the_weighted_share(spending):
+    # with real-valued weights, the disagreeing exits' share of the total weight is at
+    # most epsilon, near it, and recorded as the disagreement
+    kind, model, Xv = spending["kind"], spending["model"], spending["Xv"]
+    yv = spending["valid"].label
+    w = np.where(np.random.default_rng(6).random(Xv.shape[0]) < 0.2, 7.5, 0.3)
+    options = {"tolerance": TOLERANCE} if kind == "regression" else {}
+    for epsilon, outputs in itertools.product((0.01, 0.05), ("partial", "calibrated")):
+        exited = model.copy()
+        exited.calibrate_exits(cbudget.Dataset(Xv, yv, weight=w), epsilon, outputs=outputs,
+                               **options)
+        off = ~agree(kind, exited.predict(Xv), exited.predict(Xv, early_exit=False))
+        share = w[off].sum() / w.sum()
+        assert share == pytest.approx(exited.exit_rules.calibration["disagreement"],
+                                      abs=1e-12)
+        assert share <= epsilon + 1e-12
+        if outputs == "partial":      # (a regression map mostly disagrees less)
+            assert share >= 0.7 * epsilon
 
 
 def test_a_larger_epsilon_exits_earlier_and_saves_more(setting):
@@ -580,6 +623,33 @@ def test_a_gated_model_exits_in_its_gate_and_predictor(letters_small, tmp_path):
     loaded = cbudget.load_model(path)
     assert np.array_equal(loaded.predict(Xv), model.predict(Xv))
     assert np.array_equal(loaded.predict_cost(Xv), model.predict_cost(Xv))
+
+
+def test_a_gated_model_passes_the_validation_weights_to_its_parts(letters_small):
+    # the parts' epsilons and maps weigh the weights of a Dataset (they were dropped):
+    # each part's rules are those it makes itself on the weighted inputs it sees
+    X, y, Xv, yv = letters_small
+    dtrain = cbudget.Dataset(X, y, feature_costs=np.arange(1.0, X.shape[1] + 1))
+    f0 = cbudget.train(dict(small_model_params("gbdt"), max_depth=5), dtrain, 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = cbudget.train(dict(small_model_params("adapt_gbrt"), p_full=0.3), dtrain, 8,
+                              expensive_model=f0)
+    w = np.where(np.random.default_rng(2).random(Xv.shape[0]) < 0.3, 6.0, 0.4)
+    dvalid = cbudget.Dataset(Xv, yv, weight=w)
+    rules = model.calibrate_exits(dvalid, 0.05)
+    gate = model.gate.copy().set_exit_rules(None).calibrate_exits(
+        dvalid, 0.05, decision_threshold=model.gate_threshold)
+    kept = np.flatnonzero(model.route(Xv) == 1)
+    predictor = model.predictor.copy().set_exit_rules(None).calibrate_exits(
+        dvalid.subset(kept), 0.05)
+    assert 0 < kept.size < Xv.shape[0]
+    for made, direct in ((rules["gate"], gate), (rules["predictor"], predictor)):
+        assert made.to_dict() == direct.to_dict()
+        assert made.calibration["disagreement"] <= 0.05
+    plain = model.gate.copy().set_exit_rules(None).calibrate_exits(
+        Xv, 0.05, decision_threshold=model.gate_threshold)
+    assert plain.to_dict() != gate.to_dict()       # the weights matter here
 
 
 # -- model files ------------------------------------------------------------------------------

@@ -197,10 +197,11 @@ def test_weights_weigh_the_fit():
     model = train("binary")
     Xv, yv = make_problem("binary", 500, 1)
     plain = model.copy()
-    plain.calibrate_exits(cbudget.Dataset(Xv, yv), 0.05)
+    plain.calibrate_exits(cbudget.Dataset(Xv, yv), 0.0)
     weighted = model.copy()
     w = np.where(Xv[:, 0] > 0, 5.0, 0.2)
-    weighted.calibrate_exits(cbudget.Dataset(Xv, yv, weight=w), 0.05)
+    # epsilon 0: the same (certified) exits, whatever the weights (which weigh epsilon)
+    weighted.calibrate_exits(cbudget.Dataset(Xv, yv, weight=w), 0.0)
     assert np.array_equal(plain.exit_rules.lower, weighted.exit_rules.lower)
     assert any(a is not None and (a[0].size != b[0].size or not np.allclose(a[1], b[1]))
                for a, b in zip(plain.exit_rules.outputs, weighted.exit_rules.outputs))
@@ -420,6 +421,28 @@ def test_best_exit_within_budget_weighs_the_maps():
         if a is not None:
             np.testing.assert_array_equal(a[0], b[0])
             np.testing.assert_array_equal(a[1], b[1])
+
+
+@pytest.mark.parametrize("outputs", ["calibrated", "partial"])
+def test_best_exit_within_budget_scores_and_keeps_the_outputs_asked(outputs):
+    # best_exit_within_budget had no outputs= (it always fitted maps): each pair is now
+    # scored with the outputs asked, and the choice is the best pair calibrated by hand
+    model = train("binary")
+    Xv, yv = make_problem("binary", 500, 1)
+    dvalid = cbudget.Dataset(Xv, yv)
+    epsilons, ends = [0.0, 0.02, 0.1], [10, 20, 30]
+    pick = model.best_exit_within_budget(dvalid, np.inf, metric="logloss", iterations=ends,
+                                         epsilons=epsilons, outputs=outputs)
+    assert (pick.model.exit_rules.outputs is None) == (outputs == "partial")
+    by_hand = {}
+    for end in ends:
+        for epsilon in epsilons:
+            exited = model[:end]
+            exited.calibrate_exits(dvalid, epsilon, outputs=outputs)
+            by_hand[end - 1, epsilon] = METRICS["logloss"](yv, exited.predict(Xv), None)
+    assert pick.score == pytest.approx(by_hand[pick.iteration, pick.epsilon])
+    assert pick.score == pytest.approx(min(by_hand.values()))
+    assert pick.score == pytest.approx(METRICS["logloss"](yv, pick.model.predict(Xv), None))
 
 
 @pytest.mark.parametrize("seed", [1, 4, 7])

@@ -34,7 +34,7 @@ from .training import lambda_max as find_lambda_max
 from .training import train
 
 __all__ = ["CostPath", "ScoredModel", "cost_path", "dear_stage_features", "pareto_mask",
-           "train_cascade", "train_scored"]
+           "stages_used", "train_cascade", "train_scored"]
 
 # A point placed in a cost gap whose log(1 + cost) is within this share of the gap from
 # an end's did not narrow it: the path jumps there (not split again). Small, because a
@@ -133,7 +133,8 @@ class CostPath:
     stages : list or None
         With ``cascades``: per entry, None for a single trade-off, ``[(r1, lambda_hi),
         (r2, lambda_lo)]`` for a cascade (``r1`` rounds at ``lambda_hi``, then ``r2``
-        continued at ``lambda_lo``); None without that dimension.
+        continued at ``lambda_lo``; with early stopping, the rounds the model predicts
+        with, :func:`stages_used`); None without that dimension.
     """
 
     lambdas: np.ndarray
@@ -447,9 +448,19 @@ def _search_cascades(base: dict, dtrain: Dataset, dvalid: Dataset, fitted: dict,
                                        **train_kwargs)
                 if np.log1p(scored.cost) - cost_high < STEP_TOLERANCE * jump:
                     break     # stage 2 bought nothing: a longer stage 1 would not either
-                found.append((np.nan, stages, scored))
+                found.append((np.nan, stages_used(scored.model), scored))
             depth += len(found) > before
     return found
+
+
+def stages_used(model: Model) -> list[tuple[int, float]]:
+    """The ``(rounds, cost_tradeoff)`` stages (a ``cost_stages`` value) of the iterations
+    ``model``, a Booster, predicts with: up to its best iteration after early stopping,
+    which may end the last stage sooner than asked."""
+    assert isinstance(model, Booster)
+    used = model[:model.iterations_used()[1]]
+    return [(stage.end_iteration - stage.first_iteration, stage.cost_tradeoff)
+            for stage in used.cost_stages]
 
 
 def _cascade_pairs(fitted: dict) -> list[tuple[float, list[float]]]:

@@ -44,7 +44,6 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from ._model import Model
 from .adapt import ExternalModel, GatedModel
-from .booster import Booster
 from .cost_path import CostPath, cost_path
 from .costs import CostGroups, CostReport, FeatureCosts, GroupCosts
 from .cstc import Cascade, ClassifierTree
@@ -89,15 +88,6 @@ def _evals_result_of(model: Model, evals: list, params: dict[str, Any]) -> dict:
     metrics = metric_list(params.get("eval_metric"), "eval_metric") or [model.default_metric]
     return {name: {metric: model.staged_scores(data, metric).tolist() for metric in metrics}
             for data, name in evals}
-
-
-def _stages_used(model: Model) -> list[tuple[int, float]]:
-    """The ``(rounds, cost_tradeoff)`` stages (a ``cost_stages`` value) of the iterations
-    ``model``, a Booster, predicts with: up to its best iteration after early stopping."""
-    assert isinstance(model, Booster)
-    used = model[:model.iterations_used()[1]]
-    return [(stage.end_iteration - stage.first_iteration, stage.cost_tradeoff)
-            for stage in used.cost_stages]
 
 
 def _dense(X: Any) -> np.ndarray:
@@ -378,10 +368,8 @@ class _CostAwareEstimator(BaseEstimator):
         lam = float(path.lambdas[chosen])
         self.cost_path_ = path
         model = path.models[chosen]
-        # the stages of the model kept, not the path's nominal rounds: early stopping may
-        # end the last stage sooner
-        self.cost_stages_ = None if path.stages is None or path.stages[chosen] is None \
-            else _stages_used(model)
+        # the stages of the model kept (early stopping may end the last stage sooner)
+        self.cost_stages_ = None if path.stages is None else path.stages[chosen]
         self.cost_tradeoff_ = None if np.isnan(lam) else lam
         return model
 

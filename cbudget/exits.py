@@ -10,7 +10,9 @@ trees, so it pays for none of the features only they read: with on-demand acquis
 at the exit.
 
 The thresholds come from :func:`calibrate`: on validation inputs, the exited prediction
-may disagree with the full model's on at most a fraction ``epsilon`` of them. Whatever
+may disagree with the full model's on at most a fraction ``epsilon`` of them (binary
+with a probability tolerance: another class, or a probability further than it,
+:class:`ProbabilityAgreement`). Whatever
 ``epsilon``, a check also lets out the inputs the trees left cannot change
 (:func:`certified_bounds`: their largest and smallest leaf values summed), so
 ``epsilon = 0`` changes no input's class (a regression prediction moves by at most the

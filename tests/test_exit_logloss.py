@@ -59,6 +59,37 @@ def test_tolerance_bounds_the_validation_disagreement(model, outputs, epsilon, t
     assert off.any()
 
 
+def test_tolerance_with_held_inputs(model):
+    """Held inputs (``hold``) never leave; the tolerance's budget is spent on the
+    others and still bounds the validation disagreement."""
+    m, dvalid = model.copy(), valid()
+    dear = int(np.argmax(m.cost_model.first_read_costs()
+                         * np.isin(np.arange(m.num_features()), m.used_features())))
+    free = m.copy()
+    free.calibrate_exits(dvalid, 0.1, tolerance=0.05, every=2)
+    rules = m.calibrate_exits(dvalid, 0.1, tolerance=0.05, every=2, hold=[dear])
+    assert rules.hold.tolist() == [dear]
+    assert disagree(m, dvalid.data, 0.05).mean() <= 0.1
+    ends = m.exit_iterations(dvalid.data)
+    assert (ends < rules.iterations).any()
+    assert np.mean(ends < rules.iterations) < np.mean(free.exit_iterations(dvalid.data)
+                                                       < rules.iterations)
+
+
+def test_max_metric_drop_with_a_tolerance(model):
+    """Selection by the metric takes the tolerance too: the chosen epsilon's exits keep
+    the validation log-loss within the drop."""
+    m, dvalid = model.copy(), valid()
+    rules = m.calibrate_exits(dvalid, max_metric_drop=0.002, metric="logloss",
+                              tolerance=0.05)
+    y = dvalid.label
+    logloss = [-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))
+               for p in (np.clip(m.predict(dvalid.data, early_exit=e), 1e-15, 1 - 1e-15)
+                         for e in (None, False))]
+    assert rules.calibration["probability_tolerance"] == 0.05
+    assert logloss[0] - logloss[1] <= 0.002
+
+
 @pytest.mark.parametrize("tolerance", [0.01, 0.05, 0.2])
 def test_epsilon_zero_with_a_tolerance_is_certified_on_any_input(model, tolerance):
     """epsilon 0: only the exits the later trees cannot change by more than the

@@ -777,10 +777,9 @@ class Booster(TreeEnsemble):
         off_before, off_after = off(before), off(after)
         if rules.outputs is not None:
             outputs = list(rules.outputs)
-            for k, m in enumerate(outputs):
+            for k in range(len(outputs)):
                 there = check == k
-                if m is not None and np.count_nonzero(off_after[there]) \
-                        > np.count_nonzero(off_before[there]):
+                if np.count_nonzero(off_after[there]) > np.count_nonzero(off_before[there]):
                     outputs[k] = None if counted is None else counted[k]
                     off_after[there] = off_before[there]
             rules.outputs = outputs

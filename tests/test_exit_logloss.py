@@ -90,6 +90,18 @@ def test_max_metric_drop_with_a_tolerance(model):
     assert logloss[0] - logloss[1] <= 0.002
 
 
+def test_tolerance_with_weights(model):
+    """Weights weigh the maps' fits (a third of the inputs weigh nothing): the
+    disagreement over the validation inputs stays within epsilon all the same."""
+    X, y = make_problem("binary", 500, 1)
+    weight = np.where(np.random.default_rng(5).random(500) < 1 / 3, 0.0, 1.0)
+    m = model.copy()
+    m.calibrate_exits(cbudget.Dataset(X, y, weight=weight), 0.1, tolerance=0.03, every=2)
+    assert disagree(m, X, 0.03).mean() <= 0.1
+    assert m.exit_rules.calibration["disagreement"] == pytest.approx(
+        disagree(m, X, 0.03).mean())
+
+
 @pytest.mark.parametrize("tolerance", [0.01, 0.05, 0.2])
 def test_epsilon_zero_with_a_tolerance_is_certified_on_any_input(model, tolerance):
     """epsilon 0: only the exits the later trees cannot change by more than the

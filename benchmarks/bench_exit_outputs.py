@@ -7,7 +7,11 @@ outputs its scores so far) and once with ``outputs="calibrated"`` (per check, an
 isotonic map of the partial score to the full model's probability); also maps fitted to
 the validation labels instead (``exits.fit_outputs`` with the labels as the target).
 Everything is reported on the test split. Goal (issue 43): test AUC within 0.005 of
-the full model's at no more than 2/3 of its mean cost; log-loss too.
+the full model's at no more than 2/3 of its mean cost; log-loss too (here: test
+log-loss within 0.005 of the full model's at no more than 2/3 of its cost). The
+"tolerance" points calibrate binary exits with a probability tolerance
+(``calibrate_exits(dvalid, epsilon, every=..., tolerance=t)``: an exit that moves the
+probability by more than ``t`` counts against epsilon like a class change).
 
     CBUDGET_DATA_DIR=/work/shared/data PYTHONPATH=. python benchmarks/bench_exit_outputs.py \
         --output benchmarks/results/exit_outputs.md
@@ -32,9 +36,12 @@ from cbudget import exits
 from cbudget.metrics import METRICS
 
 EPSILONS = (0.0, 0.0005, 0.001, 0.005, 0.02)
+# the probability tolerance's grid (calibrate_exits(tolerance=...)), with its epsilons
+TOLERANCES = (0.01, 0.02, 0.03, 0.05, 0.07, 0.1)
+TOLERANCE_EPSILONS = (0.02, 0.05, 0.1, 0.2)
 # checks after every 1, 10, 20 or 40 iterations (calibrate_exits(every=...))
 EVERY = (1, 10, 20, 40)
-GOAL_AUC, GOAL_RATIO = 0.005, 2 / 3
+GOAL_AUC, GOAL_LOGLOSS, GOAL_RATIO = 0.005, 0.005, 2 / 3
 BASE = {"objective": "binary:logistic", "algorithm": "cegb", "learning_rate": 0.1,
         "grow_policy": "lossguide", "num_leaves": 31, "min_data_in_leaf": 20,
         "reg_lambda": 1.0, "n_jobs": 2, "seed": 0}
@@ -127,40 +134,79 @@ def run(name, rows, epsilons):
         points.append(row)
         print(name, every, eps, {k: row[k] for k in ("partial", "calibrated", "labels")},
               file=sys.stderr, flush=True)
+    tolerance_points = []
+    for every, eps, tol in ((e, x, t) for e in EVERY for x in TOLERANCE_EPSILONS
+                            for t in TOLERANCES):
+        t0 = time.perf_counter()
+        rules = model.calibrate_exits(dvalid, eps, every=every, tolerance=tol)
+        row = {"epsilon": eps, "every": every, "tolerance": tol,
+               "s": time.perf_counter() - t0,
+               "disagreement": rules.calibration["disagreement"],
+               "tolerance_family": point(model, Xt, yt, rules, full_cost)}
+        tolerance_points.append(row)
+        print(name, every, eps, tol, row["tolerance_family"], file=sys.stderr, flush=True)
     return {"name": name, "title": title, "lambda": lam, "rounds": rounds,
             "rows": {p: int(d[f"y_{p}"].size) for p in ("train", "valid", "test")},
-            "train_s": train_s, "full": full, "points": points, "model": model}
+            "train_s": train_s, "full": full, "points": points,
+            "tolerance_points": tolerance_points, "model": model}
 
 
-def goal(result, family):
-    """The cheapest point of ``family`` within GOAL_AUC of the full model's test AUC at
-    no more than GOAL_RATIO of its cost (None if none)."""
-    ok = [p for p in result["points"]
-          if result["full"]["auc"] - p[family]["auc"] <= GOAL_AUC
-          and p[family]["cost_ratio"] <= GOAL_RATIO]
+FAMILIES = ("partial", "calibrated", "labels", "tolerance_family")
+
+
+def goal(result, family, metric="auc"):
+    """The cheapest point of ``family`` within GOAL_AUC of the full model's test AUC
+    (``metric="logloss"``: within GOAL_LOGLOSS of its log-loss) at no more than
+    GOAL_RATIO of its cost (None if none)."""
+    points = result["tolerance_points" if family == "tolerance_family" else "points"]
+    if metric == "auc":
+        ok = [p for p in points if result["full"]["auc"] - p[family]["auc"] <= GOAL_AUC
+              and p[family]["cost_ratio"] <= GOAL_RATIO]
+    else:
+        ok = [p for p in points
+              if p[family]["logloss"] - result["full"]["logloss"] <= GOAL_LOGLOSS
+              and p[family]["cost_ratio"] <= GOAL_RATIO]
     return min(ok, key=lambda p: p[family]["cost_ratio"]) if ok else None
 
 
+def goal_cell(result, family, metric):
+    g = goal(result, family, metric)
+    if g is None:
+        return "no"
+    tol = f", tol {g['tolerance']:g}" if "tolerance" in g else ""
+    return (f"yes: every {g['every']}, eps {g['epsilon']:g}{tol}, AUC "
+            f"{g[family]['auc']:.4f}, log-loss {g[family]['logloss']:.4f}, cost "
+            f"x{g[family]['cost_ratio']:.3f}")
+
+
+def describe(point, full):
+    """A tolerance point in words: its setting, cost ratio, log-loss and AUC."""
+    t = point["tolerance_family"]
+    return (f"every {point['every']}, eps {point['epsilon']:g}, tol {point['tolerance']:g}: "
+            f"cost x{t['cost_ratio']:.3f}, log-loss {t['logloss']:.4f} "
+            f"({t['logloss'] - full['logloss']:+.4f}), AUC {t['auc']:.4f}")
+
+
 def render(results, command, timings):
-    lines = ["# Exit outputs: partial scores vs calibrated maps (issue 43)", "",
+    lines = ["# Exit outputs: partial scores, calibrated maps, a probability tolerance "
+             "(issue 43)", "",
              "Command:", "", "```", command, "```", "",
              f"Machine: {platform.machine()}, Python {platform.python_version()}, numpy "
              f"{np.__version__}, cbudget from {cbudget.__file__}.", "",
-             f"Goal: test AUC within {GOAL_AUC} of the full model's at no more than 2/3 of "
-             "its mean cost (cost ratio <= 0.667).", "",
-             "| data set | full AUC | full log-loss | partial: goal met (cheapest) | "
-             "calibrated: goal met (cheapest) | labels: goal met (cheapest) |",
-             "|---|---:|---:|---|---|---|"]
-    for r in results:
-        cells = []
-        for fam in ("partial", "calibrated", "labels"):
-            g = goal(r, fam)
-            cells.append("no" if g is None else
-                         f"yes: every {g['every']}, eps {g['epsilon']:g}, AUC "
-                         f"{g[fam]['auc']:.4f}, log-loss {g[fam]['logloss']:.4f}, cost "
-                         f"x{g[fam]['cost_ratio']:.3f}")
-        lines.append(f"| {r['name']} | {r['full']['auc']:.4f} | {r['full']['logloss']:.4f} | "
-                     + " | ".join(cells) + " |")
+             "Families: 'partial' (partial scores), 'calibrated' (maps to the full "
+             "model's probability, the default), 'labels' (maps to the validation "
+             "labels), all with the class rule; 'tolerance' (maps, calibrated with a "
+             "probability tolerance)."]
+    for metric, what, within in (("auc", "AUC", GOAL_AUC), ("logloss", "log-loss",
+                                                           GOAL_LOGLOSS)):
+        lines += ["", f"Goal: test {what} within {within} of the full model's at no more "
+                  "than 2/3 of its mean cost (cost ratio <= 0.667); the cheapest setting "
+                  "meeting it.", "",
+                  "| data set | full AUC | full log-loss | partial | calibrated | labels | "
+                  "tolerance |", "|---|---:|---:|---|---|---|---|"]
+        lines += [f"| {r['name']} | {r['full']['auc']:.4f} | {r['full']['logloss']:.4f} | "
+                  + " | ".join(goal_cell(r, fam, metric) for fam in FAMILIES) + " |"
+                  for r in results]
     for r in results:
         f = r["full"]
         lines += ["", f"## {r['title']}", "",
@@ -182,6 +228,28 @@ def render(results, command, timings):
                          f"{a['auc']:.4f} | {c['auc']:.4f} | {b['auc']:.4f} | {a['logloss']:.4f} | "
                          f"{c['logloss']:.4f} | {b['logloss']:.4f} | {a['error']:.4f} | "
                          f"{c['error']:.4f} | {p['partial_s']:.2f} / {p['calibrated_s']:.2f} |")
+        lines += ["", "Exits calibrated with a probability tolerance (maps; test): "
+                  "'disagreement' is the validation fraction whose class or probability "
+                  "(beyond the tolerance) differs from the full model's.", "",
+                  "| every | epsilon | tolerance | cost ratio | AUC | log-loss | log-loss - "
+                  "full | error | validation disagreement | calibrate s |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for p in r["tolerance_points"]:
+            t = p["tolerance_family"]
+            lines.append(f"| {p['every']} | {p['epsilon']:g} | {p['tolerance']:g} | "
+                         f"{t['cost_ratio']:.3f} | {t['auc']:.4f} | {t['logloss']:.4f} | "
+                         f"{t['logloss'] - f['logloss']:+.4f} | {t['error']:.4f} | "
+                         f"{p['disagreement']:.4f} | {p['s']:.2f} |")
+        near = [p for p in r["tolerance_points"]
+                if p["tolerance_family"]["logloss"] - f["logloss"] <= GOAL_LOGLOSS]
+        cheap = [p for p in r["tolerance_points"]
+                 if p["tolerance_family"]["cost_ratio"] <= GOAL_RATIO]
+        lines += ["", "Cheapest tolerance setting with test log-loss within "
+                  f"{GOAL_LOGLOSS} (any cost): "
+                  + (describe(min(near, key=lambda p: p["tolerance_family"]["cost_ratio"]), f)
+                     if near else "none") + ". Lowest test log-loss at a cost ratio <= "
+                  "0.667: " + (describe(min(cheap, key=lambda p: p["tolerance_family"]
+                                            ["logloss"]), f) if cheap else "none") + "."]
     if timings:
         lines += ["", "## Prediction time", "",
                   "predict (probabilities) with exit rules on 100,000 rows (test rows "

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -28,6 +28,7 @@ from .exits import (
     OUTPUTS,
     ExitChoice,
     ExitRules,
+    ProbabilityAgreement,
     best_epsilon,
     calibrate,
     certified_bounds,
@@ -676,7 +677,16 @@ class Booster(TreeEnsemble):
                                  "how far an exited prediction may be from the full model's")
             tolerance = float(tolerance)
         elif tolerance is not None:
-            raise ValueError("tolerance is for regression; classes agree or do not")
+            if gap:
+                raise ValueError("tolerance is for regression (a prediction's distance) and "
+                                 "binary (a probability's): multiclass exits agree when "
+                                 "the class does")
+            if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float, np.number)) \
+                    or not 0 <= tolerance <= 1:
+                raise ValueError(f"binary exits' tolerance is a probability in [0, 1]: how "
+                                 f"far an exited output's probability may be from the full "
+                                 f"model's and still agree; got {tolerance!r}")
+            tolerance = float(tolerance)
         if isinstance(decision_threshold, bool) or not isinstance(
                 decision_threshold, (int, float, np.number)) \
                 or not math.isfinite(decision_threshold):
@@ -700,11 +710,14 @@ class Booster(TreeEnsemble):
         # the most and least each iteration can add to each output
         leaf_max, leaf_min = self._leaf_extremes(end)
         rule = GAP if gap else BAND
+        # binary with a tolerance: the probability's (ProbabilityAgreement)
+        probability = None if regression or gap else tolerance
         certified = certified_bounds(leaf_max, leaf_min, checks, rule=rule,
                                      decision_threshold=None if regression
                                      else float(decision_threshold),
-                                     tolerance=tolerance,
-                                     magnitude=self._score_magnitude(end))
+                                     tolerance=None if probability is not None else tolerance,
+                                     magnitude=self._score_magnitude(end),
+                                     probability_tolerance=probability)
 
         def stages():
             raw = np.tile(self.base_score, (X.shape[0], 1))
@@ -717,12 +730,21 @@ class Booster(TreeEnsemble):
                 done = t
                 yield k, raw
 
+        weight = data.weight if isinstance(data, Dataset) else weight
+        agreement = None if probability is None else ProbabilityAgreement(
+            probability, float(decision_threshold), full, self.transform(full), weight,
+            *self._output_range(end, checks, None, False), self.transform,
+            fit=outputs == "calibrated", held_from=held_from)
         made = calibrate(stages(), full, epsilons, rule=rule, iterations=end, checks=checks,
                          every=where[0], decision_threshold=None if regression or gap
-                         else float(decision_threshold), tolerance=tolerance,
-                         certified=certified, weight=weight, held_from=held_from)
+                         else float(decision_threshold),
+                         tolerance=tolerance if regression else None,
+                         certified=certified, weight=weight, held_from=held_from,
+                         disagrees=agreement)
         for rules in made:
             rules.hold = hold_features
+            if probability is not None:
+                rules.calibration["probability_tolerance"] = probability
             if given is not None:       # not every `every` iterations
                 del rules.calibration["every"]
                 rules.calibration["checks"] = given
@@ -731,35 +753,47 @@ class Booster(TreeEnsemble):
             fit_outputs(stages(), self.transform(full), weight, made, held_from)
             if regression:
                 for rules in made:
-                    self._keep_maps_within_epsilon(X, full, rules, tolerance, weight)
+                    self._keep_maps_within_epsilon(
+                        X, rules, None, lambda raw: np.abs(raw - full)[:, 0] > tolerance,
+                        weight)
+            elif agreement is not None:
+                for rules in made:
+                    self._keep_maps_within_epsilon(X, rules, agreement.maps,
+                                                   lambda raw: agreement.off(raw[:, 0]),
+                                                   weight)
         return made
 
-    def _keep_maps_within_epsilon(self, X: np.ndarray, full: np.ndarray, rules: ExitRules,
-                                  tolerance: float, weight: np.ndarray | None) -> None:
-        """Regression: a map moves a prediction, so it may take an exit that was within
-        ``tolerance`` of the full prediction out of it. Keep a check's map only if, of
-        ``X``'s inputs that exit there, no more (by ``weight``) end beyond the tolerance
-        than with their partial scores: the (weighted) disagreement on ``X`` then stays
-        within the epsilon the calibration spent on the partial scores. Sets
-        ``calibration["disagreement"]``."""
+    def _keep_maps_within_epsilon(self, X: np.ndarray, rules: ExitRules,
+                                  counted: list[Any] | None,
+                                  off: Callable[[np.ndarray], np.ndarray],
+                                  weight: np.ndarray | None) -> None:
+        """A map moves a prediction, so it may take an exit that agreed with the full
+        model's (``off(raw)``: bool per input, whether raw scores disagree) out of the
+        agreement. Keep a check's map only if, of ``X``'s inputs that exit there, no
+        more (by ``weight``) disagree than with the outputs the calibration counted
+        there: ``counted`` (per check a map, or None: the partial scores; None: partial
+        scores everywhere), the regression's partial scores, the binary tolerance's
+        maps fitted before the thresholds (:class:`cbudget.exits.ProbabilityAgreement`);
+        the (weighted) disagreement on ``X`` then stays within the epsilon the
+        calibration spent. Sets ``calibration["disagreement"]``."""
         w = np.ones(X.shape[0]) if weight is None else np.asarray(weight, dtype=np.float64)
-        partial, trees = self._raw_with_exits(X, dataclasses.replace(rules, outputs=None))
-        mapped = partial.copy()
-        self._map_exits(mapped, trees, rules)
+        before, trees = self._raw_with_exits(X, dataclasses.replace(rules, outputs=None))
+        after = before.copy()
+        self._map_exits(after, trees, rules)
+        if counted is not None:
+            self._map_exits(before, trees, dataclasses.replace(rules, outputs=counted))
         check = self._exit_checks(trees, rules)
-        off_partial = np.abs(partial - full)[:, 0] > tolerance
-        off_mapped = np.abs(mapped - full)[:, 0] > tolerance
+        off_before, off_after = off(before), off(after)
         if rules.outputs is not None:
             outputs = list(rules.outputs)
-            for k, m in enumerate(outputs):
+            for k in range(len(outputs)):
                 there = check == k
-                if m is not None and w[there & off_mapped].sum() \
-                        > w[there & off_partial].sum():
-                    outputs[k] = None
-                    off_mapped[there] = off_partial[there]
+                if w[there & off_after].sum() > w[there & off_before].sum():
+                    outputs[k] = None if counted is None else counted[k]
+                    off_after[there] = off_before[there]
             rules.outputs = outputs
         total = w.sum()
-        rules.calibration["disagreement"] = float(w[off_mapped].sum() / total) if total > 0 \
+        rules.calibration["disagreement"] = float(w[off_after].sum() / total) if total > 0 \
             else 0.0
 
     def _exit_metric_default(self) -> str:

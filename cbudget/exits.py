@@ -10,7 +10,9 @@ trees, so it pays for none of the features only they read: with on-demand acquis
 at the exit.
 
 The thresholds come from :func:`calibrate`: on validation inputs, the exited prediction
-may disagree with the full model's on at most a fraction ``epsilon`` of them. Whatever
+may disagree with the full model's on at most a fraction ``epsilon`` of them (binary
+with a probability tolerance: another class, or a probability further than it,
+:class:`ProbabilityAgreement`). Whatever
 ``epsilon``, a check also lets out the inputs the trees left cannot change
 (:func:`certified_bounds`: their largest and smallest leaf values summed), so
 ``epsilon = 0`` changes no input's class (a regression prediction moves by at most the
@@ -37,7 +39,7 @@ __all__ = ["ExitRules", "ExitChoice", "calibrate", "certified_bounds", "check_ep
            "check_points", "check_hold", "exit_mask", "best_epsilon", "BAND", "GAP", "EPSILON_GRID",
            "OUTPUTS", "isotonic", "monotone_map", "fit_outputs", "map_outputs",
            "later_reach", "output_range", "check_outputs", "apply_map",
-           "scale_within"]
+           "scale_within", "band_outputs", "ProbabilityAgreement"]
 
 # "band": output 0 outside [lower, upper] exits; "gap": the two largest outputs more than
 # upper apart
@@ -54,7 +56,7 @@ NUMBER = (int, float)
 CALIBRATION_KEYS: dict[str, Any] = {
     "method": str, "epsilon": NUMBER, "decision_threshold": NUMBER, "tolerance": NUMBER,
     "margin": NUMBER, "every": int, "n_inputs": int, "disagreement": NUMBER,
-    "max_metric_drop": NUMBER, "checks": str}
+    "max_metric_drop": NUMBER, "checks": str, "probability_tolerance": NUMBER}
 # how the checks of calibrated rules were given when not every `every` iterations
 CHECKS_GIVEN = ("stages", "given")
 # what an exited input outputs: a calibrated estimate of the full model's output, or its
@@ -108,7 +110,8 @@ class ExitRules:
         The thresholds of each check (-inf / +inf: no exit on that side).
     calibration : dict
         How they were made: ``method`` ("calibrated" or "margin"), ``epsilon``,
-        ``decision_threshold``, ``tolerance``, ``margin``, ``every`` (or ``checks``:
+        ``decision_threshold``, ``tolerance`` (regression), ``probability_tolerance``
+        (binary, :class:`ProbabilityAgreement`), ``margin``, ``every`` (or ``checks``:
         "stages", "given"), ``n_inputs`` and the
         validation ``disagreement`` (the fraction of inputs whose exited prediction
         differs from the full model's), as they apply.
@@ -428,13 +431,16 @@ def check_points(iterations: int, every: Any, checks: Sequence[int] | None = Non
 
 def certified_bounds(leaf_max: np.ndarray, leaf_min: np.ndarray, checks: np.ndarray, *,
                      rule: str, decision_threshold: float | None, tolerance: float | None,
-                     magnitude: float) -> tuple[np.ndarray, np.ndarray]:
+                     magnitude: float, probability_tolerance: float | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """(lower, upper) per check that only let out the inputs the later trees cannot
     change: ``leaf_max[r, c]`` / ``leaf_min[r, c]`` are the largest / smallest sums
     iteration ``r`` can add to output ``c``. Band with a decision threshold (binary):
-    the score stays on its side; band with a tolerance (regression): every input leaves
-    when the later trees move no score by more than it; gap: the leading class stays
-    ahead. ``magnitude`` bounds the scores' size, for the rounding slack."""
+    the score stays on its side, and with a ``probability_tolerance`` also its
+    probability within it (:func:`_probability_settled`); band with a tolerance
+    (regression): every input leaves when the later trees move no score by more than
+    it; gap: the leading class stays ahead. ``magnitude`` bounds the scores' size, for
+    the rounding slack."""
     rest_down, rest_up = later_reach(leaf_max, leaf_min, checks)
     slack = CERTIFIED_SLACK * (1.0 + magnitude)
     lower = np.full(checks.size, -np.inf)
@@ -451,6 +457,35 @@ def certified_bounds(leaf_max: np.ndarray, leaf_min: np.ndarray, checks: np.ndar
         # when the later trees can move a score one way only
         upper = np.maximum(decision_threshold - rest_down[:, 0] + slack, decision_threshold)
         lower = np.minimum(decision_threshold - rest_up[:, 0] - slack, decision_threshold)
+        if probability_tolerance is not None:
+            settled_lower, settled_upper = _probability_settled(
+                rest_down[:, 0], rest_up[:, 0], probability_tolerance, slack)
+            upper, lower = np.maximum(upper, settled_upper), np.minimum(lower, settled_lower)
+    return lower, upper
+
+
+def _probability_settled(down: np.ndarray, up: np.ndarray, tolerance: float, slack: float
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) per check outside which an exited binary output, mapped or
+    partial, has a probability within ``tolerance`` of the full model's: both lie in
+    ``s + [lo, hi]`` (``lo = min(down, 0)``, ``hi = max(up, 0)``; a map's output is
+    kept within ``s + [down, up]``, :func:`output_range`), so they differ by at most
+    ``g(s) = sigmoid(s + hi) - sigmoid(s + lo)``. ``g`` rises to ``tanh((hi - lo) / 4)``
+    at ``s = -(hi + lo) / 2`` and falls symmetrically on either side; ``g(s) =
+    tolerance`` there is a quadratic in ``exp(-(s + lo))``, whose smaller root is the
+    upper bound (-BIG / BIG: everyone / no one leaves)."""
+    lo, hi = np.minimum(down, 0.0), np.maximum(up, 0.0)
+    width, middle = hi - lo, -(hi + lo) / 2
+    # a hair below the tolerance: the probabilities compared are rounded
+    tol = tolerance * (1 - 1e-9) - 1e-15
+    q = np.exp(-width)
+    b = (1 - q) - tol * (1 + q)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        root = 2 * tol / (b + np.sqrt(np.maximum(b * b - 4 * tol * tol * q, 0.0)))
+        upper = -np.log(root) - lo + slack
+    everyone = np.tanh(width / 4) <= tol
+    upper = np.where(everyone, -BIG, np.where(tol > 0, np.maximum(upper, middle), BIG))
+    lower = np.where(everyone, BIG, np.where(tol > 0, 2 * middle - upper, -BIG))
     return lower, upper
 
 
@@ -701,16 +736,74 @@ def map_outputs(rules: ExitRules, raw: np.ndarray, check: np.ndarray,
         if rules.gap:
             raw[rows] *= scale_within(raw[rows], m, low[k], high[k])[:, None]
             continue
-        partial = raw[rows, 0]
-        mapped = np.clip(apply_map(partial, *m), partial + low[k], partial + high[k])
-        if threshold is not None:
-            # above the threshold: at least the partial score or threshold + SIDE_MARGIN,
-            # so that a probability stays above 0.5 too (sigmoid of the next float
-            # above 0 is 0.5)
-            mapped = np.where(partial > threshold,
-                              np.maximum(mapped, np.minimum(partial, threshold + SIDE_MARGIN)),
-                              np.minimum(mapped, threshold))
-        raw[rows, 0] = mapped
+        raw[rows, 0] = band_outputs(raw[rows, 0], m, low[k], high[k], threshold)
+
+
+def band_outputs(partial: np.ndarray, m: tuple[np.ndarray, np.ndarray], low: float,
+                 high: float, threshold: float | None) -> np.ndarray:
+    """The outputs of inputs leaving a band check with the ``partial`` scores: the map of
+    knots ``m`` there (:func:`apply_map`), kept within ``partial + [low, high]`` and on
+    the partial score's side of ``threshold`` (None: regression), as
+    :func:`map_outputs` says."""
+    mapped = np.clip(apply_map(partial, *m), partial + low, partial + high)
+    if threshold is None:
+        return mapped
+    # above the threshold: at least the partial score or threshold + SIDE_MARGIN, so that
+    # a probability stays above 0.5 too (sigmoid of the next float above 0 is 0.5)
+    return np.where(partial > threshold,
+                    np.maximum(mapped, np.minimum(partial, threshold + SIDE_MARGIN)),
+                    np.minimum(mapped, threshold))
+
+
+class ProbabilityAgreement:
+    """Binary exits that keep the probability (:func:`calibrate`'s ``disagrees``): an
+    exit disagrees with the full model when it changes the class (the side of
+    ``threshold``) or when its output's probability is more than ``tolerance`` from
+    the full model's ``target`` probability.
+
+    The exited output is the check's map (``fit=True``) or the partial score. The
+    thresholds are set from the disagreements and the maps are fitted on the inputs
+    that leave, which the thresholds decide; so here, before the thresholds, each
+    check's map is fitted on all the inputs that may leave there (those not held): the
+    same partial scores, so about the same conditional expectation of the full model's
+    probability (:attr:`maps`, which :meth:`cbudget.Booster.calibrate_exits` keeps
+    wherever the final map, fitted on the inputs that leave, would disagree more).
+    ``low`` / ``high``: per check, the offsets within which an output stays
+    (:func:`output_range`); ``transform``: raw score to probability (a 1-d array)."""
+
+    def __init__(self, tolerance: float, threshold: float, full: np.ndarray,
+                 target: np.ndarray, weight: np.ndarray | None, low: np.ndarray,
+                 high: np.ndarray, transform: Callable[[np.ndarray], np.ndarray], *,
+                 fit: bool = True, held_from: np.ndarray | None = None):
+        self.tolerance, self.threshold = tolerance, threshold
+        self.side = full[:, 0] > threshold
+        self.target = np.asarray(target, dtype=np.float64).reshape(-1)
+        self.weight = np.ones(self.target.size) if weight is None \
+            else np.asarray(weight, dtype=np.float64)
+        self.low, self.high, self.transform = low, high, transform
+        self.fit, self.held_from = fit, held_from
+        self.maps: list[Any] = [None] * low.size
+
+    def outputs(self, k: int, partial: np.ndarray) -> np.ndarray:
+        """The raw outputs of inputs leaving check ``k`` with the ``partial`` scores."""
+        m = self.maps[k]
+        return partial if m is None else band_outputs(partial, m, self.low[k],
+                                                      self.high[k], self.threshold)
+
+    def off(self, raw: np.ndarray) -> np.ndarray:
+        """bool per input: whether the output ``raw`` (one raw score each) disagrees
+        with the full model's (another class, or a probability beyond the tolerance)."""
+        return ((raw > self.threshold) != self.side) | (
+            np.abs(self.transform(raw.reshape(-1, 1)) - self.target) > self.tolerance)
+
+    def __call__(self, k: int, scores: np.ndarray) -> np.ndarray:
+        partial = scores[:, 0]
+        if self.fit:
+            may = slice(None) if self.held_from is None else self.held_from > k
+            if np.any(self.weight[may] > 0):
+                x, y = monotone_map(partial[may], self.target[may], self.weight[may])
+                self.maps[k] = (x, _logit(y))
+        return self.off(self.outputs(k, partial))
 
 
 class _Calibration:
@@ -806,7 +899,9 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
               every: int, decision_threshold: float | None, tolerance: float | None,
               certified: tuple[np.ndarray, np.ndarray],
               weight: np.ndarray | None = None,
-              held_from: np.ndarray | None = None) -> list[ExitRules]:
+              held_from: np.ndarray | None = None,
+              disagrees: Callable[[int, np.ndarray], np.ndarray] | None = None
+              ) -> list[ExitRules]:
     """Exit rules for each of ``epsilons`` from validation scores.
 
     ``stages`` yields ``(k, scores)`` for each check ``k`` in order: every input's scores
@@ -822,6 +917,9 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
     ``disagreement`` the disagreeing exits' share of the total weight. ``held_from``
     (int per input, optional): the first check at which the input is held
     (:attr:`ExitRules.hold`; ``checks.size``: never); from there it does not leave.
+    ``disagrees(k, scores)`` (optional): bool per input, whose exit at check ``k``
+    would disagree (:class:`ProbabilityAgreement`); default: a class changed, or a
+    regression prediction moved by more than ``tolerance``.
     """
     n_inputs = full.shape[0]
     w = np.ones(n_inputs) if weight is None else np.asarray(weight, dtype=np.float64)
@@ -831,9 +929,11 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
     # difference), whose exit there would disagree and the inputs in ascending order of
     # the compared value (sorted once for every run), kept for the search over K
     seen: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for _, scores in stages:     # in the order of the checks
+    for k, scores in stages:     # in the order of the checks
         partial = _decisions(scores, rule, decision_threshold)
-        if rule == GAP or tolerance is None:
+        if disagrees is not None:
+            wrong = disagrees(k, scores)
+        elif rule == GAP or tolerance is None:
             wrong = partial != decisions
         else:
             wrong = np.abs(scores[:, 0] - full[:, 0]) > tolerance

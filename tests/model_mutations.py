@@ -150,6 +150,12 @@ def _seed_models() -> tuple[tuple[str, str], ...]:
                                          feature_names=FEATURE_NAMES), 0.1, every=2,
                          hold=list(range(1, len(FEATURE_NAMES))))
     models["cegb_stages_exit_hold"] = held
+    # ... and binary exits calibrated with a probability tolerance
+    tolerant = staged.copy()
+    tolerant.calibrate_exits(cbudget.Dataset(*_problem("binary:logistic", 80, 1),
+                                             feature_names=FEATURE_NAMES), 0.1, every=2,
+                             tolerance=0.05)
+    models["cegb_stages_exit_tolerance"] = tolerant
     for objective, options in (("multi:softprob", {}),
                                ("reg:squarederror", {"tolerance": 0.5})):
         mapped = _train({**BOOST, "num_class": 3} if objective == "multi:softprob"

@@ -375,7 +375,7 @@ def test_early_exit_options(binary):
     (lambda m, d: m.calibrate_exits(d, 1.5), ValueError, "epsilon"),
     (lambda m, d: m.calibrate_exits(d, True), ValueError, "epsilon"),
     (lambda m, d: m.calibrate_exits(d, 0.1, every=0), ValueError, "every"),
-    (lambda m, d: m.calibrate_exits(d, 0.1, tolerance=0.1), ValueError, "tolerance"),
+    (lambda m, d: m.calibrate_exits(d, 0.1, tolerance=1.5), ValueError, "probability in"),
     (lambda m, d: m.calibrate_exits(d, 0.1, iteration_range=(2, 5)), ValueError, "begin at 0"),
     (lambda m, d: m.calibrate_exits(np.zeros((5, 3)), 0.1), ValueError, "features"),
     (lambda m, d: m.calibrate_exits(d.data, max_metric_drop=0.01), TypeError, "labels"),

@@ -252,7 +252,10 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         the data the exits were calibrated on.
     exit_every : int, default 1
     exit_tolerance : float, optional
-        Regression's exits: how far an exited prediction may be from the full one.
+        Regression's exits: how far an exited prediction may be from the full one
+        (required there); binary's, optional: how far in probability, in [0, 1]
+        (:meth:`cbudget.Booster.calibrate_exits`' ``tolerance``, for exits that keep the
+        log-loss).
     cascades : bool or int, default False
         Also search two-stage cascades (cegb, greedy_miser), ``True`` with 4 extra
         trainings, an int with that many: at the path's largest jumps of mean cost
@@ -544,8 +547,14 @@ def _check_exit_options(params: dict, epsilons, every: int, tolerance: float | N
     if regression and tolerance is None:
         raise ValueError(f"exit_epsilons with {objective} needs exit_tolerance: how far an "
                          "exited prediction may be from the full model's")
-    if not regression and tolerance is not None:
-        raise ValueError("exit_tolerance is for regression; classes agree or do not")
+    if objective == "multi:softprob" and tolerance is not None:
+        raise ValueError("exit_tolerance is for regression (how far a prediction) and binary "
+                         "(how far a probability); multiclass classes agree or do not")
+    if objective == "binary:logistic" and tolerance is not None and (
+            isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
+            or not 0 <= tolerance <= 1):
+        raise ValueError(f"a binary exit_tolerance is a probability in [0, 1], got "
+                         f"{tolerance!r}")
     return epsilons
 
 

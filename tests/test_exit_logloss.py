@@ -214,3 +214,24 @@ def test_multiclass_has_no_tolerance():
     X, y = make_problem("multiclass", 200, 1)
     with pytest.raises(ValueError, match="multiclass exits agree when the class does"):
         model.calibrate_exits(cbudget.Dataset(X, y), 0.05, tolerance=0.1)
+
+
+def test_cost_path_takes_a_binary_probability_tolerance():
+    X, y = make_problem("binary", 400, 11)
+    Xv, yv = make_problem("binary", 300, 12)
+    dtrain = cbudget.Dataset(X, y, feature_costs=[1.0] * X.shape[1])
+    dvalid = cbudget.Dataset(Xv, yv, reference=dtrain)
+    params = {"algorithm": "cegb", "objective": "binary:logistic", "verbosity": 0}
+    path = cbudget.cost_path(params, dtrain, dvalid, n_points=3, num_boost_round=10,
+                             exit_epsilons=[0.05], exit_tolerance=0.05)
+    exited = [m for m, e in zip(path.models, path.epsilons) if not np.isnan(e)]
+    assert exited and all(m.exit_rules.calibration["probability_tolerance"] == 0.05
+                          for m in exited)
+    for bad in (1.5, -0.1, "0.1"):
+        with pytest.raises(ValueError, match="probability"):
+            cbudget.cost_path(params, dtrain, dvalid, n_points=3, num_boost_round=10,
+                              exit_epsilons=[0.05], exit_tolerance=bad)
+    with pytest.raises(ValueError, match="multiclass"):
+        cbudget.cost_path({**params, "objective": "multi:softprob", "num_class": 3},
+                          dtrain, dvalid, n_points=3, num_boost_round=10,
+                          exit_epsilons=[0.05], exit_tolerance=0.05)

@@ -516,7 +516,9 @@ def test_the_cost_path_gains_the_exit_dimension(binary):
 
 @pytest.mark.parametrize("params, options, error, message", [
     ({"objective": "reg:squarederror"}, {}, ValueError, "exit_tolerance"),
-    ({"objective": "binary:logistic"}, {"exit_tolerance": 0.1}, ValueError, "regression"),
+    ({"objective": "binary:logistic"}, {"exit_tolerance": 1.5}, ValueError, "probability"),
+    ({"objective": "multi:softprob", "num_class": 3}, {"exit_tolerance": 0.1}, ValueError,
+     "multiclass"),
     ({"objective": "rank:ndcg"}, {}, cbudget.NotApplicableError, "query"),
     ({"objective": "binary:logistic"}, {"exit_every": 0}, ValueError, "exit_every"),
     ({"objective": "binary:logistic", "exit_epsilons": [1.5]}, {}, ValueError, "epsilon"),

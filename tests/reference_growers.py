@@ -71,8 +71,8 @@ def ref_grow(binned, n_value_bins, g, h, rows, mask, state, costs, tradeoff, *,
             grouped = group >= 0
             out[grouped] += coupled_group[group[grouped]] * ~state["group_used"][group[grouped]]
         out += fc * (~acquired).sum(axis=0)
-        for f in np.flatnonzero(group >= 0):
-            out[f] += gc[group[f]] * (~touched[:, group[f]]).sum()
+        grouped = np.flatnonzero(group >= 0)
+        out[grouped] += gc[group[grouped]] * (~touched).sum(axis=0)[group[grouped]]
         return tradeoff * out
 
     open_ids = [0] if can_split(nodes[0]) else []
@@ -145,19 +145,20 @@ def random_binned_problem(rng, n, n_features):
 
 def assert_tree_matches_reference(tree, ref, g, h, *, learning_rate, reg_lambda):
     """The grown tree (NODE_DTYPE) has the reference's nodes, splits, gains, penalties
-    and leaf values."""
+    and leaf values (node by node, compared as arrays)."""
     assert tree.shape[0] == len(ref)
-    for node, r in zip(tree, ref):
-        assert (node["left"], node["right"], node["feature"]) == (r["left"], r["right"],
-                                                                r["feature"])
-        rows = r["rows"]
-        assert node["n_samples"] == rows.shape[0]
-        if r["left"] != -1:
-            assert node["bin_threshold"] == r["bin"]
-            assert bool(node["default_left"]) == r["default_left"]
-            np.testing.assert_allclose(node["gain"], r["gain"], rtol=1e-9, atol=1e-9)
-            np.testing.assert_allclose(node["cost_penalty"], r["penalty"], rtol=1e-9,
-                                       atol=1e-12)
-        else:
-            value = -learning_rate * g[rows].sum() / (h[rows].sum() + reg_lambda)
-            np.testing.assert_allclose(node["value"], value, rtol=1e-9, atol=1e-12)
+    for field in ("left", "right", "feature"):
+        np.testing.assert_array_equal(tree[field], [r[field] for r in ref], err_msg=field)
+    np.testing.assert_array_equal(tree["n_samples"], [r["rows"].shape[0] for r in ref])
+    split = tree["left"] != -1
+    splits = [r for r in ref if r["left"] != -1]
+    np.testing.assert_array_equal(tree["bin_threshold"][split], [r["bin"] for r in splits])
+    np.testing.assert_array_equal(tree["default_left"][split].astype(bool),
+                                  [r["default_left"] for r in splits])
+    np.testing.assert_allclose(tree["gain"][split], [r["gain"] for r in splits], rtol=1e-9,
+                               atol=1e-9)
+    np.testing.assert_allclose(tree["cost_penalty"][split], [r["penalty"] for r in splits],
+                               rtol=1e-9, atol=1e-12)
+    values = [-learning_rate * g[r["rows"]].sum() / (h[r["rows"]].sum() + reg_lambda)
+              for r in ref if r["left"] == -1]
+    np.testing.assert_allclose(tree["value"][~split], values, rtol=1e-9, atol=1e-12)

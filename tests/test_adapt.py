@@ -414,7 +414,7 @@ def test_per_input_acquisition_option():
 
 
 def test_threads_and_label_encodings_do_not_change_the_model():
-    X, y, costs = binary_problem()
+    X, y, costs = binary_problem(n=600)
     dtrain = cbudget.Dataset(X, y, **costs)
     signed = cbudget.Dataset(X, 2 * y - 1, **costs)
     f0 = expensive_booster(dtrain)
@@ -689,8 +689,8 @@ def test_ties_at_the_gate_threshold_never_exceed_p_full():
     """Integer features give many tied gate margins: the calibrated threshold keeps ties
     below, so at most p_full of the training inputs go to f0 (ADAPT-LIN and -GBRT)."""
     rng = np.random.default_rng(3)
-    X = rng.integers(0, 4, size=(1000, 4)).astype(np.float64)
-    y = ((X[:, 0] + X[:, 1] + rng.integers(0, 3, 1000)) > 4).astype(np.float64)
+    X = rng.integers(0, 4, size=(400, 4)).astype(np.float64)
+    y = ((X[:, 0] + X[:, 1] + rng.integers(0, 3, 400)) > 4).astype(np.float64)
     dtrain = cbudget.Dataset(X, y, feature_costs=np.ones(4))
     f0 = expensive_booster(dtrain, 10)
     for algorithm in ("adapt_lin", "adapt_gbrt"):

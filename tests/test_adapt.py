@@ -414,7 +414,7 @@ def test_per_input_acquisition_option():
 
 
 def test_threads_and_label_encodings_do_not_change_the_model():
-    X, y, costs = binary_problem()
+    X, y, costs = binary_problem(n=600)
     dtrain = cbudget.Dataset(X, y, **costs)
     signed = cbudget.Dataset(X, 2 * y - 1, **costs)
     f0 = expensive_booster(dtrain)
@@ -453,9 +453,9 @@ def test_early_stopping_keeps_the_best_iteration(algorithm):
 def test_cost_equals_a_walk_over_the_json(algorithm, extras):
     """Gate's features plus the chosen model's, each once, groups once, split and tree
     costs of every part evaluated -- for a cbudget f0 and an external one."""
-    X, y, costs = binary_problem(**extras)
+    X, y, costs = binary_problem(n=400, **extras)
     dtrain = cbudget.Dataset(X, y, **costs)
-    X_test = binary_problem(seed=5, **extras)[0][:300]
+    X_test = binary_problem(seed=5, n=300, **extras)[0]
     for f0, features, declared in ((expensive_booster(dtrain, 15), None, 0.0),
                                    (cbudget.ExternalModel(Threshold(), features=[0, 1]),
                                     [0, 1], 0.0),
@@ -472,7 +472,7 @@ def test_cost_equals_a_walk_over_the_json(algorithm, extras):
 
 
 def test_per_input_expensive_cost():
-    X, y, costs = binary_problem()
+    X, y, costs = binary_problem(n=400)
     dtrain = cbudget.Dataset(X, y, **costs)
     model = cbudget.train({"algorithm": "adapt_lin", "p_full": 0.3, "n_restarts": 1}, dtrain,
                           5, expensive_model=cbudget.ExternalModel(Threshold(), cost=1.0),
@@ -488,7 +488,7 @@ def test_per_input_expensive_cost():
 # -- the model format ----------------------------------------------------------------------
 @pytest.mark.parametrize("algorithm", ["adapt_gbrt", "adapt_lin"])
 def test_json_round_trip_is_exact(tmp_path, algorithm):
-    X, y, costs = binary_problem(groups=True, split_cost=0.01)
+    X, y, costs = binary_problem(n=400, groups=True, split_cost=0.01)
     dtrain = cbudget.Dataset(X, y, **costs)
     model = cbudget.train({"algorithm": algorithm, "p_full": 0.25, **ONE_START[algorithm]},
                           dtrain, 10, expensive_model=expensive_booster(dtrain, 10),
@@ -543,7 +543,7 @@ def _save_booster(dtrain, directory):
     (lambda d: d["expensive"]["trees"][0].update(num_nodes=10 ** 9), "entries"),
 ])
 def test_corrupt_gated_files_are_rejected(tmp_path, edit, message):
-    X, y, costs = binary_problem()
+    X, y, costs = binary_problem(n=300)
     dtrain = cbudget.Dataset(X, y, **costs)
     model = cbudget.train({"algorithm": "adapt_gbrt", "p_full": 0.3}, dtrain, 3,
                           expensive_model=expensive_booster(dtrain, 3), verbose_eval=False)
@@ -556,7 +556,7 @@ def test_corrupt_gated_files_are_rejected(tmp_path, edit, message):
 
 
 def test_corrupt_linear_part_is_rejected(tmp_path):
-    X, y, costs = binary_problem()
+    X, y, costs = binary_problem(n=300)
     dtrain = cbudget.Dataset(X, y, **costs)
     model = cbudget.train({"algorithm": "adapt_lin", "p_full": 0.3, "n_restarts": 1}, dtrain, 3,
                           expensive_model=expensive_booster(dtrain, 3), verbose_eval=False)
@@ -571,7 +571,7 @@ def test_corrupt_linear_part_is_rejected(tmp_path):
 
 # -- bad input -----------------------------------------------------------------------------
 def test_bad_input_is_refused():
-    X, y, costs = binary_problem()
+    X, y, costs = binary_problem(n=300)
     dtrain = cbudget.Dataset(X, y, **costs)
     f0 = expensive_booster(dtrain, 3)
     with pytest.raises(ValueError, match="expensive_model=f0"):
@@ -627,7 +627,7 @@ def test_bad_input_is_refused():
 
 
 def test_prediction_input_is_checked_and_missing_values_are_finite():
-    X, y, costs = binary_problem()
+    X, y, costs = binary_problem(n=300)
     dtrain = cbudget.Dataset(X, y, **costs)
     f0 = expensive_booster(dtrain, 5)
     for algorithm in ("adapt_gbrt", "adapt_lin"):
@@ -689,8 +689,8 @@ def test_ties_at_the_gate_threshold_never_exceed_p_full():
     """Integer features give many tied gate margins: the calibrated threshold keeps ties
     below, so at most p_full of the training inputs go to f0 (ADAPT-LIN and -GBRT)."""
     rng = np.random.default_rng(3)
-    X = rng.integers(0, 4, size=(1000, 4)).astype(np.float64)
-    y = ((X[:, 0] + X[:, 1] + rng.integers(0, 3, 1000)) > 4).astype(np.float64)
+    X = rng.integers(0, 4, size=(400, 4)).astype(np.float64)
+    y = ((X[:, 0] + X[:, 1] + rng.integers(0, 3, 400)) > 4).astype(np.float64)
     dtrain = cbudget.Dataset(X, y, feature_costs=np.ones(4))
     f0 = expensive_booster(dtrain, 10)
     for algorithm in ("adapt_lin", "adapt_gbrt"):

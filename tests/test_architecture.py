@@ -2,6 +2,7 @@
 importing another module's underscore names (the compiled kernels in ``_core`` excepted),
 no reaching into another object's underscore members."""
 import ast
+import functools
 from pathlib import Path
 
 import cbudget
@@ -23,10 +24,21 @@ def _modules():
 MODULES = _modules()
 
 
+@functools.cache
+def _tree(path):
+    """The module's syntax tree, parsed once for every test here (nothing changes it)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
 def _imports(name, path):
     """(imported module, imported names, line, at module level) of every import in the
-    module, relative imports resolved."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    module, relative imports resolved (found once for every test here)."""
+    return tuple(_import_statements(name, path))
+
+
+def _import_statements(name, path):
+    tree = _tree(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     in_functions = {id(n) for node in ast.walk(tree)
                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -119,7 +131,7 @@ def test_no_access_to_other_modules_underscore_members():
     members are used by its own module, never by another one."""
     wrong = []
     for path in MODULES.values():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _tree(path)
         own = _private_members(tree)
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and node.attr.startswith("_")

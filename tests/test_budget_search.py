@@ -46,8 +46,8 @@ ROUNDS = 60
 
 @pytest.fixture(scope="module")
 def cascade_task():
-    X, y = make_cascade(2000, 1)
-    Xv, yv = make_cascade(1500, 2)
+    X, y = make_cascade(1000, 1)
+    Xv, yv = make_cascade(800, 2)
     dtrain = cbudget.Dataset(X, y, feature_costs=COSTS)
     dvalid = cbudget.Dataset(Xv, yv, reference=dtrain)
     path = cbudget.cost_path(PARAMS, dtrain, dvalid, n_points=8, num_boost_round=ROUNDS,

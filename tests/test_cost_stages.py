@@ -432,6 +432,9 @@ def test_bad_cost_stages_are_refused(stages, error, message):
                        "cost_stages": stages}, dtrain, 2)
 
 
+# slow, as every Dask training test (tests/test_dask_training.py): the cluster the session
+# starts for it took more time than the rest of this file
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["binary", "multiclass"])
 def test_dask_training_in_stages_is_the_single_machine_model(dask_client, task):
     da = pytest.importorskip("dask.array")

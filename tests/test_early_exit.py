@@ -64,11 +64,16 @@ def setting(request):
 
 
 def calibrated(setting, epsilon, **options):
-    model = setting["model"].copy()
+    """A copy of the setting's model calibrated at ``epsilon`` with ``options``; each
+    calibration runs once per setting (several tests read the same one)."""
     if setting["kind"] == "regression":
         options.setdefault("tolerance", TOLERANCE)
-    model.calibrate_exits(setting["valid"], epsilon, **options)
-    return model
+    done = setting.setdefault("calibrated", {})
+    key = (epsilon, tuple(sorted(options.items())))
+    if key not in done:
+        done[key] = setting["model"].copy()
+        done[key].calibrate_exits(setting["valid"], epsilon, **options)
+    return done[key].copy()
 
 
 def decisions(kind, prediction):

@@ -3,6 +3,7 @@ exit"): an exited input's output is a calibrated map of its partial score, monot
 within a check, on the partial score's side (binary) / class (multiclass), inside the
 range the later trees can reach; saved in the model file, applied by predict and by
 on-demand prediction."""
+import functools
 import json
 import warnings
 
@@ -39,6 +40,17 @@ def calibrated(model, kind, epsilon, seed=1, **options):
         options.setdefault("tolerance", TOLERANCE)
     model.calibrate_exits(cbudget.Dataset(Xv, yv), epsilon, **options)
     return model
+
+
+@functools.cache
+def _calibrated_text(kind):
+    return json.dumps(calibrated(train(kind), kind, 0.05).to_dict())
+
+
+def calibrated_doc(kind):
+    """A fresh document of ``calibrated(train(kind), kind, 0.05)`` (trained and calibrated
+    once: the tests of hostile files each edit their own copy)."""
+    return json.loads(_calibrated_text(kind))
 
 
 def without_maps(rules):
@@ -276,7 +288,7 @@ HOSTILE = {
 
 @pytest.mark.parametrize("mutation", list(HOSTILE))
 def test_hostile_maps_are_refused(mutation, tmp_path):
-    doc = calibrated(train("binary"), "binary", 0.05).to_dict()
+    doc = calibrated_doc("binary")
     HOSTILE[mutation](doc["exit_rules"]["outputs"][_first_map(doc)])
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(doc))
@@ -289,7 +301,7 @@ def test_hostile_maps_are_refused(mutation, tmp_path):
     ("first:-1", "scale"), ("first:0", "scale"), ("first:true", "scale"),
     ("first:x", "exactly the field")])
 def test_hostile_outputs_lists_are_refused(outputs, message, tmp_path):
-    doc = calibrated(train("multiclass"), "multiclass", 0.05).to_dict()
+    doc = calibrated_doc("multiclass")
     section = doc["exit_rules"]
     if isinstance(outputs, str) and outputs.startswith("first:"):
         value = {"-1": {"scale": -1.0}, "0": {"scale": 0.0}, "true": {"scale": True},

@@ -25,11 +25,16 @@ SEEDS = [0, 1, 2]
 # ---------------------------------------------------------------------------------------
 # The grower with Greedy Miser's penalty (phi: once per model) against the reference
 # ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("tradeoff", [0.0, 0.05, 0.5])
-@pytest.mark.parametrize("n_groups", [0, 3])
-@pytest.mark.parametrize("best_first,num_leaves,max_depth", [(False, -1, 4), (False, -1, 2),
-                                                             (True, 10, -1)])
+# every combination of trade-off, groups and growth once; the data seeds rotate over them,
+# so that each seed meets every value of every parameter
+GROWER_CASES = [(SEEDS[(i + j + k) % len(SEEDS)], tradeoff, n_groups, *growth)
+                for i, tradeoff in enumerate((0.0, 0.05, 0.5))
+                for j, n_groups in enumerate((0, 3))
+                for k, growth in enumerate(((False, -1, 4), (False, -1, 2), (True, 10, -1)))]
+
+
+@pytest.mark.parametrize("seed,tradeoff,n_groups,best_first,num_leaves,max_depth",
+                         GROWER_CASES)
 def test_grower_matches_reference(seed, tradeoff, n_groups, best_first, num_leaves, max_depth):
     """Several first-order trees (hessian = weight, no L2) on one state: a feature's
     cost is paid by the first split on it in the whole model, a group's cost by the

@@ -90,6 +90,11 @@ def ref_unpack_bits(words, n_bits):
     return out
 
 
+# ref_best_split's fields of Python types (the sums and gains: numpy floats)
+PYTHON_TYPES = {"feature": int, "bin_threshold": int, "count_left": int, "count_right": int,
+                "default_left": bool, "cost_penalty": float}
+
+
 def ref_best_split(binned, rows, g, h, n_value_bins, missing_bin, feature_mask,
                    reg_lambda, min_child_weight, min_data_in_leaf, cost_penalty):
     """Exhaustive scan straight from the rows (not from histograms): every masked-in
@@ -127,19 +132,23 @@ def ref_best_split(binned, rows, g, h, n_value_bins, missing_bin, feature_mask,
             only_missing_left = default_left & (nl == miss.sum())
             if default_left and not np.any(col == n_value_bins[f] - 1):
                 ok &= ~only_missing_left
-            for k in np.flatnonzero(ok):
-                cands.append({"gain": raw[k] - pen, "raw_gain": raw[k], "cost_penalty": pen,
-                              "feature": int(f), "bin_threshold": int(ts[k]),
-                              "default_left": default_left, "sum_gradient_left": gl[k],
-                              "sum_hessian_left": hl[k], "count_left": int(nl[k]),
-                              "sum_gradient_right": grr[k], "sum_hessian_right": hrr[k],
-                              "count_right": int(nr[k])})
-    if not cands:
+            # the admissible candidates of this feature and side, as arrays
+            cands.append({"gain": raw[ok] - pen, "raw_gain": raw[ok],
+                          "cost_penalty": np.full(ok.sum(), pen),
+                          "feature": np.full(ok.sum(), int(f)), "bin_threshold": ts[ok],
+                          "default_left": np.full(ok.sum(), default_left),
+                          "sum_gradient_left": gl[ok], "sum_hessian_left": hl[ok],
+                          "count_left": nl[ok], "sum_gradient_right": grr[ok],
+                          "sum_hessian_right": hrr[ok], "count_right": nr[ok]})
+    if not cands or not any(c["gain"].size for c in cands):
         return None
-    best = max(c["gain"] for c in cands)
+    cands = {name: np.concatenate([c[name] for c in cands]) for name in cands[0]}
+    best = cands["gain"].max()
     tol = 1e-9 * max(1.0, abs(best))
-    return min((c for c in cands if c["gain"] >= best - tol),
-               key=lambda c: (c["feature"], c["bin_threshold"], c["default_left"]))
+    tied = np.flatnonzero(cands["gain"] >= best - tol)
+    k = min(tied, key=lambda i: (cands["feature"][i], cands["bin_threshold"][i],
+                                 cands["default_left"][i]))
+    return {name: PYTHON_TYPES.get(name, np.float64)(value[k]) for name, value in cands.items()}
 
 
 def ref_split_rows(rows, binned, feature, bin_threshold, default_left, missing_bin):

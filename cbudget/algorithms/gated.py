@@ -339,6 +339,8 @@ class LinearPairProblem:
         self.w = weight / weight.sum()
         self.loss0 = loss0
         self.groups = groups                 # csr (n_groups, d) 0/1
+        # its transpose, built once: L-BFGS evaluates the gradient thousands of times
+        self.groups_t = groups.T
         self.group_costs = group_costs
         self.gamma = gamma
         self.reg_lambda = reg_lambda
@@ -402,7 +404,7 @@ class LinearPairProblem:
         squares = g * g + f * f
         norms = np.sqrt(self.groups @ squares + eps * eps)
         value = loss + gamma * costs @ norms + 0.5 * self.reg_lambda * squares.sum()
-        scale = gamma * (self.groups.T @ (costs / norms)) + self.reg_lambda
+        scale = gamma * (self.groups_t @ (costs / norms)) + self.reg_lambda
         d = self.d
         grad[:d] += scale * g
         grad[d + 1:2 * d + 1] += scale * f
@@ -496,7 +498,7 @@ class LinearPairProblem:
         _, grad = self._loss_gradient(trial, q)
         pair_gradient = np.hypot(grad[:d], grad[d + 1:2 * d + 1])
         empty = (self.groups @ self._pair_squares(trial)) == 0
-        radius = self.gamma * (self.groups.T @ (self.group_costs * empty))
+        radius = self.gamma * (self.groups_t @ (self.group_costs * empty))
         return candidate & (pair_gradient <= radius)
 
     def _kl_terms(self, q):

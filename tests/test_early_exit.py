@@ -598,14 +598,20 @@ def test_a_gate_that_keeps_nothing_leaves_the_predictor_without_rules(letters_sm
     assert model.gate.exit_rules is rules["gate"]
 
 
-def test_a_gated_model_exits_in_its_gate_and_predictor(letters_small, tmp_path):
-    X, y, Xv, yv = letters_small
+def gated_model(letters_small, f0_rounds):
+    """ADAPT-GBRT on the Letters sample, its expensive model a GBDT of ``f0_rounds``."""
+    X, y, _, _ = letters_small
     dtrain = cbudget.Dataset(X, y, feature_costs=np.arange(1.0, X.shape[1] + 1))
-    f0 = cbudget.train(dict(small_model_params("gbdt"), max_depth=5), dtrain, 20)
+    f0 = cbudget.train(dict(small_model_params("gbdt"), max_depth=5), dtrain, f0_rounds)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = cbudget.train(dict(small_model_params("adapt_gbrt"), p_full=0.3), dtrain, 8,
-                              expensive_model=f0)
+        return cbudget.train(dict(small_model_params("adapt_gbrt"), p_full=0.3), dtrain, 8,
+                             expensive_model=f0)
+
+
+def test_a_gated_model_exits_in_its_gate_and_predictor(letters_small, tmp_path):
+    Xv = letters_small[2]
+    model = gated_model(letters_small, 20)
     full_pred, full_route = model.predict(Xv, return_route=True)
     full_cost = model.predict_cost(Xv)
     rules = model.calibrate_exits(Xv, 0.0)
@@ -635,13 +641,8 @@ def test_a_gated_model_exits_in_its_gate_and_predictor(letters_small, tmp_path):
 def test_a_gated_model_passes_the_validation_weights_to_its_parts(letters_small):
     # the parts' epsilons and maps weigh the weights of a Dataset (they were dropped):
     # each part's rules are those it makes itself on the weighted inputs it sees
-    X, y, Xv, yv = letters_small
-    dtrain = cbudget.Dataset(X, y, feature_costs=np.arange(1.0, X.shape[1] + 1))
-    f0 = cbudget.train(dict(small_model_params("gbdt"), max_depth=5), dtrain, 10)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = cbudget.train(dict(small_model_params("adapt_gbrt"), p_full=0.3), dtrain, 8,
-                              expensive_model=f0)
+    _, _, Xv, yv = letters_small
+    model = gated_model(letters_small, 10)
     w = np.where(np.random.default_rng(2).random(Xv.shape[0]) < 0.3, 6.0, 0.4)
     dvalid = cbudget.Dataset(Xv, yv, weight=w)
     rules = model.calibrate_exits(dvalid, 0.05)

@@ -363,6 +363,7 @@ class _CostAwareEstimator(BaseEstimator):
             lambda_max=start, n_points=self.path_points, num_boost_round=self.n_estimators,
             early_stopping_rounds=self.early_stopping_rounds,
             exit_epsilons=getattr(self, "exit_epsilons", None),
+            exit_tolerance=getattr(self, "exit_tolerance", None),
             cascades=self._searches_cascades())
         chosen = path.best_index(np.inf if self.cost_budget is None else self.cost_budget)
         lam = float(path.lambdas[chosen])
@@ -695,6 +696,7 @@ class _CostAwareBoosting(_CostAwareEstimator):
     def __init__(self, *, n_estimators: int = 100, cost_tradeoff: float | str | None = None,
                  cost_budget: float | None = None, path_points: int = 16,
                  exit_epsilons: Sequence[float] | None = None,
+                 exit_tolerance: float | None = None,
                  cost_stages: Sequence[Sequence[float]] | None = None,
                  learning_rate: float | None = None, num_leaves: int | None = None,
                  max_depth: int | None = None,
@@ -716,6 +718,7 @@ class _CostAwareBoosting(_CostAwareEstimator):
         self.cost_budget = cost_budget
         self.path_points = path_points
         self.exit_epsilons = exit_epsilons
+        self.exit_tolerance = exit_tolerance
         self.cost_stages = cost_stages
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
@@ -740,14 +743,22 @@ class _CostAwareBoosting(_CostAwareEstimator):
             raise ValueError(f"cost_tradeoff must be a number >= 0, 'path' or None, got "
                              f"{self.cost_tradeoff!r}")
         search = self.cost_stages is None and self.cost_tradeoff in (None, "path")
-        for name in ("cost_budget", "exit_epsilons"):
+        for name in ("cost_budget", "exit_epsilons", "exit_tolerance"):
             if getattr(self, name) is not None and not search:
                 raise ValueError(f"{name} applies with cost_tradeoff='path' or None (the "
                                  "search), not with a number or cost_stages")
-        if self.exit_epsilons is not None and not isinstance(self, ClassifierMixin):
-            raise ValueError("exit_epsilons applies to the classifiers: exits of a regressor "
-                             "need a tolerance, a ranker's none (cbudget.cost_path takes "
-                             "exit_tolerance)")
+        if isinstance(self, _Ranker) and (self.exit_epsilons is not None
+                                          or self.exit_tolerance is not None):
+            raise ValueError("exit_epsilons and exit_tolerance do not apply to a ranker: a "
+                             "document's place depends on its query's other documents")
+        if isinstance(self, RegressorMixin) and self.exit_epsilons is not None \
+                and self.exit_tolerance is None:
+            raise ValueError("exit_epsilons of a regressor need exit_tolerance: how far an "
+                             "exited prediction may be from the full model's")
+        if self.exit_tolerance is not None and self.exit_epsilons is None \
+                and not self._searches_cascades():
+            raise ValueError("exit_tolerance applies to exits: give exit_epsilons (or, to a "
+                             "classifier, cost_budget, whose cascades have exits)")
         return search
 
 
@@ -924,11 +935,20 @@ def _search_doc(weight: str, task: str) -> str:
             f"``cost_stages``, None trains those stages.")
     exits = ("With the search: the path's exit dimension (each trade-off's model also with "
              "exit rules calibrated at these epsilons, :func:`cbudget.cost_path`), so the "
-             "model chosen may stop inputs early (``model_.exit_rules``)."
-             if task == "classifier" else
-             "The classifiers' exit dimension of the path; a regressor's or ranker's is a "
-             "ValueError (regression exits need a tolerance: :func:`cbudget.cost_path` "
-             "takes ``exit_epsilons`` and ``exit_tolerance``).")
+             "model chosen may stop inputs early (``model_.exit_rules``)"
+             + (", with ``exit_tolerance`` (required)." if task == "regressor" else ".")
+             if task != "ranker" else
+             "The exit dimension of the classifiers and regressors; a ranker's is a "
+             "ValueError (a document's place depends on its query's other documents).")
+    tolerance = {
+        "classifier": "With the search: binary exits that also count as a disagreement an "
+                      "exit moving the probability by more than this (in [0, 1]; "
+                      ":meth:`cbudget.Booster.calibrate_exits`' ``tolerance``, which "
+                      "keeps the log-loss near the full model's), for the exit dimension "
+                      "and the cascades' exits; multiclass: a ValueError.",
+        "regressor": "With ``exit_epsilons``: how far an exited prediction may be from "
+                     "the full model's.",
+        "ranker": "A ValueError, as ``exit_epsilons``."}[task]
 
     def entry(name: str, body: str) -> str:
         return f"    {name}\n" + textwrap.fill(body, 92, initial_indent=" " * 8,
@@ -939,8 +959,10 @@ def _search_doc(weight: str, task: str) -> str:
             + entry("cost_budget : float, optional",
                     f"With the search: the most {unit}'s prediction may cost on average.")
             + entry("path_points : int, default 16", "With the search: the trade-offs tried.")
-            + entry("exit_epsilons : sequence of float, optional" if task == "classifier"
-                    else "exit_epsilons : None", exits))
+            + entry("exit_epsilons : sequence of float, optional" if task != "ranker"
+                    else "exit_epsilons : None", exits)
+            + entry("exit_tolerance : float, optional" if task != "ranker"
+                    else "exit_tolerance : None", tolerance))
 
 
 _CEGB_WEIGHT = "the weight of a split's cost increment"

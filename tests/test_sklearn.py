@@ -26,6 +26,7 @@ from cbudget.sklearn import (  # noqa: E402
     ADAPTClassifier,
     BudgetRFClassifier,
     CEGBClassifier,
+    CEGBRanker,
     CEGBRegressor,
     CSTCClassifier,
     CSTCRegressor,
@@ -374,5 +375,33 @@ def test_the_cost_path_of_an_estimator_takes_the_exit_dimension():
     assert with_exits.predict_cost(X[200:]).mean() == pytest.approx(path.costs[chosen])
     with pytest.raises(ValueError, match="exit_epsilons applies with"):
         CEGBClassifier(cost_tradeoff=1.0, exit_epsilons=[0.01]).fit(X, y)
-    with pytest.raises(ValueError, match="classifiers"):
+    with pytest.raises(ValueError, match="exit_tolerance"):
         CEGBRegressor(cost_tradeoff="path", exit_epsilons=[0.01]).fit(X, y.astype(float))
+    with pytest.raises(ValueError, match="exit_tolerance applies with"):
+        CEGBClassifier(cost_tradeoff=1.0, exit_tolerance=0.05).fit(X, y)
+
+
+def test_the_estimators_take_an_exit_tolerance():
+    X, y = _binary()
+    costs = [1.0, 2.0, 4.0, 8.0, 16.0]
+    common = dict(n_estimators=20, path_points=3, feature_costs=costs, random_state=0)
+    fit = dict(eval_set=[(X[200:], y[200:])])
+    # binary: a probability tolerance on every exit copy of the path
+    clf = CEGBClassifier(exit_epsilons=[0.05], exit_tolerance=0.05, **common).fit(
+        X[:200], y[:200], **fit)
+    exited = [m for m, e in zip(clf.cost_path_.models, clf.cost_path_.epsilons)
+              if not np.isnan(e)]
+    assert exited and all(m.exit_rules.calibration["probability_tolerance"] == 0.05
+                          for m in exited)
+    # regression: exits with their tolerance
+    target = X[:, 0] + 0.1 * X[:, 1]
+    reg = CEGBRegressor(exit_epsilons=[0.05], exit_tolerance=0.2, **common).fit(
+        X[:200], target[:200], eval_set=[(X[200:], target[200:])])
+    exited = [m for m, e in zip(reg.cost_path_.models, reg.cost_path_.epsilons)
+              if not np.isnan(e)]
+    assert exited and all(m.exit_rules.calibration["tolerance"] == 0.2 for m in exited)
+    with pytest.raises(ValueError, match="applies to exits"):
+        CEGBRegressor(exit_tolerance=0.2, **common).fit(X, target)
+    with pytest.raises(ValueError, match="ranker"):
+        CEGBRanker(exit_epsilons=[0.05], exit_tolerance=0.1, **common).fit(
+            X, target, group=[len(X)])

@@ -25,6 +25,17 @@ import cbudget
 from cbudget.cost_path import dear_stage_features
 
 
+def interleaved_predict_times(models, X, repeat):
+    """Per model, the seconds of ``repeat`` predictions of ``X``, the models interleaved."""
+    times = [[] for _ in models]
+    for _ in range(repeat):
+        for spent, m in zip(times, models):
+            start = time.perf_counter()
+            m.predict(X)
+            spent.append(time.perf_counter() - start)
+    return times
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--member", default="bin_s20_r100")
@@ -49,15 +60,10 @@ def main():
         free, held = model.copy(), model.copy()
         free.calibrate_exits(dvalid, eps, every=10)
         held.calibrate_exits(dvalid, eps, every=10, hold=hold)
-        times = {"free": [], "held": []}
-        for _ in range(args.repeat):
-            for name, m in (("free", free), ("held", held)):
-                start = time.perf_counter()
-                m.predict(X)
-                times[name].append(time.perf_counter() - start)
+        times = interleaved_predict_times((free, held), X, args.repeat)
         cells = [f"{np.mean((m.predict(X) > 0.5) == y):.4f} @ {m.predict_cost(X).mean():.1f}"
                  for m in (free, held)]
-        spans = [f"{np.median(t):.4f} ({min(t):.4f}-{max(t):.4f})" for t in times.values()]
+        spans = [f"{np.median(t):.4f} ({min(t):.4f}-{max(t):.4f})" for t in times]
         print(f"| {eps} | {cells[0]} | {cells[1]} | {spans[0]} | {spans[1]} |")
     unused = sorted(set(range(X.shape[1])) - set(model.used_features().tolist()))
     if unused:
@@ -66,15 +72,10 @@ def main():
         noop = model.copy()
         noop.exit_rules = dataclasses.replace(free.exit_rules, hold=np.array(unused[:1]))
         assert np.array_equal(noop.predict(X), free.predict(X))
-        times = {"free": [], "noop": []}
-        for _ in range(args.repeat):
-            for name, m in (("free", free), ("noop", noop)):
-                start = time.perf_counter()
-                m.predict(X)
-                times[name].append(time.perf_counter() - start)
+        times = interleaved_predict_times((free, noop), X, args.repeat)
         print(f"\nOverhead (epsilon 0.02, held by unused feature {unused[0]}): free "
               + ", held by nothing read ".join(
-                  f"{np.median(t):.4f} s ({min(t):.4f}-{max(t):.4f})" for t in times.values()))
+                  f"{np.median(t):.4f} s ({min(t):.4f}-{max(t):.4f})" for t in times))
 
 
 if __name__ == "__main__":

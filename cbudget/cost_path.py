@@ -53,6 +53,11 @@ CASCADE_SPLITS = (0.25, 0.5)
 CASCADE_DEPTH = 3
 CASCADE_EPSILONS = (0.0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.07, 0.1)
 CASCADE_CHECKS = 20
+# exit copies are scored by calibrating their exits on one of this many parts of the
+# validation rows and predicting the others (each part in turn): scored on the rows they
+# were calibrated on, the exits' disagreement is at most epsilon by construction, and the
+# path picked exit copies whose validation score was optimistic
+EXIT_FOLDS = 2
 
 
 class ScoredModel(NamedTuple):
@@ -62,6 +67,14 @@ class ScoredModel(NamedTuple):
     metric: str      # the validation metric (the one early stopping watches)
     score: float     # its value at the best iteration (the last without early stopping)
     cost: float      # mean prediction cost per input
+    cost_se: float = 0.0   # the standard error of that mean (per-input costs vary)
+
+
+def cost_summary(costs: np.ndarray) -> tuple[float, float]:
+    """The mean of per-input prediction ``costs`` and its standard error."""
+    costs = np.asarray(costs, dtype=np.float64)
+    se = float(costs.std(ddof=1) / math.sqrt(costs.size)) if costs.size > 1 else 0.0
+    return float(costs.mean()), se
 
 
 def train_scored(params: dict, dtrain: Dataset, dvalid: Dataset, num_boost_round: int = 100,
@@ -77,7 +90,7 @@ def train_scored(params: dict, dtrain: Dataset, dvalid: Dataset, num_boost_round
     values = log["valid"][name]
     best = model.best_iteration if model.best_iteration is not None else len(values) - 1
     return ScoredModel(model, name, float(values[min(best, len(values) - 1)]),
-                       float(model.predict_cost(dvalid).mean()))
+                       *cost_summary(model.predict_cost(dvalid)))
 
 
 @contextmanager
@@ -115,9 +128,12 @@ class CostPath:
     lambdas : ndarray
         The ``cost_tradeoff`` of each model (NaN for a cascade: see ``stages``).
     costs : ndarray
-        Mean prediction cost per input on the validation data.
+        Mean prediction cost per input on the validation data (an exit copy's: the
+        larger of its cross-fitted cost and its cost with the exits calibrated on all
+        of the validation data, see :func:`cost_path`'s ``exit_scoring``).
     scores : ndarray
-        The validation metric (of the best iteration after early stopping).
+        The validation metric (of the best iteration after early stopping; an exit
+        copy's: cross-fitted, see :func:`cost_path`'s ``exit_scoring``).
     metric : str
     maximize : bool
         Whether a larger score is better.
@@ -135,6 +151,10 @@ class CostPath:
         (r2, lambda_lo)]`` for a cascade (``r1`` rounds at ``lambda_hi``, then ``r2``
         continued at ``lambda_lo``; with early stopping, the rounds the model predicts
         with, :func:`stages_used`); None without that dimension.
+    cost_ses : ndarray or None
+        The standard error of each entry of ``costs`` (the spread of the per-input
+        costs over the square root of the number of validation inputs): how far the
+        mean cost on other inputs may be from it. None when not measured.
     """
 
     lambdas: np.ndarray
@@ -147,28 +167,42 @@ class CostPath:
     lambda_max: float | None = None
     epsilons: np.ndarray | None = None
     stages: list[list[tuple[int, float]] | None] | None = None
+    cost_ses: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.models)
 
-    def best_index(self, budget: float) -> int:
-        """The index of the best-scoring model whose mean validation cost is at most
-        ``budget`` (ties: the cheaper one). ValueError when none is."""
+    def best_index(self, budget: float, margin: float = 0.0) -> int:
+        """The index of the best-scoring model whose mean validation cost, plus
+        ``margin`` standard errors of it (``cost_ses``), is at most ``budget`` (ties: the
+        cheaper one). A margin keeps the pick within the budget on other inputs too:
+        a model whose validation cost is at the budget exceeds it on unseen inputs
+        about half the time; one a standard error below, about a sixth of the time.
+        ValueError when none is."""
         budget = float(budget)
         if not budget >= 0:
             raise ValueError(f"budget must be >= 0, got {budget}")
-        within = np.flatnonzero(self.costs <= budget)
+        margin = float(margin)
+        if not 0 <= margin < math.inf:
+            raise ValueError(f"margin must be a number of standard errors >= 0, got "
+                             f"{margin}")
+        if margin and self.cost_ses is None:
+            raise ValueError("this path has no cost_ses: a margin needs them")
+        spread = 0.0 if not margin else margin * np.asarray(self.cost_ses)
+        within = np.flatnonzero(self.costs + spread <= budget)
         if within.size == 0:
-            raise ValueError(f"no model of the path is within budget {budget:g}: the "
-                             f"cheapest costs {self.costs.min():.6g} per input")
+            raise ValueError(f"no model of the path is within budget {budget:g}"
+                             + (f" less {margin:g} standard errors of its cost" if margin
+                                else "")
+                             + f": the cheapest costs {self.costs.min():.6g} per input")
         signed = self.scores[within] * (1.0 if self.maximize else -1.0)
         order = np.lexsort((self.costs[within], -signed))
         return int(within[order[0]])
 
-    def select(self, budget: float) -> Model:
+    def select(self, budget: float, margin: float = 0.0) -> Model:
         """The best model (validation score) whose mean validation cost per input is
-        at most ``budget``."""
-        return self.models[self.best_index(budget)]
+        at most ``budget`` (less ``margin`` standard errors: :meth:`best_index`)."""
+        return self.models[self.best_index(budget, margin)]
 
     def __str__(self) -> str:
         exits = self.epsilons is not None
@@ -196,7 +230,8 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
               early_stopping_rounds: int | None = None, metric: str | None = None,
               n_jobs: int = 1, executor: Executor | None = None,
               exit_epsilons=None, exit_every: int = 1, exit_tolerance: float | None = None,
-              cascades: bool | int = False, cascade_every: int | None = None,
+              exit_scoring: str = "cross_fitted", cascades: bool | int = False,
+              cascade_every: int | None = None,
               **train_kwargs) -> CostPath:
     """Train one model per trade-off from ``lambda_max`` down and return the frontier.
 
@@ -248,8 +283,7 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         The path's exit dimension (boosters: gbdt, cegb, greedy_miser): besides each
         model, one copy of it per epsilon with exit rules calibrated on ``dvalid``
         (:meth:`cbudget.Booster.calibrate_exits` with ``every=exit_every``), scored and
-        costed with its exits (``CostPath.epsilons``). Scores and costs are measured on
-        the data the exits were calibrated on.
+        costed with its exits (``CostPath.epsilons``) as ``exit_scoring`` says.
     exit_every : int, default 1
     exit_tolerance : float, optional
         Regression's exits: how far an exited prediction may be from the full one
@@ -272,6 +306,16 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         stage decides leave before the trees that buy the dear features. Regression
         cascades have exits only with ``exit_tolerance``, ranking ones none. Entries in
         ``CostPath.stages``; trained here, not on ``executor``.
+    exit_scoring : {"cross_fitted", "in_sample"}, default "cross_fitted"
+        How an exit copy is scored. ``"cross_fitted"``: its exits are calibrated on
+        each half of ``dvalid`` in turn and predict the other half, and the score is
+        that of these predictions, as an unseen input would get them; its cost is the
+        larger of their mean cost and the copy's own (its exits calibrated on all of
+        ``dvalid``, as kept), so the copy's validation cost is within what
+        :meth:`CostPath.best_index` compares to the budget. ``"in_sample"``: the
+        copy's own score and cost on ``dvalid``, where its exits disagree with the
+        full model on at most epsilon of the inputs by construction (optimistic: on
+        other inputs they disagree more).
     cascade_every : int, optional
         The iterations between two exit checks of a cascade (default
         ``num_boost_round // 20``, at least 1); ``r1`` is rounded to a multiple of it,
@@ -313,6 +357,9 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
     n_cascades = _check_cascades(params, cascades, train_kwargs)
     if exit_epsilons is not None:
         exit_epsilons = _check_exit_options(params, exit_epsilons, exit_every, exit_tolerance)
+    if exit_scoring not in ("cross_fitted", "in_sample"):
+        raise ValueError(f'exit_scoring must be "cross_fitted" or "in_sample", got '
+                         f'{exit_scoring!r}')
     # the cascades' exits: the path's epsilons, else the defaults (when they can have exits)
     cascade_epsilons = exit_epsilons if exit_epsilons is not None \
         else list(CASCADE_EPSILONS) if n_cascades and _has_exits(params, exit_tolerance) \
@@ -386,7 +433,7 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
             assert isinstance(scored.model, Booster)
             hold = dear_stage_features(scored.model, stages[0][0])
         points += [(lam, e, stages, _with_exits(scored, dvalid, e, every, exit_tolerance,
-                                                hold))
+                                                hold, exit_scoring == "cross_fitted"))
                    for e in epsilons or ()]
     scores = np.array([scored.score for _, _, _, scored in points])
     costs = np.array([scored.cost for _, _, _, scored in points])
@@ -397,7 +444,8 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
                     pareto=pareto_mask(costs, scores, maximize), lambda_max=start,
                     epsilons=None if cascade_epsilons is None
                     else np.array([eps for _, eps, _, _ in points]),
-                    stages=[stages for _, _, stages, _ in points] if n_cascades else None)
+                    stages=[stages for _, _, stages, _ in points] if n_cascades else None,
+                    cost_ses=np.array([scored.cost_se for _, _, _, scored in points]))
 
 
 def train_cascade(params: dict, dtrain: Dataset, dvalid: Dataset, stages, first: Model,
@@ -571,16 +619,37 @@ def dear_stage_features(model: Booster, first_end: int) -> np.ndarray:
 
 
 def _with_exits(scored: ScoredModel, dvalid: Dataset, epsilon: float, every: int,
-                tolerance: float | None, hold: np.ndarray | None = None) -> ScoredModel:
+                tolerance: float | None, hold: np.ndarray | None = None,
+                cross_fitted: bool = True) -> ScoredModel:
     """A copy of the scored booster with exit rules calibrated on ``dvalid`` (held by
-    the features ``hold``), scored and costed there with its exits."""
+    the features ``hold``), scored and costed with its exits: on ``dvalid`` itself, or
+    ``cross_fitted`` (:func:`cost_path`'s ``exit_scoring``)."""
     assert isinstance(scored.model, Booster)
-    model = scored.model.copy()
-    model.calibrate_exits(dvalid, epsilon, every=every, tolerance=tolerance,
-                          hold=None if hold is None or not hold.size else hold.tolist())
-    return ScoredModel(model, scored.metric, evaluate_on(scored.metric, dvalid,
-                                                         model.predict(dvalid)),
-                       float(model.predict_cost(dvalid).mean()))
+    held = None if hold is None or not hold.size else hold.tolist()
+
+    def with_exits(data: Dataset) -> Booster:
+        model = scored.model.copy()
+        model.calibrate_exits(data, epsilon, every=every, tolerance=tolerance, hold=held)
+        return model
+
+    model = with_exits(dvalid)
+    outputs, costs = model.predict(dvalid), model.predict_cost(dvalid)
+    n = dvalid.num_data()
+    if cross_fitted and n >= 2 * EXIT_FOLDS:
+        # each part predicted by exits calibrated on the others: a fixed shuffle, so
+        # that the path is the same whatever runs it
+        part = np.random.default_rng(0).permutation(n) % EXIT_FOLDS
+        outputs, folded_costs = np.empty_like(outputs), np.empty_like(costs)
+        for k in range(EXIT_FOLDS):
+            rows, others = np.flatnonzero(part == k), np.flatnonzero(part != k)
+            held_out = dvalid.subset(rows)
+            fold_model = with_exits(dvalid.subset(others))
+            outputs[rows] = fold_model.predict(held_out)
+            folded_costs[rows] = fold_model.predict_cost(held_out)
+        if folded_costs.mean() > costs.mean():
+            costs = folded_costs
+    return ScoredModel(model, scored.metric, evaluate_on(scored.metric, dvalid, outputs),
+                       *cost_summary(costs))
 
 
 def _widest_cost_gap(fitted: dict, step: float, steps: set) -> tuple | None:

@@ -65,8 +65,13 @@ def test_every_entry_is_scored_and_costed_on_validation(cascade_task):
     cascades = [i for i, stages in enumerate(path.stages) if stages is not None]
     assert cascades and all(np.isnan(path.lambdas[i]) for i in cascades)
     for i, model in enumerate(path.models):
-        assert path.scores[i] == pytest.approx(_validation_score(model, dvalid))
-        assert path.costs[i] == pytest.approx(model.predict_cost(dvalid).mean())
+        costs = model.predict_cost(dvalid)
+        if np.isnan(path.epsilons[i]):
+            assert path.scores[i] == pytest.approx(_validation_score(model, dvalid))
+            assert path.costs[i] == pytest.approx(costs.mean())
+            assert path.cost_ses[i] == pytest.approx(costs.std(ddof=1) / np.sqrt(costs.size))
+        else:      # exit copies: cross-fitted (test_exit_copies_are_scored_cross_fitted)
+            assert path.costs[i] >= costs.mean() - 1e-9
     # the default exit epsilons when cascades are searched: the cascades' copies
     single = np.array([stages is None for stages in path.stages])
     assert np.isnan(path.epsilons[single]).all()
@@ -82,6 +87,47 @@ def test_every_entry_is_scored_and_costed_on_validation(cascade_task):
             (0, r1, high), (r1, ROUNDS, low)]
     text = str(path)
     assert "cascade" in text and f"{path.stages[cascades[0]][0][0]}@" in text
+
+
+def _cross_fitted(model, dvalid, epsilon, every, hold):
+    """A reference of the exit copies' cross-fitted error and costs: the model's exits
+    calibrated on each half of dvalid (the path's fixed shuffle) predict the other."""
+    n = dvalid.num_data()
+    half = np.random.default_rng(0).permutation(n) % 2
+    wrong, costs = np.empty(n, dtype=bool), np.empty(n)
+    for k in range(2):
+        rows, others = np.flatnonzero(half == k), np.flatnonzero(half != k)
+        fold = model.copy()
+        fold.calibrate_exits(cbudget.Dataset(dvalid.data[others], dvalid.label[others],
+                                             reference=dvalid),
+                             epsilon, every=every, hold=hold)
+        X = dvalid.data[rows]
+        wrong[rows] = (fold.predict(X) > 0.5) != dvalid.label[rows]
+        costs[rows] = fold.predict_cost(X)
+    return wrong.mean(), costs
+
+
+def test_exit_copies_are_scored_cross_fitted(cascade_task):
+    # an exit copy's validation score is that of exits calibrated on the other half of
+    # dvalid, and its cost the larger of that and its own: scored on the rows they were
+    # calibrated on, the exits disagreed on at most epsilon of them by construction
+    _, dvalid, path = cascade_task
+    copies = [i for i in np.flatnonzero(~np.isnan(path.epsilons))
+              if path.epsilons[i] in (0.02, 0.05)]
+    assert copies
+    for i in copies:
+        model = path.models[i]
+        rules = model.exit_rules
+        full = model.copy()
+        full.exit_rules = None
+        error, costs = _cross_fitted(full, dvalid, path.epsilons[i],
+                                     rules.calibration["every"],
+                                     rules.hold.tolist() if rules.hold is not None else None)
+        assert path.scores[i] == pytest.approx(error)
+        own = model.predict_cost(dvalid)
+        expected = costs if costs.mean() > own.mean() else own
+        assert path.costs[i] == pytest.approx(expected.mean())
+        assert path.cost_ses[i] == pytest.approx(expected.std(ddof=1) / np.sqrt(expected.size))
 
 
 def test_the_frontier_over_all_candidates_against_brute_force(cascade_task):

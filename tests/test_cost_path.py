@@ -179,6 +179,30 @@ def test_cost_path_from_lambda_max(binary):
                                  models=path.models[1:], pareto=path.pareto[1:])
     with pytest.raises(ValueError, match="cheapest costs"):
         expensive.select(path.costs[1] / 2)
+    # a margin of standard errors: the mean cost plus margin * its SE within the budget
+    for i, model in enumerate(path.models):
+        costs = model.predict_cost(dvalid)
+        assert path.cost_ses[i] == pytest.approx(costs.std(ddof=1) / np.sqrt(costs.size))
+    assert path.cost_ses[3] > 0
+    margin = 0.5 * (path.costs[3] - path.costs[2]) / path.cost_ses[3] + 1e-9
+    strict = path.best_index(budget, margin=margin)
+    fits = path.costs + margin * path.cost_ses <= budget
+    assert not fits[3] and fits[strict]
+    assert path.scores[strict] == path.scores[fits].min()
+    assert path.select(budget, margin) is path.models[strict]
+    k = int(np.argmax(path.cost_ses))
+    varied = cbudget.CostPath(lambdas=path.lambdas[k:k + 1], costs=path.costs[k:k + 1],
+                              scores=path.scores[k:k + 1], metric="error", maximize=False,
+                              models=path.models[k:k + 1], pareto=path.pareto[k:k + 1],
+                              cost_ses=path.cost_ses[k:k + 1])
+    assert varied.best_index(path.costs[k]) == 0
+    with pytest.raises(ValueError, match="less 1e.06 standard errors"):
+        varied.best_index(path.costs[k], margin=1e6)
+    for bad in (-1.0, np.nan, np.inf):
+        with pytest.raises(ValueError, match="margin must be"):
+            path.best_index(budget, margin=bad)
+    with pytest.raises(ValueError, match="no cost_ses"):
+        expensive.select(budget, margin=1.0)
     # in parallel: the same models
     parallel = cbudget.cost_path(params, dtrain, dvalid, n_points=6, eps=1e-2,
                                  num_boost_round=40, n_jobs=2)

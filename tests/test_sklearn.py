@@ -23,6 +23,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
 import cbudget  # noqa: E402
 from cbudget.sklearn import (  # noqa: E402
+    BUDGET_MARGIN,
     ADAPTClassifier,
     BudgetRFClassifier,
     CEGBClassifier,
@@ -324,9 +325,11 @@ def test_cost_tradeoff_chosen_on_a_cost_path(estimator):
     cheap = estimator(n_estimators=20, cost_tradeoff="path", path_points=4, cost_budget=budget,
                       feature_costs=costs, random_state=0).fit(X[:200], y[:200],
                                                               eval_set=[(X[200:], y[200:])])
-    assert cheap.cost_path_.costs[list(cheap.cost_path_.models).index(cheap.model_)] <= budget
-    assert cheap.predict_cost(X[200:]).mean() == pytest.approx(
-        cheap.cost_path_.costs[cheap.cost_path_.best_index(budget)])
+    # (its mean cost plus one standard error of it: BUDGET_MARGIN)
+    chosen = list(cheap.cost_path_.models).index(cheap.model_)
+    assert chosen == cheap.cost_path_.best_index(budget, margin=BUDGET_MARGIN)
+    assert cheap.cost_path_.costs[chosen] + cheap.cost_path_.cost_ses[chosen] <= budget
+    assert cheap.predict_cost(X[200:]).mean() == pytest.approx(cheap.cost_path_.costs[chosen])
     # refit at a fixed trade-off: no search result of the previous fit is left behind
     best.set_params(cost_tradeoff=0.01).fit(X, y)
     assert not any(hasattr(best, name)

@@ -307,19 +307,25 @@ def run_search(spec, data):
     mlogloss; the default cascade epsilons and checks), the whole validation frontier
     scored on test. Each point records the budgets (``budget_factors`` x the ideal
     policy's mean cost) at which the search itself selects it (``CostPath.best_index``,
-    validation only: what ``CEGBClassifier(cost_budget=B)`` returns)."""
+    validation only, with the estimators' margin of one standard error of the mean
+    cost: what ``CEGBClassifier(cost_budget=B)`` returns; ``picked_without_margin``:
+    the same with no margin)."""
     import cbudget
+    from cbudget.sklearn import BUDGET_MARGIN
     dtrain, dvalid = cbudget_sets(data)
     params = {k: v for k, v in cegb_base(spec, data).items() if k != "eval_metric"}
     path = cbudget.cost_path(params, dtrain, dvalid, n_points=spec["search_points"],
                              num_boost_round=spec["rounds"], cascades=True)
     ideal = ideal_cost(spec["dataset"])
-    picks = {}
+    picks: dict = {}
+    unmargined: dict = {}
     for factor in spec["budget_factors"]:
-        try:
-            picks.setdefault(path.best_index(factor * ideal), []).append(float(factor))
-        except ValueError:      # nothing within that budget
-            pass
+        for margin, found in ((BUDGET_MARGIN, picks), (0.0, unmargined)):
+            try:
+                found.setdefault(path.best_index(factor * ideal, margin), []).append(
+                    float(factor))
+            except ValueError:      # nothing within that budget
+                pass
     epsilons = path.epsilons if path.epsilons is not None else [np.nan] * len(path)
     stages = path.stages if path.stages is not None else [None] * len(path)
     points = []
@@ -327,7 +333,9 @@ def run_search(spec, data):
                                                      path.models, strict=True)):
         labels = {"index": i, "valid_" + path.metric: float(path.scores[i]),
                   "path_valid_cost": float(path.costs[i]), "pareto": bool(path.pareto[i]),
-                  "picked_at": picks.get(i, [])}
+                  "path_valid_cost_se": float(path.cost_ses[i]),
+                  "picked_at": picks.get(i, []),
+                  "picked_without_margin": unmargined.get(i, [])}
         if stage is None:
             labels["lambda"] = float(lam)
         else:

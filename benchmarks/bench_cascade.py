@@ -254,8 +254,17 @@ def run_cegb(spec, data):
         labels = ({"lambda1": float(stages[0][1]), "lambda2": float(stages[1][1]),
                    "rounds1": int(stages[0][0])} if stages else {"lambda": float(lam)})
         exits = not np.isnan(eps)
-        points.append(model_point(model, data, family + "_exit" if exits else family,
-                                  **labels, **({"epsilon": float(eps)} if exits else {})))
+        point = model_point(model, data, family + "_exit" if exits else family,
+                            **labels, **({"epsilon": float(eps)} if exits else {}))
+        if exits:
+            # validation as the path scores it (cross-fitted: exits calibrated on the
+            # other half), not the copy's own exits on the rows they were calibrated on
+            assert path.metric in ("error", "merror")
+            point.update(valid_accuracy_in_sample=point["valid_accuracy"],
+                         valid_mean_cost_in_sample=point["valid_mean_cost"],
+                         valid_accuracy=1.0 - float(path.scores[k]),
+                         valid_mean_cost=float(path.costs[k]))
+        points.append(point)
     return points
 
 

@@ -624,11 +624,12 @@ def _with_exits(scored: ScoredModel, dvalid: Dataset, epsilon: float, every: int
     """A copy of the scored booster with exit rules calibrated on ``dvalid`` (held by
     the features ``hold``), scored and costed with its exits: on ``dvalid`` itself, or
     ``cross_fitted`` (:func:`cost_path`'s ``exit_scoring``)."""
-    assert isinstance(scored.model, Booster)
+    booster = scored.model
+    assert isinstance(booster, Booster)
     held = None if hold is None or not hold.size else hold.tolist()
 
     def with_exits(data: Dataset) -> Booster:
-        model = scored.model.copy()
+        model = booster.copy()
         model.calibrate_exits(data, epsilon, every=every, tolerance=tolerance, hold=held)
         return model
 

@@ -610,24 +610,45 @@ class Booster(TreeEnsemble):
         ExitRules
             Also in :attr:`exit_rules`, saved with the model.
         """
-        where = (every, checks)
         if max_metric_drop is None:
-            rules = self._calibrated(data, [check_epsilon(0.01 if epsilon is None else epsilon)],
-                                     where, tolerance, decision_threshold, iteration_range,
-                                     outputs, hold=hold)[0]
+            rules = self.exit_rules_for(
+                data, [0.01 if epsilon is None else epsilon], every=every, tolerance=tolerance,
+                decision_threshold=decision_threshold, iteration_range=iteration_range,
+                checks=checks, outputs=outputs, hold=hold)[0]
         elif epsilon is not None:
             raise ValueError("give epsilon or max_metric_drop, not both")
         else:
-            rules = self._calibrated_by_metric(data, float(max_metric_drop), metric, where,
-                                               tolerance, decision_threshold, iteration_range,
-                                               outputs, hold)
+            rules = self._checked_stages(self._calibrated_by_metric(
+                data, float(max_metric_drop), metric, (every, checks), tolerance,
+                decision_threshold, iteration_range, outputs, hold), checks)
+        self._exit_rules = rules
+        return rules
+
+    def exit_rules_for(self, data: InputData, epsilons: Sequence[float], *, every: int = 1,
+                       tolerance: float | None = None, decision_threshold: float = 0.0,
+                       iteration_range: tuple[int, int] | None = None,
+                       checks: str | Sequence[int] | None = None,
+                       outputs: str = "calibrated",
+                       hold: float | Sequence[int | str] | None = None) -> list[ExitRules]:
+        """The exit rules :meth:`calibrate_exits` would make on ``data`` for each of
+        ``epsilons`` (the other options as there), in one pass over the partial scores
+        for them all; the model's own rules (:attr:`exit_rules`) stay as they are. Set
+        one with ``model.exit_rules = rules`` (on a :meth:`copy` to keep several)."""
+        epsilons = [check_epsilon(e) for e in epsilons]
+        if not epsilons:
+            raise ValueError("epsilons is empty")
+        made = self._calibrated(data, epsilons, (every, checks), tolerance,
+                                decision_threshold, iteration_range, outputs, hold=hold)
+        return [self._checked_stages(rules, checks) for rules in made]
+
+    def _checked_stages(self, rules: ExitRules, checks: Any) -> ExitRules:
+        """``rules``, unless made with ``checks="stages"`` on iterations within one stage."""
         if isinstance(checks, str) and rules.check_after.size == 0:
             # rules that never check would pass for a cascade's exits, silently
             raise ValueError(
                 f"checks='stages': the iterations used, [0, {rules.iterations}), lie in one "
                 f"cost stage ({list(self.cost_stages)}), so there is no stage boundary to "
                 "check at: train with cost_stages, or give checks= or every=")
-        self._exit_rules = rules
         return rules
 
     def _check_after(self, end: int, where: tuple[int, Any]) -> tuple[np.ndarray, str | None]:

@@ -432,9 +432,10 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         if stages is not None:       # cascades are boosters (_check_cascades)
             assert isinstance(scored.model, Booster)
             hold = dear_stage_features(scored.model, stages[0][0])
-        points += [(lam, e, stages, _with_exits(scored, dvalid, e, every, exit_tolerance,
-                                                hold, exit_scoring == "cross_fitted"))
-                   for e in epsilons or ()]
+        if epsilons:
+            points += [(lam, e, stages, copy) for e, copy in zip(epsilons, _exit_copies(
+                scored, dvalid, list(epsilons), every, exit_tolerance, hold,
+                exit_scoring == "cross_fitted"), strict=True)]
     scores = np.array([scored.score for _, _, _, scored in points])
     costs = np.array([scored.cost for _, _, _, scored in points])
     maximize = metric_maximize(metric_name)
@@ -618,39 +619,47 @@ def dear_stage_features(model: Booster, first_end: int) -> np.ndarray:
     return later[first_read[later] > cheap_end]
 
 
-def _with_exits(scored: ScoredModel, dvalid: Dataset, epsilon: float, every: int,
-                tolerance: float | None, hold: np.ndarray | None = None,
-                cross_fitted: bool = True) -> ScoredModel:
-    """A copy of the scored booster with exit rules calibrated on ``dvalid`` (held by
-    the features ``hold``), scored and costed with its exits: on ``dvalid`` itself, or
-    ``cross_fitted`` (:func:`cost_path`'s ``exit_scoring``)."""
+def _exit_copies(scored: ScoredModel, dvalid: Dataset, epsilons: list[float], every: int,
+                 tolerance: float | None, hold: np.ndarray | None = None,
+                 cross_fitted: bool = True) -> list[ScoredModel]:
+    """Per epsilon, a copy of the scored booster with exit rules calibrated on ``dvalid``
+    (held by the features ``hold``), scored and costed with its exits: on ``dvalid``
+    itself, or ``cross_fitted`` (:func:`cost_path`'s ``exit_scoring``)."""
     booster = scored.model
     assert isinstance(booster, Booster)
     held = None if hold is None or not hold.size else hold.tolist()
 
-    def with_exits(data: Dataset) -> Booster:
-        model = booster.copy()
-        model.calibrate_exits(data, epsilon, every=every, tolerance=tolerance, hold=held)
-        return model
+    def rules_on(data: Dataset) -> list:
+        return booster.exit_rules_for(data, epsilons, every=every, tolerance=tolerance,
+                                      hold=held)
 
-    model = with_exits(dvalid)
-    outputs, costs = model.predict(dvalid), model.predict_cost(dvalid)
     n = dvalid.num_data()
+    folds: list[tuple[np.ndarray, Dataset, list]] = []   # (rows, their data, others' rules)
     if cross_fitted and n >= 2 * EXIT_FOLDS:
         # each part predicted by exits calibrated on the others: a fixed shuffle, so
         # that the path is the same whatever runs it
         part = np.random.default_rng(0).permutation(n) % EXIT_FOLDS
-        outputs, folded_costs = np.empty_like(outputs), np.empty_like(costs)
-        for k in range(EXIT_FOLDS):
-            rows, others = np.flatnonzero(part == k), np.flatnonzero(part != k)
-            held_out = dvalid.subset(rows)
-            fold_model = with_exits(dvalid.subset(others))
-            outputs[rows] = fold_model.predict(held_out)
-            folded_costs[rows] = fold_model.predict_cost(held_out)
-        if folded_costs.mean() > costs.mean():
-            costs = folded_costs
-    return ScoredModel(model, scored.metric, evaluate_on(scored.metric, dvalid, outputs),
-                       *cost_summary(costs))
+        folds = [(np.flatnonzero(part == k), dvalid.subset(np.flatnonzero(part == k)),
+                  rules_on(dvalid.subset(np.flatnonzero(part != k))))
+                 for k in range(EXIT_FOLDS)]
+    scratch = booster.copy()
+    copies = []
+    for i, rules in enumerate(rules_on(dvalid)):
+        model = booster.copy()
+        model.exit_rules = rules
+        outputs, costs = model.predict(dvalid), model.predict_cost(dvalid)
+        if folds:
+            folded_costs = np.empty_like(costs)
+            for rows, held_out, fold_rules in folds:
+                scratch.exit_rules = fold_rules[i]
+                outputs[rows] = scratch.predict(held_out)
+                folded_costs[rows] = scratch.predict_cost(held_out)
+            if folded_costs.mean() > costs.mean():
+                costs = folded_costs
+        copies.append(ScoredModel(model, scored.metric,
+                                  evaluate_on(scored.metric, dvalid, outputs),
+                                  *cost_summary(costs)))
+    return copies
 
 
 def _widest_cost_gap(fitted: dict, step: float, steps: set) -> tuple | None:

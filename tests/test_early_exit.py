@@ -385,11 +385,31 @@ def test_early_exit_options(binary):
     (lambda m, d: m.calibrate_exits(np.zeros((5, 3)), 0.1), ValueError, "features"),
     (lambda m, d: m.calibrate_exits(d.data, max_metric_drop=0.01), TypeError, "labels"),
     (lambda m, d: m.best_exit_within_budget(d, -1.0), ValueError, "budget"),
+    (lambda m, d: m.exit_rules_for(d, []), ValueError, "epsilons is empty"),
+    (lambda m, d: m.exit_rules_for(d, [0.1, 2.0]), ValueError, "epsilon"),
 ])
 def test_bad_calibration_arguments_are_clear_errors(binary, call, error, message):
     model, valid, _ = binary
     with pytest.raises(error, match=message):
         call(model.copy(), valid)
+
+
+def test_exit_rules_for_several_epsilons_are_calibrate_exits_for_each(setting):
+    # one pass for all epsilons gives each the rules calibrate_exits makes alone, with
+    # the options passed through, and leaves the model's own rules as they were
+    options = {"every": 2, "hold": (7,)}
+    if setting["kind"] == "regression":
+        options["tolerance"] = TOLERANCE
+    model = setting["model"].copy()
+    epsilons = [0.0, 0.02, 0.1]
+    batch = model.exit_rules_for(setting["valid"], epsilons, **options)
+    assert model.exit_rules is None and len(batch) == len(epsilons)
+    for epsilon, rules in zip(epsilons, batch):
+        alone = setting["model"].copy().calibrate_exits(setting["valid"], epsilon, **options)
+        assert json.dumps(rules.to_dict()) == json.dumps(alone.to_dict())
+        model.exit_rules = rules
+        assert np.array_equal(model.predict(setting["Xt"]),
+                              calibrated(setting, epsilon, **options).predict(setting["Xt"]))
 
 
 def test_regression_needs_a_tolerance():

@@ -573,7 +573,11 @@ class GatedModel(Model):
         metric = metric or "error"
         check_metric(metric, self.objective)
         labelled = zero_one_labels(data)        # labels -1/+1 as the training takes them
-        full = evaluate_on(metric, labelled, self.predict(X, early_exit=False))
+        # the full parts' score: without their rules (not early_exit=False, which would
+        # drop an expensive booster's own rules too)
+        for part in parts.values():
+            part.exit_rules = None
+        full = evaluate_on(metric, labelled, self.predict(X))
         candidates, scores = [], []
         for epsilon in EPSILON_GRID:
             candidates.append(calibrated(epsilon))

@@ -877,6 +877,26 @@ def test_a_gated_models_checks_and_metric_drop(gated_exits):
         assert part.exit_rules is made[name]
 
 
+def test_a_gated_models_metric_drop_is_the_parts_own(gated_exits):
+    # the drop is measured from the model without its parts' exits: an expensive
+    # booster's own exit rules stay on in both scores
+    model, Xv, yv, _ = gated_exits
+    model = a_copy(model)
+    f0_rules = model.expensive.calibrate_exits(Xv, 0.2)
+
+    def error_over(full):
+        return np.mean((model.predict(Xv) > 0.5) != yv) - full
+
+    full = error_over(0.0)                      # no rules in the parts yet
+    assert full != np.mean((model.predict(Xv, early_exit=False) > 0.5) != yv)
+    made = model.calibrate_exits(cbudget.Dataset(Xv, yv), max_metric_drop=0.005)
+    assert model.expensive.exit_rules is f0_rules
+    assert error_over(full) <= 0.005
+    chosen = made["gate"].calibration["epsilon"]
+    model.calibrate_exits(Xv, min(e for e in cbudget.exits.EPSILON_GRID if e > chosen))
+    assert error_over(full) > 0.005
+
+
 @pytest.mark.parametrize("options, error, message", [
     ({"tolerance": 2.0}, ValueError, "tolerance is a probability"),
     ({"outputs": "maps"}, ValueError, "outputs must be one of"),

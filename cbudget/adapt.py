@@ -26,6 +26,8 @@ from ._model import CostParts, Model, NotApplicableError
 from .booster import Booster
 from .costs import CostModel, CostReport, resolve_feature
 from .dataset import Dataset, InputData, prediction_input, query_boundaries_of
+from .exits import EPSILON_GRID, best_epsilon
+from .metrics import check_metric, evaluate_on, metric_maximize
 from .model_io import (
     checked_params,
     file_section,
@@ -434,16 +436,69 @@ class GatedModel(Model):
                                       **self._exit_options(self.predictor, early_exit)),
             f0.read_steps(source, rows[route == 0], **self._exit_options(f0, early_exit)))
 
-    def calibrate_exits(self, data: InputData, epsilon: float = 0.01, *, every: int = 1,
+    def calibrate_exits(self, data: InputData, epsilon: float | None = None, *,
+                        every: int = 1, tolerance: float | None = None,
+                        outputs: str = "calibrated",
+                        hold: float | Sequence[int | str] | None = None,
+                        checks: str | Sequence[int] | None = None,
+                        max_metric_drop: float | None = None, metric: str | None = None,
                         **options: Any) -> dict[str, Any]:
         """Exit rules for the gate and the low-cost predictor (the boosters among them),
-        calibrated on validation ``data``: the gate's so that its exited route differs
-        from its full route on at most a fraction ``epsilon`` of the inputs, the
-        predictor's on the inputs the gate (with its exits) keeps, so that its class
-        differs on at most ``epsilon`` of them. See :meth:`cbudget.Booster.calibrate_exits`
-        (``every``); each part keeps its rules (its ``exit_rules``), saved with the model.
-        The weights of a ``data`` Dataset weigh both parts' ``epsilon`` and output maps
-        (the predictor's: those of the inputs the gate keeps).
+        calibrated on validation ``data`` (:meth:`cbudget.Booster.calibrate_exits` for
+        each part): the gate's so that its exited route differs from its full route on
+        at most a fraction ``epsilon`` of the inputs, then the predictor's on the inputs
+        the gate (with its exits) keeps, so that its output disagrees with its full
+        output on at most ``epsilon`` of them. Each part keeps its rules (its
+        ``exit_rules``), saved with the model. The weights of a ``data`` Dataset weigh
+        both parts' ``epsilon`` and the predictor's output maps (those of the inputs the
+        gate keeps). A failed calibration leaves both parts' rules as they were.
+
+        The gate only routes: an exit there agrees when it keeps the input's side of
+        :attr:`gate_threshold`, and nothing else of its score reaches the prediction. So
+        ``tolerance`` and ``outputs``, which are about the probability predicted, apply
+        to the predictor, and the gate's exits keep their partial scores (an output map
+        keeps the side of the threshold, so it could change no route).
+
+        Parameters
+        ----------
+        data : array-like or Dataset
+            Validation inputs (labels needed only with ``max_metric_drop``).
+        epsilon : float in [0, 1], optional
+            Default 0.01 (unless ``max_metric_drop`` is given). 0: certified, for any
+            input: the gate's exits change no route, the predictor's no class (and with
+            ``tolerance`` no probability by more than it).
+        every : int, default 1
+            Iterations between two checks, in both parts.
+        tolerance : float in [0, 1], optional
+            The predictor's: how far an exited input's probability may be from the full
+            predictor's and still agree (besides keeping its class). Default: the class.
+        outputs : {"calibrated", "partial"}, default "calibrated"
+            What an input leaving the predictor outputs: a monotone map of its partial
+            score fitted to the full predictor's probability, or the partial score.
+        hold : float or sequence of int or str, optional
+            Features that hold an input, in both parts: one whose path through a part's
+            trees before a check has split on any of them does not exit that part there
+            nor later (:attr:`cbudget.ExitRules.hold`). A number: the features whose
+            first read costs at least that much in the gated model's cost model (which
+            its parts share; cost groups included); or the gated model's feature indices
+            or names. Each part holds on its own paths: a held feature the gate bought
+            does not hold the input in the predictor until the predictor reads it too.
+        checks : sequence of int, optional
+            Instead of ``every``: the iteration counts after which both parts check.
+            ``"stages"`` applies only to parts trained in cost stages, which ADAPT-GBRT's
+            are not (it grows one tree of each part per round).
+        max_metric_drop : float, optional
+            Instead of ``epsilon``: the largest epsilon of (0.1, 0.05, ..., 0.001, 0),
+            used for both parts, whose exits worsen the gated model's ``metric`` on
+            ``data`` (a Dataset with labels) by at most this much.
+        metric : str, optional
+            For ``max_metric_drop``: a binary metric ("error", "auc", "logloss",
+            "rmse"...) of the gated model's probabilities, exits included; default
+            "error".
+
+        ``decision_threshold`` and ``iteration_range`` do not apply: the gate decides at
+        :attr:`gate_threshold`, the predictor's class is its probability's side of one
+        half, and a gated model predicts with all its parts' iterations.
 
         Returns
         -------
@@ -452,37 +507,88 @@ class GatedModel(Model):
             predictor's None when the gate keeps none of ``data``'s inputs).
         """
         if options:
-            raise TypeError(f"a gated model's calibrate_exits takes epsilon and every, not "
-                            f"{sorted(options)}")
+            raise TypeError(unused_exit_options(options))
         parts = {name: part for name, part in (("gate", self.gate),
                                                ("predictor", self.predictor))
                  if isinstance(part, Booster)}
         if not parts:
             raise NotApplicableError(f"calibrate_exits does not apply to this gated model "
                                      f"({self.algorithm}): {self.no_exit_reason}")
+        if isinstance(checks, str) and checks == "stages" and \
+                any(len(part.cost_stages) < 2 for part in parts.values()):
+            # the parts' own error would say to train them with cost_stages
+            raise ValueError(f"checks='stages': this gated model's parts were not trained in "
+                             f"cost stages ({self.algorithm} grows one tree of each part per "
+                             "round), so there is no stage boundary to check at; give "
+                             "checks=[iteration counts] or every=")
+        if max_metric_drop is not None and epsilon is not None:
+            raise ValueError("give epsilon or max_metric_drop, not both")
         X = self.prepare_input(data)
         # the parts take the weights with their inputs, in a Dataset
         weighted = data if isinstance(data, Dataset) and data.weight is not None else None
-        before = {name: part.exit_rules for name, part in parts.items()}
-        rules: dict[str, Any] = {}
-        try:
+        shared: dict[str, Any] = {"every": every, "checks": checks, "hold": hold}
+
+        def calibrated(epsilon: float) -> dict[str, Any]:
+            made: dict[str, Any] = {}
             if "gate" in parts:
-                rules["gate"] = parts["gate"].calibrate_exits(
-                    X if weighted is None else weighted, epsilon, every=every,
-                    decision_threshold=self.gate_threshold)
+                made["gate"] = parts["gate"].calibrate_exits(
+                    X if weighted is None else weighted, epsilon,
+                    decision_threshold=self.gate_threshold, outputs="partial", **shared)
             if "predictor" in parts:
                 # the inputs the gate (with its exits) keeps; none kept: no rules
                 rows = np.flatnonzero(self._route(X) == 1)
                 kept = np.ascontiguousarray(X[rows]) if weighted is None \
                     else weighted.subset(rows)
                 parts["predictor"].exit_rules = None
-                rules["predictor"] = None if rows.size == 0 else \
-                    parts["predictor"].calibrate_exits(kept, epsilon, every=every)
+                made["predictor"] = None if rows.size == 0 else \
+                    parts["predictor"].calibrate_exits(kept, epsilon, tolerance=tolerance,
+                                                       outputs=outputs, **shared)
+            return made
+
+        before = {name: part.exit_rules for name, part in parts.items()}
+        try:
+            if max_metric_drop is None:
+                return calibrated(0.01 if epsilon is None else epsilon)
+            return self._calibrated_by_metric(data, X, float(max_metric_drop), metric,
+                                              calibrated, parts)
         except BaseException:
             for name, part in parts.items():     # all or nothing
                 part.exit_rules = before[name]
             raise
-        return rules
+
+    def _calibrated_by_metric(self, data: InputData, X: np.ndarray, max_drop: float,
+                              metric: str | None,
+                              calibrated: Callable[[float], dict[str, Any]],
+                              parts: dict[str, Booster]) -> dict[str, Any]:
+        """:meth:`calibrate_exits` with ``max_metric_drop``: the parts' rules of the
+        largest epsilon of ``EPSILON_GRID`` (``calibrated(epsilon)`` makes and sets
+        them) whose gated predictions on ``data`` score within ``max_drop`` of the full
+        parts' by ``metric``."""
+        # deferred: the training module imports this one
+        from .algorithms.gated import zero_one_labels
+        if not isinstance(data, Dataset) or data.label is None:
+            raise TypeError("max_metric_drop needs data as a cbudget.Dataset with labels")
+        if not (math.isfinite(max_drop) and max_drop >= 0):
+            raise ValueError(f"max_metric_drop must be a finite number >= 0, got {max_drop}")
+        metric = metric or "error"
+        check_metric(metric, self.objective)
+        labelled = zero_one_labels(data)        # labels -1/+1 as the training takes them
+        # the full parts' score: without their rules (not early_exit=False, which would
+        # drop an expensive booster's own rules too)
+        for part in parts.values():
+            part.exit_rules = None
+        full = evaluate_on(metric, labelled, self.predict(X))
+        candidates, scores = [], []
+        for epsilon in EPSILON_GRID:
+            candidates.append(calibrated(epsilon))
+            scores.append((epsilon, evaluate_on(metric, labelled, self.predict(X))))
+        chosen = candidates[best_epsilon(scores, full, max_drop, metric_maximize(metric))]
+        for name, part in parts.items():
+            rules = chosen[name]
+            if rules is not None:
+                rules.calibration["max_metric_drop"] = max_drop
+            part.exit_rules = rules
+        return chosen
 
     @overload  # type: ignore[override]
     def predict(self, X: InputData, *, output_margin: bool = ...,
@@ -738,6 +844,28 @@ class GatedModel(Model):
     def __repr__(self) -> str:
         return (f"<cbudget.GatedModel {self.algorithm}: gate {self.gate!r}, predictor "
                 f"{self.predictor!r}, expensive {self.expensive!r}>")
+
+
+# Booster.calibrate_exits options that a gated model does not take, and why
+NOT_GATED_EXIT_OPTIONS = {
+    "decision_threshold": "the gate decides at the model's gate_threshold (set that "
+                          "attribute) and the predictor's class is its probability's side "
+                          "of one half",
+    "iteration_range": "a gated model predicts with all its parts' iterations (slice a "
+                       "part's booster to drop some)",
+}
+
+
+def unused_exit_options(options: dict[str, Any]) -> str:
+    """The message of the TypeError for ``options`` that :meth:`GatedModel.calibrate_exits`
+    does not take: why, for a booster's options that do not apply."""
+    why = [f"{name}: {NOT_GATED_EXIT_OPTIONS[name]}" for name in sorted(options)
+           if name in NOT_GATED_EXIT_OPTIONS]
+    other = sorted(set(options) - set(NOT_GATED_EXIT_OPTIONS))
+    if other:
+        why.append(f"unknown option(s) {other}: it takes epsilon, every, tolerance, outputs, "
+                   "hold, checks, max_metric_drop and metric")
+    return "a gated model's calibrate_exits does not take " + "; ".join(why)
 
 
 def section_name(algorithm: str) -> str:

@@ -413,18 +413,28 @@ def test_per_input_acquisition_option():
     assert json.loads(json.dumps(models[1].to_dict()))["adapt"]["acquisition"] == "input"
 
 
-def test_threads_and_label_encodings_do_not_change_the_model():
-    X, y, costs = binary_problem(n=600)
+# ADAPT-GBRT's training kernels run on one thread below a size: a histogram below 32768
+# (row, feature) pairs, a split scan below 8192 (feature, bin) pairs (_histogram.pyx,
+# _split.pyx); 6000 rows of 40 features (255 bins each) pass both. ADAPT-LIN's solver
+# threads from linear_inputs.PARALLEL_WORK (10**6) multiply-adds, some 30000 such rows
+# and 13 s a run: its case stays small and checks the scoring kernels and the labels.
+THREAD_SIZES = {"adapt_gbrt": (6000, 40), "adapt_lin": (600, 6)}
+
+
+@pytest.mark.parametrize("algorithm, extra", [("adapt_gbrt", {}),
+                                              ("adapt_lin", {"n_restarts": 2})])
+def test_threads_and_label_encodings_do_not_change_the_model(algorithm, extra):
+    n, n_features = THREAD_SIZES[algorithm]
+    X, y, costs = binary_problem(n=n, n_features=n_features)
     dtrain = cbudget.Dataset(X, y, **costs)
     signed = cbudget.Dataset(X, 2 * y - 1, **costs)
-    f0 = expensive_booster(dtrain)
-    for algorithm, extra in (("adapt_gbrt", {}), ("adapt_lin", {"n_restarts": 2})):
-        runs = [cbudget.train({"algorithm": algorithm, "p_full": 0.2, "n_jobs": jobs, **extra},
-                              data, 10, expensive_model=f0, verbose_eval=False)
-                for jobs, data in ((1, dtrain), (2, dtrain), (1, signed))]
-        for other in runs[1:]:
-            np.testing.assert_array_equal(runs[0].predict(X), other.predict(X))
-            np.testing.assert_array_equal(runs[0].predict_cost(X), other.predict_cost(X))
+    f0 = expensive_booster(dtrain, 10)
+    runs = [cbudget.train({"algorithm": algorithm, "p_full": 0.2, "n_jobs": jobs, **extra},
+                          data, 10, expensive_model=f0, verbose_eval=False)
+            for jobs, data in ((1, dtrain), (2, dtrain), (1, signed))]
+    for other in runs[1:]:
+        np.testing.assert_array_equal(runs[0].predict(X), other.predict(X))
+        np.testing.assert_array_equal(runs[0].predict_cost(X), other.predict_cost(X))
 
 
 @pytest.mark.parametrize("algorithm", ["adapt_gbrt", "adapt_lin"])
@@ -721,3 +731,196 @@ def test_a_linear_score_does_not_depend_on_the_batch():
                       for i in range(0, X.shape[0], 7)])
     assert np.array_equal(whole, blocks)
     assert np.array_equal(whole[::7], alone)
+
+
+# -- exit rules: a booster's calibrate_exits options on a gated model ---------------------
+def dear_problem(seed, n):
+    """binary_problem with features 3 to 5 dear (10, 20, 20): at a small trade-off
+    ADAPT-GBRT's parts read feature 3 for some inputs, after cheap trees."""
+    X, y, costs = binary_problem(seed=seed, n=n)
+    costs["feature_costs"] = np.array([1.0, 1.0, 1.0, 10.0, 20.0, 20.0])
+    return X, y, costs
+
+
+@pytest.fixture(scope="module")
+def gated_exits():
+    """(ADAPT-GBRT of 12 rounds, validation inputs and labels, test inputs)."""
+    X, y, costs = dear_problem(0, 600)
+    dtrain = cbudget.Dataset(X, y, **costs)
+    model = cbudget.train({"algorithm": "adapt_gbrt", "p_full": 0.3, "cost_tradeoff": 0.01},
+                          dtrain, 12, expensive_model=expensive_booster(dtrain, 20),
+                          verbose_eval=False)
+    Xv, yv, _ = dear_problem(1, 300)
+    return model, Xv, yv, dear_problem(2, 400)[0]
+
+
+def a_copy(model):
+    return cbudget.model_io.model_from_dict(model.to_dict())
+
+
+def boosted_parts(model):
+    return {"gate": model.gate, "predictor": model.predictor}
+
+
+def exited_reading(part, X, features):
+    """bool per input: it exits ``part`` having read one of ``features``."""
+    exited = part.exit_iterations(X) < part.num_iterations()
+    return exited & part.acquisitions(X)[:, features].any(axis=1)
+
+
+def test_held_inputs_never_exit_a_gated_models_parts(gated_exits, tmp_path):
+    model, Xv, _, Xt = gated_exits
+    dear = [3, 4, 5]
+    free = a_copy(model)
+    free.calibrate_exits(Xv, 0.1)
+    # without hold, inputs leave a part after buying a dear feature there
+    assert all(exited_reading(part, Xv, dear).any() for part in boosted_parts(free).values())
+    held = a_copy(model)
+    rules = held.calibrate_exits(Xv, 0.1, hold=10.0)        # the features costing >= 10
+    for name, part in boosted_parts(held).items():
+        assert rules[name].hold.tolist() == dear and part.exit_rules is rules[name]
+        for X in (Xv, Xt):
+            assert not exited_reading(part, X, dear).any()
+            assert np.any(part.exit_iterations(X) < part.num_iterations())   # others exit
+    # the gated model's feature names name the same features in both parts
+    named = a_copy(model)
+    by_name = named.calibrate_exits(Xv, 0.1, hold=["f5", "f3", "f4"])
+    assert {k: r.to_dict() for k, r in by_name.items()} == \
+        {k: r.to_dict() for k, r in rules.items()}
+    # on-demand prediction fetches what the held exits acquire
+    source = cbudget.FeatureSource(lambda features, rows: Xt[np.ix_(rows, features)],
+                                   Xt.shape[0])
+    np.testing.assert_array_equal(held.predict(source), held.predict(Xt))
+    np.testing.assert_array_equal(source.acquired, held.acquisitions(Xt))
+    assert held.predict_cost(Xt).mean() < held.predict_cost(Xt, early_exit=False).mean()
+    path = tmp_path / "held.json"
+    held.save_model(path)
+    loaded = cbudget.load_model(path)
+    for part in boosted_parts(loaded).values():
+        assert part.exit_rules.hold.tolist() == dear
+    for method in ("predict", "predict_cost", "acquisitions", "route"):
+        np.testing.assert_array_equal(getattr(loaded, method)(Xt), getattr(held, method)(Xt))
+
+
+def test_a_gated_models_tolerance_bounds_the_probability_at_epsilon_0(gated_exits):
+    model, Xv, _, Xt = gated_exits
+    full, full_route = model.predict(Xt, return_route=True)
+    by_class = a_copy(model)
+    by_class.calibrate_exits(Xv, 0.0)
+    assert np.abs(by_class.predict(Xt) - full).max() > 0.02      # the class only
+    tolerant = a_copy(model)
+    rules = tolerant.calibrate_exits(Xv, 0.0, tolerance=0.02)
+    # certified on new inputs: the same routes, probabilities within the tolerance
+    pred, route = tolerant.predict(Xt, return_route=True)
+    np.testing.assert_array_equal(route, full_route)
+    assert np.abs(pred - full).max() <= 0.02
+    kept = route == 1
+    assert np.any(tolerant.predictor.exit_iterations(Xt[kept]) < 12)   # and exits
+    # the gate routes: the tolerance is the predictor's
+    assert rules["predictor"].calibration["probability_tolerance"] == 0.02
+    assert "probability_tolerance" not in rules["gate"].calibration
+
+
+def test_a_gated_models_partial_outputs_are_the_predictors_partial_scores(gated_exits):
+    model, Xv, _, Xt = gated_exits
+    mapped = a_copy(model)
+    calibrated = mapped.calibrate_exits(Xv, 0.1)
+    partial = a_copy(model)
+    rules = partial.calibrate_exits(Xv, 0.1, outputs="partial")
+    assert calibrated["predictor"].outputs is not None and rules["predictor"].outputs is None
+    # the gate's outputs never reach a prediction (maps keep its side of the threshold):
+    # it keeps its partial scores either way, and routes alike
+    assert calibrated["gate"].outputs is None
+    assert calibrated["gate"].to_dict() == rules["gate"].to_dict()
+    pred, route = partial.predict(Xt, return_route=True)
+    rows = np.flatnonzero(route == 1)
+    trees = partial.predictor.exit_iterations(Xt[rows])
+    assert np.any(trees < 12)
+    for end in np.unique(trees):
+        some = rows[trees == end]
+        np.testing.assert_array_equal(
+            pred[some], partial.predictor.predict(Xt[some], iteration_range=(0, end),
+                                                  early_exit=False))
+    assert not np.array_equal(pred[rows], mapped.predict(Xt)[rows])
+
+
+def test_a_gated_models_checks_and_metric_drop(gated_exits):
+    model, Xv, yv, _ = gated_exits
+    rules = a_copy(model).calibrate_exits(Xv, 0.05, checks=[3, 6, 9])
+    for made in rules.values():
+        assert made.check_after.tolist() == [3, 6, 9]
+        assert made.calibration["checks"] == "given"
+    dvalid = cbudget.Dataset(Xv, yv)
+    error = a_copy(model).predict(Xv, early_exit=False) > 0.5
+    full = np.mean(error != yv)
+    # by hand: the largest epsilon whose exits keep the gated model's error
+    for epsilon in cbudget.exits.EPSILON_GRID:
+        by_hand = a_copy(model)
+        expected = by_hand.calibrate_exits(Xv, epsilon)
+        if np.mean((by_hand.predict(Xv) > 0.5) != yv) <= full:
+            break
+    assert epsilon > 0
+    for labels in (yv, 2 * yv - 1):          # the labels a gated model trains on
+        chosen = a_copy(model)
+        made = chosen.calibrate_exits(cbudget.Dataset(Xv, labels), max_metric_drop=0.0)
+        for name, part in boosted_parts(chosen).items():
+            assert part.exit_rules is made[name]
+            assert made[name].calibration.pop("max_metric_drop") == 0.0
+            assert made[name].to_dict() == expected[name].to_dict()
+    loose = a_copy(model).calibrate_exits(dvalid, max_metric_drop=1.0, metric="logloss")
+    assert loose["gate"].calibration["epsilon"] == max(cbudget.exits.EPSILON_GRID)
+    # no epsilon within the drop (the maps move even epsilon 0's AUC): an error, and the
+    # parts keep the rules they had
+    with pytest.raises(ValueError, match="no epsilon"):
+        chosen.calibrate_exits(dvalid, max_metric_drop=0.0, metric="auc")
+    for name, part in boosted_parts(chosen).items():
+        assert part.exit_rules is made[name]
+
+
+def test_a_gated_models_metric_drop_is_the_parts_own(gated_exits):
+    # the drop is measured from the model without its parts' exits: an expensive
+    # booster's own exit rules stay on in both scores
+    model, Xv, yv, _ = gated_exits
+    model = a_copy(model)
+    f0_rules = model.expensive.calibrate_exits(Xv, 0.2)
+
+    def error_over(full):
+        return np.mean((model.predict(Xv) > 0.5) != yv) - full
+
+    full = error_over(0.0)                      # no rules in the parts yet
+    assert full != np.mean((model.predict(Xv, early_exit=False) > 0.5) != yv)
+    made = model.calibrate_exits(cbudget.Dataset(Xv, yv), max_metric_drop=0.005)
+    assert model.expensive.exit_rules is f0_rules
+    assert error_over(full) <= 0.005
+    chosen = made["gate"].calibration["epsilon"]
+    model.calibrate_exits(Xv, min(e for e in cbudget.exits.EPSILON_GRID if e > chosen))
+    assert error_over(full) > 0.005
+
+
+@pytest.mark.parametrize("options, error, message", [
+    ({"tolerance": 2.0}, ValueError, "tolerance is a probability"),
+    ({"outputs": "maps"}, ValueError, "outputs must be one of"),
+    ({"hold": "f3"}, TypeError, "hold must be a cost"),
+    ({"hold": [9]}, ValueError, "hold: feature index 9"),
+    ({"checks": "stages"}, ValueError, "not trained in cost stages"),
+    ({"checks": [3], "every": 2}, ValueError, "checks or every"),
+    ({"decision_threshold": 0.5}, TypeError, "gate_threshold"),
+    ({"iteration_range": (0, 5)}, TypeError, "all its parts' iterations"),
+    ({"tolerence": 0.1}, TypeError, r"unknown option\(s\) \['tolerence'\]"),
+    ({"max_metric_drop": 0.01}, TypeError, "Dataset with labels"),
+    ({"max_metric_drop": 0.01, "epsilon": 0.1}, ValueError, "not both"),
+    ({"max_metric_drop": -1.0, "labels": True}, ValueError, "finite number >= 0"),
+    ({"max_metric_drop": 0.01, "metric": "mlogloss", "labels": True}, ValueError,
+     "does not apply to binary"),
+])
+def test_bad_gated_exit_options_say_what_is_wrong_and_change_nothing(gated_exits, options,
+                                                                      error, message):
+    model, Xv, yv, _ = gated_exits
+    model = a_copy(model)
+    before = model.calibrate_exits(Xv, 0.05)
+    options = dict(options)
+    data = cbudget.Dataset(Xv, yv) if options.pop("labels", False) else Xv
+    with pytest.raises(error, match=message):
+        model.calibrate_exits(data, **options)
+    for name, part in boosted_parts(model).items():       # all or nothing
+        assert part.exit_rules is before[name]

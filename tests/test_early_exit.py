@@ -667,7 +667,7 @@ def test_a_gated_model_passes_the_validation_weights_to_its_parts(letters_small)
     dvalid = cbudget.Dataset(Xv, yv, weight=w)
     rules = model.calibrate_exits(dvalid, 0.05)
     gate = model.gate.copy().set_exit_rules(None).calibrate_exits(
-        dvalid, 0.05, decision_threshold=model.gate_threshold)
+        dvalid, 0.05, decision_threshold=model.gate_threshold, outputs="partial")
     kept = np.flatnonzero(model.route(Xv) == 1)
     predictor = model.predictor.copy().set_exit_rules(None).calibrate_exits(
         dvalid.subset(kept), 0.05)
@@ -676,7 +676,7 @@ def test_a_gated_model_passes_the_validation_weights_to_its_parts(letters_small)
         assert made.to_dict() == direct.to_dict()
         assert made.calibration["disagreement"] <= 0.05
     plain = model.gate.copy().set_exit_rules(None).calibrate_exits(
-        Xv, 0.05, decision_threshold=model.gate_threshold)
+        Xv, 0.05, decision_threshold=model.gate_threshold, outputs="partial")
     assert plain.to_dict() != gate.to_dict()       # the weights matter here
 
 

@@ -176,9 +176,9 @@ class CostPath:
         """The index of the best-scoring model whose mean validation cost, plus
         ``margin`` standard errors of it (``cost_ses``), is at most ``budget`` (ties: the
         cheaper one). A margin keeps the pick within the budget on other inputs too:
-        a model whose validation cost is at the budget exceeds it on unseen inputs
-        about half the time; one a standard error below, about a sixth of the time.
-        ValueError when none is."""
+        the expected cost per input of a model whose validation cost is at the budget
+        exceeds it with probability about 1/2; of one a standard error below, about
+        1/6. ValueError when none is."""
         budget = float(budget)
         if not budget >= 0:
             raise ValueError(f"budget must be >= 0, got {budget}")

@@ -76,8 +76,8 @@ EvalGroups = Sequence[ArrayLike]
 # 1e-1 times lambda_max), so that the one model is neither constant nor cost-blind
 FALLBACK_TRADEOFF = 1e-2
 # cost_budget: the model picked has a mean validation cost at least this many standard
-# errors below the budget (CostPath.best_index's margin), so that its mean cost on unseen
-# inputs is within the budget about 5 times in 6, not half the time when it is at the edge
+# errors below the budget (CostPath.best_index's margin), so that its expected cost on
+# unseen inputs is within the budget with about 84% confidence, not 50% at the edge
 BUDGET_MARGIN = 1.0
 # training parameters every estimator sets itself, and from what
 _SET_BY_ESTIMATOR = {"algorithm": "the estimator's class (or its `algorithm` parameter)",
@@ -964,8 +964,9 @@ def _search_doc(weight: str, task: str) -> str:
             + entry("cost_budget : float, optional",
                     f"With the search: the most {unit}'s prediction may cost on average. "
                     "The search picks the best model whose mean cost on the validation "
-                    "data, plus one standard error of it, is within it, so that on "
-                    "unseen inputs it is within it too about 5 times in 6.")
+                    "data, plus one standard error of it, is within it: its expected cost "
+                    "per input on unseen data is then within the budget with about 84% "
+                    "confidence (50% for a model whose validation cost is at the budget).")
             + entry("path_points : int, default 16", "With the search: the trade-offs tried.")
             + entry("exit_epsilons : sequence of float, optional" if task != "ranker"
                     else "exit_epsilons : None", exits)

@@ -380,7 +380,8 @@ def seeds_section(runs):
              "the square root of their number); 'met' counts the splits where the goal "
              "holds on test; 'none' those where no setting meets it on validation.", "",
              "| goal | family | full AUC (mean) | test cost ratio | test AUC - full | "
-             "test log-loss - full | met | none | per split (cost ratio, AUC - full) |",
+             "test log-loss - full | met | none | per split with a choice (cost ratio, AUC - "
+             "full) |",
              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
 
     def mean_se(values):
@@ -402,6 +403,13 @@ def seeds_section(runs):
                 + (f"{np.mean(ratios):.3f} | {mean_se(d_auc)} | {mean_se(d_loss)} | "
                    if got else "| | | ")
                 + f"{sum(c[3] for _, c in got)} | {len(runs) - len(got)} | {each} |")
+    if runs[0]["cheap"]:
+        cheap = [(r["cheap"]["test"], r["full"]) for r in runs]
+        lines += ["", "The cheap tiers alone (the full model's parameters on the features "
+                  "outside the cost groups, no exits), test minus the full model's: AUC "
+                  + mean_se([c["auc"] - f["auc"] for c, f in cheap]) + ", log-loss "
+                  + mean_se([c["logloss"] - f["logloss"] for c, f in cheap])
+                  + f", cost ratio {np.mean([c['cost'] / f['cost'] for c, f in cheap]):.3f}."]
     return "\n".join(lines) + "\n"
 
 

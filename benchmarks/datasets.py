@@ -786,9 +786,9 @@ def load_lending_club(seed=0, check_sha256=True):
     Categorical columns (cbudget has no native categoricals yet) as **ordinal codes**
     0, 1, ...: ``term`` (36, 60 months), ``sub_grade`` (A1 < A2 < ... < G5, the lender's
     risk grade), ``verification_status`` and ``emp_length`` (< 1 year, 1, ..., 9, 10+,
-    unknown last) in the orders of ``LENDING_LEVELS``; ``addr_state`` (50 states and DC
-    as the file has them) in alphabetical order, a code without meaning that trees can
-    only cut into blocks of states.
+    unknown last) in the orders of ``LENDING_LEVELS``; ``addr_state`` (the 50 codes the file
+    has: 49 states and DC; no IA) in alphabetical order, a code without meaning that
+    trees can only cut into blocks of states.
 
     Prices (assumed; the data has none), in three tiers:
 

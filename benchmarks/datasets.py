@@ -18,8 +18,10 @@ They also avoid large temporaries, so that a benchmark process's peak RSS after 
 is close to the size of the arrays it holds (``bench_engine.py`` measures memory as the
 increase over that).
 """
+import csv
 import gzip
 import hashlib
+import io
 import os
 from itertools import pairwise
 from pathlib import Path
@@ -51,6 +53,8 @@ _SHA256 = {
         "3b1219ce117a0a36d2f76c02de7e7831c1d79af0d40f5195c03178bbe26c824b",
     "ltr-lightgbm-rank.test.query.gz":
         "36dca82ba3bf99201bac3987b00a8fbf6fe5f563e9fa6d0da90e783710a32df4",
+    "lending_club.csv.gz":
+        "06ce4edfcf2a80d2daceab44b6100034e026df59e9ab2d61c7ab1514bb9a4d3f",
 }
 
 
@@ -748,3 +752,112 @@ def precision_at_k(y, score, group, k, threshold=1, per_query=False):
         out[q] = float(np.mean(y[order] >= threshold))
         start += size
     return out if per_query else float(out.mean())
+
+
+# Lending Club (modeldata): the columns by price tier (load_lending_club).
+LENDING_APPLICATION = ("funded_amnt", "term", "int_rate", "sub_grade", "addr_state",
+                       "verification_status", "annual_inc", "emp_length")
+LENDING_CREDIT_REPORT = ("delinq_2yrs", "inq_last_6mths", "revol_util", "acc_now_delinq",
+                         "delinq_amnt")
+LENDING_BUREAU = ("open_il_6m", "open_il_12m", "open_il_24m", "total_bal_il", "all_util",
+                  "inq_fi", "inq_last_12m", "num_il_tl", "total_il_high_credit_limit")
+# the categorical columns' levels in code order: ordered where the levels are (term,
+# grade, years employed; unknown employment after 10+ years), else alphabetical
+LENDING_LEVELS = {
+    "term": ("term_36", "term_60"),
+    "sub_grade": tuple(f"{g}{k}" for g in "ABCDEFG" for k in range(1, 6)),
+    "verification_status": ("Not_Verified", "Source_Verified", "Verified"),
+    "emp_length": ("emp_lt_1",) + tuple(f"emp_{k}" for k in range(1, 10))
+                  + ("emp_ge_10", "emp_unk"),
+}
+LENDING_BUREAU_PRICE = 20.0
+
+
+def load_lending_club(seed=0, check_sha256=True):
+    """Lending Club loans (R package ``modeldata``; shared data README, section 4): 9,857
+    loans, 22 features, label 1 = ``Class`` "bad" (517 loans, 5.2 %), 0 = "good".
+
+    Split, stratified by the label with ``seed``: within each class the rows are
+    permuted with ``numpy.random.default_rng(seed).permutation`` and cut 60 / 20 / 20 %,
+    giving 5,915 train (311 bad) / 1,971 valid (103 bad) / 1,971 test (103 bad) rows,
+    each in file order. Stratified because with 5 % positives a plain random split would
+    move the validation and test AUC by the luck of the draw.
+
+    Categorical columns (cbudget has no native categoricals yet) as **ordinal codes**
+    0, 1, ...: ``term`` (36, 60 months), ``sub_grade`` (A1 < A2 < ... < G5, the lender's
+    risk grade), ``verification_status`` and ``emp_length`` (< 1 year, 1, ..., 9, 10+,
+    unknown last) in the orders of ``LENDING_LEVELS``; ``addr_state`` (the 50 codes the file
+    has: 49 states and DC; no IA) in alphabetical order, a code without meaning that
+    trees can only cut into blocks of states.
+
+    Prices (assumed; the data has none), in three tiers:
+
+    * the application and the loan listing (``LENDING_APPLICATION``: amount, term, rate,
+      grade, state, income verification, income, years employed): 1 each, what the
+      applicant states or the lender sets;
+    * the standard credit report (``LENDING_CREDIT_REPORT``: delinquencies, inquiries in
+      6 months, revolving utilisation, ...): 1 each, since the grade and the rate are
+      set from it, every applicant's report has been bought before the loan is listed;
+    * the extended bureau attributes (``LENDING_BUREAU``: instalment accounts opened in
+      6/12/24 months, their balances and limits, total utilisation, finance inquiries,
+      inquiries in 12 months): one extra bureau product, a cost group of price
+      ``LENDING_BUREAU_PRICE`` = 20 paid once per loan when its first bureau attribute
+      is read, plus 1 per attribute. 20 is an illustrative ratio (one report worth
+      twenty fields of the application), not a quoted price.
+
+    Reading every feature costs 13 + 20 + 9 = 42; the cheap tiers alone 13.
+
+    Returns
+    -------
+    dict with
+        ``X_train`` float32 (5915, 22), ``y_train`` int32, and the same for ``_valid``
+        (1971) and ``_test`` (1971); ``feature_costs`` float64 (22,);
+        ``cost_groups`` ``{"bureau": [bureau feature indices]}`` and ``group_costs``
+        ``{"bureau": 20.0}`` (for ``cbudget.Dataset``); ``feature_names`` the CSV's
+        column names; ``n_classes`` 2; ``name`` ``"lending_club"``.
+    """
+    text = _read_gz("lending_club.csv.gz", check_sha256).decode("ascii")
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader)
+    rows = list(reader)
+    names = [c for c in header if c != "Class"]
+    expected = set(LENDING_APPLICATION + LENDING_CREDIT_REPORT + LENDING_BUREAU)
+    if len(rows) != 9857 or set(names) != expected or header[-1] != "Class":
+        raise ValueError(f"lending_club.csv: expected 9857 rows of {sorted(expected)} and "
+                         f"Class, got {len(rows)} rows of {header}")
+    columns = list(zip(*rows, strict=True))
+    states = sorted(set(columns[header.index("addr_state")]))
+    levels = dict(LENDING_LEVELS, addr_state=tuple(states))
+    X = np.empty((len(rows), len(names)), dtype=np.float32)
+    for j, name in enumerate(names):
+        values = columns[header.index(name)]
+        if name in levels:
+            code = {v: k for k, v in enumerate(levels[name])}
+            unknown = set(values) - set(code)
+            if unknown:
+                raise ValueError(f"lending_club.csv: {name} has unknown levels {unknown}")
+            X[:, j] = [code[v] for v in values]
+        else:
+            X[:, j] = np.asarray(values, dtype=np.float64)
+    label = columns[header.index("Class")]
+    if set(label) != {"good", "bad"}:
+        raise ValueError(f"lending_club.csv: Class has levels {set(label)}")
+    y = (np.asarray(label) == "bad").astype(np.int32)
+    parts = [[], [], []]
+    for cls in (0, 1):
+        rows_c = np.flatnonzero(y == cls)
+        n = rows_c.size
+        n_valid = n_test = int(round(0.2 * n))  # noqa: RUF046 - numpy 1.x scalars
+        for part, idx in zip(parts, _split_indices(n, (n - n_valid - n_test, n_valid,
+                                                       n_test), seed), strict=True):
+            part.append(rows_c[idx])
+    train, valid, test = (np.sort(np.concatenate(p)) for p in parts)
+    costs = np.ones(len(names), dtype=np.float64)    # every feature 1; the bureau group 20
+    return {"name": "lending_club",
+            "X_train": np.ascontiguousarray(X[train]), "y_train": y[train],
+            "X_valid": np.ascontiguousarray(X[valid]), "y_valid": y[valid],
+            "X_test": np.ascontiguousarray(X[test]), "y_test": y[test],
+            "feature_costs": costs,
+            "cost_groups": {"bureau": [names.index(c) for c in LENDING_BUREAU]},
+            "group_costs": {"bureau": LENDING_BUREAU_PRICE},
+            "feature_names": names, "n_classes": 2}

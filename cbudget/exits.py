@@ -834,42 +834,69 @@ class _Calibration:
         return max(0, min(self.allowed, spread) - self.used)
 
 
-def _outside_in(values: np.ndarray, weight: np.ndarray, keep: np.ndarray,
-                descending: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The ``values`` (ascending) that ``keep`` keeps and of positive ``weight``, in the
-    order asked, and, before each and after the last, the weight of those ahead of it:
-    ``ahead[j]`` is the weight of ``values[:j]``. (A threshold at the value of an input
-    of weight 0 would let out no less weight than one at the next value: such inputs
-    are left out.)"""
-    keep = keep & (weight > 0)
-    values, weight = values[keep], weight[keep]
+class _Check(NamedTuple):
+    """One check's data for the threshold search, computed once for all the runs of a
+    calibration (:func:`_spend_the_budget` runs it dozens of times): per input the
+    compared ``value`` and whether its exit would disagree (``wrong``); ``order``, the
+    inputs by ascending value, and in that order the ``ascending`` values, their
+    ``weight`` and, ``up`` / ``low``, whether the input is a wrong one of positive
+    weight that the upper / lower threshold must pass (binary: above / at or below the
+    decision threshold; otherwise all of them; the gap rule uses ``up``)."""
+    value: np.ndarray
+    wrong: np.ndarray
+    order: np.ndarray
+    ascending: np.ndarray
+    weight: np.ndarray
+    up: np.ndarray
+    low: np.ndarray
+
+
+def _check(value: np.ndarray, wrong: np.ndarray, weight: np.ndarray, center: float | None
+           ) -> _Check:
+    order = np.argsort(value)
+    ascending, wrong_sorted, w = value[order], wrong[order], weight[order]
+    counted = wrong_sorted & (w > 0)
+    if center is None:
+        up = low = counted
+    else:
+        up, low = counted & (ascending > center), counted & (ascending <= center)
+    return _Check(value, wrong, order, ascending, w, up, low)
+
+
+def _outside_in(check: _Check, keep: np.ndarray, descending: bool
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The values of ``check`` that ``keep`` (in ascending order) keeps, in the order
+    asked, and, before each and after the last, the weight of those ahead of it:
+    ``ahead[j]`` is the weight of ``values[:j]``."""
+    values, weight = check.ascending[keep], check.weight[keep]
     if descending:
         values, weight = values[::-1], weight[::-1]
     return values, np.concatenate(([0.0], np.cumsum(weight)))
 
 
-def _band_thresholds(m: np.ndarray, wrong: np.ndarray, w: np.ndarray, allowance: float,
+def _band_thresholds(check: _Check, may: np.ndarray, allowance: float,
                      center: float | None) -> tuple[float, float]:
-    """(lower, upper) letting the most live weight (scores ``m``, ascending, weights
-    ``w``) out above ``upper`` or below ``lower`` with at most ``allowance`` of the
-    ``wrong`` ones' weight (those whose exit would disagree) among them. ``center``: the
-    decision threshold (binary), which the band keeps inside so that an input leaves on
-    its own side."""
-    below = np.concatenate(([0.0], np.cumsum(w)))    # the weight below each position
-    if center is None:
-        up_wrong = low_wrong = wrong
-    else:
-        up_wrong, low_wrong = wrong & (m > center), wrong & (m <= center)
-    up_desc, up_ahead = _outside_in(m, w, up_wrong, descending=True)
-    low_asc, low_ahead = _outside_in(m, w, low_wrong, descending=False)
-    # above the (j + 1)-th largest wrong score, at most the weight of the j before it;
-    # below, the most wrong ones the rest of the allowance pays for
-    e_up = np.flatnonzero(up_ahead <= allowance)
-    e_low = np.searchsorted(low_ahead, allowance - up_ahead[e_up], side="right") - 1
-    upper = _nth(up_desc, e_up, -BIG)
+    """(lower, upper) letting the most weight of the inputs that ``may`` leave (bool in
+    ascending order of the values) out above ``upper`` or below ``lower`` with at most
+    ``allowance`` of the wrong ones' weight among them. ``center``: the decision
+    threshold (binary), which the band keeps inside so that an input leaves on its own
+    side. (A threshold at the value of an input of weight 0 would let out no less weight
+    than one at the next value: such inputs are no candidates.)"""
+    up_desc, up_ahead = _outside_in(check, may & check.up, descending=True)
+    low_asc, low_ahead = _outside_in(check, may & check.low, descending=False)
+    # above the (j + 1)-th largest wrong score, at most the weight of the j before it
+    # (j < n_up: the weights are > 0, so ahead ascends); below, the most wrong ones the
+    # rest of the allowance pays for
+    n_up = int(np.searchsorted(up_ahead, allowance, side="right"))
+    e_low = np.searchsorted(low_ahead, allowance - up_ahead[:n_up], side="right") - 1
+    upper = _nth(up_desc, np.arange(n_up), -BIG)
     lower = _nth(low_asc, e_low, BIG)
     if center is not None:
         upper, lower = np.maximum(upper, center), np.minimum(lower, center)
+    if n_up == 1:      # one candidate (no allowance beyond the largest wrong score)
+        return float(lower[0]), float(upper[0])
+    m = check.ascending[may]
+    below = np.concatenate(([0.0], np.cumsum(check.weight[may])))   # weight below each
     total = below[-1]
     let_out = (total - below[np.searchsorted(m, upper, side="right")]
                + below[np.searchsorted(m, lower, side="left")])
@@ -885,11 +912,10 @@ def _nth(values: np.ndarray, index: np.ndarray, beyond: float) -> np.ndarray:
     return np.where(index < values.size, values[np.minimum(index, values.size - 1)], beyond)
 
 
-def _gap_threshold(gap: np.ndarray, wrong: np.ndarray, w: np.ndarray,
-                   allowance: float) -> float:
-    """The gap above which the most live inputs (their gaps ascending) leave with at
-    most ``allowance`` of the wrong ones' weight (``w``)."""
-    wrong_desc, ahead = _outside_in(gap, w, wrong, descending=True)
+def _gap_threshold(check: _Check, may: np.ndarray, allowance: float) -> float:
+    """The gap above which the most of the inputs that ``may`` leave (bool in ascending
+    order of their gaps) leave with at most ``allowance`` of the wrong ones' weight."""
+    wrong_desc, ahead = _outside_in(check, may & check.up, descending=True)
     j = int(np.searchsorted(ahead, allowance, side="right")) - 1
     return float(wrong_desc[j]) if j < wrong_desc.size else -1.0
 
@@ -925,10 +951,11 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
     w = np.ones(n_inputs) if weight is None else np.asarray(weight, dtype=np.float64)
     total = float(w.sum())
     decisions = _decisions(full, rule, decision_threshold)
+    center = decision_threshold if rule == BAND and tolerance is None else None
     # per check, what the thresholds compare (output 0; gap: the two largest outputs'
-    # difference), whose exit there would disagree and the inputs in ascending order of
-    # the compared value (sorted once for every run), kept for the search over K
-    seen: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    # difference) and whose exit there would disagree, sorted once for every run of the
+    # search over K (_Check)
+    seen: list[_Check] = []
     for k, scores in stages:     # in the order of the checks
         partial = _decisions(scores, rule, decision_threshold)
         if disagrees is not None:
@@ -942,8 +969,7 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
             value = top[:, -1] - top[:, -2]
         else:
             value = scores[:, 0].copy()
-        seen.append((value, wrong, np.argsort(value)))
-    center = decision_threshold if rule == BAND and tolerance is None else None
+        seen.append(_check(value, wrong, w, center))
 
     def run(epsilon: float, spread: int) -> _Calibration:
         state = _Calibration(epsilon, w, checks.size, spread)
@@ -960,31 +986,35 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
             for s in states]
 
 
-def _apply(state: _Calibration, seen: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
-           rule: str, center: float | None, certified: tuple[np.ndarray, np.ndarray],
+def _apply(state: _Calibration, seen: Sequence[_Check], rule: str, center: float | None,
+           certified: tuple[np.ndarray, np.ndarray],
            held_from: np.ndarray | None = None) -> None:
-    """Go through the checks (``seen``: per check the compared values, whether an exit
-    would disagree and the inputs in ascending order of the values), setting
-    ``state``'s thresholds and letting inputs out (not the held ones: ``held_from`` as
-    for :func:`calibrate`)."""
+    """Go through the checks (``seen``, :class:`_Check`), setting ``state``'s thresholds
+    and letting inputs out (not the held ones: ``held_from`` as for
+    :func:`calibrate`)."""
     cert_lower, cert_upper = certified
     live = state.live
-    for k, (value, wrong, order) in enumerate(seen):
+    for k, check in enumerate(seen):
+        if not live.any():
+            # no one left: the later checks have their certified bounds (as
+            # max(-inf, bound) / min(inf, bound) below) and let no one else out
+            state.lower[k:] = np.fmax(-np.inf, cert_lower[k:])
+            state.upper[k:] = np.fmin(np.inf, cert_upper[k:])
+            return
         allowance = state.allowance(k)
         free = live if held_from is None else live & (held_from > k)
         lower, upper = -np.inf, np.inf
-        if allowance >= 0 and free.any():
-            rows = order[free[order]]      # the inputs that may leave, ascending
-            if rule == GAP:
-                upper = _gap_threshold(value[rows], wrong[rows], state.weight[rows],
-                                       allowance)
-            else:
-                lower, upper = _band_thresholds(value[rows], wrong[rows],
-                                                state.weight[rows], allowance, center)
+        if allowance >= 0:
+            may = free[check.order]      # the inputs that may leave, ascending
+            if may.any():
+                if rule == GAP:
+                    upper = _gap_threshold(check, may, allowance)
+                else:
+                    lower, upper = _band_thresholds(check, may, allowance, center)
         state.lower[k] = max(lower, cert_lower[k])
         state.upper[k] = min(upper, cert_upper[k])
-        out = free & _outside(value, rule == GAP, state.lower[k], state.upper[k])
-        state.used += float(state.weight[out & wrong].sum())
+        out = free & _outside(check.value, rule == GAP, state.lower[k], state.upper[k])
+        state.used += float(state.weight[out & check.wrong].sum())
         live &= ~out
 
 

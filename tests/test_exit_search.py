@@ -1,0 +1,69 @@
+"""The calibration's threshold search (cbudget.exits.calibrate) and the multiclass
+temperature fit (cbudget.exits.fit_scale) against their slow references
+(reference_exits.py: the code before they were sped up), bit for bit, on random
+validation scores with ties, weights (whole, fractional, zero), held inputs and
+certified bounds; and the work they skip."""
+import numpy as np
+import pytest
+import reference_exits as ref
+
+from cbudget import exits
+
+EPSILONS = (0.3, 0.1, 0.033, 0.01, 0.002, 0.0)
+
+
+def random_calibration(seed):
+    """(stages as a list, full scores, calibrate's keyword arguments) of a random case."""
+    rng = np.random.default_rng(seed)
+    n, n_checks = int(rng.integers(1, 150)), int(rng.integers(1, 20))
+    kind = ("binary", "regression", "gap")[seed % 3]
+    n_out = 3 if kind == "gap" else 1
+    full = rng.standard_normal((n, n_out)) * 3
+    raw, stages = np.zeros((n, n_out)), []
+    for k in range(n_checks):
+        raw = raw + (full - raw) * rng.uniform(0, 0.5) + rng.standard_normal((n, n_out)) * 0.3
+        if rng.random() < 0.3:
+            raw = np.round(raw, 1)    # ties
+        stages.append((k, raw.copy()))
+    weight = (None, rng.integers(0, 3, n).astype(float),
+              rng.uniform(0, 2, n) * (rng.random(n) < 0.9))[seed // 3 % 3]
+    cert = (np.full(n_checks, -np.inf), np.full(n_checks, np.inf))
+    if rng.random() < 0.5:
+        c = np.sort(rng.uniform(0, 10, n_checks))[::-1]
+        cert = (-c if kind != "gap" else cert[0], c)
+    return stages, full, dict(
+        rule=exits.GAP if kind == "gap" else exits.BAND, iterations=n_checks + 1,
+        checks=np.arange(1, n_checks + 1), every=1,
+        decision_threshold=float(rng.uniform(-1, 1)) if kind == "binary" else None,
+        tolerance=0.5 if kind == "regression" else None, certified=cert, weight=weight,
+        held_from=rng.integers(0, n_checks + 1, n) if rng.random() < 0.4 else None)
+
+
+@pytest.mark.parametrize("seed", range(27))
+def test_calibrate_equals_the_reference_search(seed):
+    stages, full, options = random_calibration(seed)
+    fast = exits.calibrate(iter(stages), full, EPSILONS, **options)
+    slow = ref.calibrate(iter(stages), full, EPSILONS, **options)
+    for a, b in zip(fast, slow, strict=True):
+        assert np.array_equal(a.lower, b.lower) and np.array_equal(a.upper, b.upper)
+        assert a.calibration == b.calibration      # the disagreement too, bit for bit
+
+
+def test_the_search_stops_going_through_the_checks_once_no_input_is_left(monkeypatch):
+    """Everyone leaves at the first check (certified): the dozens of runs of the search
+    over K do not each go through the 200 checks after it."""
+    n_checks, n = 200, 50
+    rng = np.random.default_rng(0)
+    full = rng.standard_normal((n, 1))
+    stages = [(k, full + 0.01 * rng.standard_normal((n, 1))) for k in range(n_checks)]
+    certified = (np.full(n_checks, exits.BIG), np.full(n_checks, np.inf))
+    calls = []
+    real = exits._outside
+    monkeypatch.setattr(exits, "_outside", lambda *a: calls.append(1) or real(*a))
+    made = exits.calibrate(iter(stages), full, [0.1], rule=exits.BAND,
+                           iterations=n_checks + 1, checks=np.arange(1, n_checks + 1),
+                           every=1, decision_threshold=None, tolerance=0.001,
+                           certified=certified)
+    assert np.all(made[0].lower == exits.BIG)
+    # a check with inputs per run (the slow search: all 200 checks of each run)
+    assert 0 < len(calls) <= 20

@@ -78,6 +78,8 @@ PROBABILITY_EPS = 1e-15
 SIDE_MARGIN = 1e-9
 # the multiclass temperature is searched in [1 / SCALE_LIMIT, SCALE_LIMIT]
 SCALE_LIMIT = 100.0
+# Newton's steps at most that locate the temperature's root (fit_scale)
+NEWTON_STEPS = 8
 
 
 class ExitChoice(NamedTuple):
@@ -614,22 +616,120 @@ def _softmax(raw: np.ndarray) -> np.ndarray:
     return z / z.sum(axis=1, keepdims=True)
 
 
+def _scale_slope(t: float, scores: np.ndarray, expected: np.ndarray, w: np.ndarray,
+                 derivative: bool = False) -> tuple[float, float]:
+    """The derivative in ``c = exp(t)`` of :func:`fit_scale`'s loss, whose sign the
+    bisection on ``t`` follows, and (``derivative``) its derivative in ``t``: ``c``
+    times the weighted variances of the scores under ``softmax(c * scores)``."""
+    c = math.exp(t)
+    p = _softmax(c * scores)
+    mean = np.einsum("ij,ij->i", p, scores)
+    slope = float(np.dot(w, mean - expected))
+    if not derivative:
+        return slope, math.nan
+    return slope, c * float(np.dot(w, np.einsum("ij,ij->i", p, scores * scores) - mean * mean))
+
+
 def fit_scale(scores: np.ndarray, target: np.ndarray, w: np.ndarray) -> float:
     """The temperature ``c`` in ``[1 / SCALE_LIMIT, SCALE_LIMIT]`` whose ``softmax(c *
     scores)`` has the least weighted cross-entropy against the probabilities
     ``target`` (n, n_classes): the loss is convex in ``c``, so its derivative's sign is
-    bisected (on log c)."""
+    bisected (on log c, 50 steps).
+
+    The bisection's result is kept bit for bit with far fewer softmaxes: the derivative
+    (the slope) increases with ``c`` (weights >= 0), so a slope computed at ``t``
+    further from 0 than the rounding errors (:func:`_slope_errors`) at ``t`` and at
+    another point on its far side tells the sign computed there (:class:`_KnownSigns`).
+    A few Newton steps find such points near the root on both sides; only the
+    bisection's points between them are computed."""
     lo, hi = -math.log(SCALE_LIMIT), math.log(SCALE_LIMIT)
     expected = np.einsum("ij,ij->i", target, scores)
+    known = _KnownSigns(_slope_errors(scores, expected, w)) \
+        if scores.size and np.all(w >= 0) else None
+    if known is not None:
+        t, change = 0.0, math.nan
+        left, right = lo, hi     # the root's bracket by the slopes' signs
+        for _ in range(NEWTON_STEPS):
+            slope, change = _scale_slope(t, scores, expected, w, derivative=True)
+            known.add(t, slope)
+            left, right = (t, right) if slope <= 0 else (left, t)
+            if not change > 0 or (t == hi and slope <= 0) or (t == lo and slope > 0):
+                break     # (or the root is beyond the range: all signs known)
+            # Newton's step; beyond the bracket, its end (the range's first) or its middle
+            step = slope / change
+            if left < t - step < right:
+                t -= step
+            else:
+                end = hi if t - step >= right else lo
+                t = end if end in (left, right) and t != end else (left + right) / 2
+            if abs(step) < 1e-9:        # the next is below 1e-15
+                break
+        if change > 0 and math.isfinite(change):
+            # points just past the errors on either side of the root found
+            spread = 4 * known.error(t) / change
+            for probe in (t - spread, t + spread):
+                known.add(probe, _scale_slope(probe, scores, expected, w)[0])
     for _ in range(50):
         mid = (lo + hi) / 2
-        p = _softmax(math.exp(mid) * scores)
-        slope = float(np.dot(w, np.einsum("ij,ij->i", p, scores) - expected))
-        if slope > 0:
+        sign = None if known is None else known.sign(mid)
+        if sign is None:
+            sign = _scale_slope(mid, scores, expected, w)[0] > 0
+        if sign:
             hi = mid
         else:
             lo = mid
     return math.exp((lo + hi) / 2)
+
+
+def _slope_errors(scores: np.ndarray, expected: np.ndarray, w: np.ndarray
+                  ) -> tuple[float, float]:
+    """``(base, growth)``: the rounding error of :func:`_scale_slope`'s slope at ``t``
+    is below ``base + exp(t) * growth`` (twice the first-order bound, in units of the
+    machine epsilon: ``c * scores`` and the shift by the largest, ``8 c m^2`` per input
+    of largest score magnitude ``m``; the softmax's sums and the expectation, ``(2 C
+    + 5) m`` over ``C`` classes; the difference to ``expected`` and the dot product of
+    ``n`` terms, ``(n + 1) (m + |expected|)``)."""
+    n, n_classes = scores.shape
+    size = np.abs(scores).max(axis=1)
+    unit = 2 * sys.float_info.epsilon
+    base = unit * float(np.dot(w, (2 * n_classes + 5) * size
+                               + (n + 1) * (size + np.abs(expected))))
+    return base, unit * 8 * float(np.dot(w, size * size))
+
+
+class _KnownSigns:
+    """The signs of :func:`fit_scale`'s computed slopes that its computed slopes so far
+    tell: the slope increases, so at ``s < t`` it is at most ``slope(t) + error(t) +
+    error(s)`` (<= 0 while ``error(s)`` is small enough), at ``s > t`` at least
+    ``slope(t) - error(t) - error(s)`` (> 0 likewise); ``error(s) = base + exp(s) *
+    growth`` (:func:`_slope_errors`)."""
+
+    def __init__(self, errors: tuple[float, float]):
+        self.base, self.growth = errors
+        self.below = -math.inf                  # <= 0 at and below
+        self.above: list[tuple[float, float]] = []   # > 0 from a up to (not at) b
+
+    def error(self, t: float) -> float:
+        return self.base + math.exp(t) * self.growth
+
+    def add(self, t: float, slope: float) -> None:
+        room = abs(slope) - self.error(t) - self.base     # for exp(s) * growth
+        if not room > 0:
+            return
+        # the points s whose error leaves the sign: exp(s) * growth < room
+        reach = math.inf if self.growth == 0 else math.log(room / self.growth)
+        if slope <= 0:
+            self.below = max(self.below, min(t, reach))
+        elif reach > t:
+            self.above.append((t, reach))
+
+    def sign(self, s: float) -> bool | None:
+        """Whether the computed slope at ``s`` is > 0, if known; else None."""
+        if s <= self.below:
+            return False
+        if any(a <= s < b for a, b in self.above):
+            return True
+        return None
 
 
 def fit_outputs(stages: Iterator[tuple[int, np.ndarray]], target: np.ndarray,
@@ -882,8 +982,20 @@ def _band_thresholds(check: _Check, may: np.ndarray, allowance: float,
     threshold (binary), which the band keeps inside so that an input leaves on its own
     side. (A threshold at the value of an input of weight 0 would let out no less weight
     than one at the next value: such inputs are no candidates.)"""
-    up_desc, up_ahead = _outside_in(check, may & check.up, descending=True)
-    low_asc, low_ahead = _outside_in(check, may & check.low, descending=False)
+    up, low = may & check.up, may & check.low
+    # the largest wrong value above and the smallest below (-1: none)
+    top, bottom = _first(up, last=True), _first(low)
+    if (top < 0 or check.weight[top] > allowance) and \
+            (bottom < 0 or check.weight[bottom] > allowance):
+        # the allowance pays for no wrong exit (the most common case): the one candidate
+        # below, without the weights ahead (the same thresholds)
+        upper = check.ascending[top] if top >= 0 else -BIG
+        lower = check.ascending[bottom] if bottom >= 0 else BIG
+        if center is not None:
+            upper, lower = np.maximum(upper, center), np.minimum(lower, center)
+        return float(lower), float(upper)
+    up_desc, up_ahead = _outside_in(check, up, descending=True)
+    low_asc, low_ahead = _outside_in(check, low, descending=False)
     # above the (j + 1)-th largest wrong score, at most the weight of the j before it
     # (j < n_up: the weights are > 0, so ahead ascends); below, the most wrong ones the
     # rest of the allowance pays for
@@ -905,6 +1017,15 @@ def _band_thresholds(check: _Check, may: np.ndarray, allowance: float,
     return float(lower[best]), float(upper[best])
 
 
+def _first(mask: np.ndarray, last: bool = False) -> int:
+    """The index of the first (``last``: the last) True of ``mask``, -1 if none."""
+    if not mask.size:
+        return -1
+    i = int(np.argmax(mask[::-1])) if last else int(np.argmax(mask))
+    i = mask.size - 1 - i if last else i
+    return i if mask[i] else -1
+
+
 def _nth(values: np.ndarray, index: np.ndarray, beyond: float) -> np.ndarray:
     """``values[index]``, ``beyond`` where the index is past the end."""
     if values.size == 0:
@@ -915,7 +1036,11 @@ def _nth(values: np.ndarray, index: np.ndarray, beyond: float) -> np.ndarray:
 def _gap_threshold(check: _Check, may: np.ndarray, allowance: float) -> float:
     """The gap above which the most of the inputs that ``may`` leave (bool in ascending
     order of their gaps) leave with at most ``allowance`` of the wrong ones' weight."""
-    wrong_desc, ahead = _outside_in(check, may & check.up, descending=True)
+    up = may & check.up
+    top = _first(up, last=True)     # the largest wrong gap (-1: none)
+    if top < 0 or check.weight[top] > allowance:     # no wrong exit paid for
+        return float(check.ascending[top]) if top >= 0 else -1.0
+    wrong_desc, ahead = _outside_in(check, up, descending=True)
     j = int(np.searchsorted(ahead, allowance, side="right")) - 1
     return float(wrong_desc[j]) if j < wrong_desc.size else -1.0
 

@@ -67,3 +67,39 @@ def test_the_search_stops_going_through_the_checks_once_no_input_is_left(monkeyp
     assert np.all(made[0].lower == exits.BIG)
     # a check with inputs per run (the slow search: all 200 checks of each run)
     assert 0 < len(calls) <= 20
+
+
+def random_temperature_fit(seed):
+    """(scores, target, weight) for fit_scale: class scores of 1 to 8 magnitudes, ties,
+    a target of another temperature with noise, and whole, fractional or zero weights."""
+    rng = np.random.default_rng(seed)
+    n, n_classes = int(rng.integers(1, 120)), int(rng.integers(2, 7))
+    scores = rng.standard_normal((n, n_classes)) * rng.choice([0.01, 0.3, 1, 3, 10, 50])
+    if seed % 4 == 0:
+        scores = np.round(scores, 1)
+    target = ref._softmax(np.exp(rng.uniform(-5.5, 5.5)) * scores
+                          + rng.choice([0, 0.1, 1]) * rng.standard_normal(scores.shape))
+    weight = (np.ones(n), rng.integers(0, 3, n).astype(float), rng.uniform(0, 2, n))[seed % 3]
+    return scores, target, weight
+
+
+@pytest.mark.parametrize("seed", range(0, 300, 10))
+def test_fit_scale_equals_the_plain_bisection(seed):
+    for s in range(seed, seed + 10):
+        scores, target, weight = random_temperature_fit(s)
+        assert exits.fit_scale(scores, target, weight) == ref.fit_scale(scores, target, weight)
+
+
+def test_fit_scale_computes_a_third_of_the_softmaxes(monkeypatch):
+    """Partial class scores of a few units, the full model's probabilities a little more
+    extreme: Newton's steps and the known signs leave about 17 of the bisection's 50
+    softmaxes (from 12 to 21 in the exit tests' fits)."""
+    rng = np.random.default_rng(3)
+    scores = 2 * rng.standard_normal((300, 4))
+    target = ref._softmax(1.7 * scores + 0.5 * rng.standard_normal(scores.shape))
+    calls = []
+    real = exits._softmax
+    monkeypatch.setattr(exits, "_softmax", lambda raw: calls.append(1) or real(raw))
+    assert exits.fit_scale(scores, target, np.ones(300)) == \
+        ref.fit_scale(scores, target, np.ones(300))
+    assert len(calls) <= 21

@@ -376,11 +376,11 @@ def check_outputs(outputs: Any, rule: str, n_checks: int) -> list[Any]:
                                  f"1 to {MAX_KNOTS}")
             # the spans too: np.interp's slope of two overflowing spans is NaN
             with np.errstate(over="ignore", invalid="ignore"):
-                spans_finite = all(np.all(np.isfinite(np.diff(v))) for v in (x, y))
-            if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and spans_finite):
+                spans = np.diff(x), np.diff(y)
+            if not all(np.isfinite(v).all() for v in (x, y, *spans)):
                 raise ValueError(f"outputs[{k}]: the knots and the spans between them "
                                  "must be finite")
-            if np.any(np.diff(x) <= 0) or np.any(np.diff(y) < 0):
+            if np.any(spans[0] <= 0) or np.any(spans[1] < 0):
                 raise ValueError(f"outputs[{k}]: x must ascend strictly and y must not "
                                  "descend (a monotone map)")
             checked.append((x, y))
@@ -576,12 +576,12 @@ def monotone_map(x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None,
     keep = w > 0
     order = np.argsort(x[keep], kind="stable")
     xo = x[keep][order]
-    distinct = np.cumsum(np.r_[True, xo[1:] != xo[:-1]]) - 1 if xo.size else xo
+    distinct = np.cumsum(_run_starts(xo)) - 1 if xo.size else xo
     if xo.size and distinct[-1] + 1 > MAX_FIT_POINTS:
         yo, wo = y[keep][order], w[keep][order]
         # the run of each point (tied x's in one run)
         run = distinct * MAX_FIT_POINTS // (distinct[-1] + 1)
-        start = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+        start = np.flatnonzero(_run_starts(run))
         pooled = np.add.reduceat(wo, start)
         x = np.add.reduceat(wo * xo, start) / pooled
         y = np.add.reduceat(wo * yo, start) / pooled
@@ -590,20 +590,25 @@ def monotone_map(x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None,
     if xs.size == 0:
         raise ValueError("monotone_map needs at least one point of positive weight")
     # the blocks: runs of equal fitted value
-    first = np.flatnonzero(np.r_[True, fitted[1:] != fitted[:-1]])
+    first = np.flatnonzero(_run_starts(fitted))
     block_weight = np.add.reduceat(weights, first)
     groups = max(1, max_knots)
     if first.size > groups:
         before = np.cumsum(block_weight) - block_weight / 2
         group = np.minimum((before / block_weight.sum() * groups).astype(np.int64),
                            groups - 1)
-        first = first[np.r_[True, group[1:] != group[:-1]]]
+        first = first[_run_starts(group)]
     weight = np.add.reduceat(weights, first)
     value = np.add.reduceat(weights * fitted, first) / weight
     center = np.add.reduceat(weights * xs, first) / weight
     # the means of disjoint ascending blocks ascend; rounding must not break that
-    keep = np.r_[True, (np.diff(center) > 0) & (np.diff(value) > 0)]
+    keep = np.concatenate(([True], (np.diff(center) > 0) & (np.diff(value) > 0)))
     return center[keep], np.maximum.accumulate(value[keep])
+
+
+def _run_starts(values: np.ndarray) -> np.ndarray:
+    """bool per value: whether it differs from the one before (the first: True)."""
+    return np.concatenate(([True], values[1:] != values[:-1]))
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -759,6 +764,7 @@ def fit_outputs(stages: Iterator[tuple[int, np.ndarray]], target: np.ndarray,
         else:
             value = scores[:, 0]
         free = None if held_from is None else held_from > k
+        fitted: dict[tuple[bytes, bool], Any] = {}   # rules fitted on the same inputs
         for j, r in enumerate(rules):
             if not firing[j][k]:
                 continue
@@ -766,7 +772,10 @@ def fit_outputs(stages: Iterator[tuple[int, np.ndarray]], target: np.ndarray,
             out = may_leave & _outside(value, gap, r.lower[k], r.upper[k])
             fit_on = out if np.count_nonzero(out) >= MIN_MAP_INPUTS else may_leave
             if np.any(w[fit_on] > 0):
-                maps[j][k] = _fit_map(r, scores[fit_on], target[fit_on], w[fit_on])
+                key = (np.packbits(fit_on).tobytes(), r.calibration.get("tolerance") is None)
+                if key not in fitted:
+                    fitted[key] = _fit_map(r, scores[fit_on], target[fit_on], w[fit_on])
+                maps[j][k] = fitted[key]
             live[j] &= ~out
     for r, m in zip(rules, maps):
         r.outputs = check_outputs(m, r.rule, r.check_after.size)

@@ -103,3 +103,30 @@ def test_fit_scale_computes_a_third_of_the_softmaxes(monkeypatch):
     assert exits.fit_scale(scores, target, np.ones(300)) == \
         ref.fit_scale(scores, target, np.ones(300))
     assert len(calls) <= 21
+
+
+def test_rules_leaving_the_same_inputs_share_one_fit(monkeypatch):
+    """fit_outputs fits a check's map once for the rules whose inputs there are the
+    same (the epsilons of a calibration often agree at a check), and each rule gets the
+    maps it gets alone."""
+    stages, full, options = random_calibration(3)     # binary, whole-number weights
+    rules = exits.calibrate(iter(stages), full, exits.EPSILON_GRID, **options)
+    target = 1 / (1 + np.exp(-full[:, 0]))
+    alone = []
+    for r in rules:
+        fit_outputs_of([r], stages, target, options)
+        alone.append(r.outputs)
+    calls = []
+    real = exits._fit_map
+    monkeypatch.setattr(exits, "_fit_map", lambda *a: calls.append(1) or real(*a))
+    fit_outputs_of(rules, stages, target, options)
+    for r, maps in zip(rules, alone, strict=True):
+        assert len(r.outputs) == len(maps)
+        for a, b in zip(r.outputs, maps):
+            assert (a is None and b is None) or all(np.array_equal(u, v) for u, v in zip(a, b))
+    fits = sum(m is not None for maps in alone for m in maps)
+    assert 0 < len(calls) < fits     # (one per rule and check before)
+
+
+def fit_outputs_of(rules, stages, target, options):
+    exits.fit_outputs(iter(stages), target, options["weight"], rules, options["held_from"])

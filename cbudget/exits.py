@@ -962,6 +962,8 @@ class _Check(NamedTuple):
 
 def _check(value: np.ndarray, wrong: np.ndarray, weight: np.ndarray, center: float | None
            ) -> _Check:
+    """The :class:`_Check` of the compared ``value``, ``wrong`` and ``weight`` per input
+    (``center``: the binary decision threshold, else None)."""
     order = np.argsort(value)
     ascending, wrong_sorted, w = value[order], wrong[order], weight[order]
     counted = wrong_sorted & (w > 0)

@@ -142,35 +142,6 @@ def test_linear_gradients_match_finite_differences():
         np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)
 
 
-def test_groups_of_one_coordinate_give_the_sparse_products_numbers():
-    """Groups of one coordinate each (feature costs, no cost groups; here a feature
-    without cost too) take a gather and a scatter for the sparse products: the same
-    objective, gradient, zero pairs and costs, bit for bit, as the products."""
-    rng = np.random.default_rng(5)
-    n, d = 60, 6
-    Z = rng.normal(size=(n, d))
-    y = (Z[:, 0] + rng.normal(size=n) > 0).astype(np.float64)
-    rows = np.array([4, 0, 1, 3, 5])            # feature 2 costs nothing: no group
-    G = scipy.sparse.csr_matrix((np.ones(rows.size), rows, np.arange(rows.size + 1)),
-                                shape=(rows.size, d))
-    fast = LinearPairProblem(Z, y, rng.uniform(0.5, 2, n), rng.uniform(0.01, 2, n), G,
-                             rng.uniform(0.5, 3, rows.size), gamma=0.05, reg_lambda=1e-3)
-    sparse = fast.with_gamma(fast.gamma)
-    sparse.single = False
-    assert fast.single and not linear_problem()[0].single     # (a group of two there)
-    q = rng.uniform(0, 1, n)
-    v = rng.normal(size=2 * d + 2)
-    v[[2, 5, d + 3, d + 6]] = 0.0       # a pair at zero, half pairs
-    v[[3, d + 4]] = 1e-12              # a zero candidate
-    free = np.ones_like(v)
-    for problem in (fast, sparse):
-        value, grad = problem._smoothed(v, q, 1e-4, free)
-        problem.results = (value, grad, problem.penalty(v), problem.cost_objective(v, q),
-                           problem._zero_pairs(v, q), problem.solve(q, v))
-    for a, b in zip(fast.results, sparse.results, strict=True):
-        assert np.array_equal(a, b)
-
-
 @pytest.mark.parametrize("groups", [False, True])
 def test_linear_solution_satisfies_the_optimality_conditions(groups):
     """At the solver's answer (exact objective): a zero pair's loss gradient is within

@@ -341,30 +341,10 @@ class LinearPairProblem:
         self.groups = groups                 # csr (n_groups, d) 0/1
         # its transpose, built once: L-BFGS evaluates the gradient thousands of times
         self.groups_t = groups.T
-        # each group one coordinate of its own (feature costs, no cost groups): the
-        # products by the groups are then a gather and a scatter, the same numbers
-        # without the sparse products' overhead
-        self.single = bool(groups.nnz == groups.shape[0] and np.array_equal(
-            groups.indptr, np.arange(groups.shape[0] + 1)) and np.all(groups.data == 1)
-            and np.unique(groups.indices).size == groups.nnz)
         self.group_costs = group_costs
         self.gamma = gamma
         self.reg_lambda = reg_lambda
         self.d = Z.shape[1]
-
-    def group_sums(self, per_coordinate):
-        """Per group, the sum of ``per_coordinate`` (>= 0) over its coordinates."""
-        if self.single:
-            return per_coordinate[self.groups.indices]
-        return self.groups @ per_coordinate
-
-    def group_spread(self, per_group):
-        """Per coordinate, the sum of ``per_group`` (>= 0) over the groups holding it."""
-        if self.single:
-            out = np.zeros(self.d)
-            out[self.groups.indices] = per_group
-            return out
-        return self.groups_t @ per_group
 
     def split(self, v):
         d = self.d
@@ -399,7 +379,7 @@ class LinearPairProblem:
     def penalty(self, v):
         """gamma sum_k c_k ||group k|| + the ridge (exact, not smoothed)."""
         squares = self._pair_squares(v)
-        return (self.gamma * self.group_costs @ np.sqrt(self.group_sums(squares))
+        return (self.gamma * self.group_costs @ np.sqrt(self.groups @ squares)
                 + 0.5 * self.reg_lambda * squares.sum())
 
     def loss_and_margin_gradients(self, v, q):
@@ -422,9 +402,9 @@ class LinearPairProblem:
         loss, grad = self._loss_gradient(v, q)
         g, _, f, _ = self.split(v)
         squares = g * g + f * f
-        norms = np.sqrt(self.group_sums(squares) + eps * eps)
+        norms = np.sqrt(self.groups @ squares + eps * eps)
         value = loss + gamma * costs @ norms + 0.5 * self.reg_lambda * squares.sum()
-        scale = gamma * self.group_spread(costs / norms) + self.reg_lambda
+        scale = gamma * (self.groups_t @ (costs / norms)) + self.reg_lambda
         d = self.d
         grad[:d] += scale * g
         grad[d + 1:2 * d + 1] += scale * f
@@ -517,8 +497,8 @@ class LinearPairProblem:
         trial[d + 1:2 * d + 1][candidate] = 0.0
         _, grad = self._loss_gradient(trial, q)
         pair_gradient = np.hypot(grad[:d], grad[d + 1:2 * d + 1])
-        empty = self.group_sums(self._pair_squares(trial)) == 0
-        radius = self.gamma * self.group_spread(self.group_costs * empty)
+        empty = (self.groups @ self._pair_squares(trial)) == 0
+        radius = self.gamma * (self.groups_t @ (self.group_costs * empty))
         return candidate & (pair_gradient <= radius)
 
     def _kl_terms(self, q):
@@ -543,7 +523,7 @@ class LinearPairProblem:
         (and groups) g or f1 uses, in place of its group-norm relaxation (and the
         ridge)."""
         squares = self._pair_squares(v)
-        used = self.group_sums(squares) > 0
+        used = (self.groups @ squares) > 0
         return (self._losses(v, q) + self.gamma * float(self.group_costs @ used)
                 + 0.5 * self.reg_lambda * float(squares.sum()))
 

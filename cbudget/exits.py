@@ -78,6 +78,8 @@ PROBABILITY_EPS = 1e-15
 SIDE_MARGIN = 1e-9
 # the multiclass temperature is searched in [1 / SCALE_LIMIT, SCALE_LIMIT]
 SCALE_LIMIT = 100.0
+# Newton's steps at most that locate the temperature's root (fit_scale)
+NEWTON_STEPS = 8
 
 
 class ExitChoice(NamedTuple):
@@ -374,11 +376,11 @@ def check_outputs(outputs: Any, rule: str, n_checks: int) -> list[Any]:
                                  f"1 to {MAX_KNOTS}")
             # the spans too: np.interp's slope of two overflowing spans is NaN
             with np.errstate(over="ignore", invalid="ignore"):
-                spans_finite = all(np.all(np.isfinite(np.diff(v))) for v in (x, y))
-            if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and spans_finite):
+                spans = np.diff(x), np.diff(y)
+            if not all(np.isfinite(v).all() for v in (x, y, *spans)):
                 raise ValueError(f"outputs[{k}]: the knots and the spans between them "
                                  "must be finite")
-            if np.any(np.diff(x) <= 0) or np.any(np.diff(y) < 0):
+            if np.any(spans[0] <= 0) or np.any(spans[1] < 0):
                 raise ValueError(f"outputs[{k}]: x must ascend strictly and y must not "
                                  "descend (a monotone map)")
             checked.append((x, y))
@@ -574,12 +576,12 @@ def monotone_map(x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None,
     keep = w > 0
     order = np.argsort(x[keep], kind="stable")
     xo = x[keep][order]
-    distinct = np.cumsum(np.r_[True, xo[1:] != xo[:-1]]) - 1 if xo.size else xo
+    distinct = np.cumsum(_run_starts(xo)) - 1 if xo.size else xo
     if xo.size and distinct[-1] + 1 > MAX_FIT_POINTS:
         yo, wo = y[keep][order], w[keep][order]
         # the run of each point (tied x's in one run)
         run = distinct * MAX_FIT_POINTS // (distinct[-1] + 1)
-        start = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+        start = np.flatnonzero(_run_starts(run))
         pooled = np.add.reduceat(wo, start)
         x = np.add.reduceat(wo * xo, start) / pooled
         y = np.add.reduceat(wo * yo, start) / pooled
@@ -588,20 +590,25 @@ def monotone_map(x: np.ndarray, y: np.ndarray, w: np.ndarray | None = None,
     if xs.size == 0:
         raise ValueError("monotone_map needs at least one point of positive weight")
     # the blocks: runs of equal fitted value
-    first = np.flatnonzero(np.r_[True, fitted[1:] != fitted[:-1]])
+    first = np.flatnonzero(_run_starts(fitted))
     block_weight = np.add.reduceat(weights, first)
     groups = max(1, max_knots)
     if first.size > groups:
         before = np.cumsum(block_weight) - block_weight / 2
         group = np.minimum((before / block_weight.sum() * groups).astype(np.int64),
                            groups - 1)
-        first = first[np.r_[True, group[1:] != group[:-1]]]
+        first = first[_run_starts(group)]
     weight = np.add.reduceat(weights, first)
     value = np.add.reduceat(weights * fitted, first) / weight
     center = np.add.reduceat(weights * xs, first) / weight
     # the means of disjoint ascending blocks ascend; rounding must not break that
-    keep = np.r_[True, (np.diff(center) > 0) & (np.diff(value) > 0)]
+    keep = np.concatenate(([True], (np.diff(center) > 0) & (np.diff(value) > 0)))
     return center[keep], np.maximum.accumulate(value[keep])
+
+
+def _run_starts(values: np.ndarray) -> np.ndarray:
+    """bool per value: whether it differs from the one before (the first: True)."""
+    return np.concatenate(([True], values[1:] != values[:-1]))
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -614,22 +621,120 @@ def _softmax(raw: np.ndarray) -> np.ndarray:
     return z / z.sum(axis=1, keepdims=True)
 
 
+def _scale_slope(t: float, scores: np.ndarray, expected: np.ndarray, w: np.ndarray,
+                 derivative: bool = False) -> tuple[float, float]:
+    """The derivative in ``c = exp(t)`` of :func:`fit_scale`'s loss, whose sign the
+    bisection on ``t`` follows, and (``derivative``) its derivative in ``t``: ``c``
+    times the weighted variances of the scores under ``softmax(c * scores)``."""
+    c = math.exp(t)
+    p = _softmax(c * scores)
+    mean = np.einsum("ij,ij->i", p, scores)
+    slope = float(np.dot(w, mean - expected))
+    if not derivative:
+        return slope, math.nan
+    return slope, c * float(np.dot(w, np.einsum("ij,ij->i", p, scores * scores) - mean * mean))
+
+
 def fit_scale(scores: np.ndarray, target: np.ndarray, w: np.ndarray) -> float:
     """The temperature ``c`` in ``[1 / SCALE_LIMIT, SCALE_LIMIT]`` whose ``softmax(c *
     scores)`` has the least weighted cross-entropy against the probabilities
     ``target`` (n, n_classes): the loss is convex in ``c``, so its derivative's sign is
-    bisected (on log c)."""
+    bisected (on log c, 50 steps).
+
+    The bisection's result is kept bit for bit with far fewer softmaxes: the derivative
+    (the slope) increases with ``c`` (weights >= 0), so a slope computed at ``t``
+    further from 0 than the rounding errors (:func:`_slope_errors`) at ``t`` and at
+    another point on its far side tells the sign computed there (:class:`_KnownSigns`).
+    A few Newton steps find such points near the root on both sides; only the
+    bisection's points between them are computed."""
     lo, hi = -math.log(SCALE_LIMIT), math.log(SCALE_LIMIT)
     expected = np.einsum("ij,ij->i", target, scores)
+    known = _KnownSigns(_slope_errors(scores, expected, w)) \
+        if scores.size and np.all(w >= 0) else None
+    if known is not None:
+        t, change = 0.0, math.nan
+        left, right = lo, hi     # the root's bracket by the slopes' signs
+        for _ in range(NEWTON_STEPS):
+            slope, change = _scale_slope(t, scores, expected, w, derivative=True)
+            known.add(t, slope)
+            left, right = (t, right) if slope <= 0 else (left, t)
+            if not change > 0 or (t == hi and slope <= 0) or (t == lo and slope > 0):
+                break     # (or the root is beyond the range: all signs known)
+            # Newton's step; beyond the bracket, its end (the range's first) or its middle
+            step = slope / change
+            if left < t - step < right:
+                t -= step
+            else:
+                end = hi if t - step >= right else lo
+                t = end if end in (left, right) and t != end else (left + right) / 2
+            if abs(step) < 1e-9:        # the next is below 1e-15
+                break
+        if change > 0 and math.isfinite(change):
+            # points just past the errors on either side of the root found
+            spread = 4 * known.error(t) / change
+            for probe in (t - spread, t + spread):
+                known.add(probe, _scale_slope(probe, scores, expected, w)[0])
     for _ in range(50):
         mid = (lo + hi) / 2
-        p = _softmax(math.exp(mid) * scores)
-        slope = float(np.dot(w, np.einsum("ij,ij->i", p, scores) - expected))
-        if slope > 0:
+        sign = None if known is None else known.sign(mid)
+        if sign is None:
+            sign = _scale_slope(mid, scores, expected, w)[0] > 0
+        if sign:
             hi = mid
         else:
             lo = mid
     return math.exp((lo + hi) / 2)
+
+
+def _slope_errors(scores: np.ndarray, expected: np.ndarray, w: np.ndarray
+                  ) -> tuple[float, float]:
+    """``(base, growth)``: the rounding error of :func:`_scale_slope`'s slope at ``t``
+    is below ``base + exp(t) * growth`` (twice the first-order bound, in units of the
+    machine epsilon: ``c * scores`` and the shift by the largest, ``8 c m^2`` per input
+    of largest score magnitude ``m``; the softmax's sums and the expectation, ``(2 C
+    + 5) m`` over ``C`` classes; the difference to ``expected`` and the dot product of
+    ``n`` terms, ``(n + 1) (m + |expected|)``)."""
+    n, n_classes = scores.shape
+    size = np.abs(scores).max(axis=1)
+    unit = 2 * sys.float_info.epsilon
+    base = unit * float(np.dot(w, (2 * n_classes + 5) * size
+                               + (n + 1) * (size + np.abs(expected))))
+    return base, unit * 8 * float(np.dot(w, size * size))
+
+
+class _KnownSigns:
+    """The signs of :func:`fit_scale`'s computed slopes that its computed slopes so far
+    tell: the slope increases, so at ``s < t`` it is at most ``slope(t) + error(t) +
+    error(s)`` (<= 0 while ``error(s)`` is small enough), at ``s > t`` at least
+    ``slope(t) - error(t) - error(s)`` (> 0 likewise); ``error(s) = base + exp(s) *
+    growth`` (:func:`_slope_errors`)."""
+
+    def __init__(self, errors: tuple[float, float]):
+        self.base, self.growth = errors
+        self.below = -math.inf                  # <= 0 at and below
+        self.above: list[tuple[float, float]] = []   # > 0 from a up to (not at) b
+
+    def error(self, t: float) -> float:
+        return self.base + math.exp(t) * self.growth
+
+    def add(self, t: float, slope: float) -> None:
+        room = abs(slope) - self.error(t) - self.base     # for exp(s) * growth
+        if not room > 0:
+            return
+        # the points s whose error leaves the sign: exp(s) * growth < room
+        reach = math.inf if self.growth == 0 else math.log(room / self.growth)
+        if slope <= 0:
+            self.below = max(self.below, min(t, reach))
+        elif reach > t:
+            self.above.append((t, reach))
+
+    def sign(self, s: float) -> bool | None:
+        """Whether the computed slope at ``s`` is > 0, if known; else None."""
+        if s <= self.below:
+            return False
+        if any(a <= s < b for a, b in self.above):
+            return True
+        return None
 
 
 def fit_outputs(stages: Iterator[tuple[int, np.ndarray]], target: np.ndarray,
@@ -659,6 +764,7 @@ def fit_outputs(stages: Iterator[tuple[int, np.ndarray]], target: np.ndarray,
         else:
             value = scores[:, 0]
         free = None if held_from is None else held_from > k
+        fitted: dict[tuple[bytes, bool], Any] = {}   # rules fitted on the same inputs
         for j, r in enumerate(rules):
             if not firing[j][k]:
                 continue
@@ -666,7 +772,10 @@ def fit_outputs(stages: Iterator[tuple[int, np.ndarray]], target: np.ndarray,
             out = may_leave & _outside(value, gap, r.lower[k], r.upper[k])
             fit_on = out if np.count_nonzero(out) >= MIN_MAP_INPUTS else may_leave
             if np.any(w[fit_on] > 0):
-                maps[j][k] = _fit_map(r, scores[fit_on], target[fit_on], w[fit_on])
+                key = (np.packbits(fit_on).tobytes(), r.calibration.get("tolerance") is None)
+                if key not in fitted:
+                    fitted[key] = _fit_map(r, scores[fit_on], target[fit_on], w[fit_on])
+                maps[j][k] = fitted[key]
             live[j] &= ~out
     for r, m in zip(rules, maps):
         r.outputs = check_outputs(m, r.rule, r.check_after.size)
@@ -834,48 +943,98 @@ class _Calibration:
         return max(0, min(self.allowed, spread) - self.used)
 
 
-def _outside_in(values: np.ndarray, weight: np.ndarray, keep: np.ndarray,
-                descending: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The ``values`` (ascending) that ``keep`` keeps and of positive ``weight``, in the
-    order asked, and, before each and after the last, the weight of those ahead of it:
-    ``ahead[j]`` is the weight of ``values[:j]``. (A threshold at the value of an input
-    of weight 0 would let out no less weight than one at the next value: such inputs
-    are left out.)"""
-    keep = keep & (weight > 0)
-    values, weight = values[keep], weight[keep]
+class _Check(NamedTuple):
+    """One check's data for the threshold search, computed once for all the runs of a
+    calibration (:func:`_spend_the_budget` runs it dozens of times): per input the
+    compared ``value`` and whether its exit would disagree (``wrong``); ``order``, the
+    inputs by ascending value, and in that order the ``ascending`` values, their
+    ``weight`` and, ``up`` / ``low``, whether the input is a wrong one of positive
+    weight that the upper / lower threshold must pass (binary: above / at or below the
+    decision threshold; otherwise all of them; the gap rule uses ``up``)."""
+    value: np.ndarray
+    wrong: np.ndarray
+    order: np.ndarray
+    ascending: np.ndarray
+    weight: np.ndarray
+    up: np.ndarray
+    low: np.ndarray
+
+
+def _check(value: np.ndarray, wrong: np.ndarray, weight: np.ndarray, center: float | None
+           ) -> _Check:
+    """The :class:`_Check` of the compared ``value``, ``wrong`` and ``weight`` per input
+    (``center``: the binary decision threshold, else None)."""
+    order = np.argsort(value)
+    ascending, wrong_sorted, w = value[order], wrong[order], weight[order]
+    counted = wrong_sorted & (w > 0)
+    if center is None:
+        up = low = counted
+    else:
+        up, low = counted & (ascending > center), counted & (ascending <= center)
+    return _Check(value, wrong, order, ascending, w, up, low)
+
+
+def _outside_in(check: _Check, keep: np.ndarray, descending: bool
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The values of ``check`` that ``keep`` (in ascending order) keeps, in the order
+    asked, and, before each and after the last, the weight of those ahead of it:
+    ``ahead[j]`` is the weight of ``values[:j]``."""
+    values, weight = check.ascending[keep], check.weight[keep]
     if descending:
         values, weight = values[::-1], weight[::-1]
     return values, np.concatenate(([0.0], np.cumsum(weight)))
 
 
-def _band_thresholds(m: np.ndarray, wrong: np.ndarray, w: np.ndarray, allowance: float,
+def _band_thresholds(check: _Check, may: np.ndarray, allowance: float,
                      center: float | None) -> tuple[float, float]:
-    """(lower, upper) letting the most live weight (scores ``m``, ascending, weights
-    ``w``) out above ``upper`` or below ``lower`` with at most ``allowance`` of the
-    ``wrong`` ones' weight (those whose exit would disagree) among them. ``center``: the
-    decision threshold (binary), which the band keeps inside so that an input leaves on
-    its own side."""
-    below = np.concatenate(([0.0], np.cumsum(w)))    # the weight below each position
-    if center is None:
-        up_wrong = low_wrong = wrong
-    else:
-        up_wrong, low_wrong = wrong & (m > center), wrong & (m <= center)
-    up_desc, up_ahead = _outside_in(m, w, up_wrong, descending=True)
-    low_asc, low_ahead = _outside_in(m, w, low_wrong, descending=False)
-    # above the (j + 1)-th largest wrong score, at most the weight of the j before it;
-    # below, the most wrong ones the rest of the allowance pays for
-    e_up = np.flatnonzero(up_ahead <= allowance)
-    e_low = np.searchsorted(low_ahead, allowance - up_ahead[e_up], side="right") - 1
-    upper = _nth(up_desc, e_up, -BIG)
+    """(lower, upper) letting the most weight of the inputs that ``may`` leave (bool in
+    ascending order of the values) out above ``upper`` or below ``lower`` with at most
+    ``allowance`` of the wrong ones' weight among them. ``center``: the decision
+    threshold (binary), which the band keeps inside so that an input leaves on its own
+    side. (A threshold at the value of an input of weight 0 would let out no less weight
+    than one at the next value: such inputs are no candidates.)"""
+    up, low = may & check.up, may & check.low
+    # the largest wrong value above and the smallest below (-1: none)
+    top, bottom = _first(up, last=True), _first(low)
+    if (top < 0 or check.weight[top] > allowance) and \
+            (bottom < 0 or check.weight[bottom] > allowance):
+        # the allowance pays for no wrong exit (the most common case): the one candidate
+        # below, without the weights ahead (the same thresholds)
+        upper = check.ascending[top] if top >= 0 else -BIG
+        lower = check.ascending[bottom] if bottom >= 0 else BIG
+        if center is not None:
+            upper, lower = np.maximum(upper, center), np.minimum(lower, center)
+        return float(lower), float(upper)
+    up_desc, up_ahead = _outside_in(check, up, descending=True)
+    low_asc, low_ahead = _outside_in(check, low, descending=False)
+    # above the (j + 1)-th largest wrong score, at most the weight of the j before it
+    # (j < n_up: the weights are > 0, so ahead ascends); below, the most wrong ones the
+    # rest of the allowance pays for
+    n_up = int(np.searchsorted(up_ahead, allowance, side="right"))
+    e_low = np.searchsorted(low_ahead, allowance - up_ahead[:n_up], side="right") - 1
+    upper = _nth(up_desc, np.arange(n_up), -BIG)
     lower = _nth(low_asc, e_low, BIG)
     if center is not None:
         upper, lower = np.maximum(upper, center), np.minimum(lower, center)
+    if n_up == 1:      # one candidate (no allowance beyond the largest wrong score)
+        return float(lower[0]), float(upper[0])
+    m = check.ascending[may]
+    below = np.concatenate(([0.0], np.cumsum(check.weight[may])))   # weight below each
     total = below[-1]
     let_out = (total - below[np.searchsorted(m, upper, side="right")]
                + below[np.searchsorted(m, lower, side="left")])
     let_out = np.where(lower > upper, total, np.minimum(let_out, total))
     best = int(np.argmax(let_out))   # the first best: the fewest disagreements above
     return float(lower[best]), float(upper[best])
+
+
+def _first(mask: np.ndarray, last: bool = False) -> int:
+    """The index of the first (``last``: the last) True of ``mask``, -1 if none."""
+    if not mask.size:
+        return -1
+    i = int(np.argmax(mask[::-1])) if last else int(np.argmax(mask))
+    i = mask.size - 1 - i if last else i
+    return i if mask[i] else -1
 
 
 def _nth(values: np.ndarray, index: np.ndarray, beyond: float) -> np.ndarray:
@@ -885,11 +1044,14 @@ def _nth(values: np.ndarray, index: np.ndarray, beyond: float) -> np.ndarray:
     return np.where(index < values.size, values[np.minimum(index, values.size - 1)], beyond)
 
 
-def _gap_threshold(gap: np.ndarray, wrong: np.ndarray, w: np.ndarray,
-                   allowance: float) -> float:
-    """The gap above which the most live inputs (their gaps ascending) leave with at
-    most ``allowance`` of the wrong ones' weight (``w``)."""
-    wrong_desc, ahead = _outside_in(gap, w, wrong, descending=True)
+def _gap_threshold(check: _Check, may: np.ndarray, allowance: float) -> float:
+    """The gap above which the most of the inputs that ``may`` leave (bool in ascending
+    order of their gaps) leave with at most ``allowance`` of the wrong ones' weight."""
+    up = may & check.up
+    top = _first(up, last=True)     # the largest wrong gap (-1: none)
+    if top < 0 or check.weight[top] > allowance:     # no wrong exit paid for
+        return float(check.ascending[top]) if top >= 0 else -1.0
+    wrong_desc, ahead = _outside_in(check, up, descending=True)
     j = int(np.searchsorted(ahead, allowance, side="right")) - 1
     return float(wrong_desc[j]) if j < wrong_desc.size else -1.0
 
@@ -925,10 +1087,11 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
     w = np.ones(n_inputs) if weight is None else np.asarray(weight, dtype=np.float64)
     total = float(w.sum())
     decisions = _decisions(full, rule, decision_threshold)
+    center = decision_threshold if rule == BAND and tolerance is None else None
     # per check, what the thresholds compare (output 0; gap: the two largest outputs'
-    # difference), whose exit there would disagree and the inputs in ascending order of
-    # the compared value (sorted once for every run), kept for the search over K
-    seen: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    # difference) and whose exit there would disagree, sorted once for every run of the
+    # search over K (_Check)
+    seen: list[_Check] = []
     for k, scores in stages:     # in the order of the checks
         partial = _decisions(scores, rule, decision_threshold)
         if disagrees is not None:
@@ -942,8 +1105,7 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
             value = top[:, -1] - top[:, -2]
         else:
             value = scores[:, 0].copy()
-        seen.append((value, wrong, np.argsort(value)))
-    center = decision_threshold if rule == BAND and tolerance is None else None
+        seen.append(_check(value, wrong, w, center))
 
     def run(epsilon: float, spread: int) -> _Calibration:
         state = _Calibration(epsilon, w, checks.size, spread)
@@ -960,31 +1122,35 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
             for s in states]
 
 
-def _apply(state: _Calibration, seen: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
-           rule: str, center: float | None, certified: tuple[np.ndarray, np.ndarray],
+def _apply(state: _Calibration, seen: Sequence[_Check], rule: str, center: float | None,
+           certified: tuple[np.ndarray, np.ndarray],
            held_from: np.ndarray | None = None) -> None:
-    """Go through the checks (``seen``: per check the compared values, whether an exit
-    would disagree and the inputs in ascending order of the values), setting
-    ``state``'s thresholds and letting inputs out (not the held ones: ``held_from`` as
-    for :func:`calibrate`)."""
+    """Go through the checks (``seen``, :class:`_Check`), setting ``state``'s thresholds
+    and letting inputs out (not the held ones: ``held_from`` as for
+    :func:`calibrate`)."""
     cert_lower, cert_upper = certified
     live = state.live
-    for k, (value, wrong, order) in enumerate(seen):
+    for k, check in enumerate(seen):
+        if not live.any():
+            # no one left: the later checks have their certified bounds (as
+            # max(-inf, bound) / min(inf, bound) below) and let no one else out
+            state.lower[k:] = np.fmax(-np.inf, cert_lower[k:])
+            state.upper[k:] = np.fmin(np.inf, cert_upper[k:])
+            return
         allowance = state.allowance(k)
         free = live if held_from is None else live & (held_from > k)
         lower, upper = -np.inf, np.inf
-        if allowance >= 0 and free.any():
-            rows = order[free[order]]      # the inputs that may leave, ascending
-            if rule == GAP:
-                upper = _gap_threshold(value[rows], wrong[rows], state.weight[rows],
-                                       allowance)
-            else:
-                lower, upper = _band_thresholds(value[rows], wrong[rows],
-                                                state.weight[rows], allowance, center)
+        if allowance >= 0:
+            may = free[check.order]      # the inputs that may leave, ascending
+            if may.any():
+                if rule == GAP:
+                    upper = _gap_threshold(check, may, allowance)
+                else:
+                    lower, upper = _band_thresholds(check, may, allowance, center)
         state.lower[k] = max(lower, cert_lower[k])
         state.upper[k] = min(upper, cert_upper[k])
-        out = free & _outside(value, rule == GAP, state.lower[k], state.upper[k])
-        state.used += float(state.weight[out & wrong].sum())
+        out = free & _outside(check.value, rule == GAP, state.lower[k], state.upper[k])
+        state.used += float(state.weight[out & check.wrong].sum())
         live &= ~out
 
 

@@ -169,6 +169,36 @@ def test_smoothed_node_objective_gradient_matches_finite_differences(mode, loss)
         np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-7)
 
 
+class _CountedProducts:
+    """A sparse matrix that counts the products by it."""
+
+    def __init__(self, matrix):
+        self.matrix, self.products = matrix, 0
+
+    def __matmul__(self, other):
+        self.products += 1
+        return self.matrix @ other
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_node_evaluations_reuse_the_auxiliaries_group_sums(mode):
+    """Lemma 1's auxiliaries are fixed while L-BFGS solves a node: the sums of c / eta
+    over each coordinate's groups are made with them, not in each evaluation."""
+    problem, rng = _problem(mode)
+    for k in problem.alive_nodes():
+        t = problem.node_terms(k)
+        active = problem.active[k]
+        function = problem.node_function(t, active, np.abs(problem.B[k, active]) + 0.1)
+        x = _node_x(problem, k, t)
+        before = function(x)
+        problem.groups_T = counted = _CountedProducts(problem.groups_T)
+        for _ in range(3):
+            value, grad = function(x)
+            assert value == before[0] and np.array_equal(grad, before[1])
+        problem.groups_T = counted.matrix
+        assert counted.products == 0
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_smoothed_objective_is_tangent_to_the_relaxed_objective(mode):
     """With Lemma 1's auxiliaries at their closed form, the node's smoothed objective

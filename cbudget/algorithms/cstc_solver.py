@@ -339,10 +339,10 @@ class TreeProblem:
             others = [j for j in self.alive_nodes() if j != k]
             t["q_others"] = (mean_reach[others, None] ** 2 * q[others]).sum(axis=0)
             eta = np.sqrt(t["q_others"] + mean_reach[k] ** 2 * q[k])
-            t["inv_eta"] = _safe_inverse(eta)
+            t["eta"] = self._eta(_safe_inverse(eta))
             t["q_sub"] = q
         else:
-            owners = []   # (node, side, other nodes' path norms, 1 / eta)
+            owners = []   # (node, side, other nodes' path norms, *_eta(1 / eta))
             for j in [k] + t["up"] + t["lo"]:
                 if upper[j] != -1 and lower[j] != -1:
                     continue
@@ -350,9 +350,16 @@ class TreeProblem:
                 path = self.path(j)
                 q_others = q[[m for m in path if m != k]].sum(axis=0)
                 eta = np.sqrt(q_others + q[k])
-                owners.append((j, side, q_others, _safe_inverse(eta)))
+                owners.append((j, side, q_others, *self._eta(_safe_inverse(eta))))
             t["owners"] = owners
         return t
+
+    def _eta(self, inv_eta):
+        """Lemma 1's auxiliaries ``1 / eta`` with what the cost pieces take of them in
+        every L-BFGS evaluation, computed once: ``(1 / eta, eta, per coordinate the sum
+        of c / eta over the groups holding it)``."""
+        return (inv_eta, _safe_sqrt_inverse(inv_eta),
+                self.groups_T @ (self.group_costs * inv_eta))
 
     def _cost_pieces(self, t, beta, s):
         """Node ``k``'s cost term (Lemma 1 form, eta fixed) at weights ``beta`` and
@@ -368,6 +375,7 @@ class TreeProblem:
             pk = mean_reach[t["k"]]
             q = t["q_sub"]
             value_q = t["q_others"].copy()
+            inv_eta, eta, spread = t["eta"]
             # the subtree's mean reach moves with s
             for side in ("up", "lo"):
                 nodes = t[side]
@@ -377,19 +385,18 @@ class TreeProblem:
                     mean_reach[nodes] = _weighted_sum(self.sw * side_s, reach_side) / self.W
                     moved = mean_reach[nodes, None] ** 2 - t["mean_reach"][nodes, None] ** 2
                     value_q = value_q + (moved * q[nodes]).sum(axis=0)
-                    slope = (q[nodes] * t["inv_eta"]) @ c * mean_reach[nodes]
+                    slope = (q[nodes] * inv_eta) @ c * mean_reach[nodes]
                     (cu if side == "up" else cv)[:] += self.lam * np.einsum("ij,j->i", reach_side,
                                                                             slope)
             value_q = value_q + pk ** 2 * qk
-            value = 0.5 * float(c @ (value_q * t["inv_eta"] + _safe_sqrt_inverse(t["inv_eta"])))
-            diag = pk ** 2 * (self.groups_T @ (c * t["inv_eta"])) * scale2
+            value = 0.5 * float(c @ (value_q * inv_eta + eta))
+            diag = pk ** 2 * spread * scale2
             return value, diag, cu, cv
         value = 0.0
         diag = np.zeros(beta.shape[0])
         sw = self.sw
-        for j, side, q_others, inv_eta in t["owners"]:
+        for j, side, q_others, inv_eta, eta, spread in t["owners"]:
             path_q = q_others + qk
-            eta = _safe_sqrt_inverse(inv_eta)
             k_value = 0.5 * float(c @ (path_q * inv_eta + eta))
             if side == "own":
                 weight_s = t["tu"] * s + t["tl"] * (1.0 - s) if t["splits"] else 1.0
@@ -402,7 +409,7 @@ class TreeProblem:
                 mean_exit = float(np.einsum("i,i->", sw, side_s * exit_j)) / self.W
                 (cu if side == "up" else cv)[:] += self.lam * exit_j * k_value
             value += mean_exit * k_value
-            diag += mean_exit * (self.groups_T @ (c * inv_eta)) * scale2
+            diag += mean_exit * spread * scale2
         return value, diag, cu, cv
 
     def node_function(self, t, active, gamma):
@@ -507,9 +514,10 @@ class TreeProblem:
     def _unit_eta(self, t):
         """Lemma 1's auxiliaries all 1 (the start of a fresh node)."""
         if self.cost_form == "cronus":
-            t["inv_eta"] = np.ones_like(t["inv_eta"])
+            t["eta"] = self._eta(np.ones_like(t["eta"][0]))
         else:
-            t["owners"] = [(j, side, q, np.ones_like(inv)) for j, side, q, inv in t["owners"]]
+            t["owners"] = [(j, side, q, *self._eta(np.ones_like(inv)))
+                           for j, side, q, inv, *_ in t["owners"]]
 
     # -- the whole tree ----------------------------------------------------------------
     def set_split_threshold(self, k):

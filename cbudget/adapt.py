@@ -25,7 +25,13 @@ from ._core._linear import readable
 from ._model import CostParts, Model, NotApplicableError
 from .booster import Booster
 from .costs import CostModel, CostReport, resolve_feature
-from .dataset import Dataset, InputData, prediction_input, query_boundaries_of
+from .dataset import (
+    Dataset,
+    InputData,
+    prediction_input,
+    query_boundaries_of,
+    zero_one_labels,
+)
 from .exits import EPSILON_GRID, best_epsilon
 from .metrics import check_metric, evaluate_on, metric_maximize
 from .model_io import (
@@ -564,8 +570,6 @@ class GatedModel(Model):
         largest epsilon of ``EPSILON_GRID`` (``calibrated(epsilon)`` makes and sets
         them) whose gated predictions on ``data`` score within ``max_drop`` of the full
         parts' by ``metric``."""
-        # deferred: the training module imports this one
-        from .algorithms.gated import zero_one_labels
         if not isinstance(data, Dataset) or data.label is None:
             raise TypeError("max_metric_drop needs data as a cbudget.Dataset with labels")
         if not (math.isfinite(max_drop) and max_drop >= 0):

@@ -623,3 +623,14 @@ class Dataset:
         queries = "" if self.group_ptr is None else f", {self.num_queries()} queries"
         return (f"<cbudget.Dataset {self.num_data()} x {self.num_feature()}, "
                 f"max_bin={self.max_bin}{queries}>")
+
+
+def zero_one_labels(data: Dataset) -> Dataset:
+    """``data`` with labels -1/+1 as 0/1 (a shallow copy; 0/1 labels unchanged): the
+    binary labels gated models train and are scored on."""
+    y = data.label
+    if y is None or not np.any(y == -1) or not np.all((y == -1) | (y == 1)):
+        return data
+    data = copy.copy(data)
+    data.label = (y > 0).astype(np.float64)
+    return data

@@ -65,7 +65,7 @@ from ..adapt import (
     q_step,
 )
 from ..booster import Booster
-from ..dataset import check_model_matches
+from ..dataset import check_model_matches, zero_one_labels
 from ..engine import Algorithm, MemoryNeed, Trainer
 from ..metrics import ranking_hint
 from ..params import Param, choice, number
@@ -813,16 +813,6 @@ ADAPT_LIN_PARAMS = ADAPT_PARAMS + (
 # the gated model's own settings, not passed on to its parts
 ADAPT_PARAM_NAMES = ("p_full", "gate_threshold", "q_update_period", "acquisition",
                      "n_restarts")
-
-
-def zero_one_labels(data):
-    """``data`` with labels -1/+1 as 0/1 (a shallow copy; 0/1 labels unchanged)."""
-    y = data.label
-    if y is None or not np.any(y == -1) or not np.all((y == -1) | (y == 1)):
-        return data
-    data = copy.copy(data)
-    data.label = (y > 0).astype(np.float64)
-    return data
 
 
 class Adapt(Algorithm):

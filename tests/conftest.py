@@ -11,8 +11,8 @@ kernel calls (the demo's Greedy Miser step: 21 s instead of 1 s with more runnab
 processes than cores). Neither changes what a test computes; a variable already set is
 kept.
 
-The `slow` marker: checks of minutes on a busy machine are left out of `pytest tests`
-(the README's command) and run by `pytest tests -m slow` (.ci/run runs both)."""
+The `slow` marker: checks of minutes on a busy machine are left out of `pytest -n auto tests`
+(the README's command) and run by `pytest -n auto tests -m slow` (.ci/run runs both)."""
 import logging
 import os
 
@@ -24,7 +24,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a check of minutes on a busy machine, left out "
-                                       "unless selected with -m (`pytest tests -m slow`)")
+                                       "unless selected with -m (`pytest -n auto tests -m slow`)")
 
 
 def pytest_collection_modifyitems(config, items):

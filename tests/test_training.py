@@ -1299,7 +1299,7 @@ def test_cli_demo(capsys):
 @pytest.mark.slow
 def test_cli_demo_full(capsys):
     """The demo on its 12,000 / 4,000 / 4,000 split (5x the --quick run, minutes on a busy
-    machine: marked slow, run by .ci/run with `pytest tests -m slow`)."""
+    machine: marked slow, run by .ci/run with `pytest -n auto tests -m slow`)."""
     from cbudget.__main__ import main
     assert main(["demo", "--rounds", "5"]) == 0
     _check_demo_output(capsys.readouterr().out, (12000, 4000, 4000))

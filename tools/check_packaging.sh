@@ -27,7 +27,7 @@ fresh_venv() {  # fresh_venv DIR: a new virtual environment with an up-to-date p
   "$1/bin/python" -m pip install --quiet --upgrade pip
 }
 run_tests() {  # run_tests VENV: the copied test suite against VENV's installed cbudget
-  (cd "$WORK" && "$1/bin/python" -m pytest tests -q -p no:cacheprovider)
+  (cd "$WORK" && "$1/bin/python" -m pytest -n auto tests -q -p no:cacheprovider)
 }
 installed_from() {  # installed_from VENV: where the venv's cbudget is imported from
   (cd "$WORK" && "$1/bin/python" -c 'import cbudget; print(cbudget.__file__)')

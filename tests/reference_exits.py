@@ -8,7 +8,17 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from cbudget.exits import BAND, BIG, GAP, SCALE_LIMIT, ExitRules
+# the budget's spread over the checks and what a prediction decides are unchanged: the
+# library's own, so that the comparison is of the search that changed
+from cbudget.exits import (
+    BAND,
+    BIG,
+    GAP,
+    SCALE_LIMIT,
+    ExitRules,
+    _decisions,
+    _spend_the_budget,
+)
 
 
 def _outside(value: np.ndarray, gap: bool, lower: float, upper: float) -> np.ndarray:
@@ -223,50 +233,3 @@ def _apply(state: _Calibration, seen: Sequence[tuple[np.ndarray, np.ndarray, np.
         out = free & _outside(value, rule == GAP, state.lower[k], state.upper[k])
         state.used += float(state.weight[out & wrong].sum())
         live &= ~out
-
-
-def _spend_the_budget(epsilon: float, n_checks: int,
-                      run: Callable[[float, int], _Calibration]) -> _Calibration:
-    """The calibration of ``epsilon`` whose budget is spread over the most checks ``K``
-    among those that spend the most of it. Spread over all the checks, the allowance of
-    the late ones goes mostly unused: the inputs that would disagree have left or come
-    to agree by then (epsilon 0.05 reached 0.017-0.032). Over fewer checks it is spent
-    while enough validation inputs there disagree with the full model (not always all
-    of it at ``K = 1``: after a few trees many scores tie). ``K`` is tried at the powers
-    of two, from the largest down to the first that spends it all, then bisected
-    between the largest that spends the most and the next (the spent budget is not
-    exactly monotone in ``K``; the bisection keeps ``lo`` spending the most, so the
-    result does)."""
-    widest = run(epsilon, max(n_checks, 1))
-    if epsilon == 0 or n_checks <= 1 or widest.used >= widest.allowed:
-        return widest
-    tried = {n_checks: widest}
-    for spread in sorted((1 << i for i in range(n_checks.bit_length()) if 1 << i < n_checks),
-                         reverse=True):
-        tried[spread] = run(epsilon, spread)
-        if tried[spread].used >= widest.allowed:   # all of it: fewer checks cannot beat it
-            break
-    most = max(state.used for state in tried.values())
-    lo = max(spread for spread, state in tried.items() if state.used == most)
-    if lo == n_checks:
-        return widest
-    hi, best = 2 * lo if 2 * lo < n_checks else n_checks, tried[lo]
-    while hi - lo > 1:     # lo spends the most, hi less
-        mid = (lo + hi) // 2
-        state = run(epsilon, mid)
-        if state.used >= most:
-            lo, best = mid, state
-        else:
-            hi = mid
-    return best
-
-
-def _decisions(scores: np.ndarray, rule: str, decision_threshold: float | None) -> np.ndarray:
-    """What a prediction decides: the class of largest score (gap), the side of the
-    decision threshold (binary band), the score itself (regression)."""
-    if rule == GAP:
-        return np.argmax(scores, axis=1)
-    if decision_threshold is not None:
-        return scores[:, 0] > decision_threshold
-    return scores[:, 0]
-

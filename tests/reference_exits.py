@@ -149,25 +149,8 @@ def calibrate(stages: Iterator[tuple[int, np.ndarray]], full: np.ndarray,
               held_from: np.ndarray | None = None,
               disagrees: Callable[[int, np.ndarray], np.ndarray] | None = None
               ) -> list[ExitRules]:
-    """Exit rules for each of ``epsilons`` from validation scores.
-
-    ``stages`` yields ``(k, scores)`` for each check ``k`` in order: every input's scores
-    (n, n_outputs) after ``checks[k]`` iterations; ``full`` the scores after all
-    ``iterations``. At each check, among the inputs still in, the thresholds let out
-    the most with at most the check's allowance of disagreements, together with the
-    ``certified`` ones (:func:`certified_bounds`). The allowance spreads the budget
-    ``floor(epsilon * n)`` evenly over the first ``K`` checks, the unused part carried
-    over; ``K`` is the most checks over which the budget is still spent
-    (:func:`_spend_the_budget`). With the inputs' ``weight``, disagreements are
-    weighed: the budget is ``epsilon`` times the total weight (whole-number weights:
-    floored, as the weight 2 of an input given twice), and the recorded
-    ``disagreement`` the disagreeing exits' share of the total weight. ``held_from``
-    (int per input, optional): the first check at which the input is held
-    (:attr:`ExitRules.hold`; ``checks.size``: never); from there it does not leave.
-    ``disagrees(k, scores)`` (optional): bool per input, whose exit at check ``k``
-    would disagree (:class:`ProbabilityAgreement`); default: a class changed, or a
-    regression prediction moved by more than ``tolerance``.
-    """
+    """:func:`cbudget.exits.calibrate` as it was (same arguments, same results): every
+    run of the search over K sorts the live inputs again and goes through every check."""
     n_inputs = full.shape[0]
     w = np.ones(n_inputs) if weight is None else np.asarray(weight, dtype=np.float64)
     total = float(w.sum())

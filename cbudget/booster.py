@@ -24,6 +24,7 @@ from .dataset import Dataset, InputData
 from .exits import (
     BAND,
     EPSILON_GRID,
+    EXIT_FOLDS,
     GAP,
     OUTPUTS,
     ExitChoice,
@@ -576,7 +577,10 @@ class Booster(TreeEnsemble):
             Binary: the raw score above which the model predicts the positive class.
         max_metric_drop : float, optional
             Instead of ``epsilon``: the largest epsilon of (0.1, 0.05, ..., 0.001, 0)
-            whose exits worsen ``metric`` on ``data`` by at most this much.
+            whose exits worsen ``metric`` on ``data`` by at most this much, scored as
+            inputs they were not calibrated on get them (:meth:`cross_fitted_exits`:
+            each half of ``data`` with the rules of the other; in-sample below 4
+            rows); the rules set are those of that epsilon on all of ``data``.
         metric : str, optional
             For ``max_metric_drop``: any metric of the objective (binary: "error",
             "auc", "logloss", "rmse"; multiclass: "merror", "mlogloss"; regression:
@@ -640,6 +644,40 @@ class Booster(TreeEnsemble):
         made = self._calibrated(data, epsilons, (every, checks), tolerance,
                                 decision_threshold, iteration_range, outputs, hold=hold)
         return [self._checked_stages(rules, checks) for rules in made]
+
+    def cross_fitted_exits(self, data: Dataset, epsilons: Sequence[float], **options: Any
+                           ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per epsilon, ``(predictions, costs)`` of ``data``'s inputs as inputs the exit
+        rules were not calibrated on get them: ``data``'s rows in :data:`EXIT_FOLDS`
+        parts (a fixed shuffle), each part predicted (as :meth:`predict`) and costed
+        (per input, as :meth:`predict_cost`) with the rules :meth:`exit_rules_for`
+        makes on the other parts with ``options``. On the rows they were calibrated on,
+        exits disagree with the full model on at most epsilon of them by construction:
+        these figures are what a choice among epsilons should go by. ValueError for
+        fewer than ``2 * EXIT_FOLDS`` rows."""
+        if not isinstance(data, Dataset):
+            raise TypeError("data must be a cbudget.Dataset")
+        n = data.num_data()
+        if n < 2 * EXIT_FOLDS:
+            raise ValueError(f"cross-fitting needs at least {2 * EXIT_FOLDS} rows, got {n}")
+        part = np.random.default_rng(0).permutation(n) % EXIT_FOLDS
+        scratch = self.copy()
+        found: list[tuple[np.ndarray, np.ndarray]] = []
+        for k in range(EXIT_FOLDS):
+            rows = np.flatnonzero(part == k)
+            held_out = data.subset(rows)
+            rules_of_others = self.exit_rules_for(data.subset(np.flatnonzero(part != k)),
+                                                  epsilons, **options)
+            for i, rules in enumerate(rules_of_others):
+                scratch.exit_rules = rules
+                reads = {"iteration_range": (0, rules.iterations), "early_exit": True}
+                outputs = scratch.predict(held_out, **reads)
+                costs = scratch.predict_cost(held_out, **reads)
+                if k == 0:
+                    found.append((np.empty((n, *outputs.shape[1:])), np.empty(n)))
+                found[i][0][rows] = outputs
+                found[i][1][rows] = costs
+        return found
 
     def _checked_stages(self, rules: ExitRules, checks: Any) -> ExitRules:
         """``rules``, unless made with ``checks="stages"`` on iterations within one stage."""
@@ -846,8 +884,19 @@ class Booster(TreeEnsemble):
         candidates = self._calibrated(data, EPSILON_GRID, where, tolerance,
                                       decision_threshold, iteration_range, outputs, hold=hold)
         X = self.prepare_input(data)
-        scores = [(rules.calibration["epsilon"], self._scored_exits(data, X, rules, metric)[1])
-                  for rules in candidates]
+        if data.num_data() >= 2 * EXIT_FOLDS:
+            # scored as unseen inputs would get them (cross_fitted_exits), not on the
+            # rows the rules were calibrated on, where they look better than they are
+            every, checks = where
+            folded = self.cross_fitted_exits(
+                data, EPSILON_GRID, every=every, checks=checks, tolerance=tolerance,
+                decision_threshold=decision_threshold, iteration_range=iteration_range,
+                outputs=outputs, hold=hold)
+            scores = [(rules.calibration["epsilon"], evaluate_on(metric, data, predictions))
+                      for rules, (predictions, _) in zip(candidates, folded, strict=True)]
+        else:
+            scores = [(rules.calibration["epsilon"],
+                       self._scored_exits(data, X, rules, metric)[1]) for rules in candidates]
         full = evaluate_on(metric, data, self.predict(X, iteration_range=(
             0, candidates[0].iterations), early_exit=False))
         chosen = candidates[best_epsilon(scores, full, max_drop, metric_maximize(metric))]

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from ._model import Model, NotApplicableError
 from .algorithms import taken_by
 from .booster import Booster
 from .dataset import Dataset
-from .exits import check_epsilon
+from .exits import EXIT_FOLDS, check_epsilon
 from .metrics import RANKING_OBJECTIVES, evaluate_on, metric_maximize
 from .model_io import algorithms_of
 from .training import lambda_max as find_lambda_max
@@ -53,11 +53,6 @@ CASCADE_SPLITS = (0.25, 0.5)
 CASCADE_DEPTH = 3
 CASCADE_EPSILONS = (0.0, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.07, 0.1)
 CASCADE_CHECKS = 20
-# exit copies are scored by calibrating their exits on one of this many parts of the
-# validation rows and predicting the others (each part in turn): scored on the rows they
-# were calibrated on, the exits' disagreement is at most epsilon by construction, and the
-# path picked exit copies whose validation score was optimistic
-EXIT_FOLDS = 2
 
 
 class ScoredModel(NamedTuple):
@@ -627,33 +622,18 @@ def _exit_copies(scored: ScoredModel, dvalid: Dataset, epsilons: list[float], ev
     itself, or ``cross_fitted`` (:func:`cost_path`'s ``exit_scoring``)."""
     booster = scored.model
     assert isinstance(booster, Booster)
-    held = None if hold is None or not hold.size else hold.tolist()
-
-    def rules_on(data: Dataset) -> list:
-        return booster.exit_rules_for(data, epsilons, every=every, tolerance=tolerance,
-                                      hold=held)
-
-    n = dvalid.num_data()
-    folds: list[tuple[np.ndarray, Dataset, list]] = []   # (rows, their data, others' rules)
-    if cross_fitted and n >= 2 * EXIT_FOLDS:
-        # each part predicted by exits calibrated on the others: a fixed shuffle, so
-        # that the path is the same whatever runs it
-        part = np.random.default_rng(0).permutation(n) % EXIT_FOLDS
-        folds = [(np.flatnonzero(part == k), dvalid.subset(np.flatnonzero(part == k)),
-                  rules_on(dvalid.subset(np.flatnonzero(part != k))))
-                 for k in range(EXIT_FOLDS)]
-    scratch = booster.copy()
+    options: dict[str, Any] = {
+        "every": every, "tolerance": tolerance,
+        "hold": None if hold is None or not hold.size else hold.tolist()}
+    folded = booster.cross_fitted_exits(dvalid, epsilons, **options) \
+        if cross_fitted and dvalid.num_data() >= 2 * EXIT_FOLDS else None
     copies = []
-    for i, rules in enumerate(rules_on(dvalid)):
+    for i, rules in enumerate(booster.exit_rules_for(dvalid, epsilons, **options)):
         model = booster.copy()
         model.exit_rules = rules
         outputs, costs = model.predict(dvalid), model.predict_cost(dvalid)
-        if folds:
-            folded_costs = np.empty_like(costs)
-            for rows, held_out, fold_rules in folds:
-                scratch.exit_rules = fold_rules[i]
-                outputs[rows] = scratch.predict(held_out)
-                folded_costs[rows] = scratch.predict_cost(held_out)
+        if folded is not None:
+            outputs, folded_costs = folded[i]
             if folded_costs.mean() > costs.mean():
                 costs = folded_costs
         copies.append(ScoredModel(model, scored.metric,

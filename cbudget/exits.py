@@ -51,6 +51,12 @@ BIG = sys.float_info.max
 CERTIFIED_SLACK = 1e-9
 # the epsilons tried by default (selection, a metric-drop calibration), largest first
 EPSILON_GRID = (0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001, 0.0)
+# a choice among exit rules (a metric-drop calibration, the cost path's exit copies) scores
+# them cross-fitted: calibrated on all but one of this many parts of the validation rows,
+# scored on that part, each in turn (Booster.cross_fitted_exits). Scored on the rows they
+# were calibrated on, exits disagree on at most epsilon of them by construction, and the
+# choice went to rules that did worse on other inputs
+EXIT_FOLDS = 2
 # what the calibration section of a file may hold, and of which types
 NUMBER = (int, float)
 CALIBRATION_KEYS: dict[str, Any] = {

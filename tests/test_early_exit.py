@@ -467,20 +467,61 @@ def test_epsilon_and_max_metric_drop_exclude_each_other(binary):
         model.copy().calibrate_exits(valid, 0.01, max_metric_drop=0.01)
 
 
-def test_a_metric_drop_picks_the_largest_epsilon_within_it(binary):
+def _cross_fitted_reference(model, valid, epsilon, **options):
+    """A reference of Booster.cross_fitted_exits at one epsilon: each half of ``valid``
+    (the fixed shuffle) predicted and costed with exits calibrated on the other."""
+    n = valid.num_data()
+    half = np.random.default_rng(0).permutation(n) % 2
+    predictions, costs = np.empty(n), np.empty(n)
+    for k in range(2):
+        rows, others = np.flatnonzero(half == k), np.flatnonzero(half != k)
+        fold = model.copy()
+        fold.calibrate_exits(cbudget.Dataset(valid.data[others], valid.label[others],
+                                             reference=valid), epsilon, **options)
+        predictions[rows] = fold.predict(valid.data[rows])
+        costs[rows] = fold.predict_cost(valid.data[rows])
+    return predictions, costs
+
+
+def test_cross_fitted_exits_predict_each_half_with_rules_of_the_other(binary):
+    model, valid, _ = binary
+    epsilons = [0.0, 0.05]
+    found = model.cross_fitted_exits(valid, epsilons, every=2)
+    assert model.exit_rules is None and len(found) == len(epsilons)
+    for epsilon, (predictions, costs) in zip(epsilons, found):
+        expected = _cross_fitted_reference(model, valid, epsilon, every=2)
+        np.testing.assert_array_equal(predictions, expected[0])
+        np.testing.assert_array_equal(costs, expected[1])
+    # calibrated on the rows it scores, a large epsilon's disagreement is at most epsilon
+    # by construction; on the other half it is more
+    full = model.predict(valid) > 0.5
+    own = model.copy()
+    own.calibrate_exits(valid, 0.05, every=2)
+    assert np.mean((own.predict(valid) > 0.5) != full) <= 0.05
+    with pytest.raises(ValueError, match="at least 4 rows"):
+        model.cross_fitted_exits(valid.subset(np.arange(3)), epsilons)
+    with pytest.raises(TypeError, match="Dataset"):
+        model.cross_fitted_exits(valid.data, epsilons)
+
+
+def test_a_metric_drop_picks_the_largest_epsilon_within_it_cross_fitted(binary):
+    # scored as unseen inputs get them: each epsilon's exits calibrated on one half of
+    # the data and scored on the other (cross_fitted_exits), not on the rows they were
+    # calibrated on
     model, valid, X = binary
     model = model.copy()
     full_error = cbudget.metrics.evaluate_on("error", valid, model.predict(valid))
     rules = model.calibrate_exits(valid, max_metric_drop=0.01)
-    error = cbudget.metrics.evaluate_on("error", valid, model.predict(valid))
-    assert error - full_error <= 0.01
     assert rules.calibration["max_metric_drop"] == 0.01
-    larger = [e for e in cbudget.exits.EPSILON_GRID if e > rules.calibration["epsilon"]]
-    for eps in larger:       # every larger epsilon drops more than allowed
-        other = model.copy()
-        other.calibrate_exits(valid, eps)
-        assert cbudget.metrics.evaluate_on("error", valid, other.predict(valid)) - full_error \
-            > 0.01
+    drops = {eps: cbudget.metrics.evaluate_on(
+        "error", valid, _cross_fitted_reference(model, valid, eps)[0]) - full_error
+        for eps in cbudget.exits.EPSILON_GRID}
+    within = [eps for eps, drop in drops.items() if drop <= 0.01]
+    assert rules.calibration["epsilon"] == max(within)
+    assert any(drop > 0.01 for drop in drops.values())   # the choice is not the largest
+    alone = model.copy().calibrate_exits(valid, max(within))
+    assert json.dumps(rules.to_dict() | {"calibration": None}) == json.dumps(
+        alone.to_dict() | {"calibration": None})
 
 
 def test_the_margin_rule_is_lightgbms_pred_early_stop():

@@ -32,7 +32,7 @@ from .dataset import (
     query_boundaries_of,
     zero_one_labels,
 )
-from .exits import EPSILON_GRID, best_epsilon
+from .exits import EPSILON_GRID, EXIT_FOLDS, best_epsilon, exit_folds
 from .metrics import check_metric, evaluate_on, metric_maximize
 from .model_io import (
     checked_params,
@@ -496,7 +496,10 @@ class GatedModel(Model):
         max_metric_drop : float, optional
             Instead of ``epsilon``: the largest epsilon of (0.1, 0.05, ..., 0.001, 0),
             used for both parts, whose exits worsen the gated model's ``metric`` on
-            ``data`` (a Dataset with labels) by at most this much.
+            ``data`` (a Dataset with labels) by at most this much, scored
+            cross-fitted (each half of ``data`` predicted with the parts' rules
+            calibrated on the other half; in-sample below 4 rows); the rules set are
+            those of that epsilon on all of ``data``.
         metric : str, optional
             For ``max_metric_drop``: a binary metric ("error", "auc", "logloss",
             "rmse"...) of the gated model's probabilities, exits included; default
@@ -529,12 +532,13 @@ class GatedModel(Model):
                              "checks=[iteration counts] or every=")
         if max_metric_drop is not None and epsilon is not None:
             raise ValueError("give epsilon or max_metric_drop, not both")
-        X = self.prepare_input(data)
-        # the parts take the weights with their inputs, in a Dataset
-        weighted = data if isinstance(data, Dataset) and data.weight is not None else None
         shared: dict[str, Any] = {"every": every, "checks": checks, "hold": hold}
 
-        def calibrated(epsilon: float) -> dict[str, Any]:
+        def calibrated(epsilon: float, on: InputData) -> dict[str, Any]:
+            """Makes and sets the parts' rules at ``epsilon`` on the inputs ``on``."""
+            X = self.prepare_input(on)
+            # the parts take the weights with their inputs, in a Dataset
+            weighted = on if isinstance(on, Dataset) and on.weight is not None else None
             made: dict[str, Any] = {}
             if "gate" in parts:
                 made["gate"] = parts["gate"].calibrate_exits(
@@ -554,22 +558,23 @@ class GatedModel(Model):
         before = {name: part.exit_rules for name, part in parts.items()}
         try:
             if max_metric_drop is None:
-                return calibrated(0.01 if epsilon is None else epsilon)
-            return self._calibrated_by_metric(data, X, float(max_metric_drop), metric,
+                return calibrated(0.01 if epsilon is None else epsilon, data)
+            return self._calibrated_by_metric(data, float(max_metric_drop), metric,
                                               calibrated, parts)
         except BaseException:
             for name, part in parts.items():     # all or nothing
                 part.exit_rules = before[name]
             raise
 
-    def _calibrated_by_metric(self, data: InputData, X: np.ndarray, max_drop: float,
-                              metric: str | None,
-                              calibrated: Callable[[float], dict[str, Any]],
+    def _calibrated_by_metric(self, data: InputData, max_drop: float, metric: str | None,
+                              calibrated: Callable[[float, InputData], dict[str, Any]],
                               parts: dict[str, Booster]) -> dict[str, Any]:
         """:meth:`calibrate_exits` with ``max_metric_drop``: the parts' rules of the
-        largest epsilon of ``EPSILON_GRID`` (``calibrated(epsilon)`` makes and sets
-        them) whose gated predictions on ``data`` score within ``max_drop`` of the full
-        parts' by ``metric``."""
+        largest epsilon of ``EPSILON_GRID`` (``calibrated(epsilon, inputs)`` makes and
+        sets them) whose gated predictions on ``data`` score within ``max_drop`` of the
+        full parts' by ``metric``, scored cross-fitted as a booster's
+        (:meth:`cbudget.Booster.cross_fitted_exits`: each part of ``data``'s rows
+        predicted with the rules made on the others; in-sample below 4 rows)."""
         if not isinstance(data, Dataset) or data.label is None:
             raise TypeError("max_metric_drop needs data as a cbudget.Dataset with labels")
         if not (math.isfinite(max_drop) and max_drop >= 0):
@@ -581,12 +586,22 @@ class GatedModel(Model):
         # drop an expensive booster's own rules too)
         for part in parts.values():
             part.exit_rules = None
+        X = self.prepare_input(data)
         full = evaluate_on(metric, labelled, self.predict(X))
-        candidates, scores = [], []
+        n = X.shape[0]
+        parts_of_rows = exit_folds(n) if n >= 2 * EXIT_FOLDS else np.zeros(n, dtype=np.int64)
+        scores = []
         for epsilon in EPSILON_GRID:
-            candidates.append(calibrated(epsilon))
-            scores.append((epsilon, evaluate_on(metric, labelled, self.predict(X))))
-        chosen = candidates[best_epsilon(scores, full, max_drop, metric_maximize(metric))]
+            predictions = np.empty(n)
+            for k in np.unique(parts_of_rows):
+                rows = np.flatnonzero(parts_of_rows == k)
+                others = np.flatnonzero(parts_of_rows != k)
+                # below 2 * EXIT_FOLDS rows one part: calibrated and scored in-sample
+                calibrated(epsilon, data.subset(others if others.size else rows))
+                predictions[rows] = self.predict(X[rows])
+            scores.append((epsilon, evaluate_on(metric, labelled, predictions)))
+        chosen = calibrated(EPSILON_GRID[best_epsilon(scores, full, max_drop,
+                                                      metric_maximize(metric))], data)
         for name, part in parts.items():
             rules = chosen[name]
             if rules is not None:

@@ -35,6 +35,7 @@ from .exits import (
     certified_bounds,
     check_epsilon,
     check_points,
+    exit_folds,
     fit_outputs,
     later_reach,
     map_outputs,
@@ -660,7 +661,7 @@ class Booster(TreeEnsemble):
         n = data.num_data()
         if n < 2 * EXIT_FOLDS:
             raise ValueError(f"cross-fitting needs at least {2 * EXIT_FOLDS} rows, got {n}")
-        part = np.random.default_rng(0).permutation(n) % EXIT_FOLDS
+        part = exit_folds(n)
         scratch = self.copy()
         found: list[tuple[np.ndarray, np.ndarray]] = []
         for k in range(EXIT_FOLDS):

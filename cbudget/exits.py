@@ -57,6 +57,12 @@ EPSILON_GRID = (0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001, 0.0)
 # were calibrated on, exits disagree on at most epsilon of them by construction, and the
 # choice went to rules that did worse on other inputs
 EXIT_FOLDS = 2
+
+
+def exit_folds(n: int) -> np.ndarray:
+    """The part (``0 .. EXIT_FOLDS - 1``) of each of ``n`` validation rows when exit rules
+    are scored cross-fitted: a fixed shuffle, so that the same data always parts alike."""
+    return np.random.default_rng(0).permutation(n) % EXIT_FOLDS
 # what the calibration section of a file may hold, and of which types
 NUMBER = (int, float)
 CALIBRATION_KEYS: dict[str, Any] = {

@@ -65,7 +65,7 @@ class ScoredModel(NamedTuple):
     cost_se: float = 0.0   # the standard error of that mean (per-input costs vary)
 
 
-def cost_summary(costs: np.ndarray) -> tuple[float, float]:
+def _mean_and_se(costs: np.ndarray) -> tuple[float, float]:
     """The mean of per-input prediction ``costs`` and its standard error."""
     costs = np.asarray(costs, dtype=np.float64)
     se = float(costs.std(ddof=1) / math.sqrt(costs.size)) if costs.size > 1 else 0.0
@@ -85,7 +85,7 @@ def train_scored(params: dict, dtrain: Dataset, dvalid: Dataset, num_boost_round
     values = log["valid"][name]
     best = model.best_iteration if model.best_iteration is not None else len(values) - 1
     return ScoredModel(model, name, float(values[min(best, len(values) - 1)]),
-                       *cost_summary(model.predict_cost(dvalid)))
+                       *_mean_and_se(model.predict_cost(dvalid)))
 
 
 @contextmanager
@@ -638,7 +638,7 @@ def _exit_copies(scored: ScoredModel, dvalid: Dataset, epsilons: list[float], ev
                 costs = folded_costs
         copies.append(ScoredModel(model, scored.metric,
                                   evaluate_on(scored.metric, dvalid, outputs),
-                                  *cost_summary(costs)))
+                                  *_mean_and_se(costs)))
     return copies
 
 

@@ -19,6 +19,7 @@ from cbudget.exits import (
     _decisions,
     _spend_the_budget,
 )
+from cbudget.model_io import model_from_dict
 
 
 def _outside(value: np.ndarray, gap: bool, lower: float, upper: float) -> np.ndarray:
@@ -216,3 +217,24 @@ def _apply(state: _Calibration, seen: Sequence[tuple[np.ndarray, np.ndarray, np.
         out = free & _outside(value, rule == GAP, state.lower[k], state.upper[k])
         state.used += float(state.weight[out & wrong].sum())
         live &= ~out
+
+
+def cross_fitted(model, X: np.ndarray, epsilon: float, **options) -> tuple[np.ndarray,
+                                                                           np.ndarray]:
+    """(predictions, costs) of ``X``'s rows as ``Booster.cross_fitted_exits`` should give
+    them: each half of the rows (cross-fitting's fixed shuffle) predicted and costed by
+    a copy of ``model`` (any model with exits: a booster or a gated model) whose exits at
+    ``epsilon`` were calibrated with ``options`` on the other half."""
+    n = X.shape[0]
+    half = np.random.default_rng(0).permutation(n) % 2
+    predictions, costs = None, np.empty(n)
+    for k in range(2):
+        rows, others = np.flatnonzero(half == k), np.flatnonzero(half != k)
+        fold = model_from_dict(model.to_dict())
+        fold.calibrate_exits(X[others], epsilon, **options)
+        predicted = fold.predict(X[rows])
+        if predictions is None:
+            predictions = np.empty((n, *predicted.shape[1:]))
+        predictions[rows] = predicted
+        costs[rows] = fold.predict_cost(X[rows])
+    return predictions, costs

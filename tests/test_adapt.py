@@ -14,6 +14,7 @@ from reference_adapt import (
     l1_baseline_curve,
     q_step_numeric,
 )
+from reference_exits import cross_fitted
 
 import cbudget
 from cbudget.adapt import calibrated_threshold, q_step
@@ -764,15 +765,8 @@ def boosted_parts(model):
 
 def cross_fitted_error(model, Xv, yv, epsilon):
     """The gated model's error with its parts' exits at ``epsilon`` as unseen inputs get
-    them: each half of the validation rows (the fixed shuffle of cross-fitting)
-    predicted with the rules calibrated on the other half."""
-    half = np.random.default_rng(0).permutation(len(yv)) % 2
-    wrong = np.empty(len(yv), dtype=bool)
-    for k in range(2):
-        rows, others = np.flatnonzero(half == k), np.flatnonzero(half != k)
-        model.calibrate_exits(Xv[others], epsilon)
-        wrong[rows] = (model.predict(Xv[rows]) > 0.5) != yv[rows]
-    return wrong.mean()
+    them (:func:`reference_exits.cross_fitted`)."""
+    return np.mean((cross_fitted(model, Xv, epsilon)[0] > 0.5) != yv)
 
 
 def exited_reading(part, X, features):

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from reference_exits import cross_fitted
 
 import cbudget
 from cbudget.algorithms import boosting
@@ -89,24 +90,6 @@ def test_every_entry_is_scored_and_costed_on_validation(cascade_task):
     assert "cascade" in text and f"{path.stages[cascades[0]][0][0]}@" in text
 
 
-def _cross_fitted(model, dvalid, epsilon, every, hold):
-    """A reference of the exit copies' cross-fitted error and costs: the model's exits
-    calibrated on each half of dvalid (the path's fixed shuffle) predict the other."""
-    n = dvalid.num_data()
-    half = np.random.default_rng(0).permutation(n) % 2
-    wrong, costs = np.empty(n, dtype=bool), np.empty(n)
-    for k in range(2):
-        rows, others = np.flatnonzero(half == k), np.flatnonzero(half != k)
-        fold = model.copy()
-        fold.calibrate_exits(cbudget.Dataset(dvalid.data[others], dvalid.label[others],
-                                             reference=dvalid),
-                             epsilon, every=every, hold=hold)
-        X = dvalid.data[rows]
-        wrong[rows] = (fold.predict(X) > 0.5) != dvalid.label[rows]
-        costs[rows] = fold.predict_cost(X)
-    return wrong.mean(), costs
-
-
 def test_exit_copies_are_scored_cross_fitted(cascade_task):
     # an exit copy's validation score is that of exits calibrated on the other half of
     # dvalid, and its cost the larger of that and its own: scored on the rows they were
@@ -120,9 +103,10 @@ def test_exit_copies_are_scored_cross_fitted(cascade_task):
         rules = model.exit_rules
         full = model.copy()
         full.exit_rules = None
-        error, costs = _cross_fitted(full, dvalid, path.epsilons[i],
-                                     rules.calibration["every"],
-                                     rules.hold.tolist() if rules.hold is not None else None)
+        predictions, costs = cross_fitted(
+            full, dvalid.data, path.epsilons[i], every=rules.calibration["every"],
+            hold=rules.hold.tolist() if rules.hold is not None else None)
+        error = np.mean((predictions > 0.5) != dvalid.label)
         assert path.scores[i] == pytest.approx(error)
         own = model.predict_cost(dvalid)
         expected = costs if costs.mean() > own.mean() else own

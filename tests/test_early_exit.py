@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from reference_exits import cross_fitted
 from small_models import BOOSTERS, small_model_params
 
 import cbudget
@@ -467,29 +468,13 @@ def test_epsilon_and_max_metric_drop_exclude_each_other(binary):
         model.copy().calibrate_exits(valid, 0.01, max_metric_drop=0.01)
 
 
-def _cross_fitted_reference(model, valid, epsilon, **options):
-    """A reference of Booster.cross_fitted_exits at one epsilon: each half of ``valid``
-    (the fixed shuffle) predicted and costed with exits calibrated on the other."""
-    n = valid.num_data()
-    half = np.random.default_rng(0).permutation(n) % 2
-    predictions, costs = np.empty(n), np.empty(n)
-    for k in range(2):
-        rows, others = np.flatnonzero(half == k), np.flatnonzero(half != k)
-        fold = model.copy()
-        fold.calibrate_exits(cbudget.Dataset(valid.data[others], valid.label[others],
-                                             reference=valid), epsilon, **options)
-        predictions[rows] = fold.predict(valid.data[rows])
-        costs[rows] = fold.predict_cost(valid.data[rows])
-    return predictions, costs
-
-
 def test_cross_fitted_exits_predict_each_half_with_rules_of_the_other(binary):
     model, valid, _ = binary
     epsilons = [0.0, 0.05]
     found = model.cross_fitted_exits(valid, epsilons, every=2)
     assert model.exit_rules is None and len(found) == len(epsilons)
     for epsilon, (predictions, costs) in zip(epsilons, found):
-        expected = _cross_fitted_reference(model, valid, epsilon, every=2)
+        expected = cross_fitted(model, valid.data, epsilon, every=2)
         np.testing.assert_array_equal(predictions, expected[0])
         np.testing.assert_array_equal(costs, expected[1])
     # calibrated on the rows it scores, a large epsilon's disagreement is at most epsilon
@@ -514,7 +499,7 @@ def test_a_metric_drop_picks_the_largest_epsilon_within_it_cross_fitted(binary):
     rules = model.calibrate_exits(valid, max_metric_drop=0.01)
     assert rules.calibration["max_metric_drop"] == 0.01
     drops = {eps: cbudget.metrics.evaluate_on(
-        "error", valid, _cross_fitted_reference(model, valid, eps)[0]) - full_error
+        "error", valid, cross_fitted(model, valid.data, eps)[0]) - full_error
         for eps in cbudget.exits.EPSILON_GRID}
     within = [eps for eps, drop in drops.items() if drop <= 0.01]
     assert rules.calibration["epsilon"] == max(within)

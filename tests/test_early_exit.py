@@ -573,6 +573,8 @@ def test_the_cost_path_gains_the_exit_dimension(binary):
     ({"objective": "rank:ndcg"}, {}, cbudget.NotApplicableError, "query"),
     ({"objective": "binary:logistic"}, {"exit_every": 0}, ValueError, "exit_every"),
     ({"objective": "binary:logistic", "exit_epsilons": [1.5]}, {}, ValueError, "epsilon"),
+    ({"objective": "binary:logistic"}, {"exit_scoring": "halves"}, ValueError,
+     "exit_scoring must be"),
 ])
 def test_the_exit_dimension_is_checked_before_any_training(params, options, error, message,
                                                             monkeypatch):

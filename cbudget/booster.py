@@ -911,8 +911,8 @@ class Booster(TreeEnsemble):
                                 iterations: Sequence[int] | None = None,
                                 checks: str | Sequence[int] | None = None,
                                 outputs: str = "calibrated",
-                                hold: float | Sequence[int | str] | None = None
-                                ) -> ExitChoice:
+                                hold: float | Sequence[int | str] | None = None,
+                                exit_scoring: str = "cross_fitted") -> ExitChoice:
         """The (iterations, epsilon) pair whose model, with exits calibrated on ``data``,
         scores best on ``data`` within a mean cost per input of ``budget``.
 
@@ -933,12 +933,21 @@ class Booster(TreeEnsemble):
         iterations : sequence of int, optional
             The numbers of iterations tried; default every one up to 32 iterations, else
             32 spread evenly from 1 to all.
+        exit_scoring : {"cross_fitted", "in_sample"}, default "cross_fitted"
+            How a pair is scored, as :func:`cbudget.cost_path`'s: ``"cross_fitted"``,
+            by :meth:`cross_fitted_exits` (each part of ``data`` predicted with exits
+            calibrated on the others, as unseen inputs get them), its cost the larger of
+            theirs and that of its own exits (calibrated on all of ``data``, as kept);
+            ``"in_sample"``, by its own exits on ``data`` (optimistic: there they
+            disagree with the full model on at most epsilon of the inputs by
+            construction). Below ``2 * EXIT_FOLDS`` rows, in-sample.
 
         Returns
         -------
         ExitChoice
             ``(model, iteration, epsilon, cost, score, metric)``: ``model`` holds
-            iterations ``0..iteration`` and the calibrated exit rules.
+            iterations ``0..iteration`` and the calibrated exit rules; ``cost`` and
+            ``score`` as ``exit_scoring`` measures them.
 
         Raises
         ------
@@ -962,6 +971,10 @@ class Booster(TreeEnsemble):
             ends = sorted({int(r) for r in iterations})
             if not ends or ends[0] < 1 or ends[-1] > n:
                 raise ValueError(f"iterations must be in [1, {n}]")
+        if exit_scoring not in ("cross_fitted", "in_sample"):
+            raise ValueError(f'exit_scoring must be "cross_fitted" or "in_sample", got '
+                             f'{exit_scoring!r}')
+        cross_fitted = exit_scoring == "cross_fitted" and data.num_data() >= 2 * EXIT_FOLDS
         sign = 1.0 if metric_maximize(metric) else -1.0
         X = self.prepare_input(data)
         best, best_key = None, None
@@ -969,10 +982,18 @@ class Booster(TreeEnsemble):
             model = self[:end]
             where = (every, checks if isinstance(checks, str) or checks is None
                      else [c for c in checks if c < end])
-            for rules in model._calibrated(X, epsilons, where, tolerance, 0.0, None,
-                                           outputs, weight=data.weight, hold=hold):
+            made = model._calibrated(X, epsilons, where, tolerance, 0.0, None, outputs,
+                                     weight=data.weight, hold=hold)
+            folded = model.cross_fitted_exits(
+                data, epsilons, every=every, checks=where[1], tolerance=tolerance,
+                outputs=outputs, hold=hold) if cross_fitted else [None] * len(made)
+            for rules, unseen in zip(made, folded, strict=True):
                 model._exit_rules = rules
                 cost, score = model._scored_exits(data, X, rules, metric)
+                if unseen is not None:
+                    predictions, costs = unseen
+                    cost, score = max(cost, float(costs.mean())), evaluate_on(
+                        metric, data, predictions)
                 key = (sign * score, -cost)
                 if cost <= budget and (best_key is None or key > best_key):
                     best_key = key

@@ -509,6 +509,35 @@ def test_a_metric_drop_picks_the_largest_epsilon_within_it_cross_fitted(binary):
         alone.to_dict() | {"calibration": None})
 
 
+def test_best_exit_within_budget_scores_pairs_cross_fitted(binary):
+    # each (iterations, epsilon) pair scored as unseen inputs get it (cross_fitted_exits
+    # of the truncated model), its cost the larger of that and its own exits'; the
+    # choice is the best such pair within the budget
+    model, valid, X = binary
+    ends, epsilons = [8, 14, 20], [0.0, 0.02, 0.1]
+    pairs = {}
+    for end in ends:
+        for eps in epsilons:
+            own = model[:end]
+            own.calibrate_exits(valid, eps)
+            predictions, costs = cross_fitted(model[:end], X, eps)
+            pairs[end - 1, eps] = (max(own.predict_cost(X).mean(), costs.mean()),
+                                   cbudget.metrics.evaluate_on("logloss", valid, predictions))
+    budget = float(np.median([cost for cost, _ in pairs.values()]))
+    within = {k: v for k, v in pairs.items() if v[0] <= budget}
+    expected = min(within, key=lambda k: (within[k][1], within[k][0]))
+    choice = model.best_exit_within_budget(valid, budget, metric="logloss",
+                                           iterations=ends, epsilons=epsilons)
+    assert (choice.iteration, choice.epsilon) == expected
+    assert (choice.cost, choice.score) == pytest.approx(pairs[expected], rel=1e-12)
+    in_sample = model.best_exit_within_budget(valid, budget, metric="logloss",
+                                              iterations=ends, epsilons=epsilons,
+                                              exit_scoring="in_sample")
+    assert in_sample.score < choice.score       # in-sample looks better than it is
+    with pytest.raises(ValueError, match="exit_scoring"):
+        model.best_exit_within_budget(valid, budget, exit_scoring="folded")
+
+
 def test_the_margin_rule_is_lightgbms_pred_early_stop():
     lightgbm = pytest.importorskip("lightgbm")
     for kind, params in (("binary", {"objective": "binary"}),

@@ -347,7 +347,8 @@ def test_metric_drop_selection_with_maps(kind, metric):
     drop = full - score if metric == "auc" else score - full
     assert drop <= max_drop + 1e-12
     pick = model.best_exit_within_budget(dvalid, np.inf, metric=metric, iterations=[30],
-                                         epsilons=[0.0, 0.05], tolerance=extra.get("tolerance"))
+                                         epsilons=[0.0, 0.05], tolerance=extra.get("tolerance"),
+                                         exit_scoring="in_sample")
     assert pick.model.exit_rules.outputs is not None
     assert pick.score == pytest.approx(METRICS[metric](yv, pick.model.predict(Xv), None))
 
@@ -444,7 +445,8 @@ def test_best_exit_within_budget_scores_and_keeps_the_outputs_asked(outputs):
     dvalid = cbudget.Dataset(Xv, yv)
     epsilons, ends = [0.0, 0.02, 0.1], [10, 20, 30]
     pick = model.best_exit_within_budget(dvalid, np.inf, metric="logloss", iterations=ends,
-                                         epsilons=epsilons, outputs=outputs)
+                                         epsilons=epsilons, outputs=outputs,
+                                         exit_scoring="in_sample")
     assert (pick.model.exit_rules.outputs is None) == (outputs == "partial")
     by_hand = {}
     for end in ends:

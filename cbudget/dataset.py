@@ -167,15 +167,31 @@ def prediction_input(X: InputData, feature_names: Sequence[str],
         # (mypy checks X.feature_names with X already the ndarray: a false positive)
         X, names = X.data, X.feature_names  # type: ignore[attr-defined]
     else:
+        X = as_pandas(X)
+        check_columns(X, feature_names, "X", "the model")     # before mapping any levels
         X, names = read_matrix(X, "X", categories, check=False)
-    if X.shape[1] != len(feature_names):
-        raise ValueError(f"X has {X.shape[1]} features but the model was trained on "
+    check_columns(X, feature_names, "X", "the model", names)
+    return X
+
+
+def check_columns(data: Any, feature_names: Sequence[str], what: str, owner: str,
+                  names: Sequence[str] | None = None) -> None:
+    """ValueError when ``data`` (2-D, of a known shape) has another number of columns
+    than ``feature_names`` (those of ``owner``: "the model", "the reference Dataset"),
+    or columns of other names (``names``, by default a DataFrame's)."""
+    shape = getattr(data, "shape", None)
+    if not isinstance(shape, tuple) or len(shape) != 2:
+        return
+    if shape[1] != len(feature_names):
+        verb = "was trained on" if owner == "the model" else "has"
+        raise ValueError(f"{what} has {shape[1]} features but {owner} {verb} "
                          f"{len(feature_names)}")
+    if names is None and is_table(data):
+        names = [str(c) for c in data.columns]
     if names is not None and list(names) != list(feature_names):
         differences = [(a, b) for a, b in zip(names, feature_names) if a != b][:3]
-        raise ValueError(f"X's feature names differ from the model's (first differences: "
-                         f"{differences})")
-    return X
+        raise ValueError(f"{what}'s feature names differ from {owner}'s (first "
+                         f"differences: {differences})")
 
 
 def check_model_matches(model: Model, data: Dataset, what: str, hint: str) -> None:
@@ -523,6 +539,8 @@ class Dataset:
                 raise ValueError("categorical_feature comes from the reference Dataset; do "
                                  "not pass it with reference")
             self.categories = reference.categories
+            check_columns(data, reference.feature_names, "data", "the reference Dataset",
+                          None if feature_names is None else list(feature_names))
         else:
             self.categories = self._fit_categories(data, feature_names, categorical_feature)
         X, column_names = read_matrix(data, "data", self.categories, check=True)
@@ -545,12 +563,8 @@ class Dataset:
             if given or split_cost or tree_cost or default_cost is not None:
                 raise ValueError("costs come from the reference Dataset; do not pass "
                                  f"{sorted(given) or ['split_cost/tree_cost']} with reference")
-            if n_features != reference.num_feature():
-                raise ValueError(f"data has {n_features} features but the reference "
-                                 f"Dataset has {reference.num_feature()}")
-            names = feature_names if feature_names is not None else column_names
-            if names is not None and list(names) != reference.feature_names:
-                raise ValueError("feature names differ from the reference Dataset's")
+            check_columns(X, reference.feature_names, "data", "the reference Dataset",
+                          feature_names if feature_names is not None else column_names)
             self.feature_names = list(reference.feature_names)
             self.max_bin = reference.max_bin
             self.bin_edges = reference.bin_edges

@@ -363,7 +363,10 @@ def _copied_values(result: Any, features: list[int], n_rows: int,
         array = np.asarray(result)
     except Exception as exc:  # noqa: BLE001 - report any conversion failure clearly
         raise ValueError(f"{what} returned something that is not an array: {exc}") from None
-    if levels and any(m in levels for m in features) and array.shape == (n_rows, len(features)):
+    levels = levels or {}
+    if (array.dtype.kind == "O" or any(m in levels for m in features)) \
+            and array.shape == (n_rows, len(features)):
+        # column by column: a categorical feature's levels to codes, the others' numbers
         codes = np.empty(array.shape)
         for j, m in enumerate(features):
             if m in levels:
@@ -373,8 +376,9 @@ def _copied_values(result: Any, features: list[int], n_rows: int,
             try:
                 codes[:, j] = array[:, j].astype(np.float64)
             except (TypeError, ValueError):
-                raise ValueError(f"{what} returned non-numeric values for feature {m}, "
-                                 "which is not categorical") from None
+                raise ValueError(f"{what} returned values of dtype {array.dtype} that are "
+                                 f"not numbers for feature {m}, which is not categorical"
+                                 ) from None
         return codes
     if array.dtype.kind not in "biuf":
         raise ValueError(f"{what} returned values of dtype {array.dtype}: numbers expected")

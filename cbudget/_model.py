@@ -255,8 +255,14 @@ class Model:
         """Mean cost, per-input cost, per-feature acquisition rates, features used and the
         fixed coupled cost of predicting ``X``."""
         cost, acquired = self._cost_and_acquired(self.prepare_input(X))
-        return self.cost_model.report(cost, acquired, self.used_features(), self.feature_names,
-                                      query_boundaries_of(X))
+        return self._report(cost, acquired, self.used_features(), X)
+
+    def _report(self, cost: np.ndarray, acquired: np.ndarray, used: np.ndarray,
+                X: Any) -> CostReport:
+        """The :class:`CostReport` of predicting ``X`` at per-input ``cost`` with the
+        ``acquired`` features, the model using the features ``used``."""
+        return self.cost_model.report(cost, acquired, used, self.feature_names,
+                                      query_boundaries_of(X), categories=self.categories)
 
     def cost_tracker(self, X) -> CostTracker:
         """An object whose ``mean_cost(model)`` gives the mean cost of ``X`` as the model

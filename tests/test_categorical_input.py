@@ -306,3 +306,36 @@ def test_categories_class():
     assert cats.describe(1) == "categorical, 2 levels"
     with pytest.raises(KeyError):
         cats.levels_of(0)
+
+
+def test_xgboost_export_refuses_categorical_features(trained, tmp_path):
+    # XGBoost (and Treelite, which reads the XGBoost file) would take codes for values
+    with pytest.raises(ValueError, match="categorical features \\('sex', 'dept', 'grade'\\)"):
+        trained[2].save_model(tmp_path / "m.json", format="xgboost")
+
+
+def test_cost_report_names_categorical_features(trained):
+    df, _, model = trained
+    report = model.cost_report(df)
+    assert report.categorical == {"sex": "categorical, 2 levels",
+                                  "dept": "categorical, 3 levels", "grade": "categorical"}
+    text = str(report)
+    for name in model.used_feature_names():
+        if name in report.categorical:
+            assert f"{name} ({report.categorical[name]}): acquired" in text
+    # one feature each: paid once per input, whatever the level
+    np.testing.assert_array_equal(report.acquisition_rate,
+                                  model.acquisitions(codes_of(df)).mean(axis=0))
+
+
+def test_acquisition_plot_names_categorical_features(trained):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    df, _, model = trained
+    from cbudget import plotting
+    ax = plotting.plot_acquisition(model, df)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert "sex (categorical)" in labels or "dept (categorical)" in labels
+    assert "age" in labels or all("(categorical)" in label for label in labels)
+    matplotlib.pyplot.close("all")

@@ -37,8 +37,9 @@ __all__ = ["Categories", "NO_CATEGORIES", "MAX_LEVELS", "CategoricalSpec",
 # of the tree nodes are bitsets over the codes, so their size grows with it.
 MAX_LEVELS = 65_536
 
-# What ``categorical_feature`` takes: "auto", or column names / indices.
-CategoricalSpec = Union[str, Sequence[Union[str, int]], None]
+# What ``categorical_feature`` takes: "auto", column names / indices, or the Categories of
+# data already coded.
+CategoricalSpec = Union[str, Sequence[Union[str, int]], "Categories", None]
 
 # the kinds of level a column holds; a column of one kind is not mapped with another's
 _STRING, _NUMBER = "string", "number"
@@ -61,7 +62,7 @@ class Categories:
         whose values are the codes.
     """
 
-    def __init__(self, features: Sequence[int] = (),
+    def __init__(self, features: Sequence[int] | np.ndarray = (),
                  levels: Sequence[Sequence[Any] | None] | None = None) -> None:
         self.features = np.asarray(features, dtype=np.int32).reshape(-1)
         self.levels: list[list[Any] | None] = (
@@ -145,6 +146,8 @@ def parse_categorical_feature(spec: CategoricalSpec, names: Sequence[str],
     column, TypeError for anything else."""
     if spec is None or (isinstance(spec, str) and spec == "auto"):
         return np.asarray(sorted(auto_columns), dtype=np.int32)
+    if isinstance(spec, Categories):
+        return spec.features.copy()
     if isinstance(spec, (str, bytes)) or not isinstance(spec, Sequence) and not hasattr(
             spec, "__array__"):
         raise TypeError(f"categorical_feature must be 'auto' or a list of column names or "
@@ -192,14 +195,24 @@ def _is_categorical_dtype(dtype: Any) -> bool:
 
 
 def auto_columns(data: Any) -> list[int]:
-    """The columns "auto" takes: a DataFrame's ``category`` and string/object columns;
-    a NumPy object or string array's columns (all of them)."""
+    """The columns "auto" takes: a DataFrame's ``category`` and string columns, and the
+    object columns (of a DataFrame or a NumPy object array) that hold a string; all
+    the columns of a NumPy string array. An object column of numbers stays numeric."""
     if is_table(data):
         return [m for m, dtype in enumerate(data.dtypes)
-                if _is_categorical_dtype(dtype) or getattr(dtype, "kind", "O") in "OSU"]
-    if isinstance(data, np.ndarray) and data.dtype.kind in "OSU" and data.ndim == 2:
-        return list(range(data.shape[1]))
+                if _is_categorical_dtype(dtype) or getattr(dtype, "kind", "O") in "SU"
+                or getattr(dtype, "kind", "O") == "O" and (
+                    dtype != np.dtype(object) or _holds_strings(data.iloc[:, m]))]
+    if isinstance(data, np.ndarray) and data.ndim == 2:
+        if data.dtype.kind in "SU":
+            return list(range(data.shape[1]))
+        if data.dtype.kind == "O":
+            return [m for m in range(data.shape[1]) if _holds_strings(data[:, m])]
     return []
+
+
+def _holds_strings(column: Any) -> bool:
+    return any(isinstance(v, str) for v in column)
 
 
 def _column(data: Any, m: int) -> Any:

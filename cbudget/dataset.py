@@ -484,7 +484,9 @@ class Dataset:
         (:attr:`categories`) go into the model, which maps later data by level; a level
         not seen here gets code ``k`` (the number of levels), which every categorical
         split sends to its "other" side. At most ``cbudget.categories.MAX_LEVELS``
-        levels (65,536) per column. With ``reference``, the reference's are taken.
+        levels (65,536) per column. With ``reference``, the reference's are taken. A
+        :class:`cbudget.categories.Categories` (another Dataset's :attr:`categories`):
+        ``data`` holds codes under those levels (e.g. rows of that Dataset's ``data``).
     group : array-like of int, optional
         Learning to rank: the number of rows of each query, in row order (as LightGBM
         and XGBoost take them; positive, summing to the number of rows). Each query's
@@ -518,6 +520,7 @@ class Dataset:
     max_bin: int
     bin_edges: list[np.ndarray]
     cost_model: CostModel
+    categories: Categories
 
     def __init__(self, data: MatrixLike, label: ArrayLike | None = None, *,
                  weight: ArrayLike | None = None, feature_names: Sequence[str] | None = None,
@@ -601,6 +604,8 @@ class Dataset:
                         categorical_feature: CategoricalSpec) -> Categories:
         """The categorical features ``categorical_feature`` names in training ``data``
         (with the names it will have), and their levels."""
+        if isinstance(categorical_feature, Categories):
+            return categorical_feature
         if isinstance(categorical_feature, str) and categorical_feature == "auto" \
                 and not auto_columns(data):
             return NO_CATEGORIES        # numbers only: nothing to look at

@@ -102,11 +102,8 @@ def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals=()
     monitors = training_callbacks(callbacks, verbose_eval, early_stopping_rounds,
                                   num_boost_round)
     trainer = algorithm.trainer(p, dtrain, int(num_boost_round), setup)
-    model = run_training(trainer, CallbackContainer(monitors + trainer.callbacks()),
-                         evals_result)
-    # the levels of the categorical features: prediction maps a DataFrame's by them
-    model.categories = dtrain.categories
-    return model
+    return run_training(trainer, CallbackContainer(monitors + trainer.callbacks()),
+                        evals_result)
 
 
 def training_callbacks(callbacks, verbose_eval, early_stopping_rounds,

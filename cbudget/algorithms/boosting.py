@@ -379,6 +379,9 @@ class BoostingTrainer(Trainer):
             self.model = Booster(objective=objective.name, num_class=objective.num_class,
                                  base_score=base_score, feature_names=dtrain.feature_names,
                                  cost_model=dtrain.cost_model, params=p)
+            # the levels of the categorical features, from the start: evaluation and
+            # prediction on a DataFrame map its levels by them
+            self.model.categories = dtrain.categories
         else:
             self.model = init[:]
             self.model.params, self.model.algorithm = dict(p), p["algorithm"]

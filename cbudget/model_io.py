@@ -134,7 +134,7 @@ def model_header(model: Model) -> dict[str, Any]:
         "summary": model.summary,
     }
     if len(model.categories):
-        # optional: a file without it has no categorical features (files before 1.10)
+        # optional: a file without it (any older file) has no categorical features
         header["categories"] = model.categories.to_dict()
     return header
 

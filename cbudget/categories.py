@@ -358,24 +358,29 @@ def encode_table(data: Any, names: Sequence[str], categories: Categories, *,
         for m in numeric:
             dtype = data.dtypes.iloc[m]
             if getattr(dtype, "kind", "O") not in "biuf" or _is_categorical_dtype(dtype):
-                raise TypeError(f"column {names[m]!r} has dtype {dtype}: a numeric column "
-                                f"here; {_categorical_hint(categories)}")
+                raise _not_numeric(f"column {names[m]!r} has dtype {dtype}", dtype,
+                                   categories, names)
         X[:, numeric] = data.iloc[:, numeric].to_numpy(dtype=np.float64, na_value=np.nan)
     for m in numeric if not is_table(data) else ():
         try:
             X[:, m] = np.asarray(data[:, m], dtype=np.float64)
         except (TypeError, ValueError):
-            raise TypeError(f"column {names[m]!r} (index {m}) holds non-numeric values; "
-                            f"{_categorical_hint(categories)}") from None
+            raise _not_numeric(f"column {names[m]!r} (index {m}) holds non-numeric values",
+                               data.dtype, categories, names) from None
     for m, lv in levels.items():
         X[:, m] = encode_column(_column(data, m), names[m], lv, check=check)
     return X
 
 
-def _categorical_hint(categories: Categories) -> str:
-    return ("name it in categorical_feature to make it categorical" if not len(categories)
-            else "the model's categorical features are "
-            f"{categories.features.tolist()} (other columns must hold numbers)")
+def _not_numeric(what: str, dtype: Any, categories: Categories,
+                 names: Sequence[str]) -> TypeError:
+    """The TypeError of a column that is neither numeric nor categorical."""
+    if not (_is_categorical_dtype(dtype) or getattr(dtype, "kind", "O") in "OSU"):
+        return TypeError(f"{what}: only numeric, bool and categorical columns are supported")
+    chosen = [names[m] for m in categories.features.tolist()]
+    return TypeError(f"{what}, but it is not a categorical feature (those are "
+                     f"{chosen or 'none'}): name it in categorical_feature when training, "
+                     "or encode it as numbers")
 
 
 def fit_categories(data: Any, names: Sequence[str], spec: CategoricalSpec) -> Categories:

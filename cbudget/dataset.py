@@ -74,7 +74,8 @@ def as_float_matrix(data: MatrixLike, what: str = "data"
             kind = getattr(dtype, "kind", "O")
             if kind not in "biuf":
                 raise TypeError(f"{what}: column {col!r} has dtype {dtype}; only numeric and "
-                                "bool columns are supported (encode categories first)")
+                                "bool columns are supported here (cbudget.Dataset takes "
+                                "categorical columns: categorical_feature)")
         data = data.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
         try:

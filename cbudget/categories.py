@@ -233,24 +233,13 @@ def _plain(level: Any, name: str) -> Any:
                     f"{type(level).__name__} is not a string or a finite number")
 
 
-def _missing(values: np.ndarray) -> np.ndarray:
-    """Where an object array holds a missing value (None, NaN, pandas' NA / NaT)."""
-    try:
-        import pandas
-    except ImportError:  # pragma: no cover - pandas comes with any DataFrame
-        return np.fromiter((v is None or v != v for v in values), dtype=bool,
-                           count=values.size)
-    return np.asarray(pandas.isna(values), dtype=bool)
-
-
 def _fit_levels(column: Any, name: str) -> list[Any] | None:
     """The levels of a training column (None: integer codes, for numeric columns)."""
     dtype = column.dtype
     if _is_categorical_dtype(dtype):
         levels = list(column.cat.categories)
     elif getattr(dtype, "kind", "O") in "OSU":
-        values = np.asarray(column, dtype=object)
-        distinct = {_plain(v, name) for v in _distinct(values[~_missing(values)])[1]}
+        distinct = {_plain(v, name) for v in _distinct(column)[1]}
         if len({_level_kind(v) for v in distinct}) > 1:
             raise TypeError(f"categorical column {name!r} mixes strings and numbers: make "
                             "its values one kind (e.g. all strings)")
@@ -301,39 +290,39 @@ def encode_column(column: Any, name: str, levels: list[Any] | None, *,
     kind than the levels (numbers for string levels, strings for codes)."""
     if levels is None:
         return _integer_codes(column, name, check)
+    # the distinct values are mapped, then each row by its index among them
+    inverse, uniques = _distinct(column)
+    codes = _positions(uniques, levels, name)[np.maximum(inverse, 0)]
+    codes[inverse < 0] = np.nan
+    return codes
+
+
+def _distinct(column: Any) -> tuple[np.ndarray, list[Any]]:
+    """``(inverse, uniques)`` of a 1-D column: ``column[i] == uniques[inverse[i]]``, and
+    ``inverse[i]`` -1 for a missing value (None, NaN, pandas' NA / NaT). A pandas
+    ``category`` column's uniques are its categories; otherwise pandas' hash table
+    (when pandas is there), on the column as it is (no copy to objects)."""
     if _is_categorical_dtype(getattr(column, "dtype", None)):
-        # map the dtype's categories once, then index by the pandas codes
-        lookup = _positions(np.asarray(column.cat.categories, dtype=object), levels, name)
-        pandas_codes = np.asarray(column.cat.codes, dtype=np.int64)
-        codes = lookup[np.maximum(pandas_codes, 0)]
-        codes[pandas_codes < 0] = np.nan
-        return codes
-    values = np.asarray(column, dtype=object).reshape(-1)
-    missing = _missing(values)
-    codes = _positions(values[~missing], levels, name)
-    out = np.full(values.shape, np.nan)
-    out[~missing] = codes
-    return out
-
-
-def _distinct(values: np.ndarray) -> tuple[np.ndarray, list[Any]]:
-    """``(inverse, uniques)`` of a 1-D object array without missing values:
-    ``values[i] == uniques[inverse[i]]`` (pandas' hash table when pandas is there)."""
+        return (np.asarray(column.cat.codes, dtype=np.int64),
+                list(column.cat.categories))
     try:
         import pandas
     except ImportError:  # pragma: no cover - pandas comes with any DataFrame
         seen: dict[Any, int] = {}
-        inverse = np.fromiter((seen.setdefault(v, len(seen)) for v in values),
-                              dtype=np.int64, count=values.size)
+        values = np.asarray(column, dtype=object).reshape(-1)
+        inverse = np.fromiter((-1 if v is None or v != v else seen.setdefault(v, len(seen))
+                               for v in values), dtype=np.int64, count=values.size)
         return inverse, list(seen)
-    inverse, uniques = pandas.factorize(values)
+    if not hasattr(column, "dtype") or getattr(column, "ndim", 1) != 1:
+        column = np.asarray(column, dtype=object).reshape(-1)
+    inverse, uniques = pandas.factorize(column)
     return np.asarray(inverse, dtype=np.int64), list(uniques)
 
 
-def _positions(values: np.ndarray, levels: list[Any], name: str) -> np.ndarray:
-    """float64 position of each value (an object array without missing values) among
-    ``levels`` (``len(levels)`` if absent)."""
-    inverse, uniques = _distinct(values)
+def _positions(uniques: list[Any], levels: list[Any], name: str) -> np.ndarray:
+    """float64 position of each of the distinct values ``uniques`` among ``levels``
+    (``len(levels)`` if absent); TypeError naming the column for values of another kind
+    than the levels."""
     uniques = [_plain(v, name) for v in uniques]
     kinds, expected = {_level_kind(v) for v in uniques}, {_level_kind(v) for v in levels}
     if kinds and expected and kinds != expected:
@@ -341,8 +330,7 @@ def _positions(values: np.ndarray, levels: list[Any], name: str) -> np.ndarray:
                         f"levels in training but holds {' and '.join(sorted(kinds))} values "
                         "here")
     index = {level: code for code, level in enumerate(levels)}
-    lookup = np.array([index.get(v, len(levels)) for v in uniques], dtype=np.float64)
-    return lookup[inverse]
+    return np.array([index.get(v, len(levels)) for v in uniques], dtype=np.float64)
 
 
 def encode_table(data: Any, names: Sequence[str], categories: Categories, *,

@@ -194,7 +194,8 @@ class Model:
         Parameters
         ----------
         known_values : mapping {feature index or name: value}
-            The features known so far (NaN: known to be missing).
+            The features known so far (NaN: known to be missing); a categorical
+            feature's level as a DataFrame holds it (see :attr:`categories`).
 
         Returns
         -------

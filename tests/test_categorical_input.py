@@ -202,10 +202,22 @@ def test_on_demand_fetch_returns_levels(trained):
     np.testing.assert_array_equal(model.predict(source), model.predict(df))
     np.testing.assert_array_equal(source.values[source.acquired], codes_of(df)[source.acquired])
     assert fetched
-    # known= columns as levels too; next_features takes levels
+    # known= columns as levels too
     known = cbudget.FeatureSource(fetch, len(df), known={"sex": df.sex.to_numpy(object)})
     np.testing.assert_array_equal(model.predict(known), model.predict(df))
-    assert isinstance(model.next_features({"sex": "M", "dept": "onco"}), list)
+
+
+def test_next_features_takes_levels(trained):
+    df, dtrain, model = trained
+    # the same trees on the codes themselves (a numeric array: no levels)
+    on_codes = cbudget.train(PARAMS, Dataset(codes_of(df), dtrain.label,
+                                             categorical_feature=[0, 1, 2]),
+                             5, verbose_eval=False)
+    assert on_codes.categories.levels == [None, None, None]
+    for levels, codes in [({}, {}), ({"sex": "M"}, {0: 1.0}),
+                          ({"sex": "F", "dept": "onco"}, {0: 0.0, 1: 0.0}),
+                          ({"dept": "psych", "grade": 3}, {1: 3.0, 2: 3.0})]:
+        assert model.next_features(levels) == on_codes.next_features(codes)
 
 
 def test_early_exit_on_a_dataframe(trained):

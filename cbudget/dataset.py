@@ -126,6 +126,9 @@ def read_matrix(data: MatrixLike, what: str, categories: Categories, *,
     mapped by level, a numeric array's taken as codes -- with ``check`` (training and
     validation data), checked as integer codes, negative ones missing (NaN).
     ``(X, column_names)``."""
+    if isinstance(data, np.ndarray) and data.dtype.kind in "biuf" and not (
+            check and len(categories)):
+        return as_float_matrix(data, what)      # numbers as they are: the common case
     data = as_pandas(data)
     by_dtype = is_table(data) or (isinstance(data, np.ndarray) and data.dtype.kind in "OSU")
     if not by_dtype or not (len(categories) or is_table(data) and _has_levels_dtype(data)):
@@ -168,8 +171,9 @@ def prediction_input(X: InputData, feature_names: Sequence[str],
         # (mypy checks X.feature_names with X already the ndarray: a false positive)
         X, names = X.data, X.feature_names  # type: ignore[attr-defined]
     else:
-        X = as_pandas(X)
-        check_columns(X, feature_names, "X", "the model")     # before mapping any levels
+        if len(categories):
+            X = as_pandas(X)
+            check_columns(X, feature_names, "X", "the model")     # before mapping levels
         X, names = read_matrix(X, "X", categories, check=False)
     check_columns(X, feature_names, "X", "the model", names)
     return X

@@ -483,9 +483,10 @@ class Dataset:
         validation data). Costs cannot be given together with ``reference``.
     categorical_feature : "auto" or list of str or int, default "auto"
         The categorical columns (docs/architecture.md, "Categorical features"): "auto"
-        takes a DataFrame's pandas ``category`` and string/object columns (all columns of
-        a NumPy object or string array); a list names them (names or indices), where a
-        numeric column holds integer codes 0, 1, 2, ... (negative: missing). Their levels
+        takes a DataFrame's pandas ``category`` and string columns and the object columns
+        (of a DataFrame or NumPy array) that hold strings; a list names them (names or
+        indices), where a numeric column holds integer codes 0, 1, 2, ... (negative:
+        missing). Their levels
         (:attr:`categories`) go into the model, which maps later data by level; a level
         not seen here gets code ``k`` (the number of levels), which every categorical
         split sends to its "other" side. At most ``cbudget.categories.MAX_LEVELS``

@@ -486,13 +486,13 @@ class Dataset:
         takes a DataFrame's pandas ``category`` and string columns and the object columns
         (of a DataFrame or NumPy array) that hold strings; a list names them (names or
         indices), where a numeric column holds integer codes 0, 1, 2, ... (negative:
-        missing). Their levels
-        (:attr:`categories`) go into the model, which maps later data by level; a level
-        not seen here gets code ``k`` (the number of levels), which every categorical
-        split sends to its "other" side. At most ``cbudget.categories.MAX_LEVELS``
-        levels (65,536) per column. With ``reference``, the reference's are taken. A
-        :class:`cbudget.categories.Categories` (another Dataset's :attr:`categories`):
-        ``data`` holds codes under those levels (e.g. rows of that Dataset's ``data``).
+        missing). Their levels (:attr:`categories`) go into the model, which maps later
+        data by level; a level not seen here gets code ``k`` (the number of levels),
+        which every categorical split sends to its "other" side. At most
+        ``cbudget.categories.MAX_LEVELS`` levels (65,536) per column. With
+        ``reference``, the reference's are taken. A :class:`cbudget.categories.Categories`
+        (another Dataset's :attr:`categories`): ``data`` holds codes under those levels
+        (e.g. rows of that Dataset's ``data``).
     group : array-like of int, optional
         Learning to rank: the number of rows of each query, in row order (as LightGBM
         and XGBoost take them; positive, summing to the number of rows). Each query's

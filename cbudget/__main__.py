@@ -23,7 +23,7 @@ import cbudget
 from cbudget._files import check_replaceable
 from cbudget._json_checks import NestingError, parse_json
 from cbudget.costs import stage_line
-from cbudget.dataset import as_float_matrix, query_boundaries
+from cbudget.dataset import query_boundaries
 from cbudget.datasets import load_letters, train_valid_test_split
 from cbudget.interop.audit import (
     foreign_model_kind,
@@ -109,15 +109,31 @@ def write_table(columns: dict[str, np.ndarray], path: str) -> None:
         frame.to_csv(path, index=False)
 
 
-def feature_matrix(frame: Any, feature_names: list[str], path: str) -> np.ndarray:
-    """The columns ``feature_names`` of ``frame`` (in that order) as a float matrix;
-    CommandError listing the missing ones, TypeError for a non-numeric one."""
+def feature_frame(frame: Any, feature_names: list[str], path: str) -> Any:
+    """The columns ``feature_names`` of ``frame``, in that order (a DataFrame: the
+    Dataset or the model maps the levels of the categorical ones, and names a column of
+    strings that is not categorical in its error); CommandError listing the missing
+    ones."""
     missing = [name for name in feature_names if name not in frame.columns]
     if missing:
         raise CommandError(f"{path} lacks {len(missing)} feature column(s) of the model: "
                            f"{', '.join(missing)}")
-    X, _ = as_float_matrix(frame[feature_names], path)
-    return X
+    return frame[feature_names]
+
+
+def categorical_columns(text: str, feature_names: list[str]) -> Any:
+    """``--categorical``: "auto" (string columns), "none", or comma-separated column
+    names (a numeric one holds integer codes), as Dataset's ``categorical_feature``."""
+    if text == "auto":
+        return "auto"
+    if text == "none":
+        return []
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in feature_names]
+    if unknown:
+        raise CommandError(f"--categorical names {', '.join(unknown)}, which "
+                           f"{'is' if len(unknown) == 1 else 'are'} not a feature column")
+    return names
 
 
 def label_column(frame: Any, label: str, path: str) -> np.ndarray:
@@ -259,15 +275,17 @@ def train_command(args: argparse.Namespace) -> None:
     feature_names = [c for c in frame.columns if c not in (args.label, args.query)]
     if not feature_names:
         raise CommandError(f"{args.data} has no feature columns besides the label")
-    X = feature_matrix(frame, feature_names, args.data)
+    X = feature_frame(frame, feature_names, args.data)
     dtrain = cbudget.Dataset(X, label, feature_names=feature_names,
                              qid=query_column(frame, args.query, args.data),
+                             categorical_feature=categorical_columns(args.categorical,
+                                                                     feature_names),
                              **feature_costs(args, feature_names))
     evals = []
     eval_data, eval_path = dtrain, args.data
     if args.valid is not None:
         valid_frame = read_table(args.valid)
-        eval_data = cbudget.Dataset(feature_matrix(valid_frame, feature_names, args.valid),
+        eval_data = cbudget.Dataset(feature_frame(valid_frame, feature_names, args.valid),
                                     label_column(valid_frame, args.label, args.valid),
                                     qid=query_column(valid_frame, args.query, args.valid),
                                     reference=dtrain)
@@ -363,7 +381,7 @@ def prediction_columns(predictions: np.ndarray) -> dict[str, np.ndarray]:
 def predict_command(args: argparse.Namespace) -> None:
     """``cbudget predict``: write a model's predictions (and costs) on a file."""
     model = read_model_file(args.model, args).content
-    X = feature_matrix(read_table(args.data), model.feature_names, args.data)
+    X = feature_frame(read_table(args.data), model.feature_names, args.data)
     columns = prediction_columns(model.predict(X))
     if args.cost:
         columns["cost"] = model.predict_cost(X)
@@ -378,7 +396,7 @@ def predict_command(args: argparse.Namespace) -> None:
 COST_QUANTILES = {"p10": 10, "p25": 25, "median": 50, "p75": 75, "p90": 90, "p99": 99}
 
 
-def cost_summary(model: cbudget.Model, X: np.ndarray) -> dict[str, Any]:
+def cost_summary(model: cbudget.Model, X: Any) -> dict[str, Any]:
     """What predicting ``X`` costs: the per-input cost's mean, quantiles and max; per
     feature the model uses its cost, the share of inputs that acquire it and what it
     adds to the mean cost (sorted by that, largest first); cost groups likewise; the rest
@@ -487,7 +505,7 @@ def report_command(args: argparse.Namespace) -> None:
     """``cbudget report``: the cost and acquisition summary of a model on a file."""
     frame = read_table(args.data)
     model = report_model(args, frame)
-    X = feature_matrix(frame, model.feature_names, args.data)
+    X = feature_frame(frame, model.feature_names, args.data)
     summary = cost_summary(model, X)
     ids = query_column(frame, args.query, args.data)
     if ids is not None:
@@ -697,6 +715,12 @@ def build_parser() -> argparse.ArgumentParser:
     train_parser.add_argument("data", metavar="DATA", help=data_help)
     train_parser.add_argument("--label", required=True, metavar="COL",
                               help="the label column (classes numbered 0..K-1)")
+    train_parser.add_argument("--categorical", default="auto", metavar="COLS",
+                              help="the categorical feature columns: 'auto' (default: the "
+                                   "columns of strings; Parquet dictionary columns too), "
+                                   "'none', or comma-separated names (a numeric one holds "
+                                   "integer codes 0, 1, 2, ...). Their levels are saved in "
+                                   "the model, which maps those of later files by name")
     train_parser.add_argument("-o", "--output", required=True, metavar="MODEL.json",
                               help="where to save the model")
     train_parser.add_argument("--query", metavar="COL",

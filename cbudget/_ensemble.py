@@ -12,7 +12,6 @@ import numpy as np
 from ._core._predict import predict_leaf
 from ._core._types import NODE_DTYPE, compact_nodes
 from ._model import CostParts, CostTracker, Model, NotApplicableError
-from .dataset import query_boundaries_of
 from .model_io import check_integer_range, invalid, require
 from .on_demand import FeatureSource, ReadSteps, global_node_ids, walk_trees
 
@@ -442,8 +441,7 @@ class TreeEnsemble(Model):
         """
         reads = {"iteration_range": iteration_range, "early_exit": early_exit}
         cost, acquired = self._cost_and_acquired(self.prepare_input(X, **reads), **reads)
-        return self.cost_model.report(cost, acquired, self.used_features(iteration_range),
-                                      self.feature_names, query_boundaries_of(X))
+        return self._report(cost, acquired, self.used_features(iteration_range), X)
 
     def cost_tracker(self, X) -> StagedCostTracker:
         """The mean cost of ``X`` as the ensemble grows, one pass per new iteration."""

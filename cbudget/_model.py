@@ -25,6 +25,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from ._core._openmp_helpers import resolve_n_threads
+from .categories import NO_CATEGORIES, Categories
 from .costs import CostModel, CostReport
 from .dataset import Dataset, prediction_input, query_boundaries_of
 from .metrics import check_metric, metric_maximize
@@ -87,6 +88,10 @@ class Model:
     cost_model : cbudget.CostModel
     params : dict
         The resolved training parameters.
+    categories : cbudget.categories.Categories
+        The categorical features and their levels (those of the training Dataset): a
+        DataFrame is mapped by level, a numeric array taken as codes (docs/architecture.md,
+        "Categorical features").
     best_iteration, best_score : set by early stopping (else None)
     summary : dict
         Training and validation cost, features used, and more per model type.
@@ -112,6 +117,7 @@ class Model:
         self.cost_model = cost_model
         self.params = dict(params)
         self.algorithm = self.params.get("algorithm", default_algorithm)
+        self.categories: Categories = NO_CATEGORIES
         self.best_iteration: int | None = None
         self.best_score: float | None = None
         self.summary: dict[str, Any] = {}
@@ -164,12 +170,12 @@ class Model:
         if isinstance(X, FeatureSource):
             self._acquire(X, **reads)
             return X.values
-        return prediction_input(X, self.feature_names)
+        return prediction_input(X, self.feature_names, self.categories)
 
     def _acquire(self, source: FeatureSource, **reads: Any) -> Any:
         """Fetch from ``source`` what predicting all its inputs with the options
         ``reads`` reads; returns what :meth:`read_steps` returned."""
-        source.bind(self.feature_names, self.cost_model)
+        source.bind(self.feature_names, self.cost_model, self.categories)
         values = source.values
         return source.run(self.read_steps(source, np.arange(source.n_samples, dtype=np.int64),
                                           **reads),
@@ -188,7 +194,8 @@ class Model:
         Parameters
         ----------
         known_values : mapping {feature index or name: value}
-            The features known so far (NaN: known to be missing).
+            The features known so far (NaN: known to be missing); a categorical
+            feature's level as a DataFrame holds it (see :attr:`categories`).
 
         Returns
         -------
@@ -208,7 +215,7 @@ class Model:
             raise TypeError("known_values must be a mapping {feature index or name: value}")
         source = FeatureSource(_fetch_nothing, 1,
                                known={key: [value] for key, value in known_values.items()})
-        source.bind(self.feature_names, self.cost_model)
+        source.bind(self.feature_names, self.cost_model, self.categories)
         return source.first_requests(self.read_steps(source, np.zeros(1, dtype=np.int64)))
 
     def n_threads(self) -> int:
@@ -249,8 +256,14 @@ class Model:
         """Mean cost, per-input cost, per-feature acquisition rates, features used and the
         fixed coupled cost of predicting ``X``."""
         cost, acquired = self._cost_and_acquired(self.prepare_input(X))
-        return self.cost_model.report(cost, acquired, self.used_features(), self.feature_names,
-                                      query_boundaries_of(X))
+        return self._report(cost, acquired, self.used_features(), X)
+
+    def _report(self, cost: np.ndarray, acquired: np.ndarray, used: np.ndarray,
+                X: Any) -> CostReport:
+        """The :class:`CostReport` of predicting ``X`` at per-input ``cost`` with the
+        ``acquired`` features, the model using the features ``used``."""
+        return self.cost_model.report(cost, acquired, used, self.feature_names,
+                                      query_boundaries_of(X), categories=self.categories)
 
     def cost_tracker(self, X) -> CostTracker:
         """An object whose ``mean_cost(model)`` gives the mean cost of ``X`` as the model

@@ -29,7 +29,6 @@ from .dataset import (
     Dataset,
     InputData,
     prediction_input,
-    query_boundaries_of,
     zero_one_labels,
 )
 from .exits import EPSILON_GRID, EXIT_FOLDS, best_epsilon, exit_folds
@@ -758,8 +757,7 @@ class GatedModel(Model):
         """
         cost, acquired = self._cost_and_acquired(self.prepare_input(X, early_exit=early_exit),
                                                  expensive_cost, early_exit)
-        return self.cost_model.report(cost, acquired, self.used_features(), self.feature_names,
-                                      query_boundaries_of(X))
+        return self._report(cost, acquired, self.used_features(), X)
 
     def finalize(self, dtrain: Dataset, evals: Iterable[tuple[str, Dataset]],
                  q: np.ndarray) -> None:

@@ -25,6 +25,7 @@ from ._core._acquisition import bitset_to_bool
 from ._core._predict import predict_cost as _predict_cost_kernel
 from ._core._types import BITSET_WORD_DTYPE
 from ._json_checks import invalid, number_list, require
+from .categories import NO_CATEGORIES, Categories
 
 __all__ = ["CostModel", "CostReport", "stage_line"]
 
@@ -173,6 +174,9 @@ class CostReport:
         ``cost_tradeoff``, ``reached_share`` (the inputs that evaluate its trees: with exit
         rules, those still in) and ``mean_cost`` (the mean cost per input up to its end);
         None otherwise.
+    categorical : dict {str: str}
+        The categorical features, each one feature (paid once whatever its level):
+        name -> "categorical, k levels" (or "categorical" for integer codes).
     """
 
     mean_cost: float
@@ -183,6 +187,7 @@ class CostReport:
     feature_names: list[str] = field(repr=False)
     mean_cost_per_query: float | None = None
     cost_stages: list[dict[str, Any]] | None = None
+    categorical: dict[str, str] = field(default_factory=dict, repr=False)
 
     def __str__(self) -> str:
         per_query = ([] if self.mean_cost_per_query is None else
@@ -193,7 +198,9 @@ class CostReport:
         order = np.argsort(-self.acquisition_rate, kind="stable")
         for m in order:
             if self.acquisition_rate[m] > 0:
-                lines.append(f"  {self.feature_names[m]}: acquired for "
+                name = self.feature_names[m]
+                kind = f" ({self.categorical[name]})" if name in self.categorical else ""
+                lines.append(f"  {name}{kind}: acquired for "
                              f"{100 * self.acquisition_rate[m]:.2f}% of inputs")
         if self.cost_stages:
             lines.append("cost stages:")
@@ -457,12 +464,16 @@ class CostModel:
     def report(self, cost: np.ndarray, acquired: np.ndarray,
                used_features: np.ndarray | Sequence[int],
                feature_names: Sequence[str],
-               group_ptr: np.ndarray | None = None) -> CostReport:
+               group_ptr: np.ndarray | None = None, *,
+               categories: Categories = NO_CATEGORIES) -> CostReport:
         """The :class:`CostReport` of per-input costs ``cost``, the (n_samples,
         n_features) 0/1 matrix ``acquired`` and the features the model uses; with the
-        query boundaries ``group_ptr``, the mean cost per query too."""
+        query boundaries ``group_ptr``, the mean cost per query too; ``categories``
+        names the categorical features."""
         n_queries = 0 if group_ptr is None else group_ptr.shape[0] - 1
         return CostReport(
+            categorical={feature_names[m]: categories.describe(m)
+                         for m in categories.features.tolist()},
             mean_cost_per_query=float(cost.sum() / n_queries) if n_queries else None,
             mean_cost=float(cost.mean()) if cost.size else 0.0, per_input_cost=cost,
             acquisition_rate=(acquired.mean(axis=0) if acquired.shape[0]

@@ -5,7 +5,7 @@ import copy
 import numbers
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, TypeAlias, Union
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -14,6 +14,17 @@ from ._core._binning import map_to_bins
 from ._core._histogram import SparseBins
 from ._core._openmp_helpers import resolve_n_threads
 from ._core._types import MAX_ROWS, X_BINNED_DTYPE
+from .categories import (
+    NO_CATEGORIES,
+    CategoricalSpec,
+    Categories,
+    as_pandas,
+    auto_columns,
+    encode_column,
+    encode_table,
+    fit_categories,
+    is_table,
+)
 from .costs import CostGroups, CostModel, FeatureCosts, GroupCosts
 
 if TYPE_CHECKING:  # only for type hints: the model classes import this module
@@ -63,7 +74,8 @@ def as_float_matrix(data: MatrixLike, what: str = "data"
             kind = getattr(dtype, "kind", "O")
             if kind not in "biuf":
                 raise TypeError(f"{what}: column {col!r} has dtype {dtype}; only numeric and "
-                                "bool columns are supported (encode categories first)")
+                                "bool columns are supported here (cbudget.Dataset takes "
+                                "categorical columns: categorical_feature)")
         data = data.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
         try:
@@ -83,7 +95,9 @@ def as_float_matrix(data: MatrixLike, what: str = "data"
             try:
                 data = data.astype(np.float64)
             except (TypeError, ValueError):
-                raise TypeError(f"{what}: object array with non-numeric values") from None
+                column = _first_non_numeric_column(data)
+                raise TypeError(f"{what}: column {column} holds non-numeric values (name "
+                                "it in categorical_feature to make it categorical)") from None
         else:
             raise TypeError(f"{what}: unsupported dtype {data.dtype}; expected numbers")
     if data.ndim != 2:
@@ -95,23 +109,94 @@ def as_float_matrix(data: MatrixLike, what: str = "data"
     return np.ascontiguousarray(data, dtype=dtype), names
 
 
-def prediction_input(X: InputData, feature_names: Sequence[str]) -> np.ndarray:
+def _first_non_numeric_column(data: np.ndarray) -> int:
+    """The index of the first column of a 2-D object array that is not all numbers."""
+    for m in range(data.shape[1] if data.ndim == 2 else 0):
+        try:
+            data[:, m].astype(np.float64)
+        except (TypeError, ValueError):
+            return m
+    return 0
+
+
+def read_matrix(data: MatrixLike, what: str, categories: Categories, *,
+                check: bool) -> tuple[np.ndarray, list[str] | None]:
+    """``data`` as :func:`as_float_matrix` converts it, with the categorical columns of
+    ``categories`` as codes (cbudget.categories): a DataFrame's (or NumPy object array's)
+    mapped by level, a numeric array's taken as codes -- with ``check`` (training and
+    validation data), checked as integer codes, negative ones missing (NaN).
+    ``(X, column_names)``."""
+    if isinstance(data, np.ndarray) and data.dtype.kind in "biuf" and not (
+            check and len(categories)):
+        return as_float_matrix(data, what)      # numbers as they are: the common case
+    data = as_pandas(data)
+    by_dtype = is_table(data) or (isinstance(data, np.ndarray) and data.dtype.kind in "OSU")
+    if not by_dtype or not (len(categories) or is_table(data) and _has_levels_dtype(data)):
+        X, names = as_float_matrix(data, what)
+        if check and len(categories):
+            X = X.copy() if np.shares_memory(X, data) else X     # never edit the caller's
+            for m in categories.features.tolist():
+                X[:, m] = encode_column(X[:, m], _column_name(names, m), None)
+        return X, names
+    if getattr(data, "ndim", 2) != 2:
+        raise ValueError(f"{what} must be 2-D (n_samples, n_features), got {data.ndim}-D")
+    if 0 in data.shape:
+        raise ValueError(f"{what} is empty: shape {data.shape}")
+    names = [str(c) for c in data.columns] if is_table(data) else None
+    return encode_table(data, names or [f"column {m}" for m in range(data.shape[1])],
+                        categories, check=check), names
+
+
+def _has_levels_dtype(frame: Any) -> bool:
+    """Whether a DataFrame has a column that is neither numbers nor bools."""
+    return any(getattr(dtype, "kind", "O") not in "biuf" for dtype in frame.dtypes)
+
+
+def _column_name(names: Sequence[str] | None, m: int) -> str:
+    return names[m] if names is not None else f"column {m}"
+
+
+def prediction_input(X: InputData, feature_names: Sequence[str],
+                     categories: Categories = NO_CATEGORIES) -> np.ndarray:
     """``X`` (a Dataset, numpy, pandas or scipy.sparse) as the float matrix a model
-    trained on ``feature_names`` predicts on; ValueError for a wrong number of features
-    or different feature names."""
+    trained on ``feature_names`` with the categorical features ``categories`` predicts
+    on (a DataFrame's levels mapped by the model's, a numeric array taken as codes);
+    ValueError for a wrong number of features or different feature names, or a Dataset
+    whose categories are not the model's."""
     if isinstance(X, Dataset):
+        if X.categories != categories:
+            raise ValueError("the Dataset's categorical features or levels differ from the "
+                             "model's: build it with reference= the training Dataset, or "
+                             "predict on the DataFrame itself")
         # (mypy checks X.feature_names with X already the ndarray: a false positive)
         X, names = X.data, X.feature_names  # type: ignore[attr-defined]
     else:
-        X, names = as_float_matrix(X, "X")
-    if X.shape[1] != len(feature_names):
-        raise ValueError(f"X has {X.shape[1]} features but the model was trained on "
+        if len(categories):
+            X = as_pandas(X)
+            check_columns(X, feature_names, "X", "the model")     # before mapping levels
+        X, names = read_matrix(X, "X", categories, check=False)
+    check_columns(X, feature_names, "X", "the model", names)
+    return X
+
+
+def check_columns(data: Any, feature_names: Sequence[str], what: str, owner: str,
+                  names: Sequence[str] | None = None) -> None:
+    """ValueError when ``data`` (2-D, of a known shape) has another number of columns
+    than ``feature_names`` (those of ``owner``: "the model", "the reference Dataset"),
+    or columns of other names (``names``, by default a DataFrame's)."""
+    shape = getattr(data, "shape", None)
+    if not isinstance(shape, tuple) or len(shape) != 2:
+        return
+    if shape[1] != len(feature_names):
+        verb = "was trained on" if owner == "the model" else "has"
+        raise ValueError(f"{what} has {shape[1]} features but {owner} {verb} "
                          f"{len(feature_names)}")
+    if names is None and is_table(data):
+        names = [str(c) for c in data.columns]
     if names is not None and list(names) != list(feature_names):
         differences = [(a, b) for a, b in zip(names, feature_names) if a != b][:3]
-        raise ValueError(f"X's feature names differ from the model's (first differences: "
-                         f"{differences})")
-    return X
+        raise ValueError(f"{what}'s feature names differ from {owner}'s (first "
+                         f"differences: {differences})")
 
 
 def check_model_matches(model: Model, data: Dataset, what: str, hint: str) -> None:
@@ -121,6 +206,8 @@ def check_model_matches(model: Model, data: Dataset, what: str, hint: str) -> No
         raise ValueError(f"{what}'s features differ from dtrain's")
     if model.cost_model.to_dict() != data.cost_model.to_dict():
         raise ValueError(f"{what}'s costs differ from dtrain's: {hint}")
+    if model.categories != data.categories:
+        raise ValueError(f"{what}'s categorical features or levels differ from dtrain's")
 
 
 def query_boundaries_of(X: InputData) -> np.ndarray | None:
@@ -153,12 +240,17 @@ def _vector(values, n, name, *, allow_none=True):
         if allow_none:
             return None
         raise ValueError(f"{name} is required")
+    if getattr(getattr(values, "dtype", None), "name", None) == "category":
+        raise TypeError(f"{name} is a categorical column: {name}s are numbers (classes "
+                        "numbered 0..K-1: encode them, e.g. with pandas.factorize)")
     if hasattr(values, "to_numpy"):
         values = values.to_numpy()
     try:
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be numeric") from None
+        raise TypeError(f"{name} must be numeric (classes numbered 0..K-1; a {name} of "
+                        "strings or categories must be encoded first, e.g. with "
+                        "pandas.factorize)") from None
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     if arr.ndim != 1:
@@ -389,6 +481,18 @@ class Dataset:
     reference : Dataset, optional
         Share this training Dataset's bin edges, feature names and costs (for
         validation data). Costs cannot be given together with ``reference``.
+    categorical_feature : "auto" or list of str or int, default "auto"
+        The categorical columns (docs/architecture.md, "Categorical features"): "auto"
+        takes a DataFrame's pandas ``category`` and string columns and the object columns
+        (of a DataFrame or NumPy array) that hold strings; a list names them (names or
+        indices), where a numeric column holds integer codes 0, 1, 2, ... (negative:
+        missing). Their levels (:attr:`categories`) go into the model, which maps later
+        data by level; a level not seen here gets code ``k`` (the number of levels),
+        which every categorical split sends to its "other" side. At most
+        ``cbudget.categories.MAX_LEVELS`` levels (65,536) per column. With
+        ``reference``, the reference's are taken. A :class:`cbudget.categories.Categories`
+        (another Dataset's :attr:`categories`): ``data`` holds codes under those levels
+        (e.g. rows of that Dataset's ``data``).
     group : array-like of int, optional
         Learning to rank: the number of rows of each query, in row order (as LightGBM
         and XGBoost take them; positive, summing to the number of rows). Each query's
@@ -412,12 +516,17 @@ class Dataset:
     cost_model : cbudget.CostModel
     group_ptr : ndarray of int64, shape (n_queries + 1,), or None
         With ``group`` or ``qid``: query ``q`` holds rows ``group_ptr[q]:group_ptr[q+1]``.
+    categorical_features : ndarray of int32
+        Sorted indices of the categorical features (empty when none).
+    categories : cbudget.categories.Categories
+        The categorical features and the levels of each (code ``c`` is level ``c``).
     """
 
     feature_names: list[str]
     max_bin: int
     bin_edges: list[np.ndarray]
     cost_model: CostModel
+    categories: Categories
 
     def __init__(self, data: MatrixLike, label: ArrayLike | None = None, *,
                  weight: ArrayLike | None = None, feature_names: Sequence[str] | None = None,
@@ -428,9 +537,22 @@ class Dataset:
                  split_cost: float = 0.0, tree_cost: float = 0.0,
                  default_cost: float | None = None, max_bin: int = 255,
                  reference: Dataset | None = None, group: ArrayLike | None = None,
-                 qid: ArrayLike | None = None) -> None:
+                 qid: ArrayLike | None = None,
+                 categorical_feature: CategoricalSpec = "auto") -> None:
         check_row_count(data)       # before any conversion copies the data
-        X, column_names = as_float_matrix(data, "data")
+        data = as_pandas(data)
+        if reference is not None:
+            if not isinstance(reference, Dataset):
+                raise TypeError("reference must be a cbudget.Dataset")
+            if not (isinstance(categorical_feature, str) and categorical_feature == "auto"):
+                raise ValueError("categorical_feature comes from the reference Dataset; do "
+                                 "not pass it with reference")
+            self.categories = reference.categories
+            check_columns(data, reference.feature_names, "data", "the reference Dataset",
+                          None if feature_names is None else list(feature_names))
+        else:
+            self.categories = self._fit_categories(data, feature_names, categorical_feature)
+        X, column_names = read_matrix(data, "data", self.categories, check=True)
         check_row_count(X)
         n_samples, n_features = X.shape
         self.data = X
@@ -444,20 +566,14 @@ class Dataset:
         self.group_ptr = query_boundaries(group, qid, n_samples)
 
         if reference is not None:
-            if not isinstance(reference, Dataset):
-                raise TypeError("reference must be a cbudget.Dataset")
             given = {k: v for k, v in dict(
                 feature_costs=feature_costs, cost_groups=cost_groups, group_costs=group_costs,
                 coupled_costs=coupled_costs).items() if v is not None}
             if given or split_cost or tree_cost or default_cost is not None:
                 raise ValueError("costs come from the reference Dataset; do not pass "
                                  f"{sorted(given) or ['split_cost/tree_cost']} with reference")
-            if n_features != reference.num_feature():
-                raise ValueError(f"data has {n_features} features but the reference "
-                                 f"Dataset has {reference.num_feature()}")
-            names = feature_names if feature_names is not None else column_names
-            if names is not None and list(names) != reference.feature_names:
-                raise ValueError("feature names differ from the reference Dataset's")
+            check_columns(X, reference.feature_names, "data", "the reference Dataset",
+                          feature_names if feature_names is not None else column_names)
             self.feature_names = list(reference.feature_names)
             self.max_bin = reference.max_bin
             self.bin_edges = reference.bin_edges
@@ -488,6 +604,30 @@ class Dataset:
         self.n_value_bins = (np.diff(self._flat_edges[1]) + 1).astype(np.uint32)
         self.binned = self.bin_data(X)
         self._sparse_bins: SparseBins | None = None
+
+    @staticmethod
+    def _fit_categories(data: Any, feature_names: Sequence[str] | None,
+                        categorical_feature: CategoricalSpec) -> Categories:
+        """The categorical features ``categorical_feature`` names in training ``data``
+        (with the names it will have), and their levels."""
+        if isinstance(categorical_feature, Categories):
+            return categorical_feature
+        if isinstance(categorical_feature, str) and categorical_feature == "auto" \
+                and not auto_columns(data):
+            return NO_CATEGORIES        # numbers only: nothing to look at
+        if feature_names is not None:
+            names = [str(n) for n in feature_names]
+        elif is_table(data):
+            names = [str(c) for c in data.columns]
+        else:
+            shape = getattr(data, "shape", None) or np.shape(data)
+            names = [f"f{m}" for m in range(shape[1] if len(shape) == 2 else 0)]
+        return fit_categories(data, names, categorical_feature)
+
+    @property
+    def categorical_features(self) -> np.ndarray:
+        """Sorted int32 indices of the categorical features (empty when none)."""
+        return self.categories.features
 
     def without_rows(self) -> Dataset:
         """A copy with this Dataset's bin edges, feature names and costs but no rows: a

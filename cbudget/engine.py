@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import resource
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from ._model import Model, NotApplicableError
 from .callback import CallbackContainer
@@ -242,7 +242,13 @@ class Algorithm:
     retired_params : dict, optional
         Parameters it no longer takes -> the value it always used, which older model
         files may still list (reading them drops those entries).
+
+    ``splits_categories`` (class attribute, False here): whether it trains on categorical
+    features (:attr:`cbudget.Dataset.categorical_features`); :func:`cbudget.train`
+    refuses data with some for the algorithms that do not.
     """
+
+    splits_categories: ClassVar[bool] = False
 
     def __init__(self, name: str, params: tuple, trainer: type, doc: str, *,
                  model_class: type[Model], section: str | None = None,

@@ -33,6 +33,7 @@ from ._json_checks import (
     require,
 )
 from ._version import __version__
+from .categories import Categories
 from .costs import CostModel
 
 if TYPE_CHECKING:  # only for type hints: the model classes import this module
@@ -118,7 +119,7 @@ def model_header(model: Model) -> dict[str, Any]:
     if model.best_iteration is not None and model.best_score is not None:
         attributes["best_iteration"] = int(model.best_iteration)
         attributes["best_score"] = float(model.best_score)
-    return {
+    header = {
         "format": FORMAT_NAME,
         "format_version": list(FORMAT_VERSION),
         "library_version": __version__,
@@ -132,6 +133,10 @@ def model_header(model: Model) -> dict[str, Any]:
         "attributes": attributes,
         "summary": model.summary,
     }
+    if len(model.categories):
+        # optional: a file without it (any older file) has no categorical features
+        header["categories"] = model.categories.to_dict()
+    return header
 
 
 class Header(NamedTuple):
@@ -199,7 +204,10 @@ ModelT = TypeVar("ModelT", bound="Model")
 
 def read_attributes(model: ModelT, doc: dict, n_iterations: int | None = None) -> ModelT:
     """``model`` with the document's ``best_iteration`` / ``best_score`` (checked against
-    ``n_iterations`` when the model has iterations) and ``summary``."""
+    ``n_iterations`` when the model has iterations), ``summary`` and ``categories`` (the
+    levels of its categorical features, when it has some)."""
+    if "categories" in doc:
+        model.categories = Categories.from_dict(doc["categories"], len(model.feature_names))
     attributes = require(doc, "attributes", dict)
     if "best_iteration" in attributes:
         best_iteration = require(attributes, "best_iteration", int, "attributes.")

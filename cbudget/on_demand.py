@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._core._predict import walk_step
+from .categories import NO_CATEGORIES, Categories, encode_column
 from .costs import CostModel, resolve_feature
 
 __all__ = ["FeatureSource", "FetchCall", "ReadSteps", "global_node_ids", "walk_trees",
@@ -60,18 +61,23 @@ class FeatureSource:
     fetch : callable ``fetch(features, rows) -> array of shape (len(rows), len(features))``
         ``features`` is a list of feature indices (the model's column order), ``rows``
         an int64 array of input indices in ``[0, n_samples)``. NaN in the result means
-        missing (the trained default direction). The result is copied as soon as the
-        call returns, so it may be a view of a buffer the next call reuses (with
-        ``max_workers`` > 1 calls overlap: each then needs a buffer of its own). The
-        features of one cost group that the same inputs need in the same round come in
-        one call; otherwise each call is one feature, for all the inputs that need it at
-        that step.
+        missing (the trained default direction). A categorical feature with levels (a
+        string or pandas ``category`` column in training, :attr:`cbudget.Model.categories`)
+        is fetched as its levels, as in a DataFrame (e.g. ``"M"``; an unseen level goes
+        to the splits' "other" side, None or NaN is missing): the result may then be an
+        object array or a DataFrame. An integer-coded one is fetched as its codes. The
+        result is copied as soon as the call returns, so it may be a view of a buffer
+        the next call reuses (with ``max_workers`` > 1 calls overlap: each then needs a
+        buffer of its own). The features of one cost group that the same inputs need in
+        the same round come in one call; otherwise each call is one feature, for all the
+        inputs that need it at that step.
     n_samples : int
         Number of inputs.
     known : mapping or DataFrame, optional
         Features available for free up front: ``{feature index or name: column of
         n_samples values}``, or a DataFrame whose columns are named after features.
-        They are never fetched and cost nothing.
+        They are never fetched and cost nothing; a categorical feature's as levels, as
+        ``fetch`` returns them.
     max_workers : int, default 1
         With more than one, the calls of one round run concurrently in a thread pool
         (for fetches that wait on I/O: a web service, a database, a lab).
@@ -109,6 +115,8 @@ class FeatureSource:
         self.feature_names: list[str] | None = None
         self.cost_model: CostModel | None = None
         self._values = np.zeros((0, 0))
+        # {feature: levels} of the model's categorical features with levels
+        self._levels: dict[int, list] = {}
         self._status = np.zeros((0, 0), dtype=np.uint8)
         self._free = np.zeros(0, dtype=bool)
         # the pairs registered for the coming round: (feature, its rows)
@@ -170,10 +178,14 @@ class FeatureSource:
         return cost
 
     # -- what the models use ----------------------------------------------------------------
-    def bind(self, feature_names: Sequence[str], cost_model: CostModel) -> None:
-        """Take the model's features and costs (at the first use: allocate the values and
-        fill in the known features); ValueError for a model of other features."""
+    def bind(self, feature_names: Sequence[str], cost_model: CostModel,
+             categories: Categories = NO_CATEGORIES) -> None:
+        """Take the model's features, costs and categorical levels (at the first use:
+        allocate the values and fill in the known features); ValueError for a model of
+        other features."""
         names = list(feature_names)
+        self._levels = {m: levels for m, levels in categories.by_feature().items()
+                        if levels is not None}
         if self.feature_names is not None:
             if names != self.feature_names:
                 raise ValueError("this FeatureSource was used with a model of other features")
@@ -185,7 +197,7 @@ class FeatureSource:
         free = np.zeros(n_features, dtype=bool)
         for key, column in self._known_columns():
             m = resolve_feature(key, names, "known")
-            values[:, m] = self._known_column(column, names[m])
+            values[:, m] = self._known_column(column, names[m], self._levels.get(m))
             status[:, m] = KNOWN
             free[m] = True
         self.feature_names, self.cost_model = names, cost_model
@@ -199,7 +211,9 @@ class FeatureSource:
             return [(str(c), known[c].to_numpy()) for c in known.columns]
         return list(known.items())
 
-    def _known_column(self, column, name):
+    def _known_column(self, column, name, levels=None):
+        if levels is not None and np.shape(column) == (self.n_samples,):
+            return encode_column(column, f"known[{name!r}]", levels, check=False)
         try:
             column = np.asarray(column)
         except Exception as exc:  # noqa: BLE001 - report any conversion failure clearly
@@ -336,17 +350,36 @@ class FeatureSource:
         seconds = time.perf_counter() - start
         # Copied now, before the round's next call: a fetch may return a view of a buffer
         # it reuses (preallocated arrays, database cursors), which that call overwrites.
-        return _copied_values(result, features, rows.size), seconds
+        return _copied_values(result, features, rows.size, self._levels), seconds
 
 
-def _copied_values(result: Any, features: list[int], n_rows: int) -> np.ndarray:
-    """What a fetch returned, as a new float64 array of shape (n_rows, len(features));
-    ValueError naming the call when it is not numbers of that shape."""
+def _copied_values(result: Any, features: list[int], n_rows: int,
+                   levels: Mapping[int, list] | None = None) -> np.ndarray:
+    """What a fetch returned, as a new float64 array of shape (n_rows, len(features)),
+    the categorical features of ``levels`` mapped to codes; ValueError naming the call
+    when it is not numbers (or levels) of that shape."""
     what = f"fetch(features={features}, rows=<{n_rows} rows>)"
     try:
         array = np.asarray(result)
     except Exception as exc:  # noqa: BLE001 - report any conversion failure clearly
         raise ValueError(f"{what} returned something that is not an array: {exc}") from None
+    levels = levels or {}
+    if (array.dtype.kind == "O" or any(m in levels for m in features)) \
+            and array.shape == (n_rows, len(features)):
+        # column by column: a categorical feature's levels to codes, the others' numbers
+        codes = np.empty(array.shape)
+        for j, m in enumerate(features):
+            if m in levels:
+                codes[:, j] = encode_column(array[:, j], f"{what}, feature {m}", levels[m],
+                                            check=False)
+                continue
+            try:
+                codes[:, j] = array[:, j].astype(np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"{what} returned values of dtype {array.dtype} that are "
+                                 f"not numbers for feature {m}, which is not categorical"
+                                 ) from None
+        return codes
     if array.dtype.kind not in "biuf":
         raise ValueError(f"{what} returned values of dtype {array.dtype}: numbers expected")
     if array.shape != (n_rows, len(features)):

@@ -304,7 +304,10 @@ def plot_acquisition(model: Model, X: InputData, *, cost_weighted: bool = False,
     ax.bar_label(bars, labels=[f"{v:.3g}" if cost_weighted else f"{v:.0%}"
                                for v in value[shown]], padding=2, fontsize="small")
     ax.set_yticks(positions)
-    ax.set_yticklabels([model.feature_names[m] for m in shown])
+    # a categorical feature is one feature, bought once whatever its level: say which
+    categorical = set(model.categories.features.tolist())
+    ax.set_yticklabels([model.feature_names[m] + (" (categorical)" if m in categorical else "")
+                        for m in shown])
     ax.invert_yaxis()           # the largest on top
     title = f"{model.algorithm}: {bought.size} of {model.num_features()} features bought"
     if shown.size < bought.size:

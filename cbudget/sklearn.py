@@ -44,6 +44,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from ._model import Model
 from .adapt import ExternalModel, GatedModel
+from .categories import as_pandas, auto_columns, parse_categorical_feature
 from .cost_path import CostPath, cost_path
 from .costs import CostGroups, CostReport, FeatureCosts, GroupCosts
 from .cstc import Cascade, ClassifierTree
@@ -96,6 +97,22 @@ def _evals_result_of(model: Model, evals: list, params: dict[str, Any]) -> dict:
 
 def _dense(X: Any) -> np.ndarray:
     return X.toarray() if scipy.sparse.issparse(X) else X
+
+
+# validate_data's checks of data with categorical columns: their levels may be strings
+# (cbudget.Dataset converts the columns itself, naming the column in its errors)
+_CATEGORICAL_X_CHECKS = dict(accept_sparse=False, ensure_all_finite=False, dtype=None)
+
+
+def _check_numeric_columns(X: Any, categorical: Sequence[int]) -> None:
+    """TypeError naming the first column of a DataFrame ``X`` that holds neither numbers
+    nor a categorical feature (scikit-learn's own message does not name it)."""
+    for m, dtype in enumerate(getattr(X, "dtypes", ())):
+        if m not in categorical and (getattr(dtype, "kind", "O") not in "biuf"
+                                     or getattr(dtype, "name", "") == "category"):
+            raise TypeError(f"column {X.columns[m]!r} has dtype {dtype}: name it in "
+                            "categorical_features (boosting estimators) or encode it as "
+                            "numbers")
 
 
 def _holdout(dtrain: Dataset, seed: int, fraction: float = 0.2) -> list[tuple[np.ndarray, Any]]:
@@ -274,11 +291,19 @@ class _CostAwareEstimator(BaseEstimator):
         (``group`` or ``qid``) and value of the training data's, ``eval_queries`` those
         of each ``eval_set`` pair."""
         check_row_count(X, "X")     # before validate_data converts anything
-        data, target = validate_data(self, X, y, y_numeric=is_regressor(self), **_X_CHECKS)
+        X = as_pandas(X)
+        categorical = self._categorical_columns(X)
+        _check_numeric_columns(X, categorical)
+        data, target = validate_data(self, X, y, y_numeric=is_regressor(self),
+                                     **(_CATEGORICAL_X_CHECKS if categorical else _X_CHECKS))
+        self.is_categorical_ = np.isin(np.arange(self.n_features_in_), categorical)
         label, objective = self._encode_target(target)
         self._check_names_available()
-        data = _dense(data)
-        dtrain = self._dataset(data, label, sample_weight, **(queries or {}))
+        # categorical columns: the DataFrame itself, whose levels and dtypes the Dataset
+        # reads (validate_data's object array would lose the pandas categories' order)
+        data = X if categorical else _dense(data)
+        dtrain = self._dataset(data, label, sample_weight, categorical_feature=categorical,
+                               **(queries or {}))
         evals = self._evals(dtrain, eval_set, eval_sample_weight, eval_queries)
         seed = self._seed()
         params = self._training_params(objective, seed)
@@ -309,11 +334,12 @@ class _CostAwareEstimator(BaseEstimator):
         self.best_iteration_ = self.model_.best_iteration
         return self
 
-    def _dataset(self, data: np.ndarray, label: np.ndarray,
-                 weight: ArrayLike | None, **queries: Any) -> Dataset:
-        """Training data with the estimator's costs (and ``group`` or ``qid``)."""
+    def _dataset(self, data: Any, label: np.ndarray,
+                 weight: ArrayLike | None, **more: Any) -> Dataset:
+        """Training data with the estimator's costs (and ``group`` or ``qid``, and
+        ``categorical_feature``)."""
         return Dataset(data, label, weight=weight, feature_names=self._feature_names(),
-                       **queries,
+                       **more,
                        feature_costs=self.feature_costs, cost_groups=self.cost_groups,
                        group_costs=self.group_costs, default_cost=self.default_cost,
                        coupled_costs=self.coupled_costs, split_cost=self.split_cost or 0.0,
@@ -354,7 +380,7 @@ class _CostAwareEstimator(BaseEstimator):
             full = dtrain
             dtrain = self._dataset(full.data[fit_rows], full.label[fit_rows],
                                    None if weight is None else weight[fit_rows],
-                                   group=fit_group)
+                                   group=fit_group, categorical_feature=full.categories)
             evals = [(Dataset(full.data[valid_rows], full.label[valid_rows], reference=dtrain,
                               weight=None if weight is None else weight[valid_rows],
                               group=valid_group), "valid_0")]
@@ -408,7 +434,7 @@ class _CostAwareEstimator(BaseEstimator):
         queries = [{}] * len(eval_set) if eval_queries is None else eval_queries
         evals = []
         for i, ((X_eval, y_eval), weight, query) in enumerate(zip(eval_set, weights, queries)):
-            X_eval = validate_data(self, X_eval, reset=False, **_X_CHECKS)
+            X_eval = self._checked_input(X_eval)
             y_eval = np.asarray(y_eval).ravel()
             if y_eval.shape[0] != X_eval.shape[0]:
                 raise ValueError(f"eval_set[{i}]: X has {X_eval.shape[0]} rows, y "
@@ -420,7 +446,40 @@ class _CostAwareEstimator(BaseEstimator):
     # -- prediction and costs -----------------------------------------------------------
     def _prediction_input(self, X: MatrixLike) -> np.ndarray:
         check_is_fitted(self, "model_")   # not partial state of a failed fit
-        return _dense(validate_data(self, X, reset=False, **_X_CHECKS))
+        return self._checked_input(X)
+
+    def _checked_input(self, X: MatrixLike) -> Any:
+        """``X`` checked against the training data's columns: a dense matrix; with
+        categorical features, a DataFrame as it is (the model maps its levels)."""
+        X = as_pandas(X)
+        if not (np.any(self.is_categorical_) and hasattr(X, "columns")):
+            _check_numeric_columns(X, [])
+            return _dense(validate_data(self, X, reset=False, **_X_CHECKS))
+        validate_data(self, X, reset=False, **_CATEGORICAL_X_CHECKS)
+        return X
+
+    def _categorical_columns(self, X: Any) -> list[int]:
+        """The categorical columns of training data ``X`` by ``categorical_features``
+        (as HistGradientBoosting reads it; estimators without the parameter take
+        "from_dtype", and their algorithm refuses such columns clearly)."""
+        spec = getattr(self, "categorical_features", "from_dtype")
+        if spec is None:
+            return []
+        if isinstance(spec, str) and spec == "from_dtype":
+            return auto_columns(X)
+        if scipy.sparse.issparse(X):
+            raise ValueError("categorical_features: categorical columns need dense X "
+                             "(a DataFrame or an array)")
+        n_columns = np.shape(X)[1] if len(np.shape(X)) == 2 else 0
+        names = ([str(c) for c in X.columns] if hasattr(X, "columns")
+                 else [f"x{m}" for m in range(n_columns)])
+        mask = np.asarray(spec) if not isinstance(spec, str) else None
+        if mask is not None and mask.dtype == bool:
+            if mask.shape != (n_columns,):
+                raise ValueError(f"categorical_features: a boolean mask needs one entry per "
+                                 f"column ({n_columns}), got shape {mask.shape}")
+            return np.flatnonzero(mask).tolist()
+        return parse_categorical_feature(spec, names, []).tolist()
 
     def predict_cost(self, X: MatrixLike) -> np.ndarray:
         """The prediction cost of each input (docs/architecture.md, "Cost model"); with
@@ -674,6 +733,7 @@ class _Ranker(_RealValued):
 class _GradientBoosting(_CostAwareEstimator):
     def __init__(self, *, n_estimators: int = 100, learning_rate: float | None = None,
                  num_leaves: int | None = None, max_depth: int | None = None,
+                 categorical_features: Any = "from_dtype",
                  feature_costs: FeatureCosts | None = None,
                  cost_groups: CostGroups | None = None, group_costs: GroupCosts | None = None,
                  default_cost: float | None = None, coupled_costs: FeatureCosts | None = None,
@@ -691,6 +751,7 @@ class _GradientBoosting(_CostAwareEstimator):
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
         self.max_depth = max_depth
+        self.categorical_features = categorical_features
 
     def _algorithm_params(self) -> dict[str, Any]:
         return {"algorithm": self._algorithm, "learning_rate": self.learning_rate,
@@ -704,7 +765,7 @@ class _CostAwareBoosting(_CostAwareEstimator):
                  exit_tolerance: float | None = None,
                  cost_stages: Sequence[Sequence[float]] | None = None,
                  learning_rate: float | None = None, num_leaves: int | None = None,
-                 max_depth: int | None = None,
+                 max_depth: int | None = None, categorical_features: Any = "from_dtype",
                  feature_costs: FeatureCosts | None = None,
                  cost_groups: CostGroups | None = None, group_costs: GroupCosts | None = None,
                  default_cost: float | None = None, coupled_costs: FeatureCosts | None = None,
@@ -728,6 +789,7 @@ class _CostAwareBoosting(_CostAwareEstimator):
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
         self.max_depth = max_depth
+        self.categorical_features = categorical_features
 
     def _algorithm_params(self) -> dict[str, Any]:
         # None or "path" (the search): set per point of the path (left out: the
@@ -843,6 +905,8 @@ model_ : cbudget.Model
 classes_ : ndarray of shape (n_classes,)
     The class labels (classifiers).
 n_features_in_ : int
+is_categorical_ : ndarray of bool, shape (n_features,)
+    The categorical columns.
 feature_names_in_ : ndarray of str
     Only when ``X`` has string column names.
 best_iteration_ : int or None
@@ -861,11 +925,25 @@ def _documented(iterations: str, model: str, importance: str) -> Any:
                                 "importance": importance}
         if issubclass(cls, _CostAwareBoosting):
             common = _COST_STAGES_DOC + common
+        if issubclass(cls, (_GradientBoosting, _CostAwareBoosting)):
+            common = _CATEGORICAL_DOC + common
         cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n" + textwrap.indent(common, "    ")
         return cls
     return document
 
 
+_CATEGORICAL_DOC = """\
+categorical_features : "from_dtype", array-like of int, str or bool, or None
+    The categorical columns, as in scikit-learn's HistGradientBoosting (whose default,
+    "from_dtype", this follows): "from_dtype" takes a DataFrame's pandas ``category``
+    columns -- and, unlike HistGradientBoosting, its string/object columns (mapped to
+    categories in sorted order); indices, column names or a boolean mask name them (a
+    numeric column then holds integer codes 0, 1, 2, ...; negative is missing); None:
+    none. Their levels are kept in ``model_.categories``: ``predict`` maps a DataFrame's
+    levels by them (a level not seen in training goes to each split's "other" side), a
+    numeric array is taken as codes (cbudget.Dataset's ``categorical_feature``). The
+    estimators of the other algorithms take "from_dtype" and refuse such columns.
+"""
 _COST_STAGES_DOC = """\
 cost_stages : list of [rounds, cost_tradeoff] pairs, optional
     Boosting in stages instead of one ``cost_tradeoff`` (leave that None): stage ``k``

@@ -167,6 +167,18 @@ def root_split_terms(params: dict, dtrain: Dataset, *, xgb_model=None) -> list:
     return algorithm.root_split_terms(p, dtrain, setup)
 
 
+def check_categorical_support(algorithm, dtrain: Dataset) -> None:
+    """ValueError naming the categorical columns of ``dtrain`` when ``algorithm`` does
+    not split categorical features (``Algorithm.splits_categories``)."""
+    if len(dtrain.categories) and not algorithm.splits_categories:
+        columns = [dtrain.feature_names[m] for m in dtrain.categorical_features]
+        takers = [name for name, a in REGISTRY.items() if a.splits_categories]
+        raise ValueError(f"algorithm {algorithm.name!r} does not split categorical features, "
+                         f"and dtrain has {len(columns)}: {', '.join(map(repr, columns))}. "
+                         f"Train with {', '.join(takers)}, or give these columns as numbers "
+                         "(e.g. one-hot encoded) with categorical_feature=[]")
+
+
 def set_up_training(params, dtrain, num_boost_round, evals, verbose_eval, xgb_model,
                     expensive_model):
     """The checks of :func:`train`: (algorithm, resolved params, training data as the
@@ -177,6 +189,7 @@ def set_up_training(params, dtrain, num_boost_round, evals, verbose_eval, xgb_mo
         raise TypeError(f"dtrain must be a cbudget.Dataset, got {type(dtrain).__name__}")
     if dtrain.label is None:
         raise ValueError("dtrain has no label")
+    check_categorical_support(algorithm, dtrain)
     if expensive_model is not None and not algorithm.takes_expensive_model:
         takers = [name for name, a in REGISTRY.items() if a.takes_expensive_model]
         raise ValueError(f"expensive_model applies to algorithms {takers}, not to "

@@ -311,7 +311,10 @@ def _bad_inputs(files):
           *out], "--costs names height, not among the feature columns"),
         (["train", train, "--label", "label", "--valid", str(files / "no_mri.csv"), *out],
          "lacks 2 feature column(s) of the model: bmi, mri"),
-        (["train", str(files / "text.csv"), "--label", "label", *out], "'bmi'"),
+        (["train", str(files / "text.csv"), "--label", "label", "--categorical", "none",
+          *out], "'bmi'"),
+        (["train", str(files / "text.csv"), "--label", "label", "--categorical", "bmi,nope",
+          *out], "--categorical names nope"),
         (["train", str(files / "missing.csv"), "--label", "label", *out], "no such file"),
         (["train", str(files / "text_label.csv"), "--label", "label", *out],
          "label column 'label' is not numeric"),
@@ -351,3 +354,39 @@ def test_help_names_the_cbudget_command(tmp_path):
                             check=True)
     assert result.stdout.startswith("usage: cbudget train ")
     assert "python -m" not in result.stdout
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_string_columns_become_categorical(tmp_path, suffix, capsys):
+    """Strings in a CSV (or Parquet) file are categorical features: their levels are
+    saved in the model and mapped by name in later files, an unseen level included."""
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(0)
+    n = 200
+    frame = pd.DataFrame({"dept": rng.choice(["cardio", "onco", "neuro"], n),
+                          "grade": rng.integers(0, 3, n), "age": rng.normal(50, 10, n)})
+    frame["label"] = ((frame.dept == "onco") | (frame.grade == 2)).astype(int)
+    write = (lambda f, p: f.to_parquet(p, index=False)) if suffix == ".parquet" else (
+        lambda f, p: f.to_csv(p, index=False))
+    train, new = tmp_path / f"train{suffix}", tmp_path / f"new{suffix}"
+    write(frame, train)
+    later = frame.drop(columns="label").head(5).assign(dept=["onco", "psych", "neuro",
+                                                              "cardio", "onco"])
+    write(later, new)
+    model_path, out = tmp_path / "m.json", tmp_path / "p.csv"
+    assert run(["train", str(train), "--label", "label", "--categorical", "dept,grade",
+                "--rounds", "5", "--quiet", "-o", str(model_path)]) == 0
+    model = cbudget.load_model(model_path)
+    assert model.categories.to_dict() == {"features": [0, 1],
+                                          "levels": [["cardio", "neuro", "onco"], None]}
+    assert run(["predict", str(model_path), str(new), "-o", str(out), "--cost"]) == 0
+    written = pd.read_csv(out)
+    codes = np.column_stack([[2, 3, 1, 0, 2], later.grade, later.age]).astype(float)
+    np.testing.assert_allclose(written["prediction"], model.predict(codes), rtol=1e-15)
+    # the default, "auto", takes the column of strings
+    assert run(["train", str(train), "--label", "label", "--rounds", "2", "--quiet",
+                "-o", str(model_path)]) == 0
+    assert cbudget.load_model(model_path).categories.features.tolist() == [0]
+    assert run(["report", str(model_path), str(new)]) == 0
+    assert "dept" in capsys.readouterr().out

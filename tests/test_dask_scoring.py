@@ -363,3 +363,21 @@ def test_import_without_dask_says_what_to_install(tmp_path):
                          timeout=60, cwd=tmp_path, env=env)
     assert run.returncode != 0
     assert "ImportError" in run.stderr and "pip install cbudget[dask]" in run.stderr
+
+
+def test_categorical_levels_are_mapped_on_the_workers(dask_client):
+    """A Dask DataFrame of strings and pandas categories scores as the model maps them
+    in memory (each partition by the model's levels, whatever the partition holds)."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"sex": rng.choice(["M", "F"], 300),
+                          "dept": pd.Categorical(rng.choice(["a", "b", "c"], 300)),
+                          "x": rng.normal(size=300)})
+    y = ((frame.sex == "M") ^ (frame.dept == "a")).to_numpy(dtype=float)
+    model = cbudget.train({"objective": "binary:logistic", "n_jobs": 1}, cbudget.Dataset(frame, y),
+                          4, verbose_eval=False)
+    frame.loc[:9, "sex"] = "unseen"
+    lazy = dd.from_pandas(frame, npartitions=3)
+    for method in ("predict", "predict_cost"):
+        np.testing.assert_array_equal(getattr(cbudget_dask, method)(dask_client, model,
+                                                                     lazy).compute(),
+                                      getattr(model, method)(frame))

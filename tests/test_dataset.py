@@ -107,15 +107,17 @@ def test_pandas_non_numeric_column_is_type_error(bad):
         df["c"] = pd.Categorical(["x", "y", "x"])
     else:
         df["c"] = pd.Series([1, "y", 2.0], dtype=object)
+    # not categorical (categorical_feature=[]): refused, naming the column
     with pytest.raises(TypeError, match="'c'"):
-        Dataset(df)
+        Dataset(df, categorical_feature=[])
 
 
 def test_non_numeric_numpy_is_type_error():
-    with pytest.raises(TypeError, match="non-numeric|unsupported dtype"):
-        Dataset(np.array([["a", "b"], ["c", "d"]], dtype=object))
+    # not categorical: refused (by default such columns are categorical)
+    with pytest.raises(TypeError, match="column 1 holds non-numeric"):
+        Dataset(np.array([[1, "b"], [2, "d"]], dtype=object), categorical_feature=[])
     with pytest.raises(TypeError, match="unsupported dtype"):
-        Dataset(np.array([["a", "b"], ["c", "d"]]))
+        Dataset(np.array([["a", "b"], ["c", "d"]]), categorical_feature=[])
     with pytest.raises(TypeError, match="unsupported dtype"):
         Dataset(np.ones((3, 2), dtype=complex))
 

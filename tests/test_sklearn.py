@@ -408,3 +408,58 @@ def test_the_estimators_take_an_exit_tolerance():
     with pytest.raises(ValueError, match="ranker"):
         CEGBRanker(exit_epsilons=[0.05], exit_tolerance=0.1, **common).fit(
             X, target, group=[len(X)])
+
+
+# -- categorical features (tests/test_categorical_input.py has the mapping itself) -------
+def _categorical_frame(n=200, seed=0):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"sex": rng.choice(["M", "F"], n),
+                      "dept": pd.Categorical(rng.choice(["a", "b", "c"], n),
+                                             categories=["c", "a", "b"]),
+                      "grade": rng.integers(0, 4, n), "x": rng.normal(size=n)})
+    y = ((X.sex == "M") ^ (X.dept == "a")).to_numpy(dtype=int)
+    return X, y
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("from_dtype", [True, True, False, False]),
+    (["sex", "dept", "grade"], [True, True, True, False]),
+    ([0, 1], [True, True, False, False]),
+    (np.array([True, True, True, False]), [True, True, True, False]),
+])
+def test_categorical_features_like_histgradientboosting(spec, expected):
+    from cbudget.sklearn import CEGBClassifier
+    X, y = _categorical_frame()
+    clf = CEGBClassifier(n_estimators=4, categorical_features=spec,
+                         feature_costs={"sex": 1, "dept": 2, "grade": 1, "x": 1}).fit(X, y)
+    np.testing.assert_array_equal(clf.is_categorical_, expected)
+    assert clf.model_.categories.features.tolist() == np.flatnonzero(expected).tolist()
+    # predictions map the DataFrame's levels: the category order does not matter
+    shuffled = X.assign(dept=X.dept.astype(str))
+    np.testing.assert_array_equal(clf.predict_proba(shuffled), clf.predict_proba(X))
+    np.testing.assert_array_equal(clf.predict_cost(X), clf.model_.predict_cost(X))
+    assert "categorical" in str(clf.cost_report(X))
+
+
+def test_categorical_features_on_the_cost_path_and_eval_set():
+    from cbudget.sklearn import CEGBClassifier, GBDTRegressor
+    X, y = _categorical_frame()
+    # the rows held out for the path keep the training levels
+    path = CEGBClassifier(n_estimators=3, cost_tradeoff="path", path_points=3).fit(X, y)
+    assert path.model_.categories.levels[:2] == [["F", "M"], ["c", "a", "b"]]
+    reg = GBDTRegressor(n_estimators=3).fit(X[:150], y[:150], eval_set=[(X[150:], y[150:])])
+    assert len(reg.evals_result_["valid_0"]["rmse"]) == 3
+    np.testing.assert_array_equal(reg.predict(X), reg.model_.predict(X))
+
+
+def test_string_columns_not_categorical_are_named():
+    from cbudget.sklearn import BudgetRFClassifier, GBDTClassifier
+    X, y = _categorical_frame()
+    with pytest.raises(TypeError, match="column 'sex' has dtype"):
+        GBDTClassifier(n_estimators=2, categorical_features=None).fit(X, y)
+    with pytest.raises(ValueError, match="'budget_rf' does not split categorical.*'sex'"):
+        BudgetRFClassifier(n_estimators=2).fit(X, y)
+    numeric = GBDTClassifier(n_estimators=2).fit(X[["grade", "x"]], y)
+    with pytest.raises(TypeError, match="column 'grade' has dtype"):
+        numeric.predict(X[["grade", "x"]].assign(grade="a"))

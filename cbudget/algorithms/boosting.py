@@ -379,6 +379,9 @@ class BoostingTrainer(Trainer):
             self.model = Booster(objective=objective.name, num_class=objective.num_class,
                                  base_score=base_score, feature_names=dtrain.feature_names,
                                  cost_model=dtrain.cost_model, params=p)
+            # the levels of the categorical features, from the start: evaluation and
+            # prediction on a DataFrame map its levels by them
+            self.model.categories = dtrain.categories
         else:
             self.model = init[:]
             self.model.params, self.model.algorithm = dict(p), p["algorithm"]
@@ -688,6 +691,9 @@ class Boosting(Algorithm):
     """gbdt, cegb and greedy_miser: the tree limits follow the growth policy. The
     cost-aware ones (with a ``cost_tradeoff``) restate it in their files' section named
     after them."""
+
+    # the histogram engine's trees split categorical features (Dataset.categorical_features)
+    splits_categories = True
 
     def __init__(self, name, params, doc, *, depthwise_depth=6):
         super().__init__(name, params, BoostingTrainer, doc, model_class=Booster,

@@ -140,6 +140,12 @@ def xgboost_document(booster: Booster) -> dict[str, Any]:
     if getattr(booster, "model_type", None) != "booster":
         raise ValueError(f"only a cbudget Booster can be saved as an XGBoost model, not a "
                          f"{type(booster).__name__}")
+    if len(booster.categories):
+        # its trees read codes, which an XGBoost model would take for the raw values
+        names = [booster.feature_names[m] for m in booster.categories.features]
+        raise ValueError(f"a model with categorical features ({', '.join(map(repr, names))}) "
+                         "cannot be saved as an XGBoost model yet: categorical export is "
+                         "not supported")
     if booster.objective not in EXPORTED_OBJECTIVES:
         raise ValueError(f"objective {booster.objective!r} cannot be saved as an XGBoost "
                          f"model (supported: {', '.join(EXPORTED_OBJECTIVES)})")

@@ -14,6 +14,8 @@ from ._core._binning import map_to_bins
 from ._core._histogram import SparseBins
 from ._core._openmp_helpers import resolve_n_threads
 from ._core._types import MAX_ROWS, X_BINNED_DTYPE
+from .categorical import (check_codes, codes_to_bin_values, fit_codes,
+                          parse_categorical_feature)
 from .costs import CostGroups, CostModel, FeatureCosts, GroupCosts
 
 if TYPE_CHECKING:  # only for type hints: the model classes import this module
@@ -396,6 +398,11 @@ class Dataset:
     qid : array-like, optional
         Learning to rank, instead of ``group``: a query id per row; the rows of a query
         must be contiguous (sorted by id, as XGBoost asks, or grouped another way).
+    categorical_feature : list of int, optional
+        The columns that hold categories as integer codes 0, 1, 2, ... (NaN or negative:
+        missing; at most ``cbudget.categorical.MAX_CATEGORY_CODE``): gbdt, cegb and
+        greedy_miser split them by sets of levels (docs/architecture.md, "Categorical
+        features"). With ``reference``, the reference's.
 
     At most ``2**30`` (1,073,741,824) rows: training indexes rows and tree nodes with
     32-bit integers (docs/architecture.md, "Limits"). More rows raise a ValueError before
@@ -409,6 +416,11 @@ class Dataset:
     n_value_bins : ndarray of uint32, shape (n_features,)
     missing_bin : int
         The bin index of NaN (``max_bin``).
+    categorical_features : ndarray of int32
+        Sorted indices of the categorical columns (empty when none).
+    categorical_bin_codes : dict {column: ndarray of int64}
+        Per categorical column, the code of each of its bins but the last ("other": the
+        codes without a bin of their own).
     cost_model : cbudget.CostModel
     group_ptr : ndarray of int64, shape (n_queries + 1,), or None
         With ``group`` or ``qid``: query ``q`` holds rows ``group_ptr[q]:group_ptr[q+1]``.
@@ -428,7 +440,8 @@ class Dataset:
                  split_cost: float = 0.0, tree_cost: float = 0.0,
                  default_cost: float | None = None, max_bin: int = 255,
                  reference: Dataset | None = None, group: ArrayLike | None = None,
-                 qid: ArrayLike | None = None) -> None:
+                 qid: ArrayLike | None = None,
+                 categorical_feature: Sequence[int] | None = None) -> None:
         check_row_count(data)       # before any conversion copies the data
         X, column_names = as_float_matrix(data, "data")
         check_row_count(X)
@@ -459,6 +472,13 @@ class Dataset:
             if names is not None and list(names) != reference.feature_names:
                 raise ValueError("feature names differ from the reference Dataset's")
             self.feature_names = list(reference.feature_names)
+            if categorical_feature is not None and not np.array_equal(
+                    parse_categorical_feature(categorical_feature, n_features),
+                    reference.categorical_features):
+                raise ValueError("categorical_feature differs from the reference Dataset's "
+                                 "(validation data take the reference's: leave it out)")
+            self.categorical_features = reference.categorical_features
+            self.categorical_bin_codes = reference.categorical_bin_codes
             self.max_bin = reference.max_bin
             self.bin_edges = reference.bin_edges
             self._flat_edges = reference.flat_bin_edges()
@@ -482,7 +502,15 @@ class Dataset:
                 names, feature_costs=feature_costs, cost_groups=cost_groups,
                 group_costs=group_costs, coupled_costs=coupled_costs,
                 split_cost=split_cost, tree_cost=tree_cost, default_cost=default_cost)
+            self.categorical_features = parse_categorical_feature(categorical_feature,
+                                                                  n_features)
             self.bin_edges = self._fit_bin_edges(X)
+            self.categorical_bin_codes = {}
+            for f in self.categorical_features.tolist():
+                kept = fit_codes(check_codes(X[:, f], names[f]), self.max_bin)
+                self.categorical_bin_codes[f] = kept
+                # bin b of value b: bins 0 .. len(kept) - 1, then "other"
+                self.bin_edges[f] = np.arange(kept.size) + 0.5
             self._flat_edges = flatten_edges(self.bin_edges)
         self.missing_bin = self.max_bin
         self.n_value_bins = (np.diff(self._flat_edges[1]) + 1).astype(np.uint32)
@@ -575,6 +603,10 @@ class Dataset:
         edges, indptr = self.flat_bin_edges()
         binned = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
         map_to_bins(X, edges, indptr, self.missing_bin, binned, resolve_n_threads(None))
+        for f, kept in self.categorical_bin_codes.items():
+            values = codes_to_bin_values(check_codes(X[:, f], self.feature_names[f]), kept)
+            binned[:, f] = np.where(np.isnan(values), self.missing_bin,
+                                    np.nan_to_num(values)).astype(X_BINNED_DTYPE)
         return binned
 
     def num_data(self) -> int:

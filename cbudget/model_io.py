@@ -10,7 +10,9 @@ Format history (the reader accepts every minor version up to :data:`FORMAT_VERSI
 models imported from LightGBM, XGBoost and scikit-learn (``algorithm: "imported"``, the
 ``imported_from`` section), 1.7 a booster's exit rules (the ``exit_rules`` section), 1.8
 a cost-aware booster's stages (``cost_stages`` in its ``cegb`` / ``greedy_miser`` section),
-1.9 the features that hold an input from exiting (``hold`` in ``exit_rules``).
+1.9 the features that hold an input from exiting (``hold`` in ``exit_rules``), 1.10
+categorical splits (a booster's ``categorical_features``; per tree ``categorical``,
+``cat_boundaries`` and ``cat_threshold``: docs/architecture.md, "Categorical features").
 Floats are written with ``repr`` precision, so save -> load -> predict is bit-identical.
 """
 from __future__ import annotations
@@ -45,7 +47,7 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "model_from_dict", "mo
            "build", "IMPORTED", "register_algorithms", "algorithms_of", "file_section"]
 
 FORMAT_NAME = "cbudget"
-FORMAT_VERSION = (1, 9)
+FORMAT_VERSION = (1, 10)
 
 # the ``algorithm`` of a model that cbudget did not train (cbudget.interop): it has no
 # training parameters

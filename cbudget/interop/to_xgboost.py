@@ -140,6 +140,9 @@ def xgboost_document(booster: Booster) -> dict[str, Any]:
     if getattr(booster, "model_type", None) != "booster":
         raise ValueError(f"only a cbudget Booster can be saved as an XGBoost model, not a "
                          f"{type(booster).__name__}")
+    if any(tree["categorical"].any() for tree in booster.trees):
+        raise ValueError("categorical splits are not supported by the XGBoost export yet: "
+                         "this model has some")
     if booster.objective not in EXPORTED_OBJECTIVES:
         raise ValueError(f"objective {booster.objective!r} cannot be saved as an XGBoost "
                          f"model (supported: {', '.join(EXPORTED_OBJECTIVES)})")

@@ -17,8 +17,14 @@ from ._core._predict import (
     predict_raw_exits,
     trees_until_held,
 )
-from ._ensemble import (TreeEnsemble, read_categorical_features, read_imported_from,
-                        read_scores, read_trees, tree_to_dict)
+from ._ensemble import (
+    TreeEnsemble,
+    read_categorical_features,
+    read_imported_from,
+    read_scores,
+    read_trees,
+    tree_to_dict,
+)
 from ._model import NotApplicableError
 from .costs import CostModel, CostReport, resolve_feature
 from .dataset import Dataset, InputData

@@ -14,8 +14,7 @@ from ._core._binning import map_to_bins
 from ._core._histogram import SparseBins
 from ._core._openmp_helpers import resolve_n_threads
 from ._core._types import MAX_ROWS, X_BINNED_DTYPE
-from .categorical import (check_codes, codes_to_bin_values, fit_codes,
-                          parse_categorical_feature)
+from .categorical import check_codes, codes_to_bin_values, fit_codes, parse_categorical_feature
 from .costs import CostGroups, CostModel, FeatureCosts, GroupCosts
 
 if TYPE_CHECKING:  # only for type hints: the model classes import this module
@@ -429,6 +428,8 @@ class Dataset:
     feature_names: list[str]
     max_bin: int
     bin_edges: list[np.ndarray]
+    categorical_features: np.ndarray
+    categorical_bin_codes: dict[int, np.ndarray]
     cost_model: CostModel
 
     def __init__(self, data: MatrixLike, label: ArrayLike | None = None, *,

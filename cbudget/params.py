@@ -14,9 +14,9 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-__all__ = ["Param", "ALIASES", "COMMON_PARAMS", "CATEGORICAL_PARAMS", "INT_MAX", "SQRT_FLOAT_MAX", "number",
-           "any_integer", "choice", "flag", "int_tuple", "metric_list", "depth_limit",
-           "resolve_declared"]
+__all__ = ["Param", "ALIASES", "COMMON_PARAMS", "CATEGORICAL_PARAMS", "INT_MAX",
+           "SQRT_FLOAT_MAX", "number", "any_integer", "choice", "flag", "int_tuple",
+           "metric_list", "depth_limit", "resolve_declared"]
 
 ALIASES = {
     "eta": "learning_rate",

@@ -558,12 +558,13 @@ def plot_tree(model: Model, tree_index: int = 0, *, X: InputData | None = None,
 
     A tree ensemble's (Booster, Forest) split node shows its feature, threshold (inputs
     with ``value <= threshold`` go left, "yes"; a categorical split: ``in {codes}``, the
-    codes that go left; missing values go the way marked "missing"), the feature's cost and the reach; a leaf its value (a forest: its
-    majority class), the cost of the features on its path and the reach. A tree of
-    linear classifiers (ClassifierTree, Cascade) shows per node the features with a
-    non-zero weight (with the boosting trick: those of the basis trees it weighs), the
-    cost of the features on the path from the root and the reach; an input goes to the
-    upper child when the node's score ``f > theta``.
+    codes that go left; missing values go the way marked "missing"), the feature's cost
+    and the reach; a leaf its value (a forest: its majority class), the cost of the
+    features on its path and the reach. A tree of linear classifiers (ClassifierTree,
+    Cascade) shows per node the features with a non-zero weight (with the boosting
+    trick: those of the basis trees it weighs), the cost of the features on the path
+    from the root and the reach; an input goes to the upper child when the node's score
+    ``f > theta``.
 
     Parameters
     ----------

@@ -8,15 +8,19 @@ import math
 
 import numpy as np
 import pytest
+from reference_predict import brute_cost, brute_raw, tree_walk
 
 import cbudget
 from cbudget._core._partition import split_rows
 from cbudget._core._predict import predict_node_rows, predict_raw_exits, trees_until_held
 from cbudget._core._split import find_best_split
 from cbudget._core._types import HISTOGRAM_DTYPE, NODE_DTYPE, PREDICT_NODE_DTYPE
-from cbudget.categorical import (MAX_CATEGORY_CODE, bins_to_bitset, bitset_codes,
-                                 parse_categorical_feature)
-from reference_predict import brute_cost, brute_raw, tree_walk
+from cbudget.categorical import (
+    MAX_CATEGORY_CODE,
+    bins_to_bitset,
+    bitset_codes,
+    parse_categorical_feature,
+)
 
 MISSING = 255
 CAT_DEFAULTS = dict(max_cat_to_onehot=4, max_cat_threshold=32, cat_l2=10.0, cat_smooth=10.0,
@@ -47,11 +51,11 @@ def ref_categorical_split(sg, sh, sc, n_levels, G, H, N, lam, mcw, mdl, penalty,
             break
         base = (mg, mh, mc) if direction else (0.0, 0.0, 0)
 
-        def consider(gl, hl, cl, lam_, left, best):
+        def consider(gl, hl, cl, lam_, left, best, missing_left=bool(direction)):
             if cl < mdl or hl < mcw or N - cl < mdl or H - hl < mcw:
                 return best
             gain = 0.5 * (score(gl, hl, lam_) + score(G - gl, H - hl, lam_) - parent)
-            return (gain - penalty, left, bool(direction)) if gain - penalty > best[0] else best
+            return (gain - penalty, left, missing_left) if gain - penalty > best[0] else best
         if onehot:
             for b in range(n_levels):
                 if sc[b]:
@@ -492,7 +496,8 @@ def test_plot_tree_names_the_level_set(cat_model):
 def test_algorithms_without_categorical_splits_refuse_clearly():
     X, y, _ = membership_problem(n=300)
     d = cbudget.Dataset(X, (y > 1).astype(float), categorical_feature=[1])
-    expensive = cbudget.train({"objective": "binary:logistic"}, cbudget.Dataset(X, (y > 1) * 1.0), 2)
+    expensive = cbudget.train({"objective": "binary:logistic"},
+                              cbudget.Dataset(X, (y > 1) * 1.0), 2)
     with pytest.raises(ValueError, match="categorical splits are not supported by "
                                          "algorithm adapt_gbrt"):
         cbudget.train({"algorithm": "adapt_gbrt", "objective": "binary:logistic"}, d, 1,

@@ -382,8 +382,9 @@ def walk_trees(source: FeatureSource, rows: np.ndarray, tree_offsets: np.ndarray
                cat_words: np.ndarray | None = None) -> ReadSteps:
     """Read steps of trees (``nodes``: from :func:`global_node_ids`) for the inputs
     ``rows`` (ascending), all trees together: each step takes every input down every
-    tree as far as its known features allow. Returns the tree-local leaf each input
-    reaches, int32 (len(rows), n_trees)."""
+    tree as far as its known features allow (``cat_words``: the bitsets of categorical
+    splits, ``TreeEnsemble.cat_words``). Returns the tree-local leaf each input reaches,
+    int32 (len(rows), n_trees)."""
     n_trees = tree_offsets.shape[0] - 1
     n_features = source.values.shape[1]
     node_of = np.zeros((rows.size, n_trees), dtype=np.int32)

@@ -568,6 +568,9 @@ def test_algorithms_without_categorical_splits_refuse_clearly():
                                          "algorithm adapt_gbrt"):
         cbudget.train({"algorithm": "adapt_gbrt", "objective": "binary:logistic"}, d, 1,
                       expensive_model=expensive)
+    with pytest.raises(ValueError, match="categorical splits are not supported by "
+                                         "algorithm budget_rf"):
+        cbudget.train({"algorithm": "budget_rf", "objective": "binary:logistic"}, d, 1)
 
 
 def test_struct_layouts():

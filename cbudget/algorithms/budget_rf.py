@@ -80,6 +80,10 @@ class ForestTrainer(Trainer):
         if p["budget"] is not None and not setup.evals:
             raise ValueError("budget needs validation data to measure the cost on: pass "
                              "evals=[(dvalid, 'valid')] (the last data set is used)")
+        if dtrain.categorical_features.size:   # its thresholds would compare bins with codes
+            raise ValueError("categorical splits are not supported by algorithm budget_rf "
+                             "yet: give it numeric features (or train gbdt, cegb or "
+                             "greedy_miser)")
         costs = dtrain.cost_model
         self.edges, self.edges_indptr = dtrain.flat_bin_edges()
         self.splittable = (dtrain.n_value_bins >= 2).astype(np.uint8)

@@ -351,10 +351,12 @@ def cost_problem(n=3000, seed=4):
     X[rng.random(n) < 0.05, 1] = np.nan
     y = (np.isin(X[:, 1], [1, 4, 7, 11, 19, 23, 28]) + (X[:, 2] == 3) * 0.7
          + 0.3 * X[:, 0] + rng.normal(scale=0.3, size=n) > 0.8).astype(float)
-    dtrain = cbudget.Dataset(X, y, categorical_feature=[1, 2], feature_costs=[1.0, 2.0, 0.5, 3.0],
-                             cost_groups=[[1, 3]], group_costs=[1.5], split_cost=0.01,
-                             tree_cost=0.1)
+    dtrain = cbudget.Dataset(X, y, categorical_feature=[1, 2], **COSTS)
     return X, y, dtrain
+
+
+COSTS = dict(feature_costs=[1.0, 2.0, 0.5, 3.0], cost_groups=[[1, 3]], group_costs=[1.5],
+             split_cost=0.01, tree_cost=0.1)
 
 
 @pytest.mark.parametrize("subsample", [1.0, 0.6])
@@ -609,3 +611,16 @@ def test_close_to_lightgbm_with_categorical_feature(seed):
         return (ranks[pos].sum() - pos.sum() * (pos.sum() + 1) / 2) / (pos.sum() * (~pos).sum())
     assert auc(model.predict(X[5000:])) == pytest.approx(auc(reference.predict(X[5000:])),
                                                          abs=0.01)
+
+
+def test_continued_training_keeps_and_extends_the_bitsets():
+    X, y, dtrain = cost_problem()
+    params = {"objective": "binary:logistic", "num_leaves": 6}
+    whole = cbudget.train(params, dtrain, 5)
+    continued = cbudget.train(params, dtrain, 2, xgb_model=cbudget.train(params, dtrain, 3))
+    np.testing.assert_allclose(continued.predict(X), whole.predict(X), rtol=1e-12)
+    assert [t["categorical"].sum() for t in continued.trees] == \
+        [t["categorical"].sum() for t in whole.trees]
+    with pytest.raises(ValueError, match="categorical features"):
+        cbudget.train(params, cbudget.Dataset(X, y, categorical_feature=[1], **COSTS), 1,
+                      xgb_model=whole)

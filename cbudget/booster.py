@@ -217,6 +217,9 @@ class Booster(TreeEnsemble):
         plus the largest |leaf value| of each of its trees must stay finite, so that no
         input's raw score (nor its prediction) can be infinite or NaN."""
         trees = list(trees)
+        if len(trees) > self.n_outputs:
+            raise ValueError(f"round {self.num_iterations()} has {len(trees)} trees for "
+                             f"{self.n_outputs} output(s): at most one tree per output")
         reach = np.zeros(self.n_outputs)
         for k, tree in enumerate(trees):
             leaves = tree["value"][tree["left"] == -1]

@@ -154,6 +154,8 @@ def read_header(doc: dict, model_class: type) -> Header:
     feature_names = require(doc, "feature_names", list)
     if not feature_names or not all(isinstance(n, str) for n in feature_names):
         raise invalid("feature_names must be a non-empty list of str")
+    if len(set(feature_names)) != len(feature_names):   # as a Dataset requires
+        raise invalid("feature_names must be unique")
     objective = require(doc, "objective", str)
     require(doc, "library_version", str)
     params = dict(require(doc, "training_params", dict))

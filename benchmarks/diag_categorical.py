@@ -23,7 +23,7 @@ def synthetic(n_rows, n_numeric, levels, seed=0):
     rng = np.random.default_rng(seed)
     numeric = rng.normal(size=(n_rows, n_numeric))
     codes = np.column_stack([rng.integers(0, k, n_rows) for k in levels]).astype(float)
-    logit = numeric[:, :3] @ np.array([0.8, -0.5, 0.3])
+    logit = numeric[:, :3] @ np.array([0.8, -0.5, 0.3])[:min(3, n_numeric)]
     for j, k in enumerate(levels):
         logit += 0.7 * rng.normal(size=k)[codes[:, j].astype(int)]
     sets = [rng.permutation(k)[:k // 2] for k in levels[-2:]]

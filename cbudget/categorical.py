@@ -7,7 +7,8 @@ are missing. Binning gives each of the (at most ``max_bin - 1``) most frequent c
 the training data a bin of its own (bins in increasing code order) and puts every other
 code -- rare ones, and codes never seen in training -- in one last "other" bin, which
 never goes left (LightGBM's binning keeps the most frequent categories too, and sends
-the rest right with NaN). A split node stores the raw codes that go left as a bitset, so
+the rest right with NaN; it goes beyond ``max_bin`` until 99% of the rows are covered,
+which cbudget's uint8 bins cannot). A split node stores the raw codes that go left as a bitset, so
 prediction needs no bins: a code in the bitset goes left, any other code right, a
 missing value the node's ``default_left``.
 """

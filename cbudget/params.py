@@ -163,8 +163,9 @@ COMMON_PARAMS = (
 # names, defaults and meaning (docs/architecture.md, "Categorical features").
 CATEGORICAL_PARAMS = (
     Param("max_cat_to_onehot", 4, number(integer=True, low=1),
-          "a categorical feature with at most this many levels splits one level against "
-          "the rest; more levels: gradient-sorted many-vs-many partitions"),
+          "a categorical feature with at most this many bins (its levels and one for "
+          "the others, as LightGBM counts them) splits one level against the rest; "
+          "more: gradient-sorted many-vs-many partitions"),
     Param("max_cat_threshold", 32, number(integer=True, low=1),
           "at most this many levels on the left side of a many-vs-many split"),
     Param("cat_l2", 10.0, number(low=0),

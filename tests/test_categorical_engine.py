@@ -41,7 +41,7 @@ def ref_categorical_split(sg, sh, sc, n_levels, G, H, N, lam, mcw, mdl, penalty,
     parent = score(G, H, lam)
     best = (-math.inf, None, False)
     mg, mh, mc = sg[-1], sh[-1], sc[-1]
-    onehot = n_levels <= p["max_cat_to_onehot"]
+    onehot = n_levels + 1 <= p["max_cat_to_onehot"]     # the levels' bins and "other"
     if not onehot:
         used = [b for b in range(n_levels) if sc[b] > 0 and sc[b] >= p["cat_smooth"]]
         used.sort(key=lambda b: (sg[b] / (sh[b] + p["cat_smooth"]), b))

@@ -164,7 +164,8 @@ cdef inline void _scan_categorical(
     without a bin of their own and always goes right), with the missing bin tried on
     either side:
 
-    * at most ``max_cat_to_onehot`` levels: one level against the rest;
+    * at most ``max_cat_to_onehot`` bins (the levels and "other"): one level against
+      the rest;
     * otherwise the levels with at least ``cat_smooth`` rows, sorted by
       ``sum_gradient / (sum_hessian + cat_smooth)``, are taken from either end, up to
       ``max_cat_threshold`` (and half of them) on the left; the children's scores use
@@ -180,7 +181,9 @@ cdef inline void _scan_categorical(
     cdef uint32_t mc = h[missing_bin].count
     cdef double gl, hl, child_lambda = reg_lambda + cat.cat_l2
     cdef uint32_t cl, group_count
-    cdef bint onehot = n_levels <= cat.max_cat_to_onehot
+    # LightGBM counts its bins, the NaN / other one included: ours are the levels and
+    # "other" (n_value_bins)
+    cdef bint onehot = <Py_ssize_t> n_value_bins <= cat.max_cat_to_onehot
     s.gain = -INFINITY
     s.feature = -1
     if not onehot:

@@ -242,6 +242,21 @@ def test_one_categorical_split_learns_a_level_set_that_thresholds_cannot():
     assert mse[0] < 0.01 < 0.5 < mse[1]
 
 
+@pytest.mark.parametrize("cat_l2", [0.0, 10.0, 250.0])
+def test_leaves_below_a_many_vs_many_split_add_cat_l2(cat_l2):
+    """LightGBM's leaf outputs of a many-vs-many split: -G / (H + reg_lambda + cat_l2)."""
+    X, y, _ = membership_problem()
+    model = cbudget.train({"num_leaves": 2, "learning_rate": 0.5, "reg_lambda": 1.0,
+                           "cat_l2": cat_l2, "base_score": 0.0},
+                          cbudget.Dataset(X, y, categorical_feature=[1]), 1)
+    tree = model.trees[0]
+    assert tree["categorical"][0]
+    leaf = model.predict(X, pred_leaf=True)[:, 0]
+    for node in (tree["left"][0], tree["right"][0]):
+        g, h = -y[leaf == node].sum(), float((leaf == node).sum())
+        assert tree["value"][node] == pytest.approx(-0.5 * g / (h + 1.0 + cat_l2), rel=1e-12)
+
+
 def test_node_semantics_missing_negative_unseen_and_truncation():
     X, y, _ = membership_problem()
     model = cbudget.train({"num_leaves": 2, "learning_rate": 1.0},

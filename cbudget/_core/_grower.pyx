@@ -56,12 +56,15 @@ cdef struct grow_node:
     int32_t right
     int32_t parent
     int64_t new_acquisitions  # in-bag rows that first acquire the split feature
+    double extra_lambda       # added to reg_lambda in the leaf value: cat_l2 below a
+                              # many-vs-many categorical split (LightGBM's leaf output)
 
 
 cdef inline void _init_child(grow_node * child, int depth, int32_t parent) noexcept nogil:
     child.depth = depth
     child.parent = parent
     child.new_acquisitions = 0
+    child.extra_lambda = 0.0
     child.histograms = NULL
     child.split.feature = -1
     child.left = -1
@@ -720,6 +723,7 @@ cdef class TreeGrower:
             node.split.feature = -1
             node.left = node.right = node.parent = -1
             node.new_acquisitions = 0
+            node.extra_lambda = 0.0
             if not remote_failed and self._can_split(node):
                 self._build(node, row_ptr, g, h, mask)
                 if node.histograms == NULL:
@@ -798,6 +802,8 @@ cdef class TreeGrower:
                 right.sum_hessians = node.sum_hessians - node.split.sum_hessian_left
                 _init_child(left, node.depth + 1, <int32_t> (node - self.nodes))
                 _init_child(right, node.depth + 1, <int32_t> (node - self.nodes))
+                if node.split.categorical == 2:
+                    left.extra_lambda = right.extra_lambda = self.cat_params.cat_l2
 
                 # Histograms: build the smaller child's, subtract for the sibling.
                 if build_id >= 0:
@@ -1047,7 +1053,7 @@ cdef class TreeGrower:
                 continue
             value = self.learning_rate * leaf_value_core(
                 self.nodes[node].sum_gradients, self.nodes[node].sum_hessians,
-                self.reg_lambda)
+                self.reg_lambda + self.nodes[node].extra_lambda)
             for i in range(self.nodes[node].start, self.nodes[node].stop):
                 raw[rows[i], output] += value
 
@@ -1060,7 +1066,8 @@ cdef class TreeGrower:
             for i in range(n_nodes):
                 node = &self.nodes[i]
                 view[i].value = self.learning_rate * leaf_value_core(
-                    node.sum_gradients, node.sum_hessians, self.reg_lambda)
+                    node.sum_gradients, node.sum_hessians,
+                    self.reg_lambda + node.extra_lambda)
                 view[i].sum_hessian = node.sum_hessians
                 view[i].n_samples = <int32_t> (node.stop - node.start)
                 view[i].depth = node.depth

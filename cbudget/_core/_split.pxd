@@ -13,6 +13,8 @@ cdef struct split_struct:
     double sum_hessian_left
     uint32_t count_left
     unsigned char categorical   # a categorical split: the bins going left are cat_bins
+                                # (1: one level, 2: many-vs-many, children regularised
+                                # with reg_lambda + cat_l2)
     uint32_t cat_bins[8]
 
 # LightGBM's categorical split parameters (cbudget.params.CATEGORICAL_PARAMS)

@@ -131,7 +131,7 @@ cdef inline void _consider(
     double gl, double hl, uint32_t cl, double sum_gradients, double sum_hessians,
     uint32_t count, double parent_score, double child_lambda, double penalty,
     Py_ssize_t f, bint missing_left, int choice, int * best_choice, split_struct * s,
-    uint32_t min_data_in_leaf, double min_child_weight) noexcept nogil:
+    uint32_t min_data_in_leaf, double min_child_weight, unsigned char kind) noexcept nogil:
     """Score one candidate left side (sums ``gl, hl, cl``); keep it in ``s`` when its net
     gain beats the best so far (``best_choice`` records which candidate it was)."""
     cdef double gr = sum_gradients - gl, hr = sum_hessians - hl, gain
@@ -150,7 +150,7 @@ cdef inline void _consider(
         s.sum_gradient_left = gl
         s.sum_hessian_left = hl
         s.count_left = cl
-        s.categorical = 1
+        s.categorical = kind
         best_choice[0] = choice
 
 
@@ -169,7 +169,7 @@ cdef inline void _scan_categorical(
     * otherwise the levels with at least ``cat_smooth`` rows, sorted by
       ``sum_gradient / (sum_hessian + cat_smooth)``, are taken from either end, up to
       ``max_cat_threshold`` (and half of them) on the left; the children's scores use
-      ``reg_lambda + cat_l2``; a candidate is scored only when ``min_data_per_group``
+      ``reg_lambda + cat_l2`` (so do their leaf values: ``categorical == 2``); a candidate is scored only when ``min_data_per_group``
       rows joined the left side since the last one scored, and the scan stops when the
       right side falls below ``min_data_per_group`` rows.
 
@@ -207,7 +207,7 @@ cdef inline void _scan_categorical(
                           (mc if direction else 0) + h[b].count, sum_gradients,
                           sum_hessians, count, parent_score, reg_lambda, penalty, f,
                           direction == 1, direction * 1024 + <int> b, &best_choice, s,
-                          min_data_in_leaf, min_child_weight)
+                          min_data_in_leaf, min_child_weight, 1)
             continue
         for dir_index in range(2):      # from the low end, then from the high end
             gl = mg if direction else 0.0
@@ -231,7 +231,7 @@ cdef inline void _scan_categorical(
                 _consider(gl, hl, cl, sum_gradients, sum_hessians, count, parent_score,
                           child_lambda, penalty, f, direction == 1,
                           direction * 1024 + dir_index * 512 + <int> i, &best_choice, s,
-                          min_data_in_leaf, min_child_weight)
+                          min_data_in_leaf, min_child_weight, 2)
     if best_choice < 0:
         return
     memset(s.cat_bins, 0, sizeof(s.cat_bins))

@@ -81,8 +81,8 @@ def read_tree_bitsets(d: dict, tree: np.ndarray, where: str,
             raise invalid(f"{where}cat_boundaries / cat_threshold without categorical")
         return []
     flags = require(d, "categorical", list, where)
-    if len(flags) != tree.shape[0] or not all(v in (0, 1) and not isinstance(v, bool)
-                                              for v in flags):
+    if len(flags) != tree.shape[0] or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v in (0, 1) for v in flags):
         raise invalid(f"{where}categorical must hold a 0 or 1 per node")
     tree["categorical"] = flags
     nodes = np.flatnonzero(tree["categorical"])

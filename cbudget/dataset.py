@@ -507,8 +507,10 @@ class Dataset:
                                                                   n_features)
             self.bin_edges = self._fit_bin_edges(X)
             self.categorical_bin_codes = {}
+            rows = binning_rows(n_samples, self.weight)  # the rows that place bin edges
             for f in self.categorical_features.tolist():
-                kept = fit_codes(check_codes(X[:, f], names[f]), self.max_bin)
+                column = X[:, f] if rows is None else X[rows, f]
+                kept = fit_codes(check_codes(column, names[f]), self.max_bin)
                 self.categorical_bin_codes[f] = kept
                 # bin b of value b: bins 0 .. len(kept) - 1, then "other"
                 self.bin_edges[f] = np.arange(kept.size) + 0.5

@@ -189,6 +189,13 @@ def test_more_codes_than_bins_keeps_the_most_frequent():
     assert np.all(d.binned[~np.isin(codes, kept), 0] == 15)
 
 
+def test_rows_of_weight_zero_give_no_code_a_bin():
+    X = np.array([[0.0], [1.0], [2.0], [2.0], [5.0]])
+    d = cbudget.Dataset(X, np.zeros(5), weight=[1, 1, 1, 1, 0], categorical_feature=[0])
+    np.testing.assert_array_equal(d.categorical_bin_codes[0], [0, 1, 2])
+    assert d.binned[4, 0] == 3          # code 5: "other"
+
+
 @pytest.mark.parametrize("value,match", [(1.5, "integer codes"),
                                          (MAX_CATEGORY_CODE + 1.0, "integer codes")])
 def test_bad_codes_are_refused_naming_the_column(value, match):
@@ -480,6 +487,8 @@ def corrupt(doc, how):
         tree["categorical"][tree["left_children"].index(-1)] = 1
     elif how == "flag not 0/1":
         tree["categorical"][node] = 2
+    elif how == "flag a float":
+        tree["categorical"][node] = 1.0
     elif how == "words without flags":
         del tree["categorical"]
     elif how == "huge bitset":
@@ -491,6 +500,7 @@ def corrupt(doc, how):
                                  "one bound missing", "word too large",
                                  "threshold not its number", "not a declared feature",
                                  "undeclared everywhere", "leaf flagged", "flag not 0/1",
+                                 "flag a float",
                                  "words without flags", "huge bitset"])
 def test_corrupt_bitsets_are_refused(cat_model, how):
     doc = cat_model[0].to_dict()

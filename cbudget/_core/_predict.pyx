@@ -3,7 +3,11 @@ model of docs/architecture.md: a feature is paid once per input across all trees
 cached).
 
 The traversal kernels read the packed ``PREDICT_NODE_DTYPE`` layout (leaf value in
-``threshold``; see ``_types.compact_nodes``); training-time updates read full trees.
+``threshold``; see ``_types.compact_nodes``); training-time updates read full trees. A
+categorical split (``categorical`` set) reads its bitset in ``cat_words`` (the model's
+``TreeEnsemble.cat_words``, an optional argument of every kernel that walks raw values)
+at offset ``threshold``: ``child_of`` in ``_predict.pxd``; on binned data, its
+``cat_bins`` (``binned_child``).
 Rows are processed in blocks, tree by tree, so that one tree stays in cache while a
 block of rows walks it; each row still adds the trees in order (same sums). Rows are
 indexed with Py_ssize_t: prediction has no row limit.

@@ -434,7 +434,7 @@ def test_cegb_prices_a_categorical_split_as_one_feature():
     assert checked >= 2
 
 
-def test_early_exit_and_slicing_keep_the_bitsets(cat_model):
+def test_slicing_keeps_the_bitsets(cat_model):
     model, X = cat_model
     sliced = model[2:5]
     np.testing.assert_allclose(
@@ -520,10 +520,10 @@ def test_same_model_on_one_and_two_threads(algorithm):
     """Large enough that the split scan (features x bins over 8192) and the partition
     (leaves over 65536 rows) run on two threads."""
     rng = np.random.default_rng(5)
-    n, n_cat = 70000, 40
-    X = rng.integers(0, 200, (n, n_cat)).astype(float)
+    n, n_cat = 70000, 40          # 40 x 251 value bins: over the scan's 8192
+    X = rng.integers(0, 250, (n, n_cat)).astype(float)
     X[rng.random((n, n_cat)) < 0.02] = np.nan
-    y = (np.isin(X[:, 0], np.arange(0, 200, 3)) + 0.5 * np.isin(X[:, 5], np.arange(50))
+    y = (np.isin(X[:, 0], np.arange(0, 250, 3)) + 0.5 * np.isin(X[:, 5], np.arange(60))
          + rng.normal(scale=0.1, size=n))
     d = cbudget.Dataset(X, y, categorical_feature=list(range(n_cat)),
                         feature_costs=np.linspace(0.1, 2, n_cat))
@@ -534,6 +534,7 @@ def test_same_model_on_one_and_two_threads(algorithm):
         if algorithm != "gbdt":
             params["cost_tradeoff"] = 1e-4
         docs.append(json.dumps(cbudget.train(params, d, 2).to_dict()["trees"]))
+    assert d.n_value_bins.sum() > 8192
     assert docs[0] == docs[1]
     assert '"categorical"' in docs[0]
 

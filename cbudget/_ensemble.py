@@ -12,11 +12,12 @@ import numpy as np
 from ._core._predict import predict_leaf
 from ._core._types import NODE_DTYPE, compact_nodes
 from ._model import CostParts, CostTracker, Model, NotApplicableError
+from .category_bins import MAX_CATEGORY_CODE
 from .model_io import check_integer_range, invalid, require
 from .on_demand import FeatureSource, ReadSteps, global_node_ids, walk_trees
 
 __all__ = ["TreeEnsemble", "tree_to_dict", "tree_from_dict", "read_trees", "read_scores",
-           "read_imported_from"]
+           "read_imported_from", "read_tree_bitsets"]
 
 IMPORTANCE_KINDS = ("split", "gain", "cost")
 
@@ -41,12 +42,74 @@ TREE_FIELDS = {
 NON_NEGATIVE_FIELDS = ("n_samples", "sum_hessian", "new_acquisitions", "path_cost", "depth")
 
 
-def tree_to_dict(tree: np.ndarray, output: int) -> dict:
-    """One tree's document: column arrays indexed by node id, XGBoost-style."""
+def tree_to_dict(tree: np.ndarray, output: int, cat_words: np.ndarray | None = None) -> dict:
+    """One tree's document: column arrays indexed by node id, XGBoost-style. A tree with
+    categorical splits (their bitsets in ``cat_words``) also has ``categorical`` (a flag
+    per node), ``cat_boundaries`` and ``cat_threshold``, LightGBM's layout: the ``k``-th
+    categorical node (in node order) has threshold ``k`` and its bitset words are
+    ``cat_threshold[cat_boundaries[k]:cat_boundaries[k + 1]]``."""
     d: dict[str, Any] = {"output": int(output), "num_nodes": int(tree.shape[0])}
     for key, (field, kind) in TREE_FIELDS.items():
         d[key] = [kind(v) for v in tree[field].tolist()]
+    categorical = np.flatnonzero(tree["categorical"])
+    if categorical.size:
+        assert cat_words is not None
+        bitsets = [node_bitset(cat_words, tree["threshold"][n])[1:] for n in categorical]
+        d["categorical"] = tree["categorical"].astype(int).tolist()
+        for k, n in enumerate(categorical.tolist()):
+            d["thresholds"][n] = float(k)
+        d["cat_boundaries"] = np.concatenate(
+            ([0], np.cumsum([b.size for b in bitsets]))).astype(int).tolist()
+        d["cat_threshold"] = np.concatenate(bitsets).astype(int).tolist()
     return d
+
+
+def node_bitset(cat_words: np.ndarray, offset: float) -> np.ndarray:
+    """The bitset (length word, then the words) of a categorical node at ``offset``."""
+    start = int(offset)
+    return cat_words[start:start + 1 + int(cat_words[start])]
+
+
+def read_tree_bitsets(d: dict, tree: np.ndarray, where: str,
+                      categorical_features: np.ndarray) -> list[np.ndarray]:
+    """The bitsets (length word, then the words) of the categorical nodes of tree
+    document ``d`` (see :func:`tree_to_dict`), in node order, validated; sets the tree's
+    ``categorical`` flags. A file without ``categorical`` has none."""
+    if "categorical" not in d:
+        if "cat_boundaries" in d or "cat_threshold" in d:
+            raise invalid(f"{where}cat_boundaries / cat_threshold without categorical")
+        return []
+    flags = require(d, "categorical", list, where)
+    if len(flags) != tree.shape[0] or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v in (0, 1) for v in flags):
+        raise invalid(f"{where}categorical must hold a 0 or 1 per node")
+    tree["categorical"] = flags
+    nodes = np.flatnonzero(tree["categorical"])
+    if np.any(tree["left"][nodes] == -1):
+        raise invalid(f"{where}categorical marks a leaf")
+    if not np.all(np.isin(tree["feature"][nodes], categorical_features)):
+        raise invalid(f"{where}a categorical split is on a feature not declared "
+                      f"categorical (in the categories key)")
+    if not np.array_equal(tree["threshold"][nodes], np.arange(nodes.size)):
+        raise invalid(f"{where}thresholds of the categorical nodes must number them "
+                      f"0, 1, ... in node order")
+    bounds = require(d, "cat_boundaries", list, where)
+    words = require(d, "cat_threshold", list, where)
+    if len(bounds) != nodes.size + 1 or not all(
+            isinstance(b, int) and not isinstance(b, bool) for b in bounds) \
+            or bounds[0] != 0 or bounds[-1] != len(words) \
+            or any(b < a for a, b in zip(bounds, bounds[1:])):
+        raise invalid(f"{where}cat_boundaries must rise from 0 to the length of "
+                      f"cat_threshold, one step per categorical node")
+    if np.diff(bounds).max(initial=0) > (MAX_CATEGORY_CODE + 1) // 32:
+        raise invalid(f"{where}a categorical bitset is longer than codes up to "
+                      f"{MAX_CATEGORY_CODE} need")
+    if not all(isinstance(w, int) and not isinstance(w, bool) for w in words):
+        raise invalid(f"{where}cat_threshold must hold integers")
+    check_integer_range(words, np.dtype(np.uint32), f"{where}cat_threshold")
+    flat = np.asarray(words, dtype=np.uint32)
+    return [np.concatenate(([b - a], flat[a:b])).astype(np.uint32)
+            for a, b in zip(bounds, bounds[1:])]
 
 
 def tree_from_dict(d: dict, index: int, n_features: int, n_outputs: int):
@@ -104,13 +167,25 @@ def tree_from_dict(d: dict, index: int, n_features: int, n_outputs: int):
     return tree, output
 
 
-def read_trees(doc: dict, n_features: int, n_outputs: int, one_tree_each: bool):
-    """The document's trees as (tree document, tree, output) and its
-    ``iteration_indptr``, validated (``one_tree_each``: one tree per iteration)."""
+def read_trees(doc: dict, n_features: int, n_outputs: int, one_tree_each: bool,
+               categorical_features: np.ndarray | None = None):
+    """The document's trees as (tree document, tree, output, bitsets) and its
+    ``iteration_indptr``, validated (``one_tree_each``: one tree per iteration;
+    ``categorical_features``: the features categorical splits may use, None when the
+    model takes none)."""
     trees = require(doc, "trees", list)
     indptr = read_iteration_indptr(doc, len(trees), one_tree_each)
-    return [(d, *tree_from_dict(d, i, n_features, n_outputs)) for i, d in enumerate(trees)], \
-        indptr
+    out = []
+    for i, d in enumerate(trees):
+        tree, output = tree_from_dict(d, i, n_features, n_outputs)
+        if categorical_features is None and isinstance(d, dict) and "categorical" in d:
+            raise invalid(f"trees[{i}]: categorical splits are not supported by this "
+                          f"model type yet")
+        bitsets = read_tree_bitsets(d, tree, f"trees[{i}].",
+                                    np.zeros(0, np.int32) if categorical_features is None
+                                    else categorical_features)
+        out.append((d, tree, output, bitsets))
+    return out, indptr
 
 
 def read_iteration_indptr(doc: dict, n_trees: int, one_tree_each: bool) -> list:
@@ -169,7 +244,8 @@ class StagedCostTracker(CostTracker):
         if n_iterations > self.iterations_seen:
             offsets, nodes = model.packed_trees((self.iterations_seen, n_iterations))
             model.cost_model.accumulate(self.X, nodes, offsets, self.bitsets, self.cost,
-                                        n_threads=model.n_threads())
+                                        n_threads=model.n_threads(),
+                                        cat_words=model.cat_words)
             self.iterations_seen = n_iterations
         return float(self.cost.mean()) if self.cost.size else 0.0
 
@@ -192,17 +268,62 @@ class TreeEnsemble(Model):
         super().__init__(feature_names=feature_names, cost_model=cost_model, params=params,
                          default_algorithm=default_algorithm)
         self.imported_from: dict[str, str] | None = None
+        # the bitsets of the categorical splits of every tree back to back (a node's
+        # ``threshold`` is its bitset's offset)
+        self._cat_chunks: list[np.ndarray] = []
+        self._cat_size = 0
+        self._cat_words: np.ndarray | None = None
         self.trees = []
         self.tree_outputs = []
         self.iteration_indptr = [0]
         self._flat_cache = {}
 
     # -- building -----------------------------------------------------------------------
-    def _add_tree(self, tree, output):
+    def _add_tree(self, tree, output, bitsets=()):
+        """Append a tree; ``bitsets``: one per categorical node in node order (a length
+        word, then the words of the codes going left), stored in :attr:`cat_words`."""
+        nodes = np.flatnonzero(tree["categorical"])
+        if nodes.size != len(bitsets):
+            raise ValueError(f"the tree has {nodes.size} categorical splits and "
+                             f"{len(bitsets)} bitsets")
+        if nodes.size and not np.all(np.isin(tree["feature"][nodes],
+                                             self.categorical_features)):
+            raise ValueError("a categorical split is on a feature the model does not "
+                             "declare categorical (its categories)")
+        for node, words in zip(nodes.tolist(), bitsets):
+            words = np.ascontiguousarray(words, dtype=np.uint32)
+            if words.size != 1 + int(words[0]):
+                raise ValueError("a bitset must hold its length word, then that many words")
+            tree["threshold"][node] = self._cat_size
+            self._cat_chunks.append(words)
+            self._cat_size += words.size
+        self._cat_words = None
         self._annotate_path_costs(tree)
         self.trees.append(tree)
         self.tree_outputs.append(int(output))
         self._flat_cache.clear()
+
+    @property
+    def categorical_features(self) -> np.ndarray:
+        """Sorted int32 indices of the categorical features (of :attr:`categories`)."""
+        return self.categories.features
+
+    @property
+    def cat_words(self) -> np.ndarray:
+        """uint32: the bitsets of the categorical splits of every tree back to back (what
+        the prediction kernels take with the packed nodes)."""
+        if self._cat_words is None:
+            self._cat_words = (np.concatenate(self._cat_chunks) if self._cat_chunks
+                               else np.zeros(0, dtype=np.uint32))
+            self._cat_chunks = [self._cat_words] if self._cat_size else []
+        return self._cat_words
+
+    def tree_bitsets(self, tree: np.ndarray) -> list[np.ndarray]:
+        """The bitsets of a tree's categorical nodes, in node order (what
+        :meth:`_add_tree` takes)."""
+        words = self.cat_words
+        return [node_bitset(words, tree["threshold"][n])
+                for n in np.flatnonzero(tree["categorical"])]
 
     def _end_iteration(self):
         self.iteration_indptr.append(len(self.trees))
@@ -316,6 +437,7 @@ class TreeEnsemble(Model):
         sliced.trees = [t.copy() for t in self.trees[t0:t1]]
         sliced.tree_outputs = self.tree_outputs[t0:t1]
         sliced.iteration_indptr = [i - t0 for i in self.iteration_indptr[begin:end + 1]]
+        sliced._cat_chunks = list(self._cat_chunks)   # offsets into the same words
         sliced.params = dict(self.params)
         sliced.summary = {}
         sliced.best_iteration = sliced.best_score = None
@@ -331,6 +453,7 @@ class TreeEnsemble(Model):
         new.summary = dict(self.summary)
         new.trees, new.tree_outputs = list(self.trees), list(self.tree_outputs)
         new.iteration_indptr = list(self.iteration_indptr)
+        new._cat_chunks = list(self._cat_chunks)
         new._flat_cache = dict(self._flat_cache)
         return new
 
@@ -347,7 +470,7 @@ class TreeEnsemble(Model):
         t0, t1 = self._tree_range(iteration_range)
         _, offsets, _, nodes = self._flat(t0, t1)
         out = np.zeros((X.shape[0], t1 - t0), dtype=np.int32)
-        predict_leaf(X, nodes, offsets, out, self.n_threads())
+        predict_leaf(X, nodes, offsets, out, self.n_threads(), self.cat_words)
         return out
 
     def read_steps(self, source: FeatureSource, rows: np.ndarray, iteration_range=None,
@@ -365,7 +488,7 @@ class TreeEnsemble(Model):
             _, offsets, _, nodes = self._flat(t0, t1)
             self._flat_cache[key] = (offsets, global_node_ids(offsets, nodes))
         offsets, nodes = self._flat_cache[key]
-        return walk_trees(source, rows, offsets, nodes, self.n_threads())
+        return walk_trees(source, rows, offsets, nodes, self.n_threads(), self.cat_words)
 
     # -- early exit ---------------------------------------------------------------------
     def _exit_tree_ends(self, X, iteration_range, early_exit):
@@ -385,7 +508,7 @@ class TreeEnsemble(Model):
         bitsets = self.cost_model.new_bitsets(X.shape[0])
         cost = np.zeros(X.shape[0])
         self.cost_model.accumulate(X, nodes, offsets, bitsets, cost, node_counts=node_counts,
-                                   n_threads=self.n_threads(),
+                                   n_threads=self.n_threads(), cat_words=self.cat_words,
                                    row_tree_end=self._exit_tree_ends(X, iteration_range,
                                                                      early_exit))
         return cost, bitsets
@@ -467,7 +590,8 @@ class TreeEnsemble(Model):
             round_counts = None if node_counts is None else node_counts[offsets[t0]:offsets[t1]]
             self.cost_model.accumulate(
                 X, nodes[offsets[t0]:offsets[t1]], offsets[t0:t1 + 1] - offsets[t0], bitsets,
-                cost, node_counts=round_counts, n_threads=self.n_threads())
+                cost, node_counts=round_counts, n_threads=self.n_threads(),
+                cat_words=self.cat_words)
             curve[r] = cost.mean()
         return curve
 

@@ -17,7 +17,13 @@ from ._core._predict import (
     predict_raw_exits,
     trees_until_held,
 )
-from ._ensemble import TreeEnsemble, read_imported_from, read_scores, read_trees, tree_to_dict
+from ._ensemble import (
+    TreeEnsemble,
+    read_imported_from,
+    read_scores,
+    read_trees,
+    tree_to_dict,
+)
 from ._model import NotApplicableError
 from .costs import CostModel, CostReport, resolve_feature
 from .dataset import Dataset, InputData
@@ -50,6 +56,7 @@ from .model_io import (
     invalid,
     model_header,
     read_attributes,
+    read_categories,
     read_header,
     register_model_type,
     require,
@@ -198,16 +205,21 @@ class Booster(TreeEnsemble):
         self._cost_stages = tuple(stages)
 
     def add_round(self, trees: Iterable[np.ndarray], *,
-                  cost_tradeoff: float | None = None) -> None:
+                  cost_tradeoff: float | None = None,
+                  bitsets: Sequence[Sequence[np.ndarray]] | None = None) -> None:
         """Append one boosting round: ``trees[k]`` is the tree of output ``k``
         (``cost_tradeoff``: the trade-off it grew with, recorded in :attr:`cost_stages`;
-        default, for cegb and greedy_miser, ``params["cost_tradeoff"]``).
+        default, for cegb and greedy_miser, ``params["cost_tradeoff"]``; ``bitsets[k]``:
+        the bitsets of tree ``k``'s categorical splits, see ``TreeEnsemble._add_tree``).
 
         ValueError, and nothing added, for a leaf value that is not finite or a round
         after which a raw score could leave float64's range: per output, |base_score|
         plus the largest |leaf value| of each of its trees must stay finite, so that no
         input's raw score (nor its prediction) can be infinite or NaN."""
         trees = list(trees)
+        if len(trees) > self.n_outputs:
+            raise ValueError(f"round {self.num_iterations()} has {len(trees)} trees for "
+                             f"{self.n_outputs} output(s): at most one tree per output")
         reach = np.zeros(self.n_outputs)
         for k, tree in enumerate(trees):
             leaves = tree["value"][tree["left"] == -1]
@@ -223,7 +235,7 @@ class Booster(TreeEnsemble):
                              "float64's range (|base_score| plus each tree's largest |leaf "
                              "value| overflows)")
         for k, tree in enumerate(trees):
-            self._add_tree(tree, k)
+            self._add_tree(tree, k, () if bitsets is None else bitsets[k])
         self._end_iteration()
         self._leaf_reach = self._leaf_reach + reach
         if cost_tradeoff is None and file_section(self.algorithm) is not None:
@@ -298,7 +310,7 @@ class Booster(TreeEnsemble):
         else:
             X = self.prepare_input(X)
             raw = np.tile(self.base_score, (X.shape[0], 1))
-            predict_raw(X, nodes, offsets, outputs, raw, self.n_threads())
+            predict_raw(X, nodes, offsets, outputs, raw, self.n_threads(), self.cat_words)
         if output_margin:
             return raw[:, 0].copy() if raw.shape[1] == 1 else raw
         return self.transform(raw)
@@ -383,7 +395,7 @@ class Booster(TreeEnsemble):
         trees = np.empty(X.shape[0], dtype=np.int64)
         predict_raw_exits(X, nodes, offsets, outputs, indptr[rules.check_after], rules.lower,
                           rules.upper, rules.gap, raw, trees, self.n_threads(),
-                          self._leaf_holds(rules.hold, nodes, offsets))
+                          self._leaf_holds(rules.hold, nodes, offsets), self.cat_words)
         self._map_exits(raw, trees, rules)
         return raw, trees
 
@@ -763,10 +775,10 @@ class Booster(TreeEnsemble):
             # per input, the first check at which it is held (checks.size: never)
             until = np.empty(X.shape[0], dtype=np.int64)
             trees_until_held(X, nodes, offsets, self._leaf_holds(hold_features, nodes, offsets),
-                             until, self.n_threads())
+                             until, self.n_threads(), self.cat_words)
             held_from = np.searchsorted(np.asarray(indptr)[checks], until, side="left")
         full = np.tile(self.base_score, (X.shape[0], 1))
-        predict_raw(X, nodes, offsets, tree_outputs, full, self.n_threads())
+        predict_raw(X, nodes, offsets, tree_outputs, full, self.n_threads(), self.cat_words)
         # the most and least each iteration can add to each output
         leaf_max, leaf_min = self._leaf_extremes(end)
         rule = GAP if gap else BAND
@@ -786,7 +798,7 @@ class Booster(TreeEnsemble):
                 t = indptr[check]
                 predict_raw(X, nodes[offsets[done]:offsets[t]],
                             offsets[done:t + 1] - offsets[done], tree_outputs[done:t], raw,
-                            self.n_threads())
+                            self.n_threads(), self.cat_words)
                 done = t
                 yield k, raw
 
@@ -869,7 +881,8 @@ class Booster(TreeEnsemble):
         bitsets = self.cost_model.new_bitsets(X.shape[0])
         cost = np.zeros(X.shape[0])
         self.cost_model.accumulate(X, nodes, offsets, bitsets, cost,
-                                   n_threads=self.n_threads(), row_tree_end=trees)
+                                   n_threads=self.n_threads(), row_tree_end=trees,
+                                   cat_words=self.cat_words)
         return (float(cost.mean()) if cost.size else 0.0,
                 evaluate_on(metric, data, self.transform(raw)))
 
@@ -1031,7 +1044,7 @@ class Booster(TreeEnsemble):
             cost = np.zeros(X.shape[0])
             self.cost_model.accumulate(
                 X, nodes, offsets, self.cost_model.new_bitsets(X.shape[0]), cost,
-                n_threads=self.n_threads(),
+                n_threads=self.n_threads(), cat_words=self.cat_words,
                 row_tree_end=np.minimum(tree_ends, indptr[last]) - t0)
             rows.append({"first_iteration": int(first), "end_iteration": int(last),
                          "cost_tradeoff": stage.cost_tradeoff,
@@ -1049,7 +1062,7 @@ class Booster(TreeEnsemble):
         for r in range(self.num_boosted_rounds()):
             t0, t1 = self.iteration_indptr[r], self.iteration_indptr[r + 1]
             predict_raw(X, nodes[offsets[t0]:offsets[t1]], offsets[t0:t1 + 1] - offsets[t0],
-                        outputs[t0:t1], raw, self.n_threads())
+                        outputs[t0:t1], raw, self.n_threads(), self.cat_words)
             scores[r] = evaluate_on(metric, data, self.transform(raw))
         return scores
 
@@ -1095,7 +1108,8 @@ class Booster(TreeEnsemble):
         doc = model_header(self)
         doc["iteration_indptr"] = list(self.iteration_indptr)
         doc["base_score"] = self.base_score.tolist()
-        doc["trees"] = [tree_to_dict(t, k) for t, k in zip(self.trees, self.tree_outputs)]
+        doc["trees"] = [tree_to_dict(t, k, self.cat_words)
+                        for t, k in zip(self.trees, self.tree_outputs)]
         if self.imported_from is not None:
             doc["imported_from"] = dict(self.imported_from)
         if self._exit_rules is not None:
@@ -1140,13 +1154,17 @@ class Booster(TreeEnsemble):
                       feature_names=header.feature_names, cost_model=header.cost_model,
                       params=params)
         model.imported_from = read_imported_from(doc)
+        # before the trees: their categorical splits must be on these features
+        model.categories = read_categories(doc, len(header.feature_names))
         trees, indptr = read_trees(doc, len(header.feature_names), model.n_outputs,
-                                   one_tree_each=False)
+                                   one_tree_each=False,
+                                   categorical_features=model.categorical_features)
         # rebuilt round by round, path costs recomputed: a file whose stored path costs or
         # tree outputs differ is refused by model_io's final comparison
         for t0, t1 in zip(indptr[:-1], indptr[1:]):
             try:
-                model.add_round(tree for _, tree, _ in trees[t0:t1])
+                model.add_round([tree for _, tree, _, _ in trees[t0:t1]],
+                                bitsets=[bitsets for _, _, _, bitsets in trees[t0:t1]])
             except ValueError as exc:     # raw scores that could overflow
                 raise invalid(str(exc)) from None
         if "exit_rules" in doc:

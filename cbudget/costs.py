@@ -404,7 +404,8 @@ class CostModel:
     def accumulate(self, X: np.ndarray, nodes: np.ndarray, tree_offsets: np.ndarray,
                    bitsets: tuple[np.ndarray, np.ndarray], cost: np.ndarray, *,
                    node_counts: np.ndarray | None = None, n_threads: int = 1,
-                   row_tree_end: np.ndarray | None = None) -> None:
+                   row_tree_end: np.ndarray | None = None,
+                   cat_words: np.ndarray | None = None) -> None:
         """Add to ``cost`` what evaluating the trees costs each input of ``X``, given the
         acquisitions already in ``bitsets`` (updated in place).
 
@@ -421,12 +422,15 @@ class CostModel:
         row_tree_end : int64 array of shape (n_samples,), optional
             Input ``i`` evaluates only the first ``row_tree_end[i]`` trees (it exited
             there: cbudget.exits); None: all of them.
+        cat_words : uint32 array, optional
+            The bitsets of the categorical splits (``TreeEnsemble.cat_words``).
         """
         per_thread = np.zeros((n_threads if node_counts is not None else 0, nodes.shape[0]),
                               dtype=np.int64)
         _predict_cost_kernel(X, nodes, tree_offsets, self.feature_costs, self.feature_group,
                              self.group_costs, self.split_cost, self.tree_cost, cost,
-                             bitsets[0], bitsets[1], per_thread, n_threads, row_tree_end)
+                             bitsets[0], bitsets[1], per_thread, n_threads, row_tree_end,
+                             cat_words)
         if node_counts is not None:
             node_counts += per_thread.sum(axis=0)
 

@@ -25,6 +25,7 @@ from .categories import (
     fit_categories,
     is_table,
 )
+from .category_bins import check_codes, codes_to_bin_values, fit_codes
 from .costs import CostGroups, CostModel, FeatureCosts, GroupCosts
 
 if TYPE_CHECKING:  # only for type hints: the model classes import this module
@@ -120,11 +121,13 @@ def _first_non_numeric_column(data: np.ndarray) -> int:
 
 
 def read_matrix(data: MatrixLike, what: str, categories: Categories, *,
-                check: bool) -> tuple[np.ndarray, list[str] | None]:
+                check: bool, feature_names: Sequence[str] | None = None
+                ) -> tuple[np.ndarray, list[str] | None]:
     """``data`` as :func:`as_float_matrix` converts it, with the categorical columns of
     ``categories`` as codes (cbudget.categories): a DataFrame's (or NumPy object array's)
     mapped by level, a numeric array's taken as codes -- with ``check`` (training and
-    validation data), checked as integer codes, negative ones missing (NaN).
+    validation data), checked as integer codes, negative ones missing (NaN). Errors name
+    a column by ``feature_names`` when given, else by ``data``'s own column names.
     ``(X, column_names)``."""
     if isinstance(data, np.ndarray) and data.dtype.kind in "biuf" and not (
             check and len(categories)):
@@ -136,15 +139,25 @@ def read_matrix(data: MatrixLike, what: str, categories: Categories, *,
         if check and len(categories):
             X = X.copy() if np.shares_memory(X, data) else X     # never edit the caller's
             for m in categories.features.tolist():
-                X[:, m] = encode_column(X[:, m], _column_name(names, m), None)
+                X[:, m] = encode_column(X[:, m], _column_name(
+                    _labels(feature_names, X.shape[1]) or names, m), None)
         return X, names
     if getattr(data, "ndim", 2) != 2:
         raise ValueError(f"{what} must be 2-D (n_samples, n_features), got {data.ndim}-D")
     if 0 in data.shape:
         raise ValueError(f"{what} is empty: shape {data.shape}")
     names = [str(c) for c in data.columns] if is_table(data) else None
-    return encode_table(data, names or [f"column {m}" for m in range(data.shape[1])],
+    labels = _labels(feature_names, data.shape[1]) or names
+    return encode_table(data, labels or [f"column {m}" for m in range(data.shape[1])],
                         categories, check=check), names
+
+
+def _labels(feature_names: Sequence[str] | None, n_columns: int) -> list[str] | None:
+    """The names the user gave the columns, if as many as there are (a wrong count is
+    reported later, with the names)."""
+    if feature_names is None or len(feature_names) != n_columns:
+        return None
+    return [str(n) for n in feature_names]
 
 
 def _has_levels_dtype(frame: Any) -> bool:
@@ -513,6 +526,9 @@ class Dataset:
     n_value_bins : ndarray of uint32, shape (n_features,)
     missing_bin : int
         The bin index of NaN (``max_bin``).
+    categorical_bin_codes : dict {column: ndarray of int64}
+        Per categorical column, the code of each of its bins but the last ("other": the
+        codes without a bin of their own).
     cost_model : cbudget.CostModel
     group_ptr : ndarray of int64, shape (n_queries + 1,), or None
         With ``group`` or ``qid``: query ``q`` holds rows ``group_ptr[q]:group_ptr[q+1]``.
@@ -525,6 +541,7 @@ class Dataset:
     feature_names: list[str]
     max_bin: int
     bin_edges: list[np.ndarray]
+    categorical_bin_codes: dict[int, np.ndarray]
     cost_model: CostModel
     categories: Categories
 
@@ -552,7 +569,8 @@ class Dataset:
                           None if feature_names is None else list(feature_names))
         else:
             self.categories = self._fit_categories(data, feature_names, categorical_feature)
-        X, column_names = read_matrix(data, "data", self.categories, check=True)
+        X, column_names = read_matrix(data, "data", self.categories, check=True,
+                                      feature_names=feature_names)
         check_row_count(X)
         n_samples, n_features = X.shape
         self.data = X
@@ -575,6 +593,7 @@ class Dataset:
             check_columns(X, reference.feature_names, "data", "the reference Dataset",
                           feature_names if feature_names is not None else column_names)
             self.feature_names = list(reference.feature_names)
+            self.categorical_bin_codes = reference.categorical_bin_codes
             self.max_bin = reference.max_bin
             self.bin_edges = reference.bin_edges
             self._flat_edges = reference.flat_bin_edges()
@@ -599,6 +618,14 @@ class Dataset:
                 group_costs=group_costs, coupled_costs=coupled_costs,
                 split_cost=split_cost, tree_cost=tree_cost, default_cost=default_cost)
             self.bin_edges = self._fit_bin_edges(X)
+            self.categorical_bin_codes = {}
+            rows = binning_rows(n_samples, self.weight)  # the rows that place bin edges
+            for f in self.categorical_features.tolist():
+                column = X[:, f] if rows is None else X[rows, f]
+                kept = fit_codes(check_codes(column, names[f]), self.max_bin)
+                self.categorical_bin_codes[f] = kept
+                # bin b of value b: bins 0 .. len(kept) - 1, then "other"
+                self.bin_edges[f] = np.arange(kept.size) + 0.5
             self._flat_edges = flatten_edges(self.bin_edges)
         self.missing_bin = self.max_bin
         self.n_value_bins = (np.diff(self._flat_edges[1]) + 1).astype(np.uint32)
@@ -715,6 +742,10 @@ class Dataset:
         edges, indptr = self.flat_bin_edges()
         binned = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
         map_to_bins(X, edges, indptr, self.missing_bin, binned, resolve_n_threads(None))
+        for f, kept in self.categorical_bin_codes.items():
+            values = codes_to_bin_values(check_codes(X[:, f], self.feature_names[f]), kept)
+            binned[:, f] = np.where(np.isnan(values), self.missing_bin,
+                                    np.nan_to_num(values)).astype(X_BINNED_DTYPE)
         return binned
 
     def num_data(self) -> int:

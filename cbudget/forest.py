@@ -305,7 +305,7 @@ class Forest(TreeEnsemble):
                       params=params)
         model.imported_from = read_imported_from(doc)
         trees, indptr = read_trees(doc, len(header.feature_names), 1, one_tree_each=True)
-        for i, (d, tree, _) in enumerate(trees):
+        for i, (d, tree, _, _) in enumerate(trees):
             if np.any(tree["value"][tree["left"] != -1] != 0):
                 raise invalid(f"trees[{i}].leaf_values must be 0 at internal nodes")
             model.add_tree(tree, read_class_counts(d, i, tree.shape[0], num_class))

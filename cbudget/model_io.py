@@ -10,7 +10,10 @@ Format history (the reader accepts every minor version up to :data:`FORMAT_VERSI
 models imported from LightGBM, XGBoost and scikit-learn (``algorithm: "imported"``, the
 ``imported_from`` section), 1.7 a booster's exit rules (the ``exit_rules`` section), 1.8
 a cost-aware booster's stages (``cost_stages`` in its ``cegb`` / ``greedy_miser`` section),
-1.9 the features that hold an input from exiting (``hold`` in ``exit_rules``).
+1.9 the features that hold an input from exiting (``hold`` in ``exit_rules``), 1.10
+categorical features (the top-level ``categories``: which features, their levels; per
+tree ``categorical``, ``cat_boundaries`` and ``cat_threshold``: docs/architecture.md,
+"Categorical features").
 Floats are written with ``repr`` precision, so save -> load -> predict is bit-identical.
 """
 from __future__ import annotations
@@ -33,7 +36,7 @@ from ._json_checks import (
     require,
 )
 from ._version import __version__
-from .categories import Categories
+from .categories import NO_CATEGORIES, Categories
 from .costs import CostModel
 
 if TYPE_CHECKING:  # only for type hints: the model classes import this module
@@ -46,7 +49,7 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "model_from_dict", "mo
            "build", "IMPORTED", "register_algorithms", "algorithms_of", "file_section"]
 
 FORMAT_NAME = "cbudget"
-FORMAT_VERSION = (1, 9)
+FORMAT_VERSION = (1, 10)
 
 # the ``algorithm`` of a model that cbudget did not train (cbudget.interop): it has no
 # training parameters
@@ -157,6 +160,8 @@ def read_header(doc: dict, model_class: type) -> Header:
     feature_names = require(doc, "feature_names", list)
     if not feature_names or not all(isinstance(n, str) for n in feature_names):
         raise invalid("feature_names must be a non-empty list of str")
+    if len(set(feature_names)) != len(feature_names):   # as a Dataset requires
+        raise invalid("feature_names must be unique")
     objective = require(doc, "objective", str)
     require(doc, "library_version", str)
     params = dict(require(doc, "training_params", dict))
@@ -202,12 +207,18 @@ def build(model_class, **fields):
 ModelT = TypeVar("ModelT", bound="Model")
 
 
+def read_categories(doc: dict, n_features: int) -> Categories:
+    """The document's ``categories`` (the categorical features and their levels); none
+    when it has no such key (any file before them)."""
+    return Categories.from_dict(doc["categories"], n_features) if "categories" in doc \
+        else NO_CATEGORIES
+
+
 def read_attributes(model: ModelT, doc: dict, n_iterations: int | None = None) -> ModelT:
     """``model`` with the document's ``best_iteration`` / ``best_score`` (checked against
     ``n_iterations`` when the model has iterations), ``summary`` and ``categories`` (the
     levels of its categorical features, when it has some)."""
-    if "categories" in doc:
-        model.categories = Categories.from_dict(doc["categories"], len(model.feature_names))
+    model.categories = read_categories(doc, len(model.feature_names))
     attributes = require(doc, "attributes", dict)
     if "best_iteration" in attributes:
         best_iteration = require(attributes, "best_iteration", int, "attributes.")

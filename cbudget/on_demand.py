@@ -411,11 +411,13 @@ def global_node_ids(tree_offsets: np.ndarray, nodes: np.ndarray) -> np.ndarray:
 
 
 def walk_trees(source: FeatureSource, rows: np.ndarray, tree_offsets: np.ndarray,
-               nodes: np.ndarray, n_threads: int = 1) -> ReadSteps:
+               nodes: np.ndarray, n_threads: int = 1,
+               cat_words: np.ndarray | None = None) -> ReadSteps:
     """Read steps of trees (``nodes``: from :func:`global_node_ids`) for the inputs
     ``rows`` (ascending), all trees together: each step takes every input down every
-    tree as far as its known features allow. Returns the tree-local leaf each input
-    reaches, int32 (len(rows), n_trees)."""
+    tree as far as its known features allow (``cat_words``: the bitsets of categorical
+    splits, ``TreeEnsemble.cat_words``). Returns the tree-local leaf each input reaches,
+    int32 (len(rows), n_trees)."""
     n_trees = tree_offsets.shape[0] - 1
     n_features = source.values.shape[1]
     node_of = np.zeros((rows.size, n_trees), dtype=np.int32)
@@ -442,7 +444,7 @@ def walk_trees(source: FeatureSource, rows: np.ndarray, tree_offsets: np.ndarray
         n_live, n_requests = walk_step(source.values, source._status, nodes,
                                        tree_offsets, rows, node_of, cursor, tree_of, n_todo,
                                        live, n_live, needs, n_needs, indptr, request_rows,
-                                       threads)
+                                       threads, cat_words)
         if n_requests:
             for feature in np.flatnonzero(indptr[1:] > indptr[:-1]).tolist():
                 source._pending.append(

@@ -14,9 +14,9 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-__all__ = ["Param", "ALIASES", "COMMON_PARAMS", "INT_MAX", "SQRT_FLOAT_MAX", "number",
-           "any_integer", "choice", "flag", "int_tuple", "metric_list", "depth_limit",
-           "resolve_declared"]
+__all__ = ["Param", "ALIASES", "COMMON_PARAMS", "CATEGORICAL_PARAMS", "INT_MAX",
+           "SQRT_FLOAT_MAX", "number", "any_integer", "choice", "flag", "int_tuple",
+           "metric_list", "depth_limit", "resolve_declared"]
 
 ALIASES = {
     "eta": "learning_rate",
@@ -156,6 +156,26 @@ COMMON_PARAMS = (
           "threads; None / -1: all the CPUs this process may use (more are capped)"),
     Param("verbosity", 1, number(integer=True, low=0),
           "0: no progress messages of the algorithms (verbose_eval prints the metrics)"),
+)
+
+
+# Categorical splits of the histogram learners (gbdt, cegb, greedy_miser): LightGBM's
+# names, defaults and meaning (docs/architecture.md, "Categorical features").
+CATEGORICAL_PARAMS = (
+    Param("max_cat_to_onehot", 4, number(integer=True, low=1),
+          "a categorical feature with at most this many bins (its levels and one for "
+          "the others, as LightGBM counts them) splits one level against the rest; "
+          "more: gradient-sorted many-vs-many partitions"),
+    Param("max_cat_threshold", 32, number(integer=True, low=1),
+          "at most this many levels on the left side of a many-vs-many split"),
+    Param("cat_l2", 10.0, number(low=0),
+          "L2 regularisation added to reg_lambda in a many-vs-many split's gain"),
+    Param("cat_smooth", 10.0, number(low=0),
+          "levels are sorted by sum_gradient / (sum_hessian + cat_smooth); levels with "
+          "fewer rows than this are left out of the many-vs-many search (go right)"),
+    Param("min_data_per_group", 100, number(integer=True, low=1),
+          "least rows a many-vs-many split's right side keeps, and between two "
+          "candidate splits of one scan"),
 )
 
 

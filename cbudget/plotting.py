@@ -23,6 +23,7 @@ from ._ensemble import TreeEnsemble
 from ._model import Model, NotApplicableError
 from .adapt import GatedModel, LinearClassifier
 from .booster import Booster
+from .category_bins import bitset_codes
 from .cost_path import pareto_mask
 from .cstc import ClassifierTree
 from .dataset import Dataset, InputData
@@ -360,6 +361,15 @@ def _ensemble_reach(model: TreeEnsemble, tree_index: int, X: np.ndarray | None) 
     return counts
 
 
+def _level_set(model: TreeEnsemble, tree: np.ndarray, node: int, shown: int = 8) -> str:
+    """The codes a categorical split sends left, as ``{a, b, ...}`` (the first
+    ``shown``, then how many more)."""
+    codes = bitset_codes(model.tree_bitsets(tree)[int(np.sum(tree["categorical"][:node]))][1:])
+    text = ", ".join(map(str, codes[:shown].tolist()))
+    more = f", ... ({codes.size - shown} more)" if codes.size > shown else ""
+    return "{" + text + more + "}"
+
+
 def _ensemble_nodes(model: TreeEnsemble, tree_index: int, X: np.ndarray | None,
                     n_inputs: int) -> tuple[list[DrawnNode], str]:
     """The nodes of tree ``tree_index`` and the title; reach over the rows of ``X``
@@ -390,8 +400,10 @@ def _ensemble_nodes(model: TreeEnsemble, tree_index: int, X: np.ndarray | None,
             continue
         m = int(tree["feature"][k])
         missing = ", missing" if tree["default_left"][k] else ""
+        test = (f"{names[m]} in {_level_set(model, tree, k)}" if tree["categorical"][k]
+                else f"{names[m]} <= {tree['threshold'][k]:.4g}")
         nodes.append(DrawnNode(
-            f"{names[m]} <= {tree['threshold'][k]:.4g}\ncost {costs[m]:.4g}\n{share}",
+            f"{test}\ncost {costs[m]:.4g}\n{share}",
             [(int(tree["left"][k]), "yes" + missing),
              (int(tree["right"][k]), "no" + ("" if missing else ", missing"))]))
     indptr = model.iteration_indptr
@@ -548,13 +560,14 @@ def plot_tree(model: Model, tree_index: int = 0, *, X: InputData | None = None,
     """Draw one tree with what its nodes cost and how many inputs reach them.
 
     A tree ensemble's (Booster, Forest) split node shows its feature, threshold (inputs
-    with ``value <= threshold`` go left, "yes"; missing values go the way marked
-    "missing"), the feature's cost and the reach; a leaf its value (a forest: its
-    majority class), the cost of the features on its path and the reach. A tree of
-    linear classifiers (ClassifierTree, Cascade) shows per node the features with a
-    non-zero weight (with the boosting trick: those of the basis trees it weighs), the
-    cost of the features on the path from the root and the reach; an input goes to the
-    upper child when the node's score ``f > theta``.
+    with ``value <= threshold`` go left, "yes"; a categorical split: ``in {codes}``, the
+    codes that go left; missing values go the way marked "missing"), the feature's cost
+    and the reach; a leaf its value (a forest: its majority class), the cost of the
+    features on its path and the reach. A tree of linear classifiers (ClassifierTree,
+    Cascade) shows per node the features with a non-zero weight (with the boosting
+    trick: those of the basis trees it weighs), the cost of the features on the path
+    from the root and the reach; an input goes to the upper child when the node's score
+    ``f > theta``.
 
     Parameters
     ----------

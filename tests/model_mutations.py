@@ -67,11 +67,15 @@ def _problem(objective: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]
 
 
 def _train(params: dict, objective: str, rounds: int, *, n: int = 200, labels: str = "",
-           valid: bool = False, group: list | None = None, **kwargs: Any) -> cbudget.Model:
+           valid: bool = False, group: list | None = None, categorical: list | None = None,
+           **kwargs: Any) -> cbudget.Model:
     """A model trained on 200 rows of the problem of ``objective`` (of ``labels``: the
-    labels of another objective; ``group``: the query sizes, for ranking)."""
+    labels of another objective; ``group``: the query sizes, for ranking; ``categorical``:
+    columns made integer codes and split as categories)."""
     X, y = _problem(labels or objective, n, 0)
-    dtrain = cbudget.Dataset(X, y, group=group, **COSTS)
+    for c in categorical or ():
+        X[:, c] = np.floor(np.abs(X[:, c]) * 8)
+    dtrain = cbudget.Dataset(X, y, group=group, categorical_feature=categorical, **COSTS)
     if valid:
         Xv, yv = _problem(labels or objective, 80, 1)
         kwargs["evals"] = [(cbudget.Dataset(Xv, yv, reference=dtrain), "valid")]
@@ -96,6 +100,9 @@ def _seed_models() -> tuple[tuple[str, str], ...]:
         early_stopping_rounds=1)
     models["cegb_binary"] = _train({**BOOST, "algorithm": "cegb", "cost_tradeoff": 0.02},
                                    "binary:logistic", 3)
+    models["gbdt_categorical"] = _train({**BOOST, "max_cat_to_onehot": 2,
+                                         "min_data_per_group": 5, "cat_smooth": 1.0},
+                                        "binary:logistic", 3, categorical=[0, 1])
     models["greedy_miser_regression"] = _train(
         {"algorithm": "greedy_miser", "cost_tradeoff": 0.5, "max_depth": 2,
          "min_data_in_leaf": 10}, "reg:squarederror", 3)
@@ -647,8 +654,14 @@ def use_model(model: cbudget.Model, tmpdir: str, original: Any = None) -> None:
     n_iterations = run("num_iterations", lambda: model.num_iterations())
     if n_iterations:
         # one query of all the rows: the ranking models' metrics need query groups
-        data = cbudget.Dataset(X, _labels(model, X.shape[0]), feature_names=model.feature_names,
-                               group=[X.shape[0]])
+        # the model's categorical features as codes (a Dataset refuses other values in
+        # them; prediction takes any, above)
+        coded, cats = X.copy(), model.categories.features
+        coded[:, cats] = np.minimum(np.floor(np.abs(np.where(
+            np.isfinite(coded[:, cats]), coded[:, cats], np.nan))), 100)
+        data = cbudget.Dataset(coded, _labels(model, X.shape[0]),
+                               feature_names=model.feature_names, group=[X.shape[0]],
+                               categorical_feature=model.categories)
         run("cost_curve", lambda: model.cost_curve(X))
         run("staged_scores", lambda: model.staged_scores(data))
         run("slice [:1]", lambda: model[:1].predict(X))

@@ -11,8 +11,15 @@ def tree_walk(tree, x):
     left, right = tree["left_children"], tree["right_children"]
     while left[node] != -1:
         v = x[tree["split_features"][node]]
-        if math.isnan(v):
+        categorical = tree.get("categorical", [0] * len(left))[node]
+        if math.isnan(v) or (categorical and v < 0):
             go_left = bool(tree["default_left"][node])
+        elif categorical:       # the node's codes: bits of its words in cat_threshold
+            k = int(tree["thresholds"][node])
+            bounds = tree["cat_boundaries"]
+            words = tree["cat_threshold"][bounds[k]:bounds[k + 1]]
+            code = int(v)
+            go_left = code < 32 * len(words) and bool(words[code // 32] >> (code % 32) & 1)
         else:
             go_left = v <= tree["thresholds"][node]
         node = left[node] if go_left else right[node]

@@ -549,8 +549,8 @@ def _save_booster(dtrain, directory):
     (lambda d: d.update(algorithm="cstc"), "unknown algorithm 'cstc' for a gated"),
     (lambda d: d.update(objective="reg:squarederror"), "binary:logistic"),
     (lambda d: d["predictor"].update(model_type="forest"), "predictor"),
-    (lambda d: d["gate"].update(feature_names=["a"] * 6), "differ"),
-    (lambda d: d["expensive"].update(feature_names=["a"] * 6), "differ"),
+    (lambda d: d["gate"].update(feature_names=[f"a{i}" for i in range(6)]), "differ"),
+    (lambda d: d["expensive"].update(feature_names=[f"a{i}" for i in range(6)]), "differ"),
     (lambda d: d["expensive"]["trees"][0].update(num_nodes=10 ** 9), "entries"),
 ])
 def test_corrupt_gated_files_are_rejected(tmp_path, edit, message):

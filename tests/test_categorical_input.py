@@ -185,9 +185,18 @@ def test_corrupt_categories_in_a_file_are_refused(trained, bad, message):
 
 
 def test_a_file_without_categories_has_none(trained):
+    # a model without categorical features writes no key (as every file before them)
+    df, dtrain, _ = trained
+    numeric = cbudget.train({"num_leaves": 4}, cbudget.Dataset(
+        df.select_dtypes("number"), dtrain.get_label(), categorical_feature=[]), 2)
+    doc = numeric.to_dict()
+    assert "categories" not in doc
+    assert len(model_from_dict(doc).categories) == 0
+    # one that has them cannot lose the key: its splits would be on undeclared features
     doc = trained[2].to_dict()
     del doc["categories"]
-    assert len(model_from_dict(doc).categories) == 0
+    with pytest.raises(ValueError, match="not declared categorical"):
+        model_from_dict(doc)
 
 
 def test_on_demand_fetch_returns_levels(trained):

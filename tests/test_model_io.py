@@ -284,6 +284,20 @@ def test_json_not_an_object(tmp_path, doc):
         load_model(write_json(tmp_path, doc))
 
 
+def test_duplicate_feature_names_refused(saved, tmp_path):
+    doc = copy.deepcopy(saved[1])
+    doc["feature_names"] = ["x"] * len(doc["feature_names"])
+    with pytest.raises(ValueError, match="feature_names must be unique"):
+        load_model(write_json(tmp_path, doc))
+
+
+def test_a_round_with_more_trees_than_outputs_refused(saved, tmp_path):
+    doc = copy.deepcopy(saved[1])
+    doc["iteration_indptr"] = [0, 2] + doc["iteration_indptr"][2:]
+    with pytest.raises(ValueError, match="at most one tree per output"):
+        load_model(write_json(tmp_path, doc))
+
+
 @pytest.mark.parametrize("value", ["xgboost", None, "", 1])
 def test_wrong_format(saved, tmp_path, value):
     doc = copy.deepcopy(saved[1])

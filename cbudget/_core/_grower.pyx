@@ -35,7 +35,7 @@ from ._partition cimport split_rows_parallel
 from ._path cimport mark_feature
 from ._safety cimport (check_n_threads, check_rows_in_range, checked_calloc, checked_malloc,
                       first_out_of_range_32)
-from ._split cimport find_best_split_core, leaf_value_core, split_struct
+from ._split cimport cat_params_struct, find_best_split_core, leaf_value_core, split_struct
 from ._types cimport MAX_ROWS_C, X_BINNED_C, hist_struct, node_struct
 from ._types import NODE_DTYPE
 
@@ -56,12 +56,15 @@ cdef struct grow_node:
     int32_t right
     int32_t parent
     int64_t new_acquisitions  # in-bag rows that first acquire the split feature
+    double extra_lambda       # added to reg_lambda in the leaf value: cat_l2 below a
+                              # many-vs-many categorical split (LightGBM's leaf output)
 
 
 cdef inline void _init_child(grow_node * child, int depth, int32_t parent) noexcept nogil:
     child.depth = depth
     child.parent = parent
     child.new_acquisitions = 0
+    child.extra_lambda = 0.0
     child.histograms = NULL
     child.split.feature = -1
     child.left = -1
@@ -104,6 +107,9 @@ cdef class TreeGrower:
     cdef const double[::1] bin_edges
     cdef const int64_t[::1] edges_indptr
     cdef const uint32_t[::1] n_value_bins
+    cdef const unsigned char * categorical  # NULL: every feature numeric
+    cdef object categorical_array           # ... keeps its memory alive
+    cdef cat_params_struct cat_params
     cdef int missing_bin, n_threads, num_leaves, max_depth
     cdef bint best_first
     cdef Py_ssize_t n_samples, n_features, n_bins, capacity
@@ -155,8 +161,12 @@ cdef class TreeGrower:
                   int missing_bin, double learning_rate, double reg_lambda,
                   double min_child_weight, double gamma, uint32_t min_data_in_leaf,
                   int num_leaves, int max_depth, bint best_first, int n_threads,
-                  SparseBins sparse_bins=None, exchange=None, Py_ssize_t n_tree_rows=0):
+                  SparseBins sparse_bins=None, exchange=None, Py_ssize_t n_tree_rows=0,
+                  categorical=None, int max_cat_to_onehot=4, int max_cat_threshold=32,
+                  double cat_l2=10.0, double cat_smooth=10.0,
+                  uint32_t min_data_per_group=100):
         cdef Py_ssize_t f, n_edges
+        cdef const unsigned char[::1] cat_view
         # pointers are NULL until allocated: __dealloc__ frees whatever was, also when
         # this raises
         if not binned.shape[0] <= MAX_ROWS_C:
@@ -185,6 +195,22 @@ cdef class TreeGrower:
             raise ValueError(f"binned holds a bin above missing_bin ({missing_bin})")
         if sparse_bins is not None:
             sparse_bins.check_matches(binned, missing_bin)
+        self.categorical = NULL
+        if categorical is not None:
+            self.categorical_array = np.ascontiguousarray(categorical, dtype=np.uint8)
+            if self.categorical_array.shape != (binned.shape[1],):
+                raise ValueError("categorical must have one flag per feature of binned")
+            if exchange is not None and self.categorical_array.any():
+                raise ValueError("categorical splits are not supported by distributed "
+                                 "(Dask) training yet")
+            cat_view = self.categorical_array
+            if binned.shape[1]:
+                self.categorical = &cat_view[0]
+        self.cat_params.max_cat_to_onehot = max_cat_to_onehot
+        self.cat_params.max_cat_threshold = max_cat_threshold
+        self.cat_params.cat_l2 = cat_l2
+        self.cat_params.cat_smooth = cat_smooth
+        self.cat_params.min_data_per_group = min_data_per_group
         self.sparse_bins = sparse_bins
         self.sparse = &sparse_bins.c if sparse_bins is not None else NULL
         self.binned = binned
@@ -430,7 +456,7 @@ cdef class TreeGrower:
             self.missing_bin, feature_mask, node.sum_gradients, node.sum_hessians,
             <uint32_t> (node.stop - node.start), self.reg_lambda, self.min_child_weight,
             self.min_data_in_leaf, self.penalty if self.has_penalty else NULL,
-            self.per_feature, self.n_threads)
+            self.categorical, &self.cat_params, self.per_feature, self.n_threads)
         if best.feature >= 0 and not best.gain > self.gamma:
             best.feature = -1
         return best
@@ -697,6 +723,7 @@ cdef class TreeGrower:
             node.split.feature = -1
             node.left = node.right = node.parent = -1
             node.new_acquisitions = 0
+            node.extra_lambda = 0.0
             if not remote_failed and self._can_split(node):
                 self._build(node, row_ptr, g, h, mask)
                 if node.histograms == NULL:
@@ -742,8 +769,9 @@ cdef class TreeGrower:
                     n_left = split_rows_parallel(
                         &row_ptr[node.start], node.stop - node.start,
                         &self.binned[0, node.split.feature], node.split.bin_threshold,
-                        node.split.default_left, self.missing_bin, self.buffer,
-                        self.n_threads)
+                        node.split.default_left, self.missing_bin,
+                        node.split.cat_bins if node.split.categorical else NULL,
+                        self.buffer, self.n_threads)
                 if n_left != node.split.count_left:
                     partition_error = True
                     break
@@ -774,6 +802,8 @@ cdef class TreeGrower:
                 right.sum_hessians = node.sum_hessians - node.split.sum_hessian_left
                 _init_child(left, node.depth + 1, <int32_t> (node - self.nodes))
                 _init_child(right, node.depth + 1, <int32_t> (node - self.nodes))
+                if node.split.categorical == 2:
+                    left.extra_lambda = right.extra_lambda = self.cat_params.cat_l2
 
                 # Histograms: build the smaller child's, subtract for the sibling.
                 if build_id >= 0:
@@ -900,7 +930,7 @@ cdef class TreeGrower:
             with nogil:
                 n_left = split_rows_parallel(
                     &self.tree_rows[node.start], n_rows, &self.binned[0, feature],
-                    bin_threshold, default_left, self.missing_bin, self.buffer,
+                    bin_threshold, default_left, self.missing_bin, NULL, self.buffer,
                     self.n_threads)
                 if acquire:
                     self.state.acquire_rows(&self.tree_rows[node.start], n_rows, feature,
@@ -985,8 +1015,8 @@ cdef class TreeGrower:
         find_best_split_core(
             node.histograms, self.n_features, self.n_bins, &self.n_value_bins[0],
             self.missing_bin, mask, sum_g, sum_h, <uint32_t> rows.shape[0], self.reg_lambda,
-            self.min_child_weight, self.min_data_in_leaf, NULL, self.per_feature,
-            self.n_threads)
+            self.min_child_weight, self.min_data_in_leaf, NULL, self.categorical,
+            &self.cat_params, self.per_feature, self.n_threads)
         if self.has_penalty:
             self.cost_tradeoff = 1.0
             self._fill_penalty(node, 0, self.n_features)
@@ -1023,7 +1053,7 @@ cdef class TreeGrower:
                 continue
             value = self.learning_rate * leaf_value_core(
                 self.nodes[node].sum_gradients, self.nodes[node].sum_hessians,
-                self.reg_lambda)
+                self.reg_lambda + self.nodes[node].extra_lambda)
             for i in range(self.nodes[node].start, self.nodes[node].stop):
                 raw[rows[i], output] += value
 
@@ -1036,7 +1066,8 @@ cdef class TreeGrower:
             for i in range(n_nodes):
                 node = &self.nodes[i]
                 view[i].value = self.learning_rate * leaf_value_core(
-                    node.sum_gradients, node.sum_hessians, self.reg_lambda)
+                    node.sum_gradients, node.sum_hessians,
+                    self.reg_lambda + node.extra_lambda)
                 view[i].sum_hessian = node.sum_hessians
                 view[i].n_samples = <int32_t> (node.stop - node.start)
                 view[i].depth = node.depth
@@ -1048,8 +1079,15 @@ cdef class TreeGrower:
                     view[i].feature = node.split.feature
                     view[i].bin_threshold = <X_BINNED_C> node.split.bin_threshold
                     view[i].default_left = node.split.default_left
-                    view[i].threshold = self.bin_edges[
-                        self.edges_indptr[node.split.feature] + node.split.bin_threshold]
+                    if node.split.categorical:
+                        # threshold: the bitset's offset, set when the model takes the
+                        # tree (TreeEnsemble._add_tree)
+                        view[i].categorical = 1
+                        memcpy(view[i].cat_bins, node.split.cat_bins,
+                               sizeof(node.split.cat_bins))
+                    else:
+                        view[i].threshold = self.bin_edges[
+                            self.edges_indptr[node.split.feature] + node.split.bin_threshold]
                     view[i].gain = node.split.raw_gain
                     view[i].cost_penalty = node.split.cost_penalty
                     view[i].new_acquisitions = <int32_t> node.new_acquisitions

@@ -1,6 +1,6 @@
 """Stable partition of a leaf's rows by a split (the grower's row bookkeeping)."""
 from cython.parallel cimport prange
-from libc.stdint cimport int32_t
+from libc.stdint cimport int32_t, uint32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
@@ -14,25 +14,37 @@ cdef Py_ssize_t MIN_PARALLEL_ROWS = 65536
 cdef Py_ssize_t split_rows_core(
     int32_t * rows, Py_ssize_t n_rows, const X_BINNED_C * column,
     X_BINNED_C bin_threshold, bint default_left, X_BINNED_C missing_bin,
-    int32_t * buffer) noexcept nogil:
+    const uint32_t * cat_bins, int32_t * buffer) noexcept nogil:
     """Rows going left first, then the rows going right, each side in its original
     order (sorted rows stay sorted, keeping histogram passes cache friendly).
-    ``column`` is the feature's bins; ``buffer`` holds at least ``n_rows`` ints.
-    Returns the number of rows going left."""
+    ``column`` is the feature's bins; ``cat_bins`` (NULL: a numeric split) the bitset of
+    the bins of a categorical split that go left; ``buffer`` holds at least ``n_rows``
+    ints. Returns the number of rows going left."""
     cdef Py_ssize_t i, n_left = 0, n_right = 0
     cdef X_BINNED_C b
     cdef int goes_left
     cdef int32_t row
-    for i in range(n_rows):
-        # branch-free: the row is written to both sides and only one count advances (a
-        # split's direction is a coin flip to the branch predictor)
-        row = rows[i]
-        b = column[row]
-        goes_left = default_left if b == missing_bin else b <= bin_threshold
-        rows[n_left] = row
-        buffer[n_right] = row
-        n_left += goes_left
-        n_right += 1 - goes_left
+    # branch-free: the row is written to both sides and only one count advances (a
+    # split's direction is a coin flip to the branch predictor)
+    if cat_bins == NULL:
+        for i in range(n_rows):
+            row = rows[i]
+            b = column[row]
+            goes_left = default_left if b == missing_bin else b <= bin_threshold
+            rows[n_left] = row
+            buffer[n_right] = row
+            n_left += goes_left
+            n_right += 1 - goes_left
+    else:
+        for i in range(n_rows):
+            row = rows[i]
+            b = column[row]
+            goes_left = default_left if b == missing_bin else (
+                cat_bins[b >> 5] >> (b & 31)) & 1
+            rows[n_left] = row
+            buffer[n_right] = row
+            n_left += goes_left
+            n_right += 1 - goes_left
     for i in range(n_right):
         rows[n_left + i] = buffer[i]
     return n_left
@@ -41,13 +53,13 @@ cdef Py_ssize_t split_rows_core(
 cdef Py_ssize_t split_rows_parallel(
     int32_t * rows, Py_ssize_t n_rows, const X_BINNED_C * column,
     X_BINNED_C bin_threshold, bint default_left, X_BINNED_C missing_bin,
-    int32_t * buffer, int n_threads) noexcept nogil:
+    const uint32_t * cat_bins, int32_t * buffer, int n_threads) noexcept nogil:
     """Same result as :func:`split_rows_core`, on ``n_threads`` threads for large leaves:
     each thread partitions its chunk, then the chunks' left and right parts are copied
     to their final places (through ``buffer``) in chunk order."""
     if n_threads <= 1 or n_rows < MIN_PARALLEL_ROWS:
         return split_rows_core(rows, n_rows, column, bin_threshold, default_left,
-                               missing_bin, buffer)
+                               missing_bin, cat_bins, buffer)
     cdef Py_ssize_t chunk = (n_rows + n_threads - 1) // n_threads
     cdef Py_ssize_t * n_left = <Py_ssize_t *> malloc(3 * n_threads * sizeof(Py_ssize_t))
     cdef Py_ssize_t * left_at = n_left + n_threads
@@ -55,12 +67,12 @@ cdef Py_ssize_t split_rows_parallel(
     cdef Py_ssize_t t, start, stop, total_left = 0, right_total = 0
     if n_left == NULL:   # out of memory: the serial version needs nothing more
         return split_rows_core(rows, n_rows, column, bin_threshold, default_left,
-                               missing_bin, buffer)
+                               missing_bin, cat_bins, buffer)
     for t in prange(n_threads, schedule="static", num_threads=n_threads):
         start = min(t * chunk, n_rows)
         stop = min(start + chunk, n_rows)
         n_left[t] = split_rows_core(&rows[start], stop - start, column, bin_threshold,
-                                    default_left, missing_bin, &buffer[start])
+                                    default_left, missing_bin, cat_bins, &buffer[start])
     for t in range(n_threads):
         left_at[t] = total_left
         total_left += n_left[t]
@@ -93,9 +105,11 @@ def split_rows(
     const X_BINNED_C missing_bin,
     int32_t[::1] buffer,
     int n_threads=1,
+    const uint32_t[::1] cat_bins=None,
 ):
     """Reorder ``rows`` in place so that the rows going left (bin ``<= bin_threshold``,
-    or missing with ``default_left``) come first, each side keeping its order.
+    or, with ``cat_bins`` (8 words), a bin whose bit is set; or missing with
+    ``default_left``) come first, each side keeping its order.
 
     Returns the number of rows that go left. ValueError when ``feature`` is not a column
     of ``binned``, a row is out of range, or ``buffer`` is shorter than ``rows``.
@@ -106,6 +120,9 @@ def split_rows(
         raise ValueError("buffer is shorter than rows")
     if not 0 <= feature < binned.shape[1]:
         raise ValueError(f"feature {feature} out of range for {binned.shape[1]} features")
+    if cat_bins is not None and cat_bins.shape[0] != 8:
+        raise ValueError("cat_bins must hold 8 words (256 bins)")
+    cdef const uint32_t * bits = &cat_bins[0] if cat_bins is not None else NULL
     if rows.shape[0] == 0:
         return 0
     with nogil:
@@ -115,6 +132,6 @@ def split_rows(
                          f"{binned.shape[0]} samples")
     with nogil:
         n_left = split_rows_parallel(&rows[0], rows.shape[0], &binned[0, feature],
-                                     bin_threshold, default_left, missing_bin, &buffer[0],
-                                     n_threads)
+                                     bin_threshold, default_left, missing_bin, bits,
+                                     &buffer[0], n_threads)
     return n_left

@@ -1,4 +1,7 @@
-from ._types cimport X_BINNED_C, node_struct
+from libc.math cimport isnan
+from libc.stdint cimport int32_t, int64_t, uint32_t
+
+from ._types cimport X_BINNED_C, node_struct, predict_node_struct
 
 
 cdef inline int binned_child(const node_struct * node, X_BINNED_C b,
@@ -6,4 +9,34 @@ cdef inline int binned_child(const node_struct * node, X_BINNED_C b,
     """The child of split ``node`` that a row with bin ``b`` goes to."""
     if b == missing_bin:
         return node.left if node.default_left else node.right
+    if node.categorical:
+        return node.left if (node.cat_bins[b >> 5] >> (b & 31)) & 1 else node.right
     return node.left if b <= node.bin_threshold else node.right
+
+
+cdef inline bint category_left(double value, const uint32_t * bitset) noexcept nogil:
+    """Whether a (non-missing, >= 0) category ``value`` goes left at a categorical split
+    whose bitset is ``bitset``: a length word ``n``, then ``n`` words of the codes going
+    left. The value is truncated to its integer code; a code beyond the bitset (never
+    seen in training) goes right."""
+    cdef double n_codes = 32.0 * bitset[0]
+    cdef int64_t code
+    if not value < n_codes:
+        return False
+    code = <int64_t> value
+    return (bitset[1 + (code >> 5)] >> (code & 31)) & 1
+
+
+cdef inline int32_t child_of(const predict_node_struct * node, double value,
+                            const uint32_t * cat_words) noexcept nogil:
+    """The child of split ``node`` (packed layout) that a row with ``value`` goes to:
+    NaN (or, at a categorical split, a negative value) is missing and follows
+    ``default_left``; a categorical split's bitset is ``cat_words[threshold:]``."""
+    if isnan(value):
+        return node.left if node.default_left else node.right
+    if node.categorical:
+        if value < 0:
+            return node.left if node.default_left else node.right
+        return node.left if category_left(value, &cat_words[<int64_t> node.threshold]) \
+            else node.right
+    return node.left if value <= node.threshold else node.right

@@ -3,7 +3,11 @@ model of docs/architecture.md: a feature is paid once per input across all trees
 cached).
 
 The traversal kernels read the packed ``PREDICT_NODE_DTYPE`` layout (leaf value in
-``threshold``; see ``_types.compact_nodes``); training-time updates read full trees.
+``threshold``; see ``_types.compact_nodes``); training-time updates read full trees. A
+categorical split (``categorical`` set) reads its bitset in ``cat_words`` (the model's
+``TreeEnsemble.cat_words``, an optional argument of every kernel that walks raw values)
+at offset ``threshold``: ``child_of`` in ``_predict.pxd``; on binned data, its
+``cat_bins`` (``binned_child``).
 Rows are processed in blocks, tree by tree, so that one tree stays in cache while a
 block of rows walks it; each row still adds the trees in order (same sums). Rows are
 indexed with Py_ssize_t: prediction has no row limit.
@@ -17,8 +21,7 @@ model file, and X's number of features). The training-time kernels on NODE_DTYPE
 (``predict_binned_add``) check their one tree.
 """
 from cython.parallel cimport prange, threadid
-from libc.math cimport isnan
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 import numpy as np
 
@@ -61,18 +64,21 @@ cdef int _check_leaves(const int32_t[:, ::1] leaves, const int64_t[::1] tree_off
     return 0
 
 
-cdef inline int32_t _leaf_of_row(const predict_node_struct * nodes, const floating_t * x) noexcept nogil:
+cdef inline int32_t _leaf_of_row(const predict_node_struct * nodes, const floating_t * x,
+                                 const uint32_t * cat_words) noexcept nogil:
     cdef int32_t node = 0
-    cdef double value
     while nodes[node].left != -1:
-        value = x[nodes[node].feature]
-        if isnan(value):
-            node = nodes[node].left if nodes[node].default_left else nodes[node].right
-        elif value <= nodes[node].threshold:
-            node = nodes[node].left
-        else:
-            node = nodes[node].right
+        node = child_of(&nodes[node], x[nodes[node].feature], cat_words)
     return node
+
+
+cdef const uint32_t * _words(const uint32_t[::1] cat_words):
+    """The categorical splits' bitsets (``TreeEnsemble.cat_words``): a packed node with
+    ``categorical`` set reads its bitset at ``cat_words[threshold]``. NULL for None (or
+    empty): the nodes must then be numeric (the model classes see to it)."""
+    if cat_words is None or cat_words.shape[0] == 0:
+        return NULL
+    return &cat_words[0]
 
 
 def predict_raw(
@@ -82,6 +88,7 @@ def predict_raw(
     const int32_t[::1] tree_outputs,
     double[:, ::1] out,
     int n_threads,
+    const uint32_t[::1] cat_words=None,
 ):
     """Add each tree's leaf value to ``out[i, tree_outputs[t]]``.
 
@@ -93,6 +100,7 @@ def predict_raw(
     cdef Py_ssize_t n_blocks = (n_samples + ROW_BLOCK - 1) // ROW_BLOCK
     cdef Py_ssize_t block, i, t, stop
     cdef const predict_node_struct * tree
+    cdef const uint32_t * words = _words(cat_words)
     check_n_threads(n_threads)
     check_offsets(&tree_offsets[0] if tree_offsets.shape[0] else NULL,
                   tree_offsets.shape[0], nodes.shape[0], "predict_raw")
@@ -106,7 +114,7 @@ def predict_raw(
         for t in range(n_trees):
             tree = &nodes[tree_offsets[t]]
             for i in range(block * ROW_BLOCK, stop):
-                out[i, tree_outputs[t]] += tree[_leaf_of_row(tree, &X[i, 0])].threshold
+                out[i, tree_outputs[t]] += tree[_leaf_of_row(tree, &X[i, 0], words)].threshold
 
 
 cdef inline bint _exits(const double[:, ::1] out, Py_ssize_t i, double lower, double upper,
@@ -144,6 +152,7 @@ def predict_raw_exits(
     int64_t[::1] trees_evaluated,
     int n_threads,
     const uint8_t[::1] leaf_holds=None,
+    const uint32_t[::1] cat_words=None,
 ):
     """``predict_raw`` with exits: after ``check_after[k]`` trees (ascending, in
     ``[1, n_trees)``), an input whose scores ``_exits`` at ``(lower[k], upper[k])`` stops.
@@ -166,6 +175,7 @@ def predict_raw_exits(
                          f"{nodes.shape[0]} nodes")
     held_rows = np.zeros(n_samples if holding else 0, dtype=np.uint8)
     cdef uint8_t[::1] held = held_rows
+    cdef const uint32_t * words = _words(cat_words)
     check_n_threads(n_threads)
     check_offsets(&tree_offsets[0] if tree_offsets.shape[0] else NULL,
                   tree_offsets.shape[0], nodes.shape[0], "predict_raw_exits")
@@ -189,7 +199,7 @@ def predict_raw_exits(
             tree = &nodes[tree_offsets[t]]
             for i in range(block * ROW_BLOCK, stop):
                 if trees_evaluated[i] > t:
-                    leaf = _leaf_of_row(tree, &X[i, 0])
+                    leaf = _leaf_of_row(tree, &X[i, 0], words)
                     out[i, tree_outputs[t]] += tree[leaf].threshold
                     if holding:
                         held[i] |= leaf_holds[tree_offsets[t] + leaf]
@@ -250,6 +260,7 @@ def trees_until_held(
     const uint8_t[::1] leaf_holds,
     int64_t[::1] out,
     int n_threads,
+    const uint32_t[::1] cat_words=None,
 ):
     """``out[i]``: the number of trees after which input ``i`` is held -- ``t + 1`` for
     the first tree ``t`` in which it reaches a leaf flagged in ``leaf_holds``
@@ -257,6 +268,7 @@ def trees_until_held(
     cdef Py_ssize_t n_samples = X.shape[0]
     cdef Py_ssize_t n_trees = tree_offsets.shape[0] - 1
     cdef Py_ssize_t i, t
+    cdef const uint32_t * words = _words(cat_words)
     check_n_threads(n_threads)
     check_offsets(&tree_offsets[0] if tree_offsets.shape[0] else NULL,
                   tree_offsets.shape[0], nodes.shape[0], "trees_until_held")
@@ -265,7 +277,7 @@ def trees_until_held(
     out[:] = n_trees + 1
     for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
         for t in range(n_trees):
-            if leaf_holds[tree_offsets[t] + _leaf_of_row(&nodes[tree_offsets[t]], &X[i, 0])]:
+            if leaf_holds[tree_offsets[t] + _leaf_of_row(&nodes[tree_offsets[t]], &X[i, 0], words)]:
                 out[i] = t + 1
                 break
 
@@ -277,6 +289,7 @@ def predict_node_rows(
     const double[:, ::1] node_rows,
     double[:, ::1] out,
     int n_threads,
+    const uint32_t[::1] cat_words=None,
 ):
     """Add ``node_rows[n]`` to ``out[i]`` for the leaf ``n`` that input ``i`` reaches in
     each tree (a forest's class counts or votes per leaf; ``n`` is the global node index,
@@ -287,6 +300,7 @@ def predict_node_rows(
     cdef Py_ssize_t n_blocks = (n_samples + ROW_BLOCK - 1) // ROW_BLOCK
     cdef Py_ssize_t block, i, t, k, stop
     cdef int64_t leaf
+    cdef const uint32_t * words = _words(cat_words)
     check_n_threads(n_threads)
     if node_rows.shape[0] != nodes.shape[0] or out.shape[1] != n_columns \
             or out.shape[0] != n_samples:
@@ -299,7 +313,7 @@ def predict_node_rows(
         stop = min((block + 1) * ROW_BLOCK, n_samples)
         for t in range(n_trees):
             for i in range(block * ROW_BLOCK, stop):
-                leaf = tree_offsets[t] + _leaf_of_row(&nodes[tree_offsets[t]], &X[i, 0])
+                leaf = tree_offsets[t] + _leaf_of_row(&nodes[tree_offsets[t]], &X[i, 0], words)
                 for k in range(n_columns):
                     out[i, k] += node_rows[leaf, k]
 
@@ -310,12 +324,14 @@ def predict_leaf(
     const int64_t[::1] tree_offsets,
     int32_t[:, ::1] out,
     int n_threads,
+    const uint32_t[::1] cat_words=None,
 ):
     """``out[i, t]`` = tree-local id of the leaf that input ``i`` reaches in tree ``t``."""
     cdef Py_ssize_t n_samples = X.shape[0]
     cdef Py_ssize_t n_trees = tree_offsets.shape[0] - 1
     cdef Py_ssize_t n_blocks = (n_samples + ROW_BLOCK - 1) // ROW_BLOCK
     cdef Py_ssize_t block, i, t, stop
+    cdef const uint32_t * words = _words(cat_words)
     check_n_threads(n_threads)
     check_offsets(&tree_offsets[0] if tree_offsets.shape[0] else NULL,
                   tree_offsets.shape[0], nodes.shape[0], "predict_leaf")
@@ -328,7 +344,7 @@ def predict_leaf(
         stop = min((block + 1) * ROW_BLOCK, n_samples)
         for t in range(n_trees):
             for i in range(block * ROW_BLOCK, stop):
-                out[i, t] = _leaf_of_row(&nodes[tree_offsets[t]], &X[i, 0])
+                out[i, t] = _leaf_of_row(&nodes[tree_offsets[t]], &X[i, 0], words)
 
 
 def predict_binned_add(
@@ -400,6 +416,7 @@ def predict_cost(
     int64_t[:, ::1] new_acquisitions,
     int n_threads,
     const int64_t[::1] row_tree_end=None,
+    const uint32_t[::1] cat_words=None,
 ):
     """Per-input prediction cost of the trees, with cached acquisition.
 
@@ -428,10 +445,11 @@ def predict_cost(
     cdef Py_ssize_t n_blocks = (n_samples + ROW_BLOCK - 1) // ROW_BLOCK
     cdef int32_t node, feature, group
     cdef int64_t offset
-    cdef double x, cost
-    cdef bint goes_left, count_nodes = new_acquisitions.shape[0] > 0
+    cdef double cost
+    cdef bint count_nodes = new_acquisitions.shape[0] > 0
     cdef int tid
     cdef Py_ssize_t n_features = X.shape[1], n_groups = group_costs.shape[0]
+    cdef const uint32_t * words = _words(cat_words)
     check_n_threads(n_threads)
     check_offsets(&tree_offsets[0] if tree_offsets.shape[0] else NULL,
                   tree_offsets.shape[0], nodes.shape[0], "predict_cost")
@@ -498,12 +516,7 @@ def predict_cost(
                         if group >= 0 and not (groups_touched[i, group >> 6] >> (group & 63)) & 1:
                             groups_touched[i, group >> 6] |= (<uint64_t> 1) << (group & 63)
                             cost = cost + group_costs[group]
-                    x = X[i, feature]
-                    if isnan(x):
-                        goes_left = nodes[offset + node].default_left
-                    else:
-                        goes_left = x <= nodes[offset + node].threshold
-                    node = nodes[offset + node].left if goes_left else nodes[offset + node].right
+                    node = child_of(&nodes[offset + node], X[i, feature], words)
                 partial[i] = cost
         for i in range(block * ROW_BLOCK, stop):
             out_cost[i] += partial[i]
@@ -527,6 +540,7 @@ def walk_step(
     int64_t[::1] feature_indptr,
     int64_t[::1] request_rows,
     int n_threads,
+    const uint32_t[::1] cat_words=None,
 ):
     """One step of on-demand traversal: walk each input down all its unfinished trees as
     far as its known features allow, then list the features the blocked trees need.
@@ -559,8 +573,8 @@ def walk_step(
     cdef Py_ssize_t a, i, k, j, kept, n_new, n_still = 0, bad_rows, bad_live, bad_todo
     cdef int64_t r, total
     cdef int32_t t, node, feature
-    cdef double value
     cdef Py_ssize_t n_inputs = rows.shape[0], n_trees = tree_offsets.shape[0] - 1
+    cdef const uint32_t * words = _words(cat_words)
     check_n_threads(n_threads)
     if node_of.shape[0] != n_inputs or cursor.shape[0] != n_inputs \
             or tree_of.shape[0] != n_inputs or cursor.shape[1] != node_of.shape[1] \
@@ -596,13 +610,7 @@ def walk_step(
                 feature = nodes[node].feature
                 if status[r, feature] != 1:
                     break
-                value = X[r, feature]
-                if isnan(value):
-                    node = nodes[node].left if nodes[node].default_left else nodes[node].right
-                elif value <= nodes[node].threshold:
-                    node = nodes[node].left
-                else:
-                    node = nodes[node].right
+                node = child_of(&nodes[node], X[r, feature], words)
             t = tree_of[i, k]
             if nodes[node].left == -1:
                 node_of[i, t] = node - tree_offsets[t]

@@ -12,13 +12,26 @@ cdef struct split_struct:
     double sum_gradient_left
     double sum_hessian_left
     uint32_t count_left
+    unsigned char categorical   # a categorical split: the bins going left are cat_bins
+                                # (1: one level, 2: many-vs-many, children regularised
+                                # with reg_lambda + cat_l2)
+    uint32_t cat_bins[8]
+
+# LightGBM's categorical split parameters (cbudget.params.CATEGORICAL_PARAMS)
+cdef struct cat_params_struct:
+    int max_cat_to_onehot
+    int max_cat_threshold
+    double cat_l2
+    double cat_smooth
+    uint32_t min_data_per_group
 
 cdef split_struct find_best_split_core(
     const hist_struct * histograms, Py_ssize_t n_features, Py_ssize_t n_bins,
     const uint32_t * n_value_bins, int missing_bin, const unsigned char * feature_mask,
     double sum_gradients, double sum_hessians, uint32_t count,
     double reg_lambda, double min_child_weight, uint32_t min_data_in_leaf,
-    const double * cost_penalty, split_struct * per_feature, int n_threads) noexcept nogil
+    const double * cost_penalty, const unsigned char * categorical,
+    const cat_params_struct * cat, split_struct * per_feature, int n_threads) noexcept nogil
 
 cdef double leaf_value_core(double sum_gradients, double sum_hessians,
                             double reg_lambda) noexcept nogil

@@ -2,7 +2,8 @@
 from cython.parallel cimport prange
 from libc.math cimport INFINITY
 from libc.stdint cimport uint32_t
-from libc.stdlib cimport free
+from libc.stdlib cimport free, qsort
+from libc.string cimport memset
 
 import numpy as np
 
@@ -16,19 +17,22 @@ cdef Py_ssize_t MIN_PARALLEL_WORK = 8192
 cdef class SplitInfo:
     """The best split of a leaf (``feature == -1``: no admissible split).
 
-    ``gain`` is ``raw_gain - cost_penalty``; rows with bin ``<= bin_threshold`` go left,
-    missing values go left when ``default_left``.
+    ``gain`` is ``raw_gain - cost_penalty``; rows with bin ``<= bin_threshold`` go left
+    (a ``categorical`` split: rows whose bin is in ``left_bins``), missing values go
+    left when ``default_left``.
     """
     cdef public double gain, raw_gain, cost_penalty
     cdef public int feature, bin_threshold
-    cdef public bint default_left
+    cdef public bint default_left, categorical
+    cdef public object left_bins      # sorted int array of the bins going left
     cdef public double sum_gradient_left, sum_hessian_left
     cdef public double sum_gradient_right, sum_hessian_right
     cdef public unsigned int count_left, count_right
 
     def __repr__(self):
         return (f"SplitInfo(feature={self.feature}, bin_threshold={self.bin_threshold}, "
-                f"default_left={self.default_left}, gain={self.gain!r}, "
+                f"default_left={self.default_left}, categorical={self.categorical}, "
+                f"left_bins={self.left_bins}, gain={self.gain!r}, "
                 f"raw_gain={self.raw_gain!r}, cost_penalty={self.cost_penalty!r}, "
                 f"count_left={self.count_left}, count_right={self.count_right})")
 
@@ -103,6 +107,142 @@ cdef inline void _scan_feature(
                 s.sum_gradient_left = gl
                 s.sum_hessian_left = hl
                 s.count_left = cl
+                s.categorical = 0
+
+
+cdef struct sort_entry:
+    double key
+    int bin
+
+
+cdef int _compare_entries(const void * a, const void * b) noexcept nogil:
+    """Ascending key, ties to the lower bin: a total order (qsort's result is then the
+    same whatever its algorithm)."""
+    cdef const sort_entry * x = <const sort_entry *> a
+    cdef const sort_entry * y = <const sort_entry *> b
+    if x.key < y.key:
+        return -1
+    if x.key > y.key:
+        return 1
+    return (x.bin > y.bin) - (x.bin < y.bin)
+
+
+cdef inline void _consider(
+    double gl, double hl, uint32_t cl, double sum_gradients, double sum_hessians,
+    uint32_t count, double parent_score, double child_lambda, double penalty,
+    Py_ssize_t f, bint missing_left, int choice, int * best_choice, split_struct * s,
+    uint32_t min_data_in_leaf, double min_child_weight, unsigned char kind) noexcept nogil:
+    """Score one candidate left side (sums ``gl, hl, cl``); keep it in ``s`` when its net
+    gain beats the best so far (``best_choice`` records which candidate it was)."""
+    cdef double gr = sum_gradients - gl, hr = sum_hessians - hl, gain
+    cdef uint32_t cr = count - cl
+    if cl < min_data_in_leaf or hl < min_child_weight or cr < min_data_in_leaf \
+            or hr < min_child_weight:
+        return
+    gain = 0.5 * (_score(gl, hl, child_lambda) + _score(gr, hr, child_lambda) - parent_score)
+    if gain - penalty > s.gain:
+        s.gain = gain - penalty
+        s.raw_gain = gain
+        s.cost_penalty = penalty
+        s.feature = f
+        s.bin_threshold = 0
+        s.default_left = missing_left
+        s.sum_gradient_left = gl
+        s.sum_hessian_left = hl
+        s.count_left = cl
+        s.categorical = kind
+        best_choice[0] = choice
+
+
+cdef inline void _scan_categorical(
+    Py_ssize_t f, const hist_struct * h, uint32_t n_value_bins, int missing_bin,
+    double sum_gradients, double sum_hessians, uint32_t count, double parent_score,
+    double reg_lambda, double min_child_weight, uint32_t min_data_in_leaf,
+    double penalty, const cat_params_struct * cat, split_struct * s) noexcept nogil:
+    """LightGBM's categorical split search (FindBestThresholdCategoricalInner), on bins
+    ``0 .. n_value_bins - 2`` (one level each; the last value bin holds the levels
+    without a bin of their own and always goes right), with the missing bin tried on
+    either side:
+
+    * at most ``max_cat_to_onehot`` bins (the levels and "other"): one level against
+      the rest;
+    * otherwise the levels with at least ``cat_smooth`` rows, sorted by
+      ``sum_gradient / (sum_hessian + cat_smooth)``, are taken from either end, up to
+      ``max_cat_threshold`` (and half of them) on the left; the children's scores use
+      ``reg_lambda + cat_l2`` (so do their leaf values: ``categorical == 2``); a candidate is scored only when ``min_data_per_group``
+      rows joined the left side since the last one scored, and the scan stops when the
+      right side falls below ``min_data_per_group`` rows.
+
+    Ties go to missing values right first, then the earlier candidate."""
+    cdef Py_ssize_t n_levels = <Py_ssize_t> n_value_bins - 1, b, i, used = 0, max_num_cat
+    cdef sort_entry entries[256]
+    cdef int direction, dir_index, best_choice = -1, choice
+    cdef double mg = h[missing_bin].sum_gradients, mh = h[missing_bin].sum_hessians
+    cdef uint32_t mc = h[missing_bin].count
+    cdef double gl, hl, child_lambda = reg_lambda + cat.cat_l2
+    cdef uint32_t cl, group_count
+    # LightGBM counts its bins, the NaN / other one included: ours are the levels and
+    # "other" (n_value_bins)
+    cdef bint onehot = <Py_ssize_t> n_value_bins <= cat.max_cat_to_onehot
+    s.gain = -INFINITY
+    s.feature = -1
+    if not onehot:
+        for b in range(n_levels):
+            if h[b].count > 0 and h[b].count >= cat.cat_smooth:
+                entries[used].key = h[b].sum_gradients / (h[b].sum_hessians + cat.cat_smooth)
+                entries[used].bin = <int> b
+                used += 1
+        qsort(entries, used, sizeof(sort_entry), _compare_entries)
+    max_num_cat = min(<Py_ssize_t> cat.max_cat_threshold, (used + 1) // 2)
+    # choice encodes the candidate: direction * 1024 + (bin | sorted end * 512 + count)
+    for direction in range(2):
+        if direction == 1 and mc == 0:
+            break
+        if onehot:
+            for b in range(n_levels):
+                if h[b].count == 0:
+                    continue
+                _consider((mg if direction else 0.0) + h[b].sum_gradients,
+                          (mh if direction else 0.0) + h[b].sum_hessians,
+                          (mc if direction else 0) + h[b].count, sum_gradients,
+                          sum_hessians, count, parent_score, reg_lambda, penalty, f,
+                          direction == 1, direction * 1024 + <int> b, &best_choice, s,
+                          min_data_in_leaf, min_child_weight, 1)
+            continue
+        for dir_index in range(2):      # from the low end, then from the high end
+            gl = mg if direction else 0.0
+            hl = mh if direction else 0.0
+            cl = mc if direction else 0
+            group_count = 0
+            for i in range(min(used, max_num_cat)):
+                b = entries[i if dir_index == 0 else used - 1 - i].bin
+                gl += h[b].sum_gradients
+                hl += h[b].sum_hessians
+                cl += h[b].count
+                group_count += h[b].count
+                if cl < min_data_in_leaf or hl < min_child_weight:
+                    continue
+                if count - cl < min_data_in_leaf or count - cl < cat.min_data_per_group \
+                        or sum_hessians - hl < min_child_weight:
+                    break
+                if group_count < cat.min_data_per_group:
+                    continue
+                group_count = 0
+                _consider(gl, hl, cl, sum_gradients, sum_hessians, count, parent_score,
+                          child_lambda, penalty, f, direction == 1,
+                          direction * 1024 + dir_index * 512 + <int> i, &best_choice, s,
+                          min_data_in_leaf, min_child_weight, 2)
+    if best_choice < 0:
+        return
+    memset(s.cat_bins, 0, sizeof(s.cat_bins))
+    choice = best_choice % 1024
+    if onehot:
+        s.cat_bins[choice >> 5] = (<uint32_t> 1) << (choice & 31)
+        return
+    dir_index = choice // 512
+    for i in range(choice % 512 + 1):
+        b = entries[i if dir_index == 0 else used - 1 - i].bin
+        s.cat_bins[b >> 5] |= (<uint32_t> 1) << (b & 31)
 
 
 cdef split_struct find_best_split_core(
@@ -110,9 +250,11 @@ cdef split_struct find_best_split_core(
     const uint32_t * n_value_bins, int missing_bin, const unsigned char * feature_mask,
     double sum_gradients, double sum_hessians, uint32_t count,
     double reg_lambda, double min_child_weight, uint32_t min_data_in_leaf,
-    const double * cost_penalty, split_struct * per_feature, int n_threads) noexcept nogil:
+    const double * cost_penalty, const unsigned char * categorical,
+    const cat_params_struct * cat, split_struct * per_feature, int n_threads) noexcept nogil:
     """Best split over the masked-in features; ``per_feature`` is scratch space for
-    ``n_features`` results; ``cost_penalty == NULL``: no penalty."""
+    ``n_features`` results; ``cost_penalty == NULL``: no penalty; ``categorical ==
+    NULL``: every feature numeric (else ``cat`` holds the categorical parameters)."""
     cdef Py_ssize_t f, work = 0
     cdef double parent_score = _score(sum_gradients, sum_hessians, reg_lambda)
     cdef split_struct best
@@ -123,7 +265,14 @@ cdef split_struct find_best_split_core(
     if work < MIN_PARALLEL_WORK:
         n_threads = 1
     for f in prange(n_features, schedule="static", num_threads=n_threads):
-        if feature_mask[f] and n_value_bins[f] >= 2:
+        if categorical != NULL and categorical[f]:
+            if feature_mask[f] and n_value_bins[f] >= 2:
+                _scan_categorical(
+                    f, &histograms[f * n_bins], n_value_bins[f], missing_bin,
+                    sum_gradients, sum_hessians, count, parent_score, reg_lambda,
+                    min_child_weight, min_data_in_leaf,
+                    cost_penalty[f] if cost_penalty != NULL else 0.0, cat, &per_feature[f])
+        elif feature_mask[f] and n_value_bins[f] >= 2:
             _scan_feature(f, &histograms[f * n_bins], n_value_bins[f], missing_bin,
                           sum_gradients, sum_hessians, count, parent_score, reg_lambda,
                           min_child_weight, min_data_in_leaf,
@@ -151,6 +300,12 @@ def find_best_split(
     const uint32_t min_data_in_leaf,
     const double[::1] cost_penalty,
     int n_threads,
+    const unsigned char[::1] categorical=None,
+    int max_cat_to_onehot=4,
+    int max_cat_threshold=32,
+    double cat_l2=10.0,
+    double cat_smooth=10.0,
+    uint32_t min_data_per_group=100,
 ):
     """Scan every masked-in feature's histogram for the split of largest net gain.
 
@@ -179,7 +334,19 @@ def find_best_split(
     nvb = np.asarray(n_value_bins)
     if not 0 <= missing_bin < histograms.shape[1] or (nvb.size and nvb.max() > missing_bin):
         raise ValueError("missing_bin must be a bin of histograms above every value bin")
+    if categorical is not None and categorical.shape[0] != n_features:
+        raise ValueError(f"categorical must have one entry per feature ({n_features})")
+    if categorical is not None and nvb.size and nvb[np.asarray(categorical) != 0].max(
+            initial=0) > 256:
+        raise ValueError("a categorical feature has more than 256 value bins")
     cdef const double * penalty = &cost_penalty[0] if cost_penalty is not None else NULL
+    cdef const unsigned char * is_cat = &categorical[0] if categorical is not None else NULL
+    cdef cat_params_struct cat
+    cat.max_cat_to_onehot = max_cat_to_onehot
+    cat.max_cat_threshold = max_cat_threshold
+    cat.cat_l2 = cat_l2
+    cat.cat_smooth = cat_smooth
+    cat.min_data_per_group = min_data_per_group
     cdef split_struct best
     cdef split_struct * scratch = <split_struct *> checked_malloc(
         n_features, sizeof(split_struct), "the per-feature split results")
@@ -187,7 +354,7 @@ def find_best_split(
         best = find_best_split_core(
             &histograms[0, 0], n_features, histograms.shape[1], &n_value_bins[0],
             missing_bin, &feature_mask[0], sum_gradients, sum_hessians, count, reg_lambda,
-            min_child_weight, min_data_in_leaf, penalty, scratch, n_threads)
+            min_child_weight, min_data_in_leaf, penalty, is_cat, &cat, scratch, n_threads)
     free(scratch)
     result = SplitInfo()
     result.feature = best.feature
@@ -197,6 +364,11 @@ def find_best_split(
         result.cost_penalty = best.cost_penalty
         result.bin_threshold = best.bin_threshold
         result.default_left = best.default_left
+        result.categorical = best.categorical
+        if best.categorical:
+            bits = np.unpackbits(np.array(<uint32_t[:8]> best.cat_bins, dtype="<u4")
+                                 .view(np.uint8), bitorder="little")
+            result.left_bins = np.flatnonzero(bits)
         result.sum_gradient_left = best.sum_gradient_left
         result.sum_hessian_left = best.sum_hessian_left
         result.count_left = best.count_left

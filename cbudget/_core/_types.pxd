@@ -33,6 +33,12 @@ cdef struct node_struct:
     int32_t depth
     uint8_t bin_threshold
     uint8_t default_left
+    # A categorical split (docs/architecture.md, "Categorical features"): the bins that
+    # go left are the bits of ``cat_bins`` (training-time, like bin_threshold), and
+    # ``threshold`` holds the offset of the raw codes' bitset in the model's
+    # ``cat_words`` (a length word, then the words).
+    uint8_t categorical
+    uint32_t cat_bins[8]
 
 # What prediction reads of a node, packed (24 bytes instead of 72): traversal of large
 # ensembles stays in cache. For a leaf, ``threshold`` holds the leaf value.
@@ -42,3 +48,4 @@ cdef struct predict_node_struct:
     int32_t right
     int32_t feature
     uint8_t default_left
+    uint8_t categorical     # in the padding: the struct stays 24 bytes

@@ -30,6 +30,8 @@ NODE_DTYPE = np.dtype(
         ("depth", np.int32),
         ("bin_threshold", np.uint8),
         ("default_left", np.uint8),
+        ("categorical", np.uint8),
+        ("cat_bins", np.uint32, (8,)),
     ],
     align=True,
 )
@@ -38,15 +40,18 @@ NODE_DTYPE = np.dtype(
 # ``threshold``).
 PREDICT_NODE_DTYPE = np.dtype(
     [("threshold", np.float64), ("left", np.int32), ("right", np.int32),
-     ("feature", np.int32), ("default_left", np.uint8)],
+     ("feature", np.int32), ("default_left", np.uint8), ("categorical", np.uint8)],
     align=True,
 )
+assert PREDICT_NODE_DTYPE.itemsize == sizeof(predict_node_struct) == 24
+assert NODE_DTYPE.itemsize == sizeof(node_struct)
 
 
 def compact_nodes(nodes):
-    """PREDICT_NODE_DTYPE copy of a NODE_DTYPE array (leaf values in ``threshold``)."""
+    """PREDICT_NODE_DTYPE copy of a NODE_DTYPE array (leaf values in ``threshold``; a
+    categorical split keeps its bitset offset there)."""
     out = np.zeros(nodes.shape[0], dtype=PREDICT_NODE_DTYPE)
-    for field in ("left", "right", "feature", "default_left"):
+    for field in ("left", "right", "feature", "default_left", "categorical"):
         out[field] = nodes[field]
     out["threshold"] = np.where(nodes["left"] == -1, nodes["value"], nodes["threshold"])
     return out

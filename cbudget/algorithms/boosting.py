@@ -56,8 +56,9 @@ from .._core._grower import TreeGrower
 from .._core._predict import predict_binned_add
 from .._core._types import HISTOGRAM_DTYPE
 from ..booster import Booster
+from ..category_bins import grown_tree_bitsets
 from ..engine import Algorithm, MemoryNeed, Trainer, model_to_continue
-from ..params import SQRT_FLOAT_MAX, Param, choice, depth_limit, flag, number
+from ..params import CATEGORICAL_PARAMS, SQRT_FLOAT_MAX, Param, choice, depth_limit, flag, number
 
 __all__ = ["ALGORITHMS", "GREEDY_MISER", "TREE_PARAMS", "BoostingTrainer", "RoundSampler",
            "binned_like", "penalty_costs", "tree_grower", "complete_tree_params",
@@ -185,13 +186,22 @@ def tree_grower(dtrain, p: dict, n_threads: int, *, exchange=None,
     (``exchange``, ``n_tree_rows``: a Dask training's driver or worker, see
     :class:`TreeGrower`)."""
     edges, edges_indptr = dtrain.flat_bin_edges()
+    categorical = None
+    if dtrain.categorical_features.size:
+        if "max_cat_to_onehot" not in p:
+            raise ValueError(f"categorical splits are not supported by algorithm "
+                             f"{p['algorithm']} yet: give it numeric features (or train "
+                             f"gbdt, cegb or greedy_miser)")
+        categorical = np.zeros(dtrain.num_feature(), dtype=np.uint8)
+        categorical[dtrain.categorical_features] = 1
+    cat_params = {param.name: p[param.name] for param in CATEGORICAL_PARAMS if param.name in p}
     return TreeGrower(
         dtrain.binned, edges, edges_indptr, dtrain.n_value_bins, dtrain.missing_bin,
         p["learning_rate"], p["reg_lambda"], p["min_child_weight"], p["gamma"],
         p["min_data_in_leaf"], p["num_leaves"] or -1,
         -1 if p["max_depth"] is None else p["max_depth"], p["grow_policy"] == "lossguide",
         n_threads, dtrain.sparse_bins() if exchange is None else None, exchange=exchange,
-        n_tree_rows=n_tree_rows)
+        n_tree_rows=n_tree_rows, categorical=categorical, **cat_params)
 
 
 def round_growers(p: dict, n_outputs: int, n_threads: int) -> tuple[int, bool]:
@@ -293,13 +303,14 @@ def diverging_hint(p: dict) -> str:
             f"or a larger reg_lambda / min_child_weight")
 
 
-def add_checked_round(model: Booster, trees, p: dict, cost_tradeoff: float | None = None
-                      ) -> None:
+def add_checked_round(model: Booster, trees, p: dict, cost_tradeoff: float | None = None,
+                      bin_codes: dict | None = None) -> None:
     """``model.add_round(trees, cost_tradeoff)``, its refusal (a leaf value that is not
     finite, raw scores that could overflow) reported as training diverging, with what to
     change."""
     try:
-        model.add_round(trees, cost_tradeoff=cost_tradeoff)
+        model.add_round(trees, cost_tradeoff=cost_tradeoff, bitsets=None if not bin_codes else
+                        [grown_tree_bitsets(tree, bin_codes) for tree in trees])
     except ValueError as exc:
         raise ValueError(f"{exc}: {diverging_hint(p)}") from None
 
@@ -622,7 +633,8 @@ class BoostingTrainer(Trainer):
             for tree_grown in grown:     # in the order of the trees, as routing would
                 self.record_acquisitions(*tree_grown, True)
             trees = [tree for tree, _, _ in grown]
-        add_checked_round(self.model, trees, self.p, self.cost_tradeoff)
+        add_checked_round(self.model, trees, self.p, self.cost_tradeoff,
+                          dtrain.categorical_bin_codes)
         state = self.cost_state
         self.train_cost_curve.append(mean_training_cost(
             dtrain.cost_model, state.acquired_counts, state.touched_counts, self.split_visits,
@@ -734,14 +746,15 @@ class Boosting(Algorithm):
         return smallest_blocking_tradeoff(p, dtrain, setup)
 
 
-GBDT = Boosting("gbdt", (OBJECTIVE,) + TREE_PARAMS + SAMPLING_PARAMS + RANKING_PARAMS,
-                "gradient boosting (second-order histogram trees)")
-CEGB = Boosting("cegb", (OBJECTIVE, COST_TRADEOFF, COST_STAGES) + TREE_PARAMS + SAMPLING_PARAMS
+GBDT = Boosting("gbdt", (OBJECTIVE,) + TREE_PARAMS + CATEGORICAL_PARAMS + SAMPLING_PARAMS
                 + RANKING_PARAMS,
+                "gradient boosting (second-order histogram trees)")
+CEGB = Boosting("cegb", (OBJECTIVE, COST_TRADEOFF, COST_STAGES) + TREE_PARAMS
+                + CATEGORICAL_PARAMS + SAMPLING_PARAMS + RANKING_PARAMS,
                 "cost-efficient gradient boosting (Peter et al., NIPS 2017)")
 GREEDY_MISER = Boosting(
     "greedy_miser", (OBJECTIVE, COST_TRADEOFF, COST_STAGES) + greedy_miser_trees(TREE_PARAMS)
-    + SAMPLING_PARAMS + RANKING_PARAMS,
+    + CATEGORICAL_PARAMS + SAMPLING_PARAMS + RANKING_PARAMS,
     "Greedy Miser, stage-wise regression (Xu et al., ICML 2012)",
     depthwise_depth=4)
 ALGORITHMS = (GBDT, CEGB, GREEDY_MISER)

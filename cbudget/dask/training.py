@@ -549,6 +549,9 @@ def train(client, params: dict[str, Any], dtrain: DaskDataset, num_boost_round: 
                          f"{algorithm_name!r} is not data-parallel here: train it with "
                          "cbudget.train on one machine (its models still score on the "
                          "cluster with cbudget.dask.predict)")
+    if dtrain.reference.categorical_features.size:
+        raise ValueError("categorical splits are not supported by cbudget.dask.train yet: "
+                         "train with cbudget.train on one machine")
     # the local checks, on a stand-in with the training labels (no rows gathered)
     stand_in = dtrain.reference.without_rows()
     stand_in.label = np.zeros(0)

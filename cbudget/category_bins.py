@@ -1,0 +1,98 @@
+"""Categorical features in the histogram engine (docs/architecture.md, "Categorical
+features"): which columns are categorical, how their integer codes become bins, and the
+bitsets of the codes a categorical split sends left.
+
+A categorical column holds integer codes 0, 1, 2, ... as floats; NaN and negative values
+are missing. Binning gives each of the (at most ``max_bin - 1``) most frequent codes of
+the training data a bin of its own (bins in increasing code order) and puts every other
+code -- rare ones, and codes never seen in training -- in one last "other" bin, which
+never goes left (LightGBM's binning keeps the most frequent categories too, and sends
+the rest right with NaN; it goes beyond ``max_bin`` until 99% of the rows are covered,
+which cbudget's uint8 bins cannot). A split node stores the raw codes that go left as a bitset, so
+prediction needs no bins: a code in the bitset goes left, any other code right, a
+missing value the node's ``default_left``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .categories import MAX_LEVELS
+
+__all__ = ["MAX_CATEGORY_CODE", "check_codes", "fit_codes",
+           "codes_to_bin_values", "bins_to_bitset", "bitset_codes", "grown_tree_bitsets"]
+
+# The largest code a categorical column may hold (the input side's limit on levels): a
+# split's bitset has one bit per code up to its largest, so it stays within 8 KB.
+MAX_CATEGORY_CODE = MAX_LEVELS - 1
+
+
+def check_codes(column: np.ndarray, name: str) -> np.ndarray:
+    """The codes of a categorical column as float64, negative values made NaN (missing);
+    ValueError naming the column for a value that is not an integer or above
+    :data:`MAX_CATEGORY_CODE`."""
+    codes = np.array(column, dtype=np.float64)
+    present = ~np.isnan(codes)
+    codes[present & (codes < 0)] = np.nan
+    present = ~np.isnan(codes)
+    values = codes[present]
+    bad = (values != np.floor(values)) | (values > MAX_CATEGORY_CODE)
+    if bad.any():
+        raise ValueError(f"categorical feature {name!r} holds {values[bad][0]!r}: a "
+                         f"categorical column holds integer codes 0 .. {MAX_CATEGORY_CODE} "
+                         f"(NaN or negative: missing); map the levels to such codes first")
+    return codes
+
+
+def fit_codes(codes: np.ndarray, max_bin: int) -> np.ndarray:
+    """The codes of a checked column that get a bin of their own: the ``max_bin - 1``
+    most frequent (ties to the smaller code), sorted (int64)."""
+    values, counts = np.unique(codes[~np.isnan(codes)], return_counts=True)
+    if values.size > max_bin - 1:
+        order = np.lexsort((values, -counts))[:max_bin - 1]
+        values = np.sort(values[order])
+    return values.astype(np.int64)
+
+
+def codes_to_bin_values(codes: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """A checked column with each code replaced by its bin: ``b`` for ``kept[b]``,
+    ``len(kept)`` (the "other" bin) for any other code, NaN for missing. Binned with the
+    edges ``0.5, 1.5, ..., len(kept) - 0.5`` these values fall in those bins."""
+    out = np.full(codes.shape, np.nan)
+    present = ~np.isnan(codes)
+    values = codes[present].astype(np.int64)
+    position = np.searchsorted(kept, values)
+    found = position < kept.size
+    found[found] = kept[position[found]] == values[found]
+    out[present] = np.where(found, position, kept.size)
+    return out
+
+
+def bins_to_bitset(cat_bins: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """The bitset of a categorical split (a length word ``n``, then ``n`` uint32 words with
+    bit ``c`` set for each code ``c`` going left) from its bin bitset ``cat_bins`` (8
+    words: bit ``b`` for bin ``b``) and the feature's ``kept`` codes (bin ``b`` is code
+    ``kept[b]``)."""
+    bits = np.unpackbits(np.ascontiguousarray(cat_bins, dtype="<u4").view(np.uint8),
+                         bitorder="little")
+    bins = np.flatnonzero(bits[:kept.size])
+    codes = kept[bins]
+    n_words = int(codes.max()) // 32 + 1 if codes.size else 0
+    words = np.zeros(n_words + 1, dtype=np.uint32)
+    words[0] = n_words
+    np.bitwise_or.at(words, 1 + codes // 32, (np.uint32(1) << (codes % 32)).astype(np.uint32))
+    return words
+
+
+def bitset_codes(words: np.ndarray) -> np.ndarray:
+    """The codes (int64, ascending) of the bitset words (without the length word)."""
+    bits = np.unpackbits(np.ascontiguousarray(words, dtype="<u4").view(np.uint8),
+                         bitorder="little")
+    return np.flatnonzero(bits).astype(np.int64)
+
+
+def grown_tree_bitsets(tree: np.ndarray, bin_codes: dict[int, np.ndarray]) -> list[np.ndarray]:
+    """The bitsets of the categorical nodes (in node order) of a tree just grown on a
+    Dataset whose ``categorical_bin_codes`` are ``bin_codes``: what
+    ``Booster.add_round`` takes with it."""
+    return [bins_to_bitset(tree["cat_bins"][n], bin_codes[int(tree["feature"][n])])
+            for n in np.flatnonzero(tree["categorical"])]

@@ -162,3 +162,17 @@ def assert_tree_matches_reference(tree, ref, g, h, *, learning_rate, reg_lambda)
     values = [-learning_rate * g[r["rows"]].sum() / (h[r["rows"]].sum() + reg_lambda)
               for r in ref if r["left"] == -1]
     np.testing.assert_allclose(tree["value"][~split], values, rtol=1e-9, atol=1e-12)
+
+
+def assert_tracked_costs_equal_routing(booster, dtrain):
+    """The new acquisitions and per-iteration training costs ``booster`` tracked while it
+    grew equal those of routing ``dtrain`` through its finished trees (a copy whose
+    acquisitions are recomputed by ``finalize``)."""
+    routed = booster[:]
+    for tree in routed.trees:
+        tree["new_acquisitions"] = -1
+    routed.finalize(dtrain, [])
+    for tracked, expected in zip(booster.trees, routed.trees):
+        np.testing.assert_array_equal(tracked["new_acquisitions"], expected["new_acquisitions"])
+    np.testing.assert_allclose(booster.summary["train_cost_per_iteration"],
+                               routed.summary["train_cost_per_iteration"], rtol=1e-12)

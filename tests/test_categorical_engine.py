@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from reference_growers import assert_tracked_costs_equal_routing
 from reference_predict import brute_cost, brute_raw, tree_walk
 
 import cbudget
@@ -390,14 +391,7 @@ def test_costs_tracked_in_training_match_routing(subsample, algorithm, tradeoff)
     b = cbudget.train(params, dtrain, 8, evals=[(valid, "valid")], evals_result=log,
                       verbose_eval=False)
     assert any(t["categorical"].any() for t in b.trees)
-    routed = b[:]
-    for tree in routed.trees:
-        tree["new_acquisitions"] = -1
-    routed.finalize(dtrain, [])
-    for tracked, expected in zip(b.trees, routed.trees):
-        np.testing.assert_array_equal(tracked["new_acquisitions"], expected["new_acquisitions"])
-    np.testing.assert_allclose(b.summary["train_cost_per_iteration"],
-                               routed.summary["train_cost_per_iteration"], rtol=1e-12)
+    assert_tracked_costs_equal_routing(b, dtrain)
     p = b.predict(X[:500])
     logloss = -np.mean(y[:500] * np.log(p) + (1 - y[:500]) * np.log(1 - p))
     assert log["valid"]["logloss"][-1] == pytest.approx(logloss, rel=1e-9)

@@ -200,3 +200,99 @@ def test_lightgbm_code_beyond_cbudget_limit():
                        f"cat_threshold={words}", 1))
     with pytest.raises(ValueError, match="sends category 70000 left"):
         cbudget.from_lightgbm(edited + "Tree=1" + text.split("Tree=1")[1])
+
+
+# -- XGBoost ---------------------------------------------------------------------------
+xgb = pytest.importorskip("xgboost")
+
+# XGBoost sums in float32
+FLOAT32 = {"rtol": 1e-5, "atol": 1e-5}
+
+
+def _xgb_margin(booster, X, types):
+    """XGBoost's margins on a float matrix of codes."""
+    dmatrix = xgb.DMatrix(X, feature_types=types, enable_categorical=True,
+                          feature_names=booster.feature_names)
+    return booster.predict(dmatrix, output_margin=True)
+
+
+@pytest.mark.parametrize("onehot", [1, 64])      # partition splits; one-hot splits
+def test_xgboost_integer_codes(onehot, tmp_path):
+    df, y = _frame(8)
+    X = df[["x", "k", "c"]].assign(c=df.c.cat.codes.replace(-1, np.nan)).to_numpy(float)
+    types = ["q", "c", "c"]
+    booster = xgb.train({"max_depth": 3, "max_cat_to_onehot": onehot, "tree_method": "hist"},
+                        xgb.DMatrix(X, y, feature_types=types, enable_categorical=True), 6)
+    model = cbudget.from_xgboost(booster)
+    assert model.categories.to_dict() == {"features": [1, 2], "levels": [None, None]}
+    assert any(tree["categorical"].any() for tree in model.trees)
+    T = _probe(df, 9)[["x", "k", "c"]]
+    T = T.assign(c=T.c.cat.codes.replace(-1, np.nan)).to_numpy(float)
+    T[:4, 1] = [1e9, 2.7, 39, 40]    # beyond every bitset, a fraction (truncated), edges
+    expected = _xgb_margin(booster, T, types)
+    np.testing.assert_allclose(model.predict(T, output_margin=True).ravel(), expected,
+                               **FLOAT32)
+    path = tmp_path / "m.ubj"           # the UBJSON file reads alike (typed arrays)
+    booster.save_model(path)
+    np.testing.assert_array_equal(cbudget.from_xgboost(path).predict(T), model.predict(T))
+
+
+@pytest.mark.parametrize("kind", ["regressor", "multiclass"])
+def test_xgboost_dataframe_levels(kind):
+    df, y = _frame(10)
+    data = df[["c", "x", "d"]]
+    if kind == "regressor":
+        estimator = xgb.XGBRegressor(n_estimators=6, max_depth=3, enable_categorical=True,
+                                     max_cat_to_onehot=1, tree_method="hist")
+    else:
+        y = np.digitize(y, np.quantile(y, [0.33, 0.66]))
+        estimator = xgb.XGBClassifier(n_estimators=4, max_depth=3, enable_categorical=True,
+                                      max_cat_to_onehot=1, tree_method="hist")
+    estimator.fit(data, y)
+    costs = {"c": 2.0, "x": 1.0, "d": 5.0}
+    model = cbudget.from_xgboost(estimator, feature_costs=costs)
+    assert model.categories.to_dict() == {"features": [0, 2],
+                                          "levels": [LETTERS, ["w", "v", "u"]]}
+    test = _probe(data, 11)
+    seen = test["c"].isin(LETTERS) | test["c"].isna()
+    # XGBoost refuses a DataFrame with an unseen level: the seen rows by level ...
+    expected = estimator.predict(test[seen].astype({"c": pd.CategoricalDtype(LETTERS)}),
+                                 output_margin=True)
+    np.testing.assert_allclose(model.predict(test[seen], output_margin=True).squeeze(),
+                               expected.squeeze(), **FLOAT32)
+    # ... and all rows as codes (an unseen level: code 10, beyond the training codes)
+    X = _codes(test, {"c": LETTERS, "d": ["w", "v", "u"]})
+    X[~test["c"].isin(LETTERS) & test["c"].notna(), 0] = len(LETTERS)
+    expected = _xgb_margin(estimator.get_booster(), X, ["c", "q", "c"])
+    np.testing.assert_allclose(model.predict(test, output_margin=True).squeeze(),
+                               expected.squeeze(), **FLOAT32)
+    acquired = model.acquisitions(test)
+    np.testing.assert_allclose(model.predict_cost(test), acquired @ np.array([2.0, 1.0, 5.0]))
+
+
+def _xgb_doc():
+    import json
+    df, y = _frame(12)
+    X = df[["x", "k"]].to_numpy(float)
+    booster = xgb.train({"max_depth": 2, "max_cat_to_onehot": 1},
+                        xgb.DMatrix(X, y, feature_types=["q", "c"], enable_categorical=True), 2)
+    return json.loads(booster.save_raw("json"))
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda t: t.__setitem__("categories_nodes", []), "categories_segments has 1 values"),
+    (lambda t: t["categories_nodes"].__setitem__(0, len(t["left_children"]) - 1),
+     "list each categorical split once"),
+    (lambda t: t["categories_sizes"].__setitem__(0, 10 ** 6), "must lie within categories"),
+    (lambda t: t["categories"].__setitem__(0, 70_000), "lists category 70000;"),
+    (lambda t: t["categories"].__setitem__(0, -1), "lists category -1;"),
+    (lambda t: t["split_type"].__setitem__(0, 2), "split_type must hold 0"),
+])
+def test_xgboost_bad_categorical_fields(edit, message):
+    import json
+    doc = _xgb_doc()
+    tree = next(t for t in doc["learner"]["gradient_booster"]["model"]["trees"]
+                if 1 in t["split_type"])
+    edit(tree)
+    with pytest.raises(ValueError, match=message):
+        cbudget.from_xgboost(json.dumps(doc).encode())

@@ -259,7 +259,7 @@ def bitset_of_codes(codes: ArrayLike, where: str) -> np.ndarray:
     codes = np.asarray(codes, dtype=np.float64).reshape(-1)
     if np.any((codes < 0) | (codes != np.floor(codes))) or np.any(codes > MAX_CATEGORY_CODE):
         bad = codes[(codes < 0) | (codes != np.floor(codes)) | (codes > MAX_CATEGORY_CODE)][0]
-        raise ValueError(f"{where}: a categorical split lists category {bad!r}; cbudget's "
+        raise ValueError(f"{where}: a categorical split lists category {float(bad):g}; cbudget's "
                          f"categorical features hold integer codes 0 .. {MAX_CATEGORY_CODE}")
     codes = codes.astype(np.int64)
     words = np.zeros(int(codes.max()) // 32 + 1 if codes.size else 0, dtype=np.int64)

@@ -296,3 +296,82 @@ def test_xgboost_bad_categorical_fields(edit, message):
     edit(tree)
     with pytest.raises(ValueError, match=message):
         cbudget.from_xgboost(json.dumps(doc).encode())
+
+
+# -- scikit-learn HistGradientBoosting -------------------------------------------------
+ensemble = pytest.importorskip("sklearn.ensemble")
+
+
+def _hgb(kind, **params):
+    if kind == "regressor":
+        return ensemble.HistGradientBoostingRegressor(max_iter=8, max_leaf_nodes=8, **params)
+    return ensemble.HistGradientBoostingClassifier(max_iter=5, max_leaf_nodes=8, **params)
+
+
+def _hgb_raw(estimator, X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        raw = (estimator.decision_function(X) if hasattr(estimator, "classes_")
+               else estimator.predict(X))
+    return np.asarray(raw).reshape(len(X), -1)
+
+
+@pytest.mark.parametrize("kind", ["regressor", "binary", "multiclass"])
+def test_hgb_dataframe_levels(kind, tmp_path):
+    df, y = _frame(13)
+    data = df[["x", "c", "d"]].assign(s=df.c.astype(object))   # a string column too
+    data.loc[data.index[:30], "s"] = None
+    if kind != "regressor":
+        y = np.digitize(y, np.quantile(y, [0.5] if kind == "binary" else [0.33, 0.66]))
+    estimator = _hgb(kind, categorical_features=["c", "d", "s"]).fit(data, y)
+    model = cbudget.from_sklearn(estimator, feature_costs=[1.0, 2.0, 4.0, 8.0])
+    # the encoder's levels (sorted training values), whatever the dtype's order
+    assert model.categories.to_dict() == {"features": [1, 2, 3], "levels": [
+        LETTERS, ["u", "v", "w"], LETTERS]}
+    test = _probe(data, 14)     # unseen levels ("zz") and missing values
+    test["s"] = test["c"].astype(object)
+    test.loc[test.index[:3], "s"] = "unseen"
+    expected = _hgb_raw(estimator, test)
+    np.testing.assert_allclose(model.predict(test, output_margin=True).reshape(expected.shape),
+                               expected, **EXACT)
+    path = tmp_path / "model.json"
+    model.save_model(path)
+    np.testing.assert_array_equal(cbudget.load_model(path).predict(test), model.predict(test))
+    assert model.predict_cost(test).max() <= 15.0
+
+
+def test_hgb_integer_codes():
+    """Integer-coded categories (not 0..k-1: a value never seen, sparse values) predict
+    from NumPy as in scikit-learn: the bitsets hold the values themselves."""
+    rng = np.random.default_rng(15)
+    n = 600
+    values = np.array([0, 1, 2, 5, 7, 9, 30, 31, 32, 100])
+    X = np.column_stack([rng.normal(size=n), rng.choice(values, n)]).astype(float)
+    X[rng.random(n) < 0.1, 1] = np.nan
+    y = np.isin(X[:, 1], [1, 5, 31, 100]) * 2.0 + X[:, 0] + np.isnan(X[:, 1])
+    estimator = _hgb("regressor", categorical_features=[1]).fit(X, y)
+    model = cbudget.from_sklearn(estimator)
+    assert model.categories.to_dict() == {"features": [1], "levels": [None]}
+    T = X.copy()
+    T[:8, 1] = [3, 8, 33, 101, 250, 1000, -1, np.nan]     # unknown values and missing
+    np.testing.assert_allclose(model.predict(T).ravel(), _hgb_raw(estimator, T).ravel(),
+                               **EXACT)
+    # missing values going either way, unknown values with them
+    assert {bool(p.nodes["missing_go_to_left"][n]) for per in estimator._predictors
+            for p in per for n in np.flatnonzero(p.nodes["is_categorical"])} == {False, True}
+
+
+def test_hgb_fractional_levels():
+    """Numeric categories that are not integer codes keep the encoder's levels: a
+    DataFrame is mapped by level (an unseen value goes the missing way)."""
+    rng = np.random.default_rng(16)
+    n = 500
+    data = pd.DataFrame({"x": rng.normal(size=n), "r": rng.choice([0.5, 1.5, 2.5, 7.25], n)})
+    y = data.x + 2.0 * data.r.isin([0.5, 7.25])
+    estimator = _hgb("regressor", categorical_features=["r"]).fit(data, y)
+    model = cbudget.from_sklearn(estimator)
+    assert model.categories.to_dict() == {"features": [1], "levels": [[0.5, 1.5, 2.5, 7.25]]}
+    test = data.copy()
+    test.loc[:5, "r"] = [3.0, 0.0, np.nan, 9.5, 1.5, 7.25]
+    np.testing.assert_allclose(model.predict(test).ravel(), _hgb_raw(estimator, test).ravel(),
+                               **EXACT)

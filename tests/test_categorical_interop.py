@@ -181,6 +181,7 @@ def _lgb_text():
     (r"pandas_categorical:.*", "pandas_categorical:[[1, 2], [3]]", "pass category_columns="),
     (r"pandas_categorical:.*", 'pandas_categorical:[["a", "a"]]', "distinct strings"),
     (r"pandas_categorical:.*", "pandas_categorical:[oops", "not JSON"),
+    (r"pandas_categorical:.*", "pandas_categorical:" + "[" * 100_000, "not JSON"),
 ])
 def test_lightgbm_bad_categorical_fields(old, new, message):
     text = _lgb_text()
@@ -424,3 +425,21 @@ def test_xgboost_export_round_trip(tmp_path):
     T = T.assign(c=T.c.cat.codes.replace(-1, np.nan)).to_numpy(float)
     np.testing.assert_allclose(_xgb_loaded_margin(path, T), _xgb_margin(booster, T, types),
                                **FLOAT32)
+
+
+@pytest.mark.parametrize(("enc", "message"), [
+    ({"offsets": [0, 1, 5], "values": [97, 98]}, "not strings"),
+    ({"offsets": [0, 1, 2], "values": [97, 97]}, "repeat a level"),
+    ({"offsets": [0, 1], "values": [300]}, "not strings"),
+    ({"type": 15, "values": ["a"]}, "must hold numbers"),
+    ([], "is not an object"),
+])
+def test_xgboost_bad_cats(enc, message):
+    import json
+    df, y = _frame(21)
+    estimator = xgb.XGBRegressor(n_estimators=2, max_depth=2, enable_categorical=True,
+                                 tree_method="hist").fit(df[["x", "d"]], y)
+    doc = json.loads(estimator.get_booster().save_raw("json"))
+    doc["learner"]["gradient_booster"]["model"]["cats"]["enc"][1] = enc
+    with pytest.raises(ValueError, match=message):
+        cbudget.from_xgboost(json.dumps(doc).encode())

@@ -478,8 +478,9 @@ def _categories(text: str, header: dict[str, str | None], trees: Sequence[Source
     line = re.search(r"^pandas_categorical:(.*)$", text, re.MULTILINE)
     try:
         levels = json.loads(line.group(1)) if line else None
-    except ValueError:
-        raise ValueError("LightGBM model: its pandas_categorical line is not JSON") from None
+    except (ValueError, RecursionError):
+        raise ValueError("LightGBM model: its pandas_categorical line is not JSON (or is "
+                         "nested too deeply)") from None
     if not levels:       # null, [] or absent: categories are the integer values
         if columns:
             raise ValueError("category_columns given, but the LightGBM model has no "

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..booster import Booster
-from ..categories import NO_CATEGORIES, Categories
+from ..categories import MAX_LEVELS, NO_CATEGORIES, Categories
 from ..costs import CostGroups, FeatureCosts, GroupCosts
 from .trees import (
     COST_ARGUMENTS,
@@ -318,8 +318,9 @@ def _levels(encoding: Any, feature: int) -> list[Any] | None:
             levels = [raw[a:b].decode("utf-8") for a, b in zip(offsets[:-1], offsets[1:])]
         except UnicodeDecodeError:
             raise ValueError(f"XGBoost model: {where}values are not UTF-8 strings") from None
-    if len(set(levels)) != len(levels):
-        raise ValueError(f"XGBoost model: {where}values repeat a level")
+    if len(set(levels)) != len(levels) or len(levels) > MAX_LEVELS:
+        raise ValueError(f"XGBoost model: {where}values repeat a level or hold more than "
+                         f"{MAX_LEVELS} levels")
     return levels
 
 

@@ -270,7 +270,11 @@ def save_xgboost(booster: Booster, path: str | os.PathLike) -> None:
     uses, as do XGBoost's estimators (the file's ``best_iteration`` is its last round);
     slice the model (``booster[:n]``) or set its ``best_iteration`` to None to write
     other rounds. Feature names are written unless they are the default ``f0, f1, ...``
-    (XGBoost then needs them on its DMatrix). Not carried: the cost model and per-node
+    (XGBoost then needs them on its DMatrix). Categorical splits become XGBoost
+    categorical splits over the codes (feature type ``"c"``): give XGBoost the codes
+    (``booster.prepare_input(df)`` maps a DataFrame's levels to them), NaN for missing;
+    a negative value routes as in cbudget only where the split's missing values go
+    right. Not carried: the cost model and per-node
     cost metadata, the training parameters and, for ranking, the objective's settings.
 
     Raises

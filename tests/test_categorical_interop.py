@@ -127,6 +127,10 @@ def test_lightgbm_dataframe_levels(objective, tmp_path):
     acquired = _lgb_paths(booster, X)
     np.testing.assert_array_equal(model.acquisitions(test), acquired)
     np.testing.assert_allclose(model.predict_cost(test), acquired @ np.array([1.0, 2.0, 4.0]))
+    # on demand, fetching the levels as the DataFrame holds them
+    source = cbudget.FeatureSource(lambda features, rows: test.iloc[rows, features], len(test))
+    np.testing.assert_allclose(model.predict(source), model.predict(test), **EXACT)
+    np.testing.assert_allclose(source.cost(), model.predict_cost(test))
 
 
 def test_lightgbm_integer_codes():

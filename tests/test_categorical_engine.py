@@ -557,11 +557,6 @@ def test_categorical_parameters_change_the_search():
     assert few.trees[0][0]["categorical"] and left.size <= 2
 
 
-def test_xgboost_export_refuses_categorical_splits(cat_model, tmp_path):
-    with pytest.raises(ValueError, match="cannot be saved as an XGBoost model yet"):
-        cat_model[0].save_model(tmp_path / "m.json", format="xgboost")
-
-
 def test_plot_tree_names_the_level_set(cat_model):
     from cbudget.plotting import _ensemble_nodes
     model = cat_model[0]

@@ -329,10 +329,19 @@ def test_categories_class():
         cats.levels_of(0)
 
 
-def test_xgboost_export_refuses_categorical_features(trained, tmp_path):
-    # XGBoost (and Treelite, which reads the XGBoost file) would take codes for values
-    with pytest.raises(ValueError, match="categorical features \\('sex', 'dept', 'grade'\\)"):
-        trained[2].save_model(tmp_path / "m.json", format="xgboost")
+def test_xgboost_export_reads_the_codes(trained, tmp_path):
+    # the XGBoost file holds the splits over the codes (tests/test_categorical_interop.py):
+    # XGBoost predicts on the matrix prepare_input maps the levels to
+    xgb = pytest.importorskip("xgboost")
+    df, _, model = trained
+    model.save_model(tmp_path / "m.json", format="xgboost")
+    loaded = xgb.Booster(model_file=str(tmp_path / "m.json"))
+    assert loaded.feature_types[:3] == ["c", "c", "c"]
+    X = model.prepare_input(df)
+    dmatrix = xgb.DMatrix(X, feature_names=loaded.feature_names,
+                          feature_types=loaded.feature_types, enable_categorical=True)
+    np.testing.assert_allclose(loaded.predict(dmatrix, output_margin=True),
+                               model.predict(df, output_margin=True).ravel(), atol=1e-5)
 
 
 def test_cost_report_names_categorical_features(trained):

@@ -367,17 +367,6 @@ def test_save_load_costs_and_on_demand(tmp_path):
 
 
 # -- refusals ------------------------------------------------------------------------
-def test_categorical_split_refused():
-    X, signal = _data(9)
-    X[:, 2] = np.nan_to_num(X[:, 2]) + 2    # categories 0..4
-    booster = _train({"objective": "regression", "num_leaves": 6}, X, signal,
-                     categorical_feature=[2])
-    assert re.search(r"^num_cat=[1-9]", booster.model_to_string(), re.MULTILINE)
-    with pytest.raises(ValueError, match=r"tree \d+ has categorical splits.*retrain with "
-                                         "the feature as numerical"):
-        from_lightgbm(booster)
-
-
 @pytest.mark.parametrize(("params", "message"), [
     ({"objective": "poisson"}, "'poisson' predicts exp"),
     ({"objective": "tweedie"}, "'tweedie' predicts exp"),
@@ -463,7 +452,7 @@ def _edit(text, key, new):
     ("split_feature", "0 1 2 5", r"split_feature out of range \[0, 5\)"),
     ("threshold", "nan 1 2 3", "NaN or -inf"),
     ("decision_type", "12 2 2 2", "not a known decision type"),
-    ("decision_type", "1 2 2 2", "categorical splits"),
+    ("decision_type", "1 2 2 2", "categorical splits must number them"),
     ("is_linear", "1", "linear tree"),
 ])
 def test_inconsistent_trees(model_text, key, new, message):

@@ -315,13 +315,6 @@ def test_saved_and_on_demand_predictions_are_the_same(kind, task, tmp_path):
     np.testing.assert_allclose(source.cost(), model.predict_cost(X), rtol=1e-12)
 
 
-def _categorical_hgb():
-    rng = np.random.default_rng(0)
-    X = np.column_stack([rng.integers(0, 4, 200), rng.normal(size=200)])
-    return ensemble.HistGradientBoostingClassifier(
-        categorical_features=[0], max_iter=3).fit(X, X[:, 0] % 2 == 0)
-
-
 def _fitted(est, task="regression", transform=None):
     """``est`` fitted to a small problem (its labels transformed by ``transform``)."""
     X, y = _data(9, task)
@@ -329,7 +322,6 @@ def _fitted(est, task="regression", transform=None):
 
 
 REFUSED = [
-    (_categorical_hgb, "categorical"),
     (lambda: _fitted(ensemble.HistGradientBoostingRegressor(loss="poisson", max_iter=3),
                      transform=lambda y: np.abs(y) + 1), "loss='poisson'"),
     (lambda: _fitted(ensemble.GradientBoostingClassifier(loss="exponential",

@@ -26,9 +26,24 @@ which become three splits on the same feature with both children's subtrees copi
 (:func:`_split_plan`). LightGBM's split of NaN from everything else has threshold +inf,
 and cbudget's thresholds are finite: it becomes the largest float64, so an input of
 exactly +inf goes right there where LightGBM sends it left (the one difference).
+
+Categorical splits (``decision_type`` bit 0): LightGBM truncates the value to an
+integer and sends it left when that category is in the node's bitset
+(``cat_threshold[cat_boundaries[k]:cat_boundaries[k + 1]]``, ``k`` the node's
+threshold); NaN, a negative integer and any category not in the bitset go right,
+whatever the node's missing type (LightGBM 4's ``CategoricalDecision``). A cbudget
+categorical node with that bitset and ``default_left`` False does the same, except for
+values in ``(-1, 0)``: LightGBM truncates them to category 0, cbudget reads every
+negative value as missing. The features with categorical splits (and those the file's
+``feature_infos`` or ``categorical_feature`` parameter declare categorical) become the
+model's :attr:`~cbudget.Booster.categories`; when LightGBM trained on a DataFrame, its
+``pandas_categorical`` line gives the levels of its ``category`` columns, in order
+(category ``c`` is the level at position ``c``, as LightGBM codes them), so a DataFrame
+predicts by level: an unseen level or a missing value goes right, as in LightGBM.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -39,10 +54,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..booster import Booster
+from ..categories import MAX_LEVELS, Categories
 from ..costs import CostGroups, FeatureCosts, GroupCosts
 from .trees import (
     COST_ARGUMENTS,
     MAX_NODES_PER_TREE,
+    bitset_of_words,
     build_tree,
     cost_model_for,
     describe_source,
@@ -100,6 +117,7 @@ class SourceTree(NamedTuple):
     gain: list[float] | None
     n_samples: list[float] | None
     sum_hessian: list[float] | None
+    bitsets: list[np.ndarray]     # per categorical index (a split's threshold)
 
 
 def from_lightgbm(model: Any, *, feature_costs: FeatureCosts | None = None,
@@ -107,7 +125,8 @@ def from_lightgbm(model: Any, *, feature_costs: FeatureCosts | None = None,
                   group_costs: GroupCosts | None = None,
                   coupled_costs: FeatureCosts | None = None, split_cost: float = 0.0,
                   tree_cost: float = 0.0, default_cost: float | None = None,
-                  feature_names: Sequence[str] | None = None) -> Booster:
+                  feature_names: Sequence[str] | None = None,
+                  category_columns: Sequence[str | int] | None = None) -> Booster:
     """A cbudget Booster that predicts what a LightGBM model predicts, with a cost model.
 
     Parameters
@@ -120,6 +139,12 @@ def from_lightgbm(model: Any, *, feature_costs: FeatureCosts | None = None,
         LightGBM predicts with by default), else every iteration; files hold the
         iterations they were saved with.
     {cost_arguments}
+    category_columns : list of str or int, optional
+        The features (names or indices) that were pandas ``category`` columns when
+        LightGBM trained, in column order: the file's ``pandas_categorical`` lists their
+        levels, not which features they are. Default: every categorical feature, when
+        the file lists as many level lists (a DataFrame whose categorical features were
+        all ``category`` columns); needed when some were integer-coded.
 
     Returns
     -------
@@ -144,8 +169,17 @@ def from_lightgbm(model: Any, *, feature_costs: FeatureCosts | None = None,
 
     Refused (ValueError): other output transforms (poisson, gamma, tweedie,
     cross_entropy_lambda, multiclassova, binary with another sigmoid, ``reg_sqrt``),
-    categorical splits, linear trees, and trees that the zero-as-missing rewrite would
-    grow beyond ``MAX_NODES_PER_TREE`` nodes.
+    linear trees, categorical splits that send a category above 65,535 left, a
+    ``pandas_categorical`` list that does not pair with the categorical features (an
+    ordered or numeric-coded pandas ``category`` column), and trees that the
+    zero-as-missing rewrite would grow beyond ``MAX_NODES_PER_TREE`` nodes.
+
+    Categorical splits become cbudget categorical splits on the same categories: the
+    model's ``categories`` hold the categorical features, with the ``pandas_categorical``
+    levels when LightGBM trained on a DataFrame (so a DataFrame is mapped by level;
+    unseen levels and missing values go right, as in LightGBM). NaN and negative values
+    go right at a categorical split, as in LightGBM, except that values in ``(-1, 0)``,
+    which LightGBM truncates to category 0, are missing (right) here.
 
     Inputs with ``|x| <= 1e-35`` route as 0, as in LightGBM's prediction of dense
     inputs (NumPy, pandas); an input of +inf differs at LightGBM's NaN-versus-rest
@@ -187,10 +221,13 @@ def from_lightgbm(model: Any, *, feature_costs: FeatureCosts | None = None,
     n_iterations = len(sections) // n_per_iteration
     # random forests (boosting=rf): LightGBM predicts the trees' average
     scale = 1.0 / n_iterations if "average_output" in header and n_iterations else 1.0
-    trees = [_convert_tree(_parse_tree(fields, i, n_features), i, n_features, scale)
-             for i, fields in enumerate(sections)]
+    parsed = [_parse_tree(fields, i, n_features) for i, fields in enumerate(sections)]
+    categories = _categories(text, header, parsed, names, category_columns)
+    trees = [_convert_tree(tree, i, n_features, scale) for i, tree in enumerate(parsed)]
     rounds = [trees[r * n_per_iteration:(r + 1) * n_per_iteration]
               for r in range(n_iterations)]
+    bitsets = [[tree.bitsets for tree in parsed[r * n_per_iteration:(r + 1) * n_per_iteration]]
+               for r in range(n_iterations)]
     cost_model = cost_model_for(names, feature_costs=feature_costs, cost_groups=cost_groups,
                                 group_costs=group_costs, coupled_costs=coupled_costs,
                                 split_cost=split_cost, tree_cost=tree_cost,
@@ -199,7 +236,8 @@ def from_lightgbm(model: Any, *, feature_costs: FeatureCosts | None = None,
                              objective=objective_line or "none", model_format=format_version)
     return imported_booster(rounds, objective=objective, num_class=cbudget_class,
                             base_score=np.zeros(n_per_iteration), feature_names=names,
-                            cost_model=cost_model, imported_from=source)
+                            cost_model=cost_model, imported_from=source,
+                            categories=categories, bitsets=bitsets)
 
 
 from_lightgbm.__doc__ = (from_lightgbm.__doc__ or "").replace("{cost_arguments}",
@@ -341,7 +379,8 @@ def _optional_numbers(fields: dict[str, str], key: str, count: int,
 
 def _parse_tree(fields: dict[str, str], index: int, n_features: int) -> SourceTree:
     """Tree ``index``'s section, checked: counts, child ranges, one tree from the root,
-    split features, finite thresholds; categorical and linear trees refused."""
+    split features, finite thresholds, the categorical splits' bitsets; linear trees
+    refused."""
     where = f"LightGBM model, tree {index}"
     num_leaves = _numbers(fields, "num_leaves", 1, where, integer=True)[0]
     if not 1 <= num_leaves <= (MAX_NODES_PER_TREE + 1) // 2:
@@ -350,13 +389,9 @@ def _parse_tree(fields: dict[str, str], index: int, n_features: int) -> SourceTr
     if fields.get("is_linear", "0").strip() != "0":
         raise ValueError(f"{where} is a linear tree (linear_tree=True): its leaves hold "
                          "linear models, which cbudget's trees do not have")
-    num_cat = _numbers(fields, "num_cat", 1, where, integer=True) if "num_cat" in fields else [0]
+    num_cat = _numbers(fields, "num_cat", 1, where, integer=True)[0] if "num_cat" in fields else 0
     n_internal = num_leaves - 1
     decision = _numbers(fields, "decision_type", n_internal, where, integer=True)
-    if num_cat[0] != 0 or any(d & CATEGORICAL_MASK for d in decision):
-        raise ValueError(f"{where} has categorical splits, which are not supported; "
-                         "retrain with the feature as numerical (not in "
-                         "categorical_feature, not a pandas category)")
     if any(not 0 <= d < 16 or (d >> 2) & 3 == 3 for d in decision):
         raise ValueError(f"{where}: decision_type holds a value that is not a known "
                          "decision type")
@@ -366,6 +401,12 @@ def _parse_tree(fields: dict[str, str], index: int, n_features: int) -> SourceTr
     threshold = _numbers(fields, "threshold", n_internal, where)
     if any(np.isnan(t) or t == -np.inf for t in threshold):
         raise ValueError(f"{where}: threshold holds NaN or -inf")
+    bitsets = _bitsets(fields, num_cat, where)
+    categorical = [d & CATEGORICAL_MASK for d in decision]
+    # each categorical split's threshold is its bitset's index, numbering the splits
+    if sorted(t for t, c in zip(threshold, categorical) if c) != list(range(num_cat)):
+        raise ValueError(f"{where}: the thresholds of the categorical splits must number "
+                         f"them 0 .. num_cat - 1 (num_cat={num_cat})")
     threshold = finite_thresholds(threshold).tolist()
     children = [_numbers(fields, key, n_internal, where, integer=True)
                 for key in ("left_child", "right_child")]
@@ -388,12 +429,101 @@ def _parse_tree(fields: dict[str, str], index: int, n_features: int) -> SourceTr
         return (inner or []) + leaves
 
     gain = _optional_numbers(fields, "split_gain", n_internal, where)
-    return SourceTree(left=left, right=right,
+    return SourceTree(left=left, right=right, bitsets=bitsets,
                       feature=feature, threshold=threshold, decision=decision,
                       value=[0.0] * n_internal + value,
                       gain=None if gain is None and n_internal else (gain or []),
                       n_samples=statistic("internal_count", "leaf_count"),
                       sum_hessian=statistic("internal_weight", "leaf_weight"))
+
+
+def _bitsets(fields: dict[str, str], num_cat: int, where: str) -> list[np.ndarray]:
+    """The cbudget bitsets of a tree's ``num_cat`` categorical splits (``cat_boundaries``
+    and ``cat_threshold``)."""
+    if not 0 <= num_cat <= MAX_NODES_PER_TREE:
+        raise ValueError(f"{where}: num_cat={num_cat} is out of range")
+    if not num_cat:
+        return []
+    bounds = _numbers(fields, "cat_boundaries", num_cat + 1, where, integer=True)
+    words = (fields.get("cat_threshold") or "").split()
+    if bounds[0] != 0 or bounds[-1] != len(words) or np.any(np.diff(bounds) < 0):
+        raise ValueError(f"{where}: cat_boundaries must rise from 0 to the number of "
+                         "cat_threshold words")
+    values = np.asarray(_numbers(fields, "cat_threshold", len(words), where, integer=True))
+    return [bitset_of_words(values[a:b], where) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _categories(text: str, header: dict[str, str | None], trees: Sequence[SourceTree],
+                names: Sequence[str], columns: Sequence[str | int] | None) -> Categories:
+    """The imported model's categorical features and their levels: every feature with a
+    categorical split or declared categorical by the file (``feature_infos`` lists its
+    categories; the ``categorical_feature`` parameter), with the ``pandas_categorical``
+    levels, when the file has some, for the features ``columns`` (default: all)."""
+    features = {f for tree in trees
+                for f, d in zip(tree.feature, tree.decision) if d & CATEGORICAL_MASK}
+    infos = (header.get("feature_infos") or "").split()
+    if len(infos) == len(names):    # a numeric feature's is [min:max] or none
+        features |= {m for m, info in enumerate(infos)
+                     if not info.startswith("[") and info != "none"}
+    parameter = re.search(r"^\[categorical_feature: ([^\]]*)\]$", text, re.MULTILINE)
+    listed = parameter.group(1).strip() if parameter else ""
+    if listed and not listed.startswith("name:"):
+        if not all(INT_TOKEN.fullmatch(t) for t in listed.split(",")):
+            raise ValueError(f"LightGBM model: categorical_feature {listed[:40]!r} is not a "
+                             "list of feature indices")
+        features |= {int(t) for t in listed.split(",") if 0 <= int(t) < len(names)}
+    elif listed:
+        features |= {names.index(t) for t in listed[5:].split(",") if t in names}
+    ordered = sorted(features)
+    line = re.search(r"^pandas_categorical:(.*)$", text, re.MULTILINE)
+    try:
+        levels = json.loads(line.group(1)) if line else None
+    except (ValueError, RecursionError):
+        raise ValueError("LightGBM model: its pandas_categorical line is not JSON (or is "
+                         "nested too deeply)") from None
+    if not levels:       # null, [] or absent: categories are the integer values
+        if columns:
+            raise ValueError("category_columns given, but the LightGBM model has no "
+                             "pandas_categorical levels")
+        return Categories(ordered)
+    chosen = ordered if columns is None else [
+        names.index(c) if isinstance(c, str) and c in names else c for c in columns]
+    given = list(ordered if columns is None else columns)
+    described = ", ".join(names[m] for m in ordered) or "none"
+    if not isinstance(levels, list) or len(levels) != len(chosen):
+        raise ValueError(
+            f"LightGBM model: pandas_categorical lists the levels of "
+            f"{len(levels) if isinstance(levels, list) else 'no'} pandas category columns "
+            f"but {len(chosen)} features are named for them (categorical features: "
+            f"{described}): pass category_columns=, the features that were pandas "
+            "category columns in training, in column order")
+    for c, as_given in zip(chosen, given):
+        if c not in ordered:
+            raise ValueError(f"category_columns: {as_given!r} is not a categorical feature of the "
+                             f"LightGBM model ({described}); a category column LightGBM "
+                             "read as numeric codes cannot be mapped by level: predict on "
+                             "its codes, or retrain with it categorical")
+    by_feature = dict(zip(chosen, levels))
+    if len(by_feature) != len(chosen):
+        raise ValueError("category_columns names a feature twice")
+    return Categories(ordered, [None if m not in by_feature
+                                else _checked_levels(by_feature[m], names[m]) for m in ordered])
+
+
+def _checked_levels(levels: Any, name: str) -> list[Any]:
+    """One feature's ``pandas_categorical`` levels as cbudget's: distinct strings or
+    distinct finite numbers (bools as 0 / 1, as cbudget codes them)."""
+    if not isinstance(levels, list) or len(levels) > MAX_LEVELS:
+        raise ValueError(f"LightGBM model: pandas_categorical for feature {name!r} is not "
+                         f"a list of at most {MAX_LEVELS} levels")
+    plain = [int(v) if isinstance(v, bool) else v for v in levels]
+    kinds = {isinstance(v, str) for v in plain}
+    if len(kinds) > 1 or not all(
+            isinstance(v, str) or (isinstance(v, (int, float)) and np.isfinite(v))
+            for v in plain) or len(set(plain)) != len(plain):
+        raise ValueError(f"LightGBM model: the pandas levels of feature {name!r} must be "
+                         "distinct strings or distinct finite numbers (cbudget maps those)")
+    return plain
 
 
 def _split_plan(threshold: float, decision: int) -> tuple[list[float], bool]:
@@ -433,7 +563,8 @@ def _convert_tree(source: SourceTree, index: int, n_features: int,
     where = f"LightGBM model, tree {index}"
     columns: dict[str, list[Any]] = {k: [] for k in ("left", "right", "feature", "threshold",
                                                      "default_left", "value", "gain",
-                                                     "n_samples", "sum_hessian")}
+                                                     "n_samples", "sum_hessian",
+                                                     "categorical")}
 
     def add(node: int, threshold: float, default_left: bool, copy: bool) -> int:
         """A new node with ``node``'s statistics; its id."""
@@ -449,6 +580,7 @@ def _convert_tree(source: SourceTree, index: int, n_features: int,
         columns["value"].append(source.value[node] * scale)
         gain = source.gain[node] if source.gain is not None and not leaf else 0.0
         columns["gain"].append(0.0 if copy else gain)
+        columns["categorical"].append(not leaf and source.decision[node] & CATEGORICAL_MASK)
         columns["n_samples"].append(source.n_samples[node] if source.n_samples else 0.0)
         columns["sum_hessian"].append(source.sum_hessian[node] if source.sum_hessian else 0.0)
         return len(columns["left"]) - 1
@@ -457,12 +589,16 @@ def _convert_tree(source: SourceTree, index: int, n_features: int,
     stack: list[tuple[int, int, str, bool]] = [(0, -1, "left", False)]
     while stack:
         node, parent, side, copy = stack.pop()
+        children = (source.left[node], source.right[node])
         if source.left[node] == -1:
             new = add(node, 0.0, False, copy)
             subtrees: list[tuple[int, str, int, bool]] = []
+        elif source.decision[node] & CATEGORICAL_MASK:
+            # threshold: the bitset's index; NaN and negative values go right
+            new = add(node, source.threshold[node], False, copy)
+            subtrees = [(new, "left", children[0], copy), (new, "right", children[1], copy)]
         else:
             bounds, nan_left = _split_plan(source.threshold[node], source.decision[node])
-            children = (source.left[node], source.right[node])
             if len(bounds) == 1:
                 new = add(node, bounds[0], nan_left, copy)
                 subtrees = [(new, "left", children[0], copy),
@@ -484,4 +620,5 @@ def _convert_tree(source: SourceTree, index: int, n_features: int,
                       columns["threshold"], columns["default_left"], columns["value"],
                       n_features=n_features, where=where, gain=columns["gain"],
                       n_samples=columns["n_samples"] if source.n_samples else None,
-                      sum_hessian=columns["sum_hessian"] if source.sum_hessian else None)
+                      sum_hessian=columns["sum_hessian"] if source.sum_hessian else None,
+                      categorical=columns["categorical"])

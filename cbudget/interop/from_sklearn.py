@@ -6,6 +6,7 @@ scikit-learn is imported only when a model is converted: cbudget does not need i
 """
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -13,10 +14,13 @@ from typing import Any
 import numpy as np
 
 from ..booster import Booster
+from ..categories import NO_CATEGORIES, Categories
+from ..category_bins import MAX_CATEGORY_CODE
 from ..costs import CostGroups, CostModel, FeatureCosts, GroupCosts
 from ..forest import Forest
 from .trees import (
     COST_ARGUMENTS,
+    bitset_of_codes,
     build_tree,
     cost_model_for,
     describe_source,
@@ -49,6 +53,12 @@ CONSTANT_DUMMY_STRATEGIES = ("prior", "uniform", "most_frequent", "constant")
 # of TreePredictor objects (one per output): scikit-learn has no public API for them.
 # Read through getattr so that the attribute's name is stated in one place.
 HGB_PREDICTORS = "_predictors"
+# With categorical features, HistGradientBoosting* encode X first (a ColumnTransformer:
+# an OrdinalEncoder of the categorical columns, then the numeric ones, so the trees'
+# feature indices are in that order) and bin it; the encoder's categories are the
+# levels, the bin mapper knows which codes training saw. Private too.
+HGB_PREPROCESSOR = "_preprocessor"
+HGB_BIN_MAPPER = "_bin_mapper"
 
 
 def from_sklearn(estimator: Any, *, feature_costs: FeatureCosts | None = None,
@@ -88,7 +98,18 @@ def from_sklearn(estimator: Any, *, feature_costs: FeatureCosts | None = None,
     split that sends only NaN right (threshold ``inf``) gets the largest finite
     threshold: ``+inf`` inputs, which scikit-learn rejects, go right.
 
-    Refused: multi-output estimators, classifiers of one class, categorical splits, the
+    HistGradientBoosting's categorical splits become cbudget categorical splits. It
+    encodes a categorical column's values as their positions among the sorted training
+    values (its ``OrdinalEncoder``) and sends a value it did not see in training the
+    missing way; cbudget sends a category no split lists right, so a split whose missing
+    values go left lists the known categories going right, with its children swapped.
+    When the training values are integers 0 .. 65,535 (integer-coded columns) the
+    model's categories are those integers, so NumPy arrays and DataFrames predict as in
+    scikit-learn; otherwise (strings, fractions) the levels are the encoder's, a
+    DataFrame is mapped by level and a NumPy array must hold the codes. Fractional
+    values of an integer-coded column are truncated here, unknown (missing) there.
+
+    Refused: multi-output estimators, classifiers of one class, the
     ``poisson`` and ``gamma`` losses of HistGradientBoostingRegressor (a log link), the
     ``exponential`` loss of GradientBoostingClassifier (its probabilities are not a
     sigmoid of the raw score), an ``init`` estimator whose prediction depends on the
@@ -212,14 +233,15 @@ def _sklearn_tree(estimator: Any, *, n_features: int, where: str,
 
 def _renumbered(left: np.ndarray, right: np.ndarray, feature: np.ndarray,
                 threshold: np.ndarray, default_left: np.ndarray, value: np.ndarray, *,
-                n_features: int, where: str, gain: np.ndarray,
-                n_samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                n_features: int, where: str, gain: np.ndarray, n_samples: np.ndarray,
+                categorical: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`build_tree` of a source tree, and per cbudget node the source node it is
     (scikit-learn's best-first trees, those with ``max_leaf_nodes``, number children out
     of depth-first order; a forest needs the order to put each node's class distribution
     on the right row)."""
     tree = build_tree(left, right, feature, threshold, default_left, value,
-                      n_features=n_features, where=where, gain=gain, n_samples=n_samples)
+                      n_features=n_features, where=where, gain=gain, n_samples=n_samples,
+                      categorical=categorical)
     return tree, preorder(left, right, where=where)[0]
 
 
@@ -298,17 +320,22 @@ def _raw_prediction(estimator: Any, X: np.ndarray) -> np.ndarray:
 
 
 def _boosted(estimator: Any, rounds: list[list[np.ndarray]], names: list[str],
-             cost_model: CostModel, objective: str, num_class: int) -> Booster:
+             cost_model: CostModel, objective: str, num_class: int,
+             categories: Categories = NO_CATEGORIES,
+             bitsets: list[list[list[np.ndarray]]] | None = None,
+             probe: tuple[Any, np.ndarray] | None = None) -> Booster:
     """The imported Booster of a gradient boosting model's rounds, with its base score:
-    scikit-learn's raw score minus the trees' sum at one input. The initial raw score is
+    scikit-learn's raw score minus the trees' sum at one input (``probe``: that input as
+    scikit-learn and as cbudget read it; default all zeros). The initial raw score is
     a constant (checked by the caller), and deriving it this way does not depend on how
     a scikit-learn version computes it from the init estimator or the baseline."""
     model = imported_booster(rounds, objective=objective, num_class=num_class,
                              base_score=np.zeros(num_class),
                              feature_names=names, cost_model=cost_model,
-                             imported_from=_source(estimator, loss=estimator.loss))
-    x0 = np.zeros((1, len(names)))
-    base = (_raw_prediction(estimator, x0)
+                             imported_from=_source(estimator, loss=estimator.loss),
+                             categories=categories, bitsets=bitsets)
+    source_x0, x0 = probe if probe is not None else (np.zeros((1, len(names))),) * 2
+    base = (_raw_prediction(estimator, source_x0)
             - np.asarray(model.predict(x0, output_margin=True)).reshape(1, -1))[0]
     if base.shape != (model.n_outputs,) or not np.all(np.isfinite(base)):
         raise ValueError(f"the initial raw score of this {type(estimator).__name__} is "
@@ -348,28 +375,106 @@ def _hist_gradient_boosting(estimator: Any, names: list[str],
     values include the learning rate). They compare float64 ``x <= num_threshold`` (the
     estimator casts X to float64), so thresholds are kept."""
     name = type(estimator).__name__
-    mask = getattr(estimator, "is_categorical_", None)
     predictors = getattr(estimator, HGB_PREDICTORS)
-    if (mask is not None and np.any(mask)) or any(
-            np.any(p.nodes["is_categorical"]) for per_iteration in predictors
-            for p in per_iteration):
-        raise ValueError(f"{name} with categorical features is not supported: cbudget's "
-                         "splits are numeric thresholds, not sets of categories")
     objective, num_class = _objective_of(estimator, name,
                                          int(estimator.n_trees_per_iteration_))
-    rounds = []
+    coding = _HGBCategories(estimator, len(names))
+    rounds, bitsets = [], []
     for i, per_iteration in enumerate(predictors):
-        trees = []
+        trees, tree_bitsets = [], []
         for k, predictor in enumerate(per_iteration):
+            where = f"iteration {i} tree {k}"
             nodes = predictor.nodes
             leaf = nodes["is_leaf"] != 0
+            left = np.where(leaf, -1, nodes["left"].astype(np.int64))
+            right = np.where(leaf, -1, nodes["right"].astype(np.int64))
+            categorical = (nodes["is_categorical"] != 0) & ~leaf
+            threshold = finite_thresholds(nodes["num_threshold"])
+            default_left = nodes["missing_go_to_left"] != 0
+            swapped = categorical & default_left
+            listed = []
+            for j, node in enumerate(np.flatnonzero(categorical).tolist()):
+                listed.append(coding.bitset(predictor, nodes[node], where))
+                threshold[node] = j
+            # a swapped split lists the categories going right (see from_sklearn)
+            left, right = np.where(swapped, right, left), np.where(swapped, left, right)
             tree, _ = _renumbered(
-                np.where(leaf, -1, nodes["left"].astype(np.int64)),
-                np.where(leaf, -1, nodes["right"].astype(np.int64)),
-                nodes["feature_idx"], finite_thresholds(nodes["num_threshold"]),
-                nodes["missing_go_to_left"],
-                nodes["value"], n_features=len(names), where=f"iteration {i} tree {k}",
-                gain=np.where(leaf, 0.0, nodes["gain"]), n_samples=nodes["count"])
+                left, right, coding.original[nodes["feature_idx"]], threshold,
+                default_left & ~categorical, nodes["value"], n_features=len(names),
+                where=where, gain=np.where(leaf, 0.0, nodes["gain"]),
+                n_samples=nodes["count"], categorical=categorical)
             trees.append(tree)
+            tree_bitsets.append(listed)
         rounds.append(trees)
-    return _boosted(estimator, rounds, names, cost_model, objective, num_class)
+        bitsets.append(tree_bitsets)
+    return _boosted(estimator, rounds, names, cost_model, objective, num_class,
+                    categories=coding.categories, bitsets=bitsets,
+                    probe=coding.probe(estimator, len(names)))
+
+
+class _HGBCategories:
+    """How a HistGradientBoosting model codes its categorical features: the original
+    column of each of the trees' feature indices, the cbudget categories, and per split
+    the bitset of the categories cbudget sends left (see :func:`from_sklearn`)."""
+
+    def __init__(self, estimator: Any, n_features: int) -> None:
+        mask = getattr(estimator, "is_categorical_", None)
+        features = np.flatnonzero(mask) if mask is not None else np.zeros(0, np.int64)
+        self.original = np.arange(n_features)
+        self.categories = NO_CATEGORIES
+        if not features.size:
+            return
+        # the encoder's output: the categorical columns, then the numeric ones
+        self.original = np.concatenate([features, np.flatnonzero(~np.asarray(mask))])
+        encoder = getattr(estimator, HGB_PREPROCESSOR).named_transformers_["encoder"]
+        self.known, self.known_row = getattr(
+            estimator, HGB_BIN_MAPPER).make_known_categories_bitsets()
+        # per categorical feature (in the trees' order) the value of each code, when the
+        # values are integer codes themselves
+        self.values: list[np.ndarray | None] = []
+        self.first: list[Any] = []      # a known category (missing if none)
+        levels: list[list[Any] | None] = []
+        for categories in encoder.categories_:
+            # the encoder lists the missing value (None or NaN) last, as a category
+            present = [v.item() if isinstance(v, np.generic) else v for v in categories
+                       if isinstance(v, (str, numbers.Number)) and v == v]
+            values = np.asarray(present, dtype=np.float64) if not any(
+                isinstance(v, str) for v in present) else None
+            integer = values is not None and bool(np.all(
+                (values == np.floor(values)) & (values >= 0) & (values <= MAX_CATEGORY_CODE)))
+            self.values.append(values if integer else None)
+            self.first.append(present[0] if present else np.nan)
+            levels.append(None if integer else present if values is None
+                          else values.tolist())
+        self.categories = Categories(features, levels)
+
+    def probe(self, estimator: Any, n_features: int) -> tuple[Any, np.ndarray]:
+        """One input as scikit-learn reads it (each categorical column its first known
+        category, the others 0; a DataFrame of the training columns when it was fitted
+        on one) and as the imported model reads it (codes)."""
+        codes = np.zeros((1, n_features))
+        row: list[Any] = [0.0] * n_features
+        for j, m in enumerate(self.categories.features.tolist()):
+            row[m] = self.first[j]
+            values = self.values[j]
+            codes[0, m] = (values[0] if values is not None and values.size
+                           else 0.0 if self.first[j] == self.first[j] else np.nan)
+        columns = getattr(estimator, "feature_names_in_", None)
+        if columns is None:
+            return np.array([row], dtype=object if any(
+                isinstance(v, str) for v in row) else np.float64), codes
+        import pandas
+        return pandas.DataFrame([row], columns=columns), codes
+
+    def bitset(self, predictor: Any, node: Any, where: str) -> np.ndarray:
+        """The bitset of a categorical split: the known categories going left, or, when
+        its missing values (and so its unknown categories) go left, those going right."""
+        feature = int(node["feature_idx"])
+        bits = (predictor.raw_left_cat_bitsets[int(node["bitset_idx"])],
+                self.known[int(self.known_row[feature])])
+        goes_left, known = (np.unpackbits(np.ascontiguousarray(b, dtype="<u4").view(
+            np.uint8), bitorder="little").astype(bool) for b in bits)
+        chosen = known & (~goes_left if node["missing_go_to_left"] else goes_left)
+        codes = np.flatnonzero(chosen)
+        values = self.values[feature]
+        return bitset_of_codes(codes if values is None else values[codes], where)

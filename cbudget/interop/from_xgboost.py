@@ -8,6 +8,17 @@ and float64 inputs route as in XGBoost. Leaf values are the ``split_conditions``
 leaves (XGBoost keeps a node's split condition and leaf value in one field). XGBoost
 is imported only when a live ``xgboost`` object is given: files and bytes are read
 without it.
+
+Categorical splits (``split_type`` 1, ``enable_categorical``): XGBoost sends the
+categories a node lists (``categories[categories_segments[j]:][:categories_sizes[j]]``
+for node ``categories_nodes[j]``) to its right child, every other category (unseen ones
+too) to its left child, a missing value to ``default_left``. cbudget sends its bitset's
+categories left, so the node becomes a categorical node with the listed categories, the
+children swapped and ``default_left`` negated. XGBoost's negative values (invalid
+categories) go to its left child; cbudget reads them as missing (the default side). The
+features of type ``"c"`` become the model's ``categories``, with the levels XGBoost 3.1+
+stores in the model (``cats``: the training DataFrame's categories, code ``c`` the
+level at position ``c``), so a DataFrame is mapped by level as XGBoost re-codes it.
 """
 from __future__ import annotations
 
@@ -20,9 +31,11 @@ from typing import Any
 import numpy as np
 
 from ..booster import Booster
+from ..categories import MAX_LEVELS, NO_CATEGORIES, Categories
 from ..costs import CostGroups, FeatureCosts, GroupCosts
 from .trees import (
     COST_ARGUMENTS,
+    bitset_of_codes,
     build_tree,
     cost_model_for,
     describe_source,
@@ -183,9 +196,11 @@ def _objective(learner: dict) -> str:
     return name
 
 
-def _tree(doc: Any, index: int, n_features: int, leaf_scale: float) -> np.ndarray:
-    """Tree ``index`` in cbudget's form; nodes that XGBoost's pruning deleted (kept in
-    its arrays, unreachable) are left out."""
+def _tree(doc: Any, index: int, n_features: int,
+          leaf_scale: float) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Tree ``index`` in cbudget's form and the bitsets of its categorical splits (a
+    categorical node's threshold indexes them); nodes that XGBoost's pruning deleted
+    (kept in its arrays, unreachable) are left out."""
     where = f"trees[{index}]."
     if not isinstance(doc, dict):
         raise ValueError(f"XGBoost model: {where[:-1]} is not an object")
@@ -202,9 +217,16 @@ def _tree(doc: Any, index: int, n_features: int, leaf_scale: float) -> np.ndarra
     default_left = _numbers(doc, "default_left", n, where)
     gain = _numbers(doc, "loss_changes", n, where)
     sum_hessian = _numbers(doc, "sum_hessian", n, where)
-    if "split_type" in doc and np.any(_numbers(doc, "split_type", n, where) != 0):
-        raise ValueError("XGBoost models with categorical splits are not supported: "
-                         "cbudget splits compare numbers with a threshold")
+    threshold = float32_below_thresholds(condition)
+    split_type = _numbers(doc, "split_type", n, where) if "split_type" in doc else np.zeros(n)
+    if np.any((split_type != 0) & (split_type != 1)):
+        raise ValueError(f"XGBoost model: {where}split_type must hold 0 (numeric) or 1 "
+                         "(categorical)")
+    categorical = (split_type == 1) & (left != -1)
+    bitsets = _bitsets(doc, categorical, threshold, where)
+    # XGBoost sends the listed categories right, cbudget its bitset's left
+    left, right = np.where(categorical, right, left), np.where(categorical, left, right)
+    default_left = np.where(categorical, default_left == 0, default_left != 0)
     is_leaf = left == -1
     if np.any((left < -1) | (left >= n) | (right < -1) | (right >= n)):
         raise ValueError(f"XGBoost model: {where} child index out of range")
@@ -216,15 +238,96 @@ def _tree(doc: Any, index: int, n_features: int, leaf_scale: float) -> np.ndarra
     remap_right = np.where(is_leaf, -1, new_id[np.maximum(right, 0)])
     with np.errstate(over="ignore"):   # a hostile scale: build_tree refuses infinities
         value = (condition * np.float32(leaf_scale)).astype(np.float64)
-    return build_tree(remap[kept], remap_right[kept], feature[kept],
-                      float32_below_thresholds(condition[kept]), default_left[kept],
-                      value[kept], n_features=n_features, where=f"XGBoost model: {where}",
-                      gain=gain[kept], sum_hessian=sum_hessian[kept])
+    tree = build_tree(remap[kept], remap_right[kept], feature[kept], threshold[kept],
+                      default_left[kept], value[kept], n_features=n_features,
+                      where=f"XGBoost model: {where}", gain=gain[kept],
+                      sum_hessian=sum_hessian[kept], categorical=categorical[kept])
+    return tree, bitsets
 
 
-def _rounds(model_doc: dict, trees: list[np.ndarray], n_outputs: int
-            ) -> tuple[list[list[np.ndarray]], list[int]]:
-    """cbudget's rounds (one tree per output each) of XGBoost's, and the number of
+def _bitsets(doc: dict, categorical: np.ndarray, threshold: np.ndarray,
+             where: str) -> list[np.ndarray]:
+    """The bitsets of the categories each categorical node lists (``categories``,
+    ``categories_nodes``, ``categories_segments``, ``categories_sizes``); each such
+    node's ``threshold`` becomes its bitset's index."""
+    if not categorical.any():
+        return []
+    count = len(_field(doc, "categories_nodes", (list, np.ndarray), where))
+    nodes, segments, sizes = (_numbers(doc, key, count, where).astype(np.int64) for key in (
+        "categories_nodes", "categories_segments", "categories_sizes"))
+    listed = _numbers(doc, "categories", len(_field(doc, "categories", (list, np.ndarray),
+                                                    where)), where)
+    n = categorical.shape[0]
+    if (np.any((nodes < 0) | (nodes >= n)) or not np.array_equal(
+            np.sort(nodes), np.flatnonzero(categorical))):
+        raise ValueError(f"XGBoost model: {where}categories_nodes must list each "
+                         "categorical split once")
+    if np.any((segments < 0) | (sizes < 0) | (segments + sizes > listed.shape[0])):
+        raise ValueError(f"XGBoost model: {where}categories_segments and categories_sizes "
+                         "must lie within categories")
+    bitsets = []
+    for j, (node, start, size) in enumerate(zip(nodes.tolist(), segments.tolist(),
+                                                sizes.tolist())):
+        bitsets.append(bitset_of_codes(listed[start:start + size],
+                                       f"XGBoost model: {where[:-1]}"))
+        threshold[node] = j
+    return bitsets
+
+
+def _categories(learner: dict, model_doc: dict, n_features: int) -> Categories:
+    """The features of type ``"c"`` and their levels: those of the ``cats`` section
+    (XGBoost 3.1+, a model trained on a DataFrame) where it has them, else None
+    (integer codes)."""
+    types = _string_list(learner, "feature_types")
+    features = [m for m, kind in enumerate(types) if kind == "c"]
+    if not features:
+        return NO_CATEGORIES
+    if len(types) != n_features:
+        raise ValueError(f"XGBoost model: feature_types has {len(types)} entries for "
+                         f"{n_features} features")
+    encodings = model_doc.get("cats", {}).get("enc") if isinstance(
+        model_doc.get("cats"), dict) else None
+    if not isinstance(encodings, list) or len(encodings) != n_features:
+        return Categories(features)
+    return Categories(features, [_levels(encodings[m], m) for m in features])
+
+
+def _levels(encoding: Any, feature: int) -> list[Any] | None:
+    """One feature's levels from its ``cats`` entry: numbers (``values`` with a
+    ``type``), or strings (UTF-8 bytes in ``values`` cut at ``offsets``); None when it
+    lists none."""
+    where = f"cats.enc[{feature}]."
+    if not isinstance(encoding, dict):
+        raise ValueError(f"XGBoost model: {where[:-1]} is not an object")
+    values = np.asarray(_field(encoding, "values", (list, np.ndarray), where))
+    if values.size and values.dtype.kind not in "iuf":
+        raise ValueError(f"XGBoost model: {where}values must hold numbers")
+    if "type" in encoding:
+        levels = values.tolist()
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"XGBoost model: {where}values must be finite")
+    else:
+        offsets = np.asarray(_field(encoding, "offsets", (list, np.ndarray), where))
+        if not offsets.size:
+            return None
+        if (offsets.dtype.kind not in "iu" or offsets[0] != 0 or offsets[-1] != values.size
+                or np.any(np.diff(offsets) < 0) or np.any((values < 0) | (values > 255))):
+            raise ValueError(f"XGBoost model: {where}offsets and values are not strings")
+        raw = bytes(values.astype(np.uint8))
+        try:
+            levels = [raw[a:b].decode("utf-8") for a, b in zip(offsets[:-1], offsets[1:])]
+        except UnicodeDecodeError:
+            raise ValueError(f"XGBoost model: {where}values are not UTF-8 strings") from None
+    if len(set(levels)) != len(levels) or len(levels) > MAX_LEVELS:
+        raise ValueError(f"XGBoost model: {where}values repeat a level or hold more than "
+                         f"{MAX_LEVELS} levels")
+    return levels
+
+
+def _rounds(model_doc: dict, trees: list[Any], n_outputs: int
+            ) -> tuple[list[list[Any]], list[int]]:
+    """cbudget's rounds (one tree, or what stands for it, per output each) of XGBoost's,
+    and the number of
     cbudget rounds after each XGBoost round: a round of XGBoost with
     ``num_parallel_tree`` trees per output becomes that many cbudget rounds (the sum is
     the same)."""
@@ -363,7 +466,8 @@ from_xgboost.__doc__ = f"""A cbudget Booster that predicts as an XGBoost model, 
     ValueError
         For a model cbudget cannot represent: other objectives (``count:poisson``,
         ``reg:gamma``, ``reg:tweedie``, ``survival:*``, ``binary:hinge``: their
-        output transforms have no cbudget counterpart), categorical splits, vector
+        output transforms have no cbudget counterpart), categorical splits listing a
+        category above 65,535, vector
         leaves (``multi_strategy="multi_output_tree"``), several targets, ``gblinear``;
         and for any malformed model. Declared sizes are checked against what the file
         holds before they size anything: ``num_class`` against the trees (and base
@@ -395,9 +499,6 @@ def _from_document(doc: dict, estimator: str, *, feature_names: Sequence[str] | 
     if (objective == "multi:softprob") != (num_class > 1):
         raise ValueError(f"XGBoost model: num_class {num_class} does not fit objective "
                          f"{xgb_objective!r}")
-    if "c" in _string_list(learner, "feature_types"):
-        raise ValueError("XGBoost models with categorical features are not supported: "
-                         "cbudget splits compare numbers with a threshold")
     booster_doc = _field(learner, "gradient_booster", dict, "learner.")
     kind = _field(booster_doc, "name", str, "learner.gradient_booster.")
     if kind == "gblinear":
@@ -419,9 +520,12 @@ def _from_document(doc: dict, estimator: str, *, feature_names: Sequence[str] | 
              for i, d in enumerate(tree_docs)]
     n_outputs = num_class if num_class > 1 else 1
     names = source_feature_names(stored or None, feature_names, n_features)
-    rounds, round_ends = _rounds(model_doc, trees, n_outputs)
+    paired, round_ends = _rounds(model_doc, trees, n_outputs)
+    rounds = [[tree for tree, _ in r] for r in paired]
     model = imported_booster(
-        rounds, objective=objective, num_class=num_class,
+        rounds, categories=_categories(learner, model_doc, n_features),
+        bitsets=[[bitsets for _, bitsets in r] for r in paired],
+        objective=objective, num_class=num_class,
         base_score=_base_score(param, xgb_objective, n_outputs), feature_names=names,
         cost_model=cost_model_for(names, **costs),
         imported_from=describe_source("xgboost", version, estimator, objective=xgb_objective,

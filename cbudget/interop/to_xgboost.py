@@ -10,6 +10,15 @@ float32 rounding of a threshold: cbudget's bin edges lie between training values
 float32 values where float32 tells the neighbours apart (``cbudget.dataset.
 edges_between``), so no training value, and no value on their grid, is that close.
 
+A categorical split (cbudget: the codes of its bitset go left, other codes right, NaN
+and negative values the ``default_left`` way) becomes an XGBoost categorical split
+(``split_type`` 1) listing the same codes, with its children swapped and
+``default_left`` negated: XGBoost sends the listed categories right, every other one
+left. The feature's type is ``"c"``; XGBoost reads the codes (the levels are not
+written). XGBoost sends a negative value (an invalid category) to its left child,
+which is cbudget's right one: a negative value routes as in cbudget only at a split
+whose missing values go right.
+
 This module does not import :mod:`cbudget.booster`, which imports it for
 ``save_model``; it reads the model through its public attributes.
 """
@@ -24,6 +33,7 @@ from numpy.typing import ArrayLike
 
 from .._core._types import NODE_DTYPE
 from .._files import write_file_atomically
+from ..category_bins import bitset_codes
 from ..dataset import float32_floor
 from .ubjson import encode
 
@@ -78,11 +88,18 @@ def _json_text(value: Any) -> str:
     return json.dumps(value)
 
 
-def _xgboost_tree(tree: np.ndarray, index: int, n_features: int,
-                  shift: float) -> dict[str, Any]:
-    """One tree in XGBoost's JSON form, ``shift`` added to its leaf values. XGBoost
-    finds a node's right child at ``left + 1``, so the nodes are renumbered breadth
-    first with each node's two children side by side."""
+def _xgboost_tree(tree: np.ndarray, index: int, n_features: int, shift: float,
+                  bitsets: list[np.ndarray]) -> dict[str, Any]:
+    """One tree in XGBoost's JSON form, ``shift`` added to its leaf values
+    (``bitsets``: those of its categorical nodes, in node order). XGBoost finds a node's
+    right child at ``left + 1``, so the nodes are renumbered breadth first with each
+    node's two children side by side; a categorical node's children are swapped."""
+    categorical = tree["categorical"] != 0
+    tree = tree.copy()
+    tree["left"], tree["right"] = (np.where(categorical, tree["right"], tree["left"]),
+                                   np.where(categorical, tree["left"], tree["right"]))
+    listed = dict(zip(np.flatnonzero(categorical).tolist(),
+                      (bitset_codes(words[1:]) for words in bitsets)))
     left, right = tree["left"].tolist(), tree["right"].tolist()
     order = [0]
     for node in order:              # grows as it goes: children after their parent
@@ -97,21 +114,30 @@ def _xgboost_tree(tree: np.ndarray, index: int, n_features: int,
     internal = np.flatnonzero(~is_leaf)
     parents[new_id[nodes["left"][internal]]] = internal
     parents[new_id[nodes["right"][internal]]] = internal
-    conditions = float32_split_conditions(nodes["threshold"])
+    is_categorical = nodes["categorical"] != 0
+    conditions = np.where(is_categorical, 0.0, float32_split_conditions(
+        np.where(is_categorical, 0.0, nodes["threshold"])))
     if not np.all(np.isfinite(conditions[~is_leaf])):
         raise ValueError("a threshold lies beyond float32's range: XGBoost cannot hold "
                          "its split condition")
     leaf_values = np.where(is_leaf, nodes["value"] + shift, 0.0).astype(np.float32)
     n = len(order)
+    # the categorical nodes in XGBoost's numbering, each with the codes it lists
+    cat_nodes = np.flatnonzero(is_categorical)
+    codes = [listed[int(order_ids[node])] for node in cat_nodes]
+    sizes = np.array([c.size for c in codes], dtype=np.int64)
     # numpy arrays of the types XGBoost writes its own trees with: UBJSON files get its
     # typed arrays (float32 "d", int32 "l", int64 "L", uint8 "U"), all of a tree's arrays
     # typed, as its reader requires once "parents" is
     f32, i32, i64, u8 = np.float32, np.int32, np.int64, np.uint8
     return {
         "base_weights": leaf_values,
-        "categories": np.zeros(0, i32), "categories_nodes": np.zeros(0, i32),
-        "categories_segments": np.zeros(0, i64), "categories_sizes": np.zeros(0, i64),
-        "default_left": np.where(is_leaf, 0, nodes["default_left"]).astype(u8),
+        "categories": np.concatenate([np.zeros(0, i32), *codes]).astype(i32),
+        "categories_nodes": cat_nodes.astype(i32),
+        "categories_segments": (np.cumsum(sizes) - sizes).astype(i64),
+        "categories_sizes": sizes,
+        "default_left": np.where(is_leaf, 0, (nodes["default_left"] != 0)
+                                 != is_categorical).astype(u8),
         "id": index,
         "left_children": np.where(is_leaf, -1, new_id[nodes["left"]]).astype(i32),
         "loss_changes": np.where(is_leaf, 0.0, nodes["gain"]).astype(f32),
@@ -119,7 +145,7 @@ def _xgboost_tree(tree: np.ndarray, index: int, n_features: int,
         "right_children": np.where(is_leaf, -1, new_id[nodes["right"]]).astype(i32),
         "split_conditions": np.where(is_leaf, leaf_values, conditions).astype(f32),
         "split_indices": np.where(is_leaf, 0, nodes["feature"]).astype(i32),
-        "split_type": np.zeros(n, u8),
+        "split_type": is_categorical.astype(u8),
         "sum_hessian": nodes["sum_hessian"].astype(f32),
         "tree_param": {"num_deleted": "0", "num_feature": str(n_features),
                        "num_nodes": str(n), "size_leaf_vector": "1"},
@@ -140,12 +166,6 @@ def xgboost_document(booster: Booster) -> dict[str, Any]:
     if getattr(booster, "model_type", None) != "booster":
         raise ValueError(f"only a cbudget Booster can be saved as an XGBoost model, not a "
                          f"{type(booster).__name__}")
-    if len(booster.categories):
-        # its trees read codes, which an XGBoost model would take for the raw values
-        names = [booster.feature_names[m] for m in booster.categories.features]
-        raise ValueError(f"a model with categorical features ({', '.join(map(repr, names))}) "
-                         "cannot be saved as an XGBoost model yet: categorical export is "
-                         "not supported")
     if booster.objective not in EXPORTED_OBJECTIVES:
         raise ValueError(f"objective {booster.objective!r} cannot be saved as an XGBoost "
                          f"model (supported: {', '.join(EXPORTED_OBJECTIVES)})")
@@ -165,7 +185,8 @@ def xgboost_document(booster: Booster) -> dict[str, Any]:
     if sorted(first_round) != list(range(n_outputs)):
         trees = [(_leaf_tree(0.0), k) for k in range(n_outputs)] + trees
         indptr = [0] + [i + n_outputs for i in indptr]
-    xgb_trees = [_xgboost_tree(tree, i, n_features, float(base[k]) if i < indptr[1] else 0.0)
+    xgb_trees = [_xgboost_tree(tree, i, n_features, float(base[k]) if i < indptr[1] else 0.0,
+                               booster.tree_bitsets(tree))
                  for i, (tree, k) in enumerate(trees)]
     num_class = booster.num_class if booster.objective == "multi:softprob" else 0
     objective: dict[str, Any] = {"name": booster.objective,
@@ -174,6 +195,9 @@ def xgboost_document(booster: Booster) -> dict[str, Any]:
         objective["softmax_multiclass_param"] = {"num_class": str(num_class)}
     default_names = [f"f{i}" for i in range(n_features)]
     named = list(booster.feature_names) != default_names
+    types = ["float"] * n_features
+    for m in booster.categories.features.tolist():
+        types[m] = "c"
     attributes = {}
     if booster.best_iteration is not None and end > 0:
         # the last round written (XGBoost's estimators predict up to it: all of them)
@@ -184,7 +208,7 @@ def xgboost_document(booster: Booster) -> dict[str, Any]:
         "learner": {
             "attributes": attributes,
             "feature_names": list(booster.feature_names) if named else [],
-            "feature_types": ["float"] * n_features if named else [],
+            "feature_types": types if named or len(booster.categories) else [],
             "gradient_booster": {
                 "model": {
                     "gbtree_model_param": {"num_parallel_tree": "1",
@@ -246,7 +270,11 @@ def save_xgboost(booster: Booster, path: str | os.PathLike) -> None:
     uses, as do XGBoost's estimators (the file's ``best_iteration`` is its last round);
     slice the model (``booster[:n]``) or set its ``best_iteration`` to None to write
     other rounds. Feature names are written unless they are the default ``f0, f1, ...``
-    (XGBoost then needs them on its DMatrix). Not carried: the cost model and per-node
+    (XGBoost then needs them on its DMatrix). Categorical splits become XGBoost
+    categorical splits over the codes (feature type ``"c"``): give XGBoost the codes
+    (``booster.prepare_input(df)`` maps a DataFrame's levels to them), NaN for missing;
+    a negative value routes as in cbudget only where the split's missing values go
+    right. Not carried: the cost model and per-node
     cost metadata, the training parameters and, for ranking, the objective's settings.
 
     Raises

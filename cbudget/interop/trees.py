@@ -16,6 +16,13 @@ prediction, the cost model and on-demand prediction need nothing new:
   ``cbudget.booster``).
 * LightGBM compares float64 values with ``<=`` already; its missing-value types are
   rewritten by its importer.
+
+A categorical split (``categorical`` set) sends a category code left when it is in the
+node's bitset, any other code right, NaN and negative values to ``default_left``
+(docs/architecture.md, "Categorical features"). An importer gives :func:`build_tree`
+such a node with ``threshold`` the index of its bitset in the tree's list (LightGBM's
+and cbudget's file layout), and :func:`imported_booster` the lists
+(:func:`bitset_of_words`, :func:`bitset_of_codes` make them).
 """
 from __future__ import annotations
 
@@ -27,6 +34,8 @@ from numpy.typing import ArrayLike
 
 from .._core._types import NODE_DTYPE
 from ..booster import Booster
+from ..categories import NO_CATEGORIES, Categories
+from ..category_bins import MAX_CATEGORY_CODE
 from ..costs import CostGroups, CostModel, FeatureCosts, GroupCosts
 from ..forest import Forest
 from ..model_io import IMPORTED
@@ -34,7 +43,7 @@ from ..model_io import IMPORTED
 __all__ = ["build_tree", "preorder", "finite_thresholds", "float32_at_most_bounds",
            "float32_below_thresholds", "float32_at_most_thresholds", "cost_model_for",
            "imported_booster", "imported_forest", "source_feature_names", "describe_source",
-           "COST_ARGUMENTS", "MAX_NODES_PER_TREE"]
+           "bitset_of_words", "bitset_of_codes", "COST_ARGUMENTS", "MAX_NODES_PER_TREE"]
 
 # a tree of more nodes than this is refused (a hostile file; LightGBM's zero-as-missing
 # rewrite can grow a tree, see from_lightgbm)
@@ -96,13 +105,16 @@ def build_tree(left: ArrayLike, right: ArrayLike, feature: ArrayLike, threshold:
                default_left: ArrayLike, value: ArrayLike, *, n_features: int, where: str,
                root: int = 0, gain: ArrayLike | None = None,
                n_samples: ArrayLike | None = None,
-               sum_hessian: ArrayLike | None = None) -> np.ndarray:
+               sum_hessian: ArrayLike | None = None,
+               categorical: ArrayLike | None = None) -> np.ndarray:
     """A cbudget tree from a source tree's node arrays.
 
     The source's nodes are numbered ``0..n-1`` in any order (``root`` the root; a leaf
     has ``left == right == -1``); they are renumbered depth first so that children come
     after their parents, as cbudget's trees need. ``threshold`` is cbudget's
-    (``x <= threshold`` goes left), ``value`` the leaf values. ValueError (naming
+    (``x <= threshold`` goes left), ``value`` the leaf values; a node flagged in
+    ``categorical`` is a categorical split whose ``threshold`` is the index of its bitset
+    in the tree's list (see :func:`imported_booster`). ValueError (naming
     ``where``) for a structure that is not one tree, split features out of
     ``[0, n_features)`` or values that are not finite.
     """
@@ -113,7 +125,7 @@ def build_tree(left: ArrayLike, right: ArrayLike, feature: ArrayLike, threshold:
         raise ValueError(f"{where}: a tree has {n} nodes (1 to {MAX_NODES_PER_TREE})")
     columns = {"feature": feature, "threshold": threshold, "default_left": default_left,
                "value": value, "gain": gain, "n_samples": n_samples,
-               "sum_hessian": sum_hessian}
+               "sum_hessian": sum_hessian, "categorical": categorical}
     arrays = {name: np.asarray(v) for name, v in columns.items() if v is not None}
     arrays["right"] = right
     if any(a.shape != (n,) for a in arrays.values()):
@@ -145,6 +157,8 @@ def build_tree(left: ArrayLike, right: ArrayLike, feature: ArrayLike, threshold:
     if n_samples is not None:
         counts = np.asarray(n_samples, dtype=np.float64)
         tree["n_samples"] = np.clip(np.nan_to_num(counts), 0, np.iinfo(np.int32).max)[order]
+    if categorical is not None:
+        tree["categorical"] = np.where(is_leaf, 0, np.asarray(categorical) != 0)[order]
     if sum_hessian is not None:
         tree["sum_hessian"] = np.clip(np.nan_to_num(
             np.asarray(sum_hessian, dtype=np.float64)), 0, None)[order]
@@ -219,21 +233,66 @@ def cost_model_for(feature_names: Sequence[str], *,
                                tree_cost=tree_cost, default_cost=default_cost)
 
 
+def bitset_of_words(words: ArrayLike, where: str) -> np.ndarray:
+    """A cbudget bitset (a length word, then the words) of the 32-bit ``words`` whose
+    bit ``c`` (word ``c // 32``, bit ``c % 32``) is set for each category code ``c``
+    going left, as LightGBM stores them. Trailing zero words are dropped (codes beyond
+    the bitset go right anyway); ValueError naming ``where`` for a word outside uint32
+    or a code above cbudget's :data:`~cbudget.category_bins.MAX_CATEGORY_CODE`."""
+    values = np.asarray(words, dtype=np.int64).reshape(-1)
+    if np.any((values < 0) | (values > np.iinfo(np.uint32).max)):
+        raise ValueError(f"{where}: a categorical split's bitset holds a word outside uint32")
+    used = np.flatnonzero(values)
+    n_words = int(used[-1]) + 1 if used.size else 0
+    if n_words:
+        largest = 32 * (n_words - 1) + int(values[n_words - 1]).bit_length() - 1
+        if largest > MAX_CATEGORY_CODE:
+            raise ValueError(f"{where}: a categorical split sends category {largest} "
+                             "left; cbudget's categorical features hold codes 0 .. "
+                             f"{MAX_CATEGORY_CODE}")
+    return np.concatenate([[n_words], values[:n_words]]).astype(np.uint32)
+
+
+def bitset_of_codes(codes: ArrayLike, where: str) -> np.ndarray:
+    """A cbudget bitset of the category ``codes`` going left (integers >= 0; see
+    :func:`bitset_of_words`)."""
+    codes = np.asarray(codes, dtype=np.float64).reshape(-1)
+    if np.any((codes < 0) | (codes != np.floor(codes))) or np.any(codes > MAX_CATEGORY_CODE):
+        bad = codes[(codes < 0) | (codes != np.floor(codes)) | (codes > MAX_CATEGORY_CODE)][0]
+        raise ValueError(f"{where}: a categorical split lists category {float(bad):g}; cbudget's "
+                         f"categorical features hold integer codes 0 .. {MAX_CATEGORY_CODE}")
+    codes = codes.astype(np.int64)
+    words = np.zeros(int(codes.max()) // 32 + 1 if codes.size else 0, dtype=np.int64)
+    np.bitwise_or.at(words, codes // 32, np.left_shift(1, codes % 32))
+    return bitset_of_words(words, where)
+
+
 def imported_booster(rounds: Sequence[Sequence[np.ndarray]], *, objective: str,
                      num_class: int, base_score: ArrayLike, feature_names: Sequence[str],
-                     cost_model: CostModel, imported_from: dict[str, str]) -> Booster:
+                     cost_model: CostModel, imported_from: dict[str, str],
+                     categories: Categories = NO_CATEGORIES,
+                     bitsets: Sequence[Sequence[Sequence[np.ndarray]]] | None = None
+                     ) -> Booster:
     """A Booster of imported trees: ``rounds[r][k]`` is round ``r``'s tree of output
-    ``k`` (``build_tree``'s), ``base_score`` the raw score before the trees."""
+    ``k`` (``build_tree``'s), ``base_score`` the raw score before the trees.
+
+    ``categories``: the model's categorical features and their levels (what prediction
+    on a DataFrame maps by); ``bitsets[r][k]``: the bitsets of that tree, a categorical
+    node's ``threshold`` the index of its own in the list."""
     model = Booster(objective=objective, num_class=num_class, base_score=base_score,
                     feature_names=feature_names, cost_model=cost_model,
                     params={"algorithm": IMPORTED})
+    model.categories = categories
     base = model.base_score
     if base.shape != (model.n_outputs,) or not np.all(np.isfinite(base)):
         raise ValueError(f"the base score must hold {model.n_outputs} finite numbers")
-    for trees in rounds:
+    for r, trees in enumerate(rounds):
         if len(trees) != model.n_outputs:
             raise ValueError(f"a round has {len(trees)} trees for {model.n_outputs} outputs")
-        model.add_round(trees)
+        listed = [[] for _ in trees] if bitsets is None else bitsets[r]
+        model.add_round(trees, bitsets=[
+            [listed[k][int(i)] for i in tree["threshold"][tree["categorical"] != 0]]
+            for k, tree in enumerate(trees)])
     model.imported_from = dict(imported_from)
     return model
 

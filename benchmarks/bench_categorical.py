@@ -11,7 +11,7 @@ codes, cbudget on ordinal codes and on one-hot indicators, and cbudget native
 imported refuses it or makes no categorical split. One child per (data set,
 system, repeat), the systems interleaved within a repeat. On Lending Club also CEGB's
 cost path with the categorical columns one-hot (the indicators of a column one cost
-group: the column is priced once), as ordinal codes and native. Protocol:
+group: the column is priced once), as ordinal codes and native (frame or codes). Protocol:
 benchmarks/README.md ("Categorical features").
 """
 import sys
@@ -23,11 +23,12 @@ import numpy as np
 DATASETS = ("lending_club", "ames", "synthetic_categorical")
 ACCURACY_METHODS = ("lightgbm_native", "xgboost_native", "lightgbm_onehot", "lightgbm_ordinal",
                     "cbudget_ordinal", "cbudget_onehot", "cbudget_native", "cbudget_codes")
-FRONT_METHODS = ("cegb_onehot", "cegb_ordinal", "cegb_native")  # Lending Club only
+FRONT_METHODS = ("cegb_onehot", "cegb_ordinal", "cegb_native", "cegb_codes")  # Lending Club
 METHODS = ACCURACY_METHODS + FRONT_METHODS
 # the methods that need cbudget's categorical_feature: on the pandas frame by column names,
 # or on the ordinal codes by column indices (integer-coded categories, as LightGBM takes)
-NATIVE = {"cbudget_native": "frame", "cegb_native": "frame", "cbudget_codes": "codes"}
+NATIVE = {"cbudget_native": "frame", "cegb_native": "frame", "cbudget_codes": "codes",
+          "cegb_codes": "codes"}
 IDENT = ("dataset", "method", "repeat")
 ROWS, SYNTHETIC_ROWS = ("train", "test"), 1_000_000
 FULL = {"rounds": 100, "repeats": 3, "n_points": 12}
@@ -127,9 +128,9 @@ def load(name, keep_valid=False, n_rows=None, train_rows=None, valid_rows=None,
 
 
 def encode(frame, categorical, kind):
-    """A DataFrame as a float32 matrix: (matrix, {categorical column: its matrix columns}).
-    ``kind`` "ordinal": a category column as its codes (missing NaN); "onehot": one 0/1
-    indicator per category of the column's dtype (missing: all 0)."""
+    """A DataFrame as a float32 matrix: (matrix, {column: its matrix columns}). ``kind``
+    "ordinal": a category column as its codes (missing NaN); "onehot": one 0/1 indicator
+    per category of the column's dtype (missing: all 0)."""
     blocks, columns, width = [], {}, 0
     for name in frame.columns:
         series = frame[name]
@@ -143,22 +144,22 @@ def encode(frame, categorical, kind):
                 block = np.zeros((codes.size, len(series.cat.categories)), dtype=np.float32)
                 seen = np.flatnonzero(codes >= 0)
                 block[seen, codes[seen]] = 1.0
-            columns[name] = list(range(width, width + block.shape[1]))
+        columns[name] = list(range(width, width + block.shape[1]))
         blocks.append(block)
         width += block.shape[1]
     return np.ascontiguousarray(np.hstack(blocks)), columns
 
 
 def represent(data, kind):
-    """``data`` with the features of ``kind`` ("native": the frames) and ``column_map``."""
+    """``data`` with the features of ``kind`` ("native": the frames; "codes": the ordinal
+    codes) and ``columns``, {source column: its columns in the features}."""
     if kind == "native":
-        return dict(data, column_map={c: [data["feature_names"].index(c)]
-                                      for c in data["categorical"]})
+        return dict(data, columns={c: [j] for j, c in enumerate(data["feature_names"])})
     out = dict(data)
     for part in ("train", "valid", "test"):
         if data.get(f"X_{part}") is not None:
-            out[f"X_{part}"], out["column_map"] = encode(data[f"X_{part}"],
-                                                         data["categorical"], kind)
+            out[f"X_{part}"], out["columns"] = encode(
+                data[f"X_{part}"], data["categorical"], "ordinal" if kind == "codes" else kind)
     return out
 
 
@@ -203,7 +204,7 @@ def run_point(spec):
     library, kind = spec["method"].split("_")
     data, result = h.start_child(spec, library, load=load)
     load_1m = os.getloadavg()[0]
-    data = represent(data, "ordinal" if kind == "codes" else kind)
+    data = represent(data, kind)
     kwargs = ({"categorical_feature": data["categorical"]} if spec["method"] == "cbudget_native"
               else {"categorical_feature": [data["feature_names"].index(c)
                                             for c in data["categorical"]]} if kind == "codes"
@@ -222,44 +223,52 @@ def run_point(spec):
                        predict(library, model, data["X_test"])))
     if library == "cbudget":
         result["categorical_splits"] = categorical_splits(model)
+    if data["task"] == "binary":
+        result["test_positives"] = int(np.sum(data["y_test"] == 1))
     if "bayes_auc_test" in data and not spec.get("test_rows"):
         result["bayes_auc_test"] = data["bayes_auc_test"]
     return result
 
 
-def pricing(data, kind):
+def pricing(data):
     """The Dataset cost arguments of Lending Club's prices (``load_lending_club``: 1 a
-    feature, the bureau group 20) for ``kind``: one-hot indicators cost 0 each, and the
-    indicators of a column are a cost group of the column's price (paid once, whichever
-    indicators the model reads), so that every column costs what it costs as one feature."""
-    costs = np.asarray(data["feature_costs"], dtype=np.float64)
-    if kind != "onehot":
-        return {"feature_costs": costs, "cost_groups": data["cost_groups"],
-                "group_costs": data["group_costs"]}
-    names, cmap = data["feature_names"], data["column_map"]
-    new_index = []  # the matrix column of each numeric source column
-    width = 0
-    for name in names:
-        new_index.append(width)
-        width += len(cmap[name]) if name in cmap else 1
-    out_costs = np.zeros(width, dtype=np.float64)
-    for j, name in enumerate(names):
-        if name not in cmap:
-            out_costs[new_index[j]] = costs[j]
-    groups = {g: [new_index[j] for j in idx] for g, idx in data["cost_groups"].items()}
-    group_costs = dict(data["group_costs"])
-    for name, idx in cmap.items():
-        groups[f"column {name}"] = idx
-        group_costs[f"column {name}"] = float(costs[names.index(name)])
-    return {"feature_costs": out_costs, "cost_groups": groups, "group_costs": group_costs}
+    column, the bureau group 20) for ``data``'s features: a column of several features
+    (one-hot indicators) has them cost 0 each and form a cost group of the column's price
+    (paid once, whichever indicators the model reads), so that every column costs what it
+    costs as one feature."""
+    costs = np.zeros(sum(len(idx) for idx in data["columns"].values()), dtype=np.float64)
+    groups, group_costs = {}, dict(data["group_costs"])
+    for (name, idx), price in zip(data["columns"].items(), data["feature_costs"], strict=True):
+        if len(idx) == 1:
+            costs[idx[0]] = price
+        else:
+            groups[f"column {name}"], group_costs[f"column {name}"] = idx, float(price)
+    sources = list(data["columns"].values())
+    for g, members in data["cost_groups"].items():
+        groups[g] = [j for m in members for j in sources[m]]
+    return {"feature_costs": costs, "cost_groups": groups, "group_costs": group_costs}
 
 
 def source_columns(model, data):
-    """Source columns (categorical columns once) the splits of ``model`` read."""
-    to_source = {}
-    for name, idx in data["column_map"].items():
-        to_source.update(dict.fromkeys(idx, name))
-    return len({to_source.get(int(f), int(f)) for f in model.used_features()})
+    """Source columns (a categorical column once) the splits of ``model`` read."""
+    used = set(np.asarray(model.used_features()).tolist())
+    return sum(bool(used.intersection(idx)) for idx in data["columns"].values())
+
+
+def column_costs(model, X, data):
+    """Per-input cost recomputed from the leaf paths at the level of the source columns (a
+    column is acquired when any of its features is; it pays its price once, a cost group
+    once when any member is): the check of ``pricing``."""
+    leaves = np.asarray(model.predict(X, pred_leaf=True), dtype=np.int64)
+    width = sum(len(idx) for idx in data["columns"].values())
+    tables = h.PathTables([h.cbudget_leaf_paths(t) for t in model.trees], width)
+    _, _, acquired = h.prediction_costs(leaves.reshape(leaves.shape[0], -1), tables,
+                                        np.zeros(width))
+    source = np.column_stack([acquired[:, idx].any(axis=1) for idx in data["columns"].values()])
+    cost = source @ np.asarray(data["feature_costs"], dtype=np.float64)
+    for g, members in data["cost_groups"].items():
+        cost += data["group_costs"][g] * source[:, members].any(axis=1)
+    return cost
 
 
 def run_front(spec):
@@ -269,12 +278,11 @@ def run_front(spec):
     kind = spec["method"].removeprefix("cegb_")
     data, result = h.start_child(spec, "cbudget", keep_valid=True, load=load)
     data = represent(data, kind)
-    if kind != "onehot":  # the numeric columns keep their index: the map is the identity
-        data["column_map"] = {}
-    dtrain = cbudget.Dataset(data["X_train"], data["y_train"], max_bin=255,
-                             **pricing(data, kind),
-                             **({"categorical_feature": data["categorical"]}
-                                if kind == "native" else {}))
+    categorical = {"native": data["categorical"],
+                   "codes": [data["feature_names"].index(c) for c in data["categorical"]]}
+    dtrain = cbudget.Dataset(data["X_train"], data["y_train"], max_bin=255, **pricing(data),
+                             **({"categorical_feature": categorical[kind]}
+                                if kind in categorical else {}))
     dvalid = cbudget.Dataset(data["X_valid"], data["y_valid"], reference=dtrain)
     params = dict(params_for("cbudget", "binary", spec["threads"]), algorithm="cegb")
     with h.Timer() as t:
@@ -282,11 +290,16 @@ def run_front(spec):
                                  num_boost_round=spec["rounds"])
     points = []
     for lam, model, valid_cost in zip(path.lambdas, path.models, path.costs, strict=True):
+        cost = np.asarray(model.predict_cost(data["X_test"]), dtype=np.float64)
+        diff = float(np.max(np.abs(cost - column_costs(model, data["X_test"], data))))
+        if diff > h.COST_CHECK_TOL:
+            raise AssertionError(f"lambda {lam}: predict_cost differs from the columns' "
+                                 f"prices by up to {diff}")
         points.append({
             "lambda": float(lam), "valid_mean_cost": float(valid_cost),
             "valid_auc": datasets.auc(data["y_valid"], model.predict(data["X_valid"])),
             "auc": datasets.auc(data["y_test"], model.predict(data["X_test"])),
-            "mean_cost": float(np.mean(model.predict_cost(data["X_test"]))),
+            "mean_cost": float(cost.mean()), "cost_check_max_abs_diff": diff,
             "columns_used": source_columns(model, data),
             "categorical_splits": categorical_splits(model)})
     return dict(result, method=spec["method"], repeat=1, rounds=spec["rounds"],
@@ -306,6 +319,14 @@ def summarize(runs):
             out[m] = dict(rs[0], **h.wall_spread(times), n_repeats=len(rs),
                           same_quality=all(r["quality"] == rs[0]["quality"] for r in rs))
     return out
+
+
+def auc_standard_error(auc, n_pos, n_neg):
+    """Hanley and McNeil's (1982) standard error of a test AUC: the noise of the test set
+    against which the AUC differences between systems are read."""
+    q1, q2 = auc / (2 - auc), 2 * auc * auc / (1 + auc)
+    return float(np.sqrt((auc * (1 - auc) + (n_pos - 1) * (q1 - auc * auc)
+                          + (n_neg - 1) * (q2 - auc * auc)) / (n_pos * n_neg)))
 
 
 def accuracy_table(by):
@@ -333,11 +354,11 @@ def accuracy_table(by):
     return h.points_table(list(by.values()), [
         ("system", lambda r: r["method"].replace("_", " ")),
         ("features", h.col("width", ",d")),
-        ("train s, median (min-max)", lambda r: f"{r['median_s']:.2f} ({r['min_s']:.2f}-"
-                                                f"{r['max_s']:.2f})"),
+        ("train s, median (min-max)", lambda r: f"{r['median_s']:.3g} ({r['min_s']:.3g}-"
+                                                f"{r['max_s']:.3g})"),
         ("x LightGBM native", lambda r: h.fmt(h.ratio(r["median_s"], ref["median_s"])
                                               if ref else None, ".2f")),
-        ("binning s", h.col("dataset_build_s", ".2f")),
+        ("binning s", h.col("dataset_build_s", ".3g")),
         *quality,
         ("goal (accuracy / time)", goal),
         ("categorical splits", lambda r: h.fmt(r.get("categorical_splits"), "d")
@@ -367,7 +388,7 @@ def front_tables(fronts):
             ("valid AUC", h.col("valid_auc", ".4f")),
             ("test mean cost", h.col("mean_cost", ".2f")),
             ("test AUC", h.col("auc", ".4f"))]) + [""]
-    for m in ("cegb_native", "cegb_ordinal"):
+    for m in ("cegb_native", "cegb_codes", "cegb_ordinal"):
         if m in chosen and "cegb_onehot" in chosen:
             lines += [f"{m.replace('_', ' ')} against cegb one-hot (validation fronts, test "
                       "figures):", ""]
@@ -401,6 +422,12 @@ def render(doc):
                       f"{first['bayes_auc_test']:.4f}.", ""]
         if by:
             lines += accuracy_table(by) + [""]
+        ref = by.get(REFERENCE)
+        if ref and "test_positives" in ref:
+            n_pos = ref["test_positives"]
+            se = auc_standard_error(ref["quality"]["auc"], n_pos, ref["n_test"] - n_pos)
+            lines += [f"Test AUC standard error (Hanley-McNeil, {n_pos:,} positives of "
+                      f"{ref['n_test']:,}) at LightGBM native's AUC: {se:.4f}.", ""]
         fronts = {r["method"]: r for r in ok if r["method"] in FRONT_METHODS}
         if fronts:
             lines += ["CEGB cost path (Lending Club prices of `datasets.load_lending_club`: "

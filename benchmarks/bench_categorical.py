@@ -5,10 +5,10 @@ columns), Ames (40) and a synthetic set with 1,000+ levels per column
 (``datasets.make_synthetic_categorical``), every system with the same rounds, leaves,
 learning rate and max_bin (``harness.library_params``): LightGBM with pandas ``category``
 columns, XGBoost ``enable_categorical``, LightGBM on one-hot indicators and on ordinal
-codes, cbudget on ordinal codes and on one-hot indicators, and cbudget native
-(``cbudget.Dataset(frame, categorical_feature=[names])``) and on the ordinal codes
-(``categorical_feature=[indices]``), each skipped with the reason when the cbudget
-imported refuses it or makes no categorical split. One child per (data set,
+codes, cbudget on ordinal codes and on one-hot indicators, and cbudget's categorical
+splits on the pandas frame (``cbudget.Dataset(frame, categorical_feature=[names])``) and
+on the ordinal codes (``categorical_feature=[indices]``), each skipped with the reason
+when the cbudget imported refuses it or makes no categorical split. One child per (data set,
 system, repeat), the systems interleaved within a repeat. On Lending Club also CEGB's
 cost path with the categorical columns one-hot (the indicators of a column one cost
 group: the column is priced once), as ordinal codes and native (frame or codes). Protocol:

@@ -27,25 +27,8 @@ def plan(args, names):
 
 
 # ------------------------------------------------------------------------- child
-def _train_xgboost(data, params, n_rounds, clock):
-    import xgboost as xgb
-
-    class RoundClock(xgb.callback.TrainingCallback):
-        def after_iteration(self, model, epoch, evals_log):
-            clock.tick()
-            return False
-
-    clock.start()
-    dtrain = xgb.QuantileDMatrix(data["X_train"], data["y_train"], max_bin=params["max_bin"],
-                                 nthread=params["nthread"])
-    t_dataset = clock.since_start()
-    booster = xgb.train(params, dtrain, num_boost_round=n_rounds, callbacks=[RoundClock()],
-                        verbose_eval=False)
-    return booster, t_dataset, clock.since_start(), dtrain
-
-
 TRAINERS = {"cbudget": h.train_cbudget_timed, "lightgbm": h.train_lightgbm_timed,
-            "xgboost": _train_xgboost}
+            "xgboost": h.train_xgboost_timed}
 PREDICT = {  # the prediction of the first r rounds (None: all)
     "cbudget": lambda b, X, r: b.predict(X, iteration_range=None if r is None else (0, r)),
     "lightgbm": lambda b, X, r: b.predict(X, num_iteration=r),

@@ -55,6 +55,8 @@ _SHA256 = {
         "36dca82ba3bf99201bac3987b00a8fbf6fe5f563e9fa6d0da90e783710a32df4",
     "lending_club.csv.gz":
         "06ce4edfcf2a80d2daceab44b6100034e026df59e9ab2d61c7ab1514bb9a4d3f",
+    "ames.csv.gz":
+        "194277eff83bf330bc4f44f95f191e6331e6fd17428dc98516ca75c2a555cd14",
 }
 
 
@@ -783,7 +785,8 @@ def load_lending_club(seed=0, check_sha256=True):
     each in file order. Stratified because with 5 % positives a plain random split would
     move the validation and test AUC by the luck of the draw.
 
-    Categorical columns (cbudget has no native categoricals yet) as **ordinal codes**
+    Categorical columns as **ordinal codes** (:func:`load_lending_club_frame` keeps the
+    levels, as pandas ``category`` columns)
     0, 1, ...: ``term`` (36, 60 months), ``sub_grade`` (A1 < A2 < ... < G5, the lender's
     risk grade), ``verification_status`` and ``emp_length`` (< 1 year, 1, ..., 9, 10+,
     unknown last) in the orders of ``LENDING_LEVELS``; ``addr_state`` (the 50 codes the file
@@ -816,6 +819,25 @@ def load_lending_club(seed=0, check_sha256=True):
         ``{"bureau": 20.0}`` (for ``cbudget.Dataset``); ``feature_names`` the CSV's
         column names; ``n_classes`` 2; ``name`` ``"lending_club"``.
     """
+    names, columns, levels, y = _lending_club_columns(check_sha256)
+    X = np.empty((y.shape[0], len(names)), dtype=np.float32)
+    for j, name in enumerate(names):
+        if name in levels:
+            code = {v: k for k, v in enumerate(levels[name])}
+            X[:, j] = [code[v] for v in columns[name]]
+        else:
+            X[:, j] = np.asarray(columns[name], dtype=np.float64)
+    train, valid, test = _stratified_split(y, seed)
+    return {"name": "lending_club",
+            "X_train": np.ascontiguousarray(X[train]), "y_train": y[train],
+            "X_valid": np.ascontiguousarray(X[valid]), "y_valid": y[valid],
+            "X_test": np.ascontiguousarray(X[test]), "y_test": y[test],
+            **_lending_club_costs(names), "feature_names": names, "n_classes": 2}
+
+
+def _lending_club_columns(check_sha256):
+    """The parsed CSV: (feature names, {name: the column's text values}, {categorical
+    column: its levels in code order}, label int32 (1 = bad))."""
     text = _read_gz("lending_club.csv.gz", check_sha256).decode("ascii")
     reader = csv.reader(io.StringIO(text))
     header = next(reader)
@@ -825,39 +847,199 @@ def load_lending_club(seed=0, check_sha256=True):
     if len(rows) != 9857 or set(names) != expected or header[-1] != "Class":
         raise ValueError(f"lending_club.csv: expected 9857 rows of {sorted(expected)} and "
                          f"Class, got {len(rows)} rows of {header}")
-    columns = list(zip(*rows, strict=True))
-    states = sorted(set(columns[header.index("addr_state")]))
-    levels = dict(LENDING_LEVELS, addr_state=tuple(states))
-    X = np.empty((len(rows), len(names)), dtype=np.float32)
-    for j, name in enumerate(names):
-        values = columns[header.index(name)]
-        if name in levels:
-            code = {v: k for k, v in enumerate(levels[name])}
-            unknown = set(values) - set(code)
-            if unknown:
-                raise ValueError(f"lending_club.csv: {name} has unknown levels {unknown}")
-            X[:, j] = [code[v] for v in values]
-        else:
-            X[:, j] = np.asarray(values, dtype=np.float64)
-    label = columns[header.index("Class")]
+    columns = dict(zip(header, zip(*rows, strict=True), strict=True))
+    levels = dict(LENDING_LEVELS, addr_state=tuple(sorted(set(columns["addr_state"]))))
+    for name, known in levels.items():
+        unknown = set(columns[name]) - set(known)
+        if unknown:
+            raise ValueError(f"lending_club.csv: {name} has unknown levels {unknown}")
+    label = columns.pop("Class")
     if set(label) != {"good", "bad"}:
         raise ValueError(f"lending_club.csv: Class has levels {set(label)}")
-    y = (np.asarray(label) == "bad").astype(np.int32)
+    return names, columns, levels, (np.asarray(label) == "bad").astype(np.int32)
+
+
+def _stratified_split(y, seed, fractions=(0.2, 0.2)):
+    """Sorted (train, valid, test) row indices: within each class the rows permuted with
+    ``seed`` and cut into ``1 - sum(fractions)`` / ``fractions`` (rounded per class)."""
     parts = [[], [], []]
-    for cls in (0, 1):
+    for cls in np.unique(y):
         rows_c = np.flatnonzero(y == cls)
         n = rows_c.size
-        n_valid = n_test = int(round(0.2 * n))  # noqa: RUF046 - numpy 1.x scalars
+        n_valid, n_test = (int(round(f * n)) for f in fractions)  # noqa: RUF046
         for part, idx in zip(parts, _split_indices(n, (n - n_valid - n_test, n_valid,
                                                        n_test), seed), strict=True):
             part.append(rows_c[idx])
-    train, valid, test = (np.sort(np.concatenate(p)) for p in parts)
-    costs = np.ones(len(names), dtype=np.float64)    # every feature 1; the bureau group 20
-    return {"name": "lending_club",
-            "X_train": np.ascontiguousarray(X[train]), "y_train": y[train],
-            "X_valid": np.ascontiguousarray(X[valid]), "y_valid": y[valid],
-            "X_test": np.ascontiguousarray(X[test]), "y_test": y[test],
-            "feature_costs": costs,
+    return [np.sort(np.concatenate(p)) for p in parts]
+
+
+def _lending_club_costs(names):
+    """The prices of :func:`load_lending_club`: every feature 1, the bureau group 20."""
+    return {"feature_costs": np.ones(len(names), dtype=np.float64),
             "cost_groups": {"bureau": [names.index(c) for c in LENDING_BUREAU]},
-            "group_costs": {"bureau": LENDING_BUREAU_PRICE},
-            "feature_names": names, "n_classes": 2}
+            "group_costs": {"bureau": LENDING_BUREAU_PRICE}}
+
+
+def _frame_parts(frame, parts):
+    """``{"X_<part>": the rows of frame (index reset)}`` of ``parts`` {part: row indices}."""
+    return {f"X_{part}": frame.iloc[rows].reset_index(drop=True) for part, rows in parts.items()}
+
+
+def load_lending_club_frame(seed=0, check_sha256=True):
+    """:func:`load_lending_club` (the same rows, split, prices and column order) with the
+    features as **pandas DataFrames** whose five categorical columns are pandas
+    ``category`` columns of the text levels (``term_36``, ``C4``, ``CT``, ...), not codes.
+
+    The categories of each column are the levels of ``LENDING_LEVELS`` (states
+    alphabetical) in that order, the same for every part, so a column's category codes
+    equal :func:`load_lending_club`'s ordinal codes. Numeric columns are float32.
+
+    Returns
+    -------
+    dict as :func:`load_lending_club` with ``X_train``, ``X_valid``, ``X_test``
+    DataFrames, ``categorical`` the categorical column names (in column order) and
+    ``task`` ``"binary"``.
+    """
+    import pandas as pd
+    names, columns, levels, y = _lending_club_columns(check_sha256)
+    frame = pd.DataFrame({
+        name: (pd.Categorical(columns[name], categories=list(levels[name])) if name in levels
+               else np.asarray(columns[name], dtype=np.float64).astype(np.float32))
+        for name in names})
+    train, valid, test = _stratified_split(y, seed)
+    return {"name": "lending_club", **_frame_parts(frame, {"train": train, "valid": valid,
+                                                           "test": test}),
+            "y_train": y[train], "y_valid": y[valid], "y_test": y[test],
+            **_lending_club_costs(names), "feature_names": names,
+            "categorical": [n for n in names if n in levels], "n_classes": 2,
+            "task": "binary"}
+
+
+AMES_TARGET = "Sale_Price"
+
+
+def load_ames(seed=0, check_sha256=True):
+    """Ames housing (R package ``modeldata``; shared data README, section 4): 2,930 houses,
+    73 features, regression on the **natural log of Sale_Price**.
+
+    The CSV's 40 text columns (``Neighborhood`` 28 levels, ``MS_SubClass`` 16, ...; 279
+    levels in all) are pandas ``category`` columns with their levels sorted
+    alphabetically; the 33 numeric columns are float32. Only ``NA`` is read as missing
+    (there is none: ``None`` is a level of ``Mas_Vnr_Type`` and ``Misc_Feature``).
+
+    Split (no stratification: a regression): the rows are permuted with
+    ``numpy.random.default_rng(seed).permutation`` and cut 60 / 20 / 20 %, giving 1,758
+    train / 586 valid / 586 test rows, each in file order.
+
+    Returns
+    -------
+    dict with ``X_train`` / ``X_valid`` / ``X_test`` DataFrames, ``y_*`` float64 (log
+    price), ``categorical`` the 40 categorical column names (in column order),
+    ``feature_names``, ``feature_costs`` (all 1.0), ``n_classes`` 0, ``task``
+    ``"regression"``, ``name`` ``"ames"``.
+    """
+    import pandas as pd
+    raw = _read_gz("ames.csv.gz", check_sha256)
+    df = pd.read_csv(io.BytesIO(raw), keep_default_na=False, na_values=["NA"])
+    if df.shape != (2930, 74) or AMES_TARGET not in df.columns:
+        raise ValueError(f"ames.csv: expected 2930 rows x 74 columns with {AMES_TARGET}, "
+                         f"got {df.shape}")
+    y = np.log(df.pop(AMES_TARGET).to_numpy(dtype=np.float64))
+    categorical = [c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])]
+    frame = pd.DataFrame({c: (pd.Categorical(df[c]) if c in categorical
+                              else df[c].to_numpy(dtype=np.float32)) for c in df.columns})
+    n = y.shape[0]
+    n_valid = n_test = int(round(0.2 * n))  # noqa: RUF046 - numpy 1.x scalars
+    train, valid, test = _split_indices(n, (n - n_valid - n_test, n_valid, n_test), seed)
+    return {"name": "ames", **_frame_parts(frame, {"train": train, "valid": valid,
+                                                   "test": test}),
+            "y_train": y[train], "y_valid": y[valid], "y_test": y[test],
+            "feature_names": list(frame.columns), "categorical": categorical,
+            "feature_costs": np.ones(frame.shape[1], dtype=np.float64), "n_classes": 0,
+            "task": "regression"}
+
+
+# (name, levels, frequencies "uniform" or "zipf", sd of the per-level effect)
+CATEGORICAL_COLUMNS = (("cat_1k", 1000, "uniform", 0.8), ("cat_2k_zipf", 2000, "zipf", 0.8),
+                       ("cat_5k", 5000, "uniform", 0.5), ("cat_20", 20, "uniform", 0.5))
+CATEGORICAL_MISSING = 0.01  # share of missing values of cat_2k_zipf
+
+
+def make_synthetic_categorical(n_samples=1_000_000, seed=0, test_fraction=0.2):
+    """A synthetic binary problem with high-cardinality categorical columns (issue 44's
+    "1,000+ levels, 1M rows"; no such public data set is available offline).
+
+    Generator (``rng = numpy.random.default_rng(seed)``):
+
+    1. Numeric ``x0..x7 ~ N(0, 1)`` (float32); ``x4..x7`` are noise.
+    2. Categorical columns (``CATEGORICAL_COLUMNS``), each level with its own random
+       effect drawn once, ``a[level] ~ N(0, sd^2)``:
+
+       ============  ======  ===========================================  ====
+       column        levels  frequencies                                  sd
+       ============  ======  ===========================================  ====
+       cat_1k         1,000  uniform                                      0.8
+       cat_2k_zipf    2,000  Zipf-like, P(rank r) ~ 1 / (r + 10) (a       0.8
+                             random level order); 1 % missing (effect 0)
+       cat_5k         5,000  uniform (about 160 training rows a level)    0.5
+       cat_20            20  uniform; its effect multiplies x0            0.5
+       ============  ======  ===========================================  ====
+
+    3. ``logit = 0.8*x0 - 0.6*x1 + 0.5*x2*x3 + a_1k[c] + a_2k[c] + a_5k[c] +
+       a_20[c]*x0``; ``y ~ Bernoulli(sigmoid(logit))`` (about half positive).
+    4. The first ``n_samples - n_test`` rows train, the last ``n_test =
+       round(test_fraction * n_samples)`` test (i.i.d. rows: a random split).
+
+    The levels are strings ``"<column>_<k>"`` as pandas ``category`` columns whose
+    categories are all the column's levels in ``k`` order (the same for both parts: a
+    category code is ``k``; missing is NaN). A code as a number means nothing: only a
+    categorical split (or one-hot indicators) can group levels of similar effect.
+
+    Returns
+    -------
+    dict with ``X_train`` / ``X_test`` DataFrames (8 numeric then 4 categorical
+    columns), ``y_*`` int32, ``p_test`` the true probabilities of the test rows,
+    ``bayes_auc_test`` (their AUC), ``categorical``, ``feature_names``, ``feature_costs``
+    (all 1.0), ``n_classes`` 2, ``task`` ``"binary"``, ``name``
+    ``"synthetic_categorical"``; no validation part (``X_valid`` None).
+    """
+    import pandas as pd
+    n_test = int(round(test_fraction * n_samples))  # noqa: RUF046 - numpy 1.x scalars
+    if n_samples < 10 or not 0 < n_test < n_samples:
+        raise ValueError("make_synthetic_categorical needs n_samples >= 10 and a test "
+                         f"fraction in (0, 1), got {n_samples}, {test_fraction}")
+    rng = np.random.default_rng(seed)
+    X = np.empty((n_samples, 8), dtype=np.float32)
+    rng.standard_normal(out=X, dtype=np.float32)
+    x = X.astype(np.float64)
+    logit = 0.8 * x[:, 0] - 0.6 * x[:, 1] + 0.5 * x[:, 2] * x[:, 3]
+    frame = {f"x{j}": X[:, j] for j in range(8)}
+    for name, k, freq, sd in CATEGORICAL_COLUMNS:
+        effect = rng.normal(0.0, sd, size=k)
+        if freq == "zipf":
+            p = 1.0 / (np.arange(k) + 10.0)
+            p = p[rng.permutation(k)]
+            codes = rng.choice(k, size=n_samples, p=p / p.sum())
+        else:
+            codes = rng.integers(0, k, size=n_samples)
+        term = effect[codes] * (x[:, 0] if name == "cat_20" else 1.0)
+        if name == "cat_2k_zipf":
+            missing = rng.random(n_samples) < CATEGORICAL_MISSING
+            codes[missing], term[missing] = -1, 0.0
+        logit += term
+        frame[name] = pd.Categorical.from_codes(codes, categories=[f"{name}_{c}"
+                                                                   for c in range(k)])
+    p = 1.0 / (1.0 + np.exp(-logit))
+    y = (rng.random(n_samples) < p).astype(np.int32)
+    frame = pd.DataFrame(frame)
+    n_train = n_samples - n_test
+    out = {"name": "synthetic_categorical",
+           **_frame_parts(frame, {"train": np.arange(n_train),
+                                  "test": np.arange(n_train, n_samples)}),
+           "X_valid": None, "y_valid": None, "y_train": y[:n_train], "y_test": y[n_train:],
+           "p_test": p[n_train:], "feature_names": list(frame.columns),
+           "categorical": [c[0] for c in CATEGORICAL_COLUMNS],
+           "feature_costs": np.ones(frame.shape[1], dtype=np.float64), "n_classes": 2,
+           "task": "binary"}
+    out["bayes_auc_test"] = auc(out["y_test"], out["p_test"])
+    return out

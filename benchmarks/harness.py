@@ -190,13 +190,14 @@ def load_dataset(name, n_rows=None, train_rows=None, valid_rows=None, test_rows=
     return data
 
 
-def start_child(spec, library, keep_valid=False):
-    """``library`` imported (in the memory baseline), then the data set of ``spec``: (data,
-    the result fields: library, version, data set, sizes, load time, RSS after loading)."""
+def start_child(spec, library, keep_valid=False, load=load_dataset):
+    """``library`` imported (in the memory baseline), then the data set of ``spec`` (by
+    ``load``, with :func:`load_dataset`'s arguments): (data, the result fields: library,
+    version, data set, sizes, load time, RSS after loading)."""
     version, location = library_version(library)
     t = time.perf_counter()
-    data = load_dataset(spec["dataset"], keep_valid=keep_valid,
-                        **{k: spec.get(k) for k in ROW_OPTIONS})
+    data = load(spec["dataset"], keep_valid=keep_valid,
+                **{k: spec.get(k) for k in ROW_OPTIONS})
     t_load = time.perf_counter() - t
     gc.collect()
     sizes = {f"n_{part}": int(data[f"X_{part}"].shape[0]) for part in ("train", "valid", "test")
@@ -343,6 +344,25 @@ def train_lightgbm_timed(data, params, n_rounds, clock):
     t_dataset = clock.since_start()
     booster = lgb.train(params, dtrain, num_boost_round=n_rounds,
                         callbacks=[lambda env: clock.tick()])
+    return booster, t_dataset, clock.since_start(), dtrain
+
+
+def train_xgboost_timed(data, params, n_rounds, clock, **dmatrix_kwargs):
+    """The same for XGBoost (its QuantileDMatrix built inside the time; ``dmatrix_kwargs``
+    e.g. ``enable_categorical=True``)."""
+    import xgboost as xgb
+
+    class RoundClock(xgb.callback.TrainingCallback):
+        def after_iteration(self, model, epoch, evals_log):
+            clock.tick()
+            return False
+
+    clock.start()
+    dtrain = xgb.QuantileDMatrix(data["X_train"], data["y_train"], max_bin=params["max_bin"],
+                                 nthread=params["nthread"], **dmatrix_kwargs)
+    t_dataset = clock.since_start()
+    booster = xgb.train(params, dtrain, num_boost_round=n_rounds, callbacks=[RoundClock()],
+                        verbose_eval=False)
     return booster, t_dataset, clock.since_start(), dtrain
 
 

@@ -588,9 +588,8 @@ cdef class TreeGrower:
         group) and, when ``build_id >= 0``, build that child's histograms in the same
         round trip; returns the number of rows sent left (-1: ``remote_error``)."""
         try:
-            # a categorical split sends the bins of its bitset left (8 words)
-            cat_bins = (np.array(<uint32_t[:8]> &node.split.cat_bins[0], dtype=np.uint32)
-                        if node.split.categorical else None)
+            # a categorical split sends the bins going left (its 8 words, as ints)
+            cat_bins = tuple(node.split.cat_bins) if node.split.categorical else None
             n_left, n_new, n_new_touched, block = self.exchange.split(
                 node - self.nodes, node.split.feature, node.split.bin_threshold,
                 bool(node.split.default_left), left_id, build_id, bool(self.has_penalty),
@@ -676,7 +675,7 @@ cdef class TreeGrower:
           acquire, cat_bins)`` -> ``(n_left, newly_acquired, newly_touched, block or
           None)``: the children get ids ``left_id`` and ``left_id + 1``; ``block`` holds
           child ``build_id``'s histograms (``build_id = -1``: none wanted); ``cat_bins``
-          is None for a numeric split, else the 8 uint32 words of the bins going left.
+          is None for a numeric split, else the 8 words (ints) of the bins going left.
 
         An exception of the exchange is raised once growth has released its buffers."""
         if self.exchange is None:

@@ -117,13 +117,14 @@ def fit_dask_categories(client, data, partitions: list, names: list[str],
     their levels over all its rows, as :class:`cbudget.Dataset` fits them on the whole
     data: each partition's levels found on its worker (``partitions``: the futures of
     ``data``'s row partitions; :func:`cbudget.categories.fit_categories`, "auto" taking
-    a partition's category and string columns), the driver merging them (:func:`merge_levels`). A
-    collection of numbers (integer codes) is not read."""
+    a partition's category and string columns), the driver merging them
+    (:func:`merge_levels`). A collection of numbers (integer codes) is not read."""
     if isinstance(spec, Categories):
         return spec
     dtypes = _column_dtypes(data)
-    with_levels = [m for m, dtype in enumerate(dtypes) if _is_categorical_dtype(dtype)
-                   or getattr(dtype, "kind", "O") not in "biuf"]
+    # columns that may hold levels (category, string, object: kind "O")
+    with_levels = [m for m, dtype in enumerate(dtypes)
+                   if getattr(dtype, "kind", "O") not in "biuf"]
     auto = spec is None or isinstance(spec, str) and spec == "auto"
     chosen = [] if auto else parse_categorical_feature(spec, names, []).tolist()
     if not (with_levels if auto else set(with_levels) & set(chosen)):

@@ -187,6 +187,10 @@ def test_clear_errors_for_categorical_columns(dask_client):
         lazy = dd.from_pandas(mixed, npartitions=2, sort=False)
     with pytest.raises(TypeError, match="'sex' mixes strings and numbers"):
         DaskDataset(dask_client, lazy, label, categorical_feature=["sex"])
+    numbers = dd.from_pandas(frame[["x", "code"]], npartitions=2, sort=False)
+    for bad in (frame.sex, frame.grade, pd.Series(pd.Categorical(frame.code))):
+        with pytest.raises(TypeError, match="label has dtype .*: labels are numbers"):
+            DaskDataset(dask_client, numbers, dd.from_pandas(bad, npartitions=2, sort=False))
     codes = np.column_stack([frame.x, frame.code + 0.5])
     with pytest.raises(ValueError, match="'column 1' holds codes that are not integers"):
         DaskDataset(dask_client, da.from_array(codes, chunks=(150, 2)),

@@ -86,6 +86,17 @@ def _is_categorical_dtype(dtype) -> bool:
     return getattr(dtype, "name", None) == "category"
 
 
+def _check_numeric(values, name: str) -> None:
+    """TypeError for a Dask label or weight column that is not numeric (strings,
+    categories: as cbudget.Dataset refuses them), from its metadata, before anything is
+    computed."""
+    dtype = getattr(values, "dtype", None)
+    if dtype is not None and getattr(dtype, "kind", "f") not in "biuf":
+        raise TypeError(f"{name} has dtype {dtype}: {name}s are numbers (classes numbered "
+                        f"0..K-1): encode a {name} of strings or categories first, e.g. "
+                        "with pandas.factorize")
+
+
 def _column_dtypes(data) -> list:
     """The dtype of each column of a Dask DataFrame or 2-D array (from its metadata:
     nothing is computed)."""
@@ -216,6 +227,8 @@ class DaskDataset:
         blocks = _row_blocks(data, "data")
         label_blocks = _row_blocks(label, "label")
         weight_blocks = (None if weight is None else _row_blocks(weight, "weight"))
+        _check_numeric(label, "label")
+        _check_numeric(weight, "weight")
         if len(label_blocks) != len(blocks) or (weight_blocks is not None
                                                 and len(weight_blocks) != len(blocks)):
             raise ValueError(f"data has {len(blocks)} partitions, label "

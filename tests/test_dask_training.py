@@ -190,11 +190,6 @@ def test_clear_errors(dask_client):
     with pytest.raises(ValueError, match="feature_costs"):
         DaskDataset(dask_client, da.from_array(X, chunks=(600, N_FEATURES)),
                     da.from_array(y, chunks=600), feature_costs=[-1.0] * N_FEATURES)
-    # categorical splits are not distributed yet (a reference that has them: refused)
-    ddata.reference.categories = cbudget.categories.Categories([0])
-    with pytest.raises(ValueError, match="categorical splits are not supported by "
-                                         "cbudget.dask.train"):
-        train(dask_client, {}, ddata, 2)
 
 
 class KillWorker(cbudget.TrainingCallback):

@@ -200,9 +200,6 @@ cdef class TreeGrower:
             self.categorical_array = np.ascontiguousarray(categorical, dtype=np.uint8)
             if self.categorical_array.shape != (binned.shape[1],):
                 raise ValueError("categorical must have one flag per feature of binned")
-            if exchange is not None and self.categorical_array.any():
-                raise ValueError("categorical splits are not supported by distributed "
-                                 "(Dask) training yet")
             cat_view = self.categorical_array
             if binned.shape[1]:
                 self.categorical = &cat_view[0]
@@ -591,9 +588,12 @@ cdef class TreeGrower:
         group) and, when ``build_id >= 0``, build that child's histograms in the same
         round trip; returns the number of rows sent left (-1: ``remote_error``)."""
         try:
+            # a categorical split sends the bins going left (its 8 words, as ints)
+            cat_bins = tuple(node.split.cat_bins) if node.split.categorical else None
             n_left, n_new, n_new_touched, block = self.exchange.split(
                 node - self.nodes, node.split.feature, node.split.bin_threshold,
-                bool(node.split.default_left), left_id, build_id, bool(self.has_penalty))
+                bool(node.split.default_left), left_id, build_id, bool(self.has_penalty),
+                cat_bins)
             self.pending, self.pending_node = block, build_id
             newly[0], newly_touched[0] = n_new, n_new_touched
             return n_left
@@ -672,9 +672,10 @@ cdef class TreeGrower:
         * ``histograms(node)`` -> the node's histograms and acquisition counts, summed,
           as the bytes of one histogram block;
         * ``split(node, feature, bin_threshold, default_left, left_id, build_id,
-          acquire)`` -> ``(n_left, newly_acquired, newly_touched, block or None)``: the
-          children get ids ``left_id`` and ``left_id + 1``; ``block`` holds child
-          ``build_id``'s histograms (``build_id = -1``: none wanted).
+          acquire, cat_bins)`` -> ``(n_left, newly_acquired, newly_touched, block or
+          None)``: the children get ids ``left_id`` and ``left_id + 1``; ``block`` holds
+          child ``build_id``'s histograms (``build_id = -1``: none wanted); ``cat_bins``
+          is None for a numeric split, else the 8 words (ints) of the bins going left.
 
         An exception of the exchange is raised once growth has released its buffers."""
         if self.exchange is None:
@@ -908,13 +909,28 @@ cdef class TreeGrower:
         return block
 
     def split_node(self, Py_ssize_t node_id, int feature, int bin_threshold,
-                   bint default_left, Py_ssize_t left_id, bint acquire):
+                   bint default_left, Py_ssize_t left_id, bint acquire, cat_bins=None):
         """Split this worker's rows of a node (children ``left_id``, ``left_id + 1``);
-        with ``acquire``, the rows acquire ``feature``. Returns (rows sent left, rows
-        that newly acquired the feature, rows that newly touched its group)."""
+        with ``acquire``, the rows acquire ``feature``. ``cat_bins``: for a split of a
+        categorical feature (and only then), the 8 uint32 words of the bins going left
+        (``bin_threshold`` unused). Returns (rows sent left, rows that newly acquired
+        the feature, rows that newly touched its group)."""
         cdef grow_node * node = self._tree_node(node_id)
+        cdef const uint32_t[::1] bins_left
+        cdef const uint32_t * cat_ptr = NULL
         if not 0 <= feature < self.n_features or not 0 <= bin_threshold < self.missing_bin:
             raise ValueError(f"no split on feature {feature} at bin {bin_threshold}")
+        if (cat_bins is not None) != (self.categorical != NULL
+                                      and self.categorical[feature] != 0):
+            raise ValueError(f"feature {feature} is "
+                             f"{'numeric' if cat_bins is not None else 'categorical'} "
+                             f"here: a split on it " + ("takes no cat_bins"
+                             if cat_bins is not None else "needs its cat_bins"))
+        if cat_bins is not None:
+            bins_left = np.ascontiguousarray(cat_bins, dtype=np.uint32)
+            if bins_left.shape[0] != 8:
+                raise ValueError(f"cat_bins must hold 8 words, got {bins_left.shape[0]}")
+            cat_ptr = &bins_left[0]
         if left_id != self.n_nodes or left_id + 2 > self.capacity or node.left != -1:
             raise ValueError(f"node {node_id} cannot get children {left_id}, {left_id + 1} "
                              f"here ({self.n_nodes} nodes)")
@@ -930,7 +946,7 @@ cdef class TreeGrower:
             with nogil:
                 n_left = split_rows_parallel(
                     &self.tree_rows[node.start], n_rows, &self.binned[0, feature],
-                    bin_threshold, default_left, self.missing_bin, NULL, self.buffer,
+                    bin_threshold, default_left, self.missing_bin, cat_ptr, self.buffer,
                     self.n_threads)
                 if acquire:
                     self.state.acquire_rows(&self.tree_rows[node.start], n_rows, feature,

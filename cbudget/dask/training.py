@@ -25,6 +25,7 @@ from ..algorithms import REGISTRY
 from ..algorithms.boosting import (
     BoostingTrainer,
     RoundSampler,
+    add_checked_round,
     binned_like,
     initial_base_score,
     mean_training_cost,
@@ -34,7 +35,13 @@ from ..algorithms.boosting import (
 )
 from ..booster import Booster
 from ..callback import CallbackContainer
-from ..dataset import Dataset, as_float_matrix, binning_rows
+from ..categories import (
+    CategoricalSpec,
+    Categories,
+    fit_categories,
+    parse_categorical_feature,
+)
+from ..dataset import Dataset, binning_rows, read_matrix
 from ..engine import Trainer, run_training
 from ..objectives import get_objective
 from ..training import set_up_training, training_callbacks
@@ -75,10 +82,82 @@ def _row_blocks(collection, what: str) -> list:
     return list(collection.to_delayed())
 
 
-def _partition(X, label, weight) -> tuple:
-    """One partition's float matrix, labels and weights, checked to have the same rows,
+def _is_categorical_dtype(dtype) -> bool:
+    return getattr(dtype, "name", None) == "category"
+
+
+def _check_numeric(values, name: str) -> None:
+    """TypeError for a Dask label or weight column that is not numeric (strings,
+    categories: as cbudget.Dataset refuses them), from its metadata, before anything is
+    computed."""
+    dtype = getattr(values, "dtype", None)
+    if dtype is not None and getattr(dtype, "kind", "f") not in "biuf":
+        raise TypeError(f"{name} has dtype {dtype}: {name}s are numbers (classes numbered "
+                        f"0..K-1): encode a {name} of strings or categories first, e.g. "
+                        "with pandas.factorize")
+
+
+def _column_dtypes(data) -> list:
+    """The dtype of each column of a Dask DataFrame or 2-D array (from its metadata:
+    nothing is computed)."""
+    if hasattr(data, "columns"):
+        return list(data.dtypes)
+    if getattr(data, "ndim", 0) != 2:
+        raise ValueError(f"data must be 2-D, got {getattr(data, 'ndim', '?')} dimensions")
+    return [data.dtype] * int(data.shape[1])
+
+
+def merge_levels(found: list[list], name: str, categorical_dtype: bool) -> list:
+    """A column's levels from those of its partitions, as a Dataset of all the rows
+    fits them: a ``category`` column's categories in order of first appearance (the
+    partitions' union, as Dask concatenates them; equal categories stay as they are),
+    another column's distinct values sorted; checked alike (one kind of level, at most
+    ``MAX_LEVELS``)."""
+    import pandas as pd
+    merged = list(dict.fromkeys(level for levels in found for level in levels))
+    column = (pd.Series(pd.Categorical(merged, categories=merged)) if categorical_dtype
+              else pd.Series(merged, dtype=object))
+    levels = fit_categories(pd.DataFrame({name: column}), [name], [0]).levels[0]
+    assert levels is not None      # a column of levels has levels
+    return levels
+
+
+def fit_dask_categories(client, data, partitions: list, names: list[str],
+                        spec: CategoricalSpec) -> Categories:
+    """The categorical features ``spec`` names in the Dask collection ``data`` and
+    their levels over all its rows, as :class:`cbudget.Dataset` fits them on the whole
+    data: each partition's levels found on its worker (``partitions``: the futures of
+    ``data``'s row partitions; :func:`cbudget.categories.fit_categories`, "auto" taking
+    a partition's category and string columns), the driver merging them
+    (:func:`merge_levels`). A collection of numbers (integer codes) is not read."""
+    if isinstance(spec, Categories):
+        return spec
+    dtypes = _column_dtypes(data)
+    # columns that may hold levels (category, string, object: kind "O")
+    with_levels = [m for m, dtype in enumerate(dtypes)
+                   if getattr(dtype, "kind", "O") not in "biuf"]
+    auto = spec is None or isinstance(spec, str) and spec == "auto"
+    chosen = [] if auto else parse_categorical_feature(spec, names, []).tolist()
+    if not (with_levels if auto else set(with_levels) & set(chosen)):
+        return Categories(chosen)      # integer codes only, or nothing categorical
+    parts = client.gather(client.map(fit_categories, partitions, names=names,
+                                     spec="auto" if auto else chosen, pure=False))
+    if auto:      # the columns any partition takes (an object column holding strings)
+        chosen = sorted({m for part in parts for m in part.features.tolist()})
+    levels: list[list | None] = []
+    for m in chosen:
+        found = [part.levels_of(m) for part in parts if m in part.features]
+        found = [lv for lv in found if lv is not None]
+        levels.append(merge_levels(found, names[m], _is_categorical_dtype(dtypes[m]))
+                      if found else None)
+    return Categories(chosen, levels)
+
+
+def _partition(X, label, weight, categories: Categories, feature_names) -> tuple:
+    """One partition's float matrix (categorical columns as the codes of
+    ``categories``' levels), labels and weights, checked to have the same rows,
     without its rows of weight 0 (no training rows, as in :func:`cbudget.train`)."""
-    X, _ = as_float_matrix(X, "data")
+    X, _ = read_matrix(X, "data", categories, check=True, feature_names=feature_names)
     y = np.asarray(label, dtype=np.float64).reshape(-1)
     w = None if weight is None else np.asarray(weight, dtype=np.float64).reshape(-1)
     if y.shape[0] != X.shape[0] or (w is not None and w.shape[0] != X.shape[0]):
@@ -112,22 +191,28 @@ class DaskDataset:
         Partitioned like ``data``.
     weight : like ``label``, optional
     feature_names, feature_costs, cost_groups, group_costs, coupled_costs, split_cost,
-    tree_cost, default_cost, max_bin
-        As for :class:`cbudget.Dataset`.
+    tree_cost, default_cost, max_bin, categorical_feature
+        As for :class:`cbudget.Dataset`: "auto" takes a DataFrame's ``category`` and
+        string columns; names or indices take those columns (a Dask array of integer
+        codes, or a DataFrame's numeric columns of codes).
 
     The partitions are computed and kept on the workers (``client.compute``); they stay
-    where Dask put them, and training keeps each worker's rows there. The bin edges
-    are found on the driver from the same rows a :class:`cbudget.Dataset` of the whole
-    data would use (all of them up to 200,000 rows, else the same random sample),
-    gathered once: the edges, and so the trees, equal single-machine training's. The
-    driver also gathers the labels and weights once (16 bytes per row), for the initial
-    score.
+    where Dask put them, and training keeps each worker's rows there. The levels of
+    the categorical columns are those of all the rows (each partition's found on its
+    worker, merged by the driver as a Dataset of the whole data orders them), and every
+    partition is coded with them. The bin edges, and the categorical features' bins
+    (their most frequent codes), are found on the driver from the same rows a
+    :class:`cbudget.Dataset` of the whole data would use (all of them up to 200,000
+    rows, else the same random sample), gathered once: the bins, and so the trees,
+    equal single-machine training's. The driver also gathers the labels and weights
+    once (16 bytes per row), for the initial score.
 
     Attributes
     ----------
     reference : cbudget.Dataset
-        The bin edges, feature names and costs, without rows: build validation data
-        with ``cbudget.Dataset(X, y, reference=dtrain.reference)``.
+        The bin edges, feature names, costs and categories (levels and bins), without
+        rows: build validation data with ``cbudget.Dataset(X, y,
+        reference=dtrain.reference)``.
     partition_rows : list of int
     """
 
@@ -135,12 +220,15 @@ class DaskDataset:
                  feature_names: Sequence[str] | None = None, feature_costs=None,
                  cost_groups=None, group_costs=None, coupled_costs=None,
                  split_cost: float = 0.0, tree_cost: float = 0.0,
-                 default_cost: float | None = None, max_bin: int = 255) -> None:
+                 default_cost: float | None = None, max_bin: int = 255,
+                 categorical_feature: CategoricalSpec = "auto") -> None:
         check_client(client)
         self.client = client
         blocks = _row_blocks(data, "data")
         label_blocks = _row_blocks(label, "label")
         weight_blocks = (None if weight is None else _row_blocks(weight, "weight"))
+        _check_numeric(label, "label")
+        _check_numeric(weight, "weight")
         if len(label_blocks) != len(blocks) or (weight_blocks is not None
                                                 and len(weight_blocks) != len(blocks)):
             raise ValueError(f"data has {len(blocks)} partitions, label "
@@ -149,10 +237,16 @@ class DaskDataset:
                              + ": they must be partitioned alike")
         if feature_names is None and hasattr(data, "columns"):
             feature_names = [str(c) for c in data.columns]
-        from dask import delayed
-        parts = [delayed(_partition)(X, y, None if weight_blocks is None else weight_blocks[i])
-                 for i, (X, y) in enumerate(zip(blocks, label_blocks))]
-        self.parts = client.compute(parts)
+        names = ([str(n) for n in feature_names] if feature_names is not None else
+                 [f"f{m}" for m in range(len(_column_dtypes(data)))])
+        raw = client.compute(blocks)    # read once: for the levels, then to be coded
+        categories = fit_dask_categories(client, data, raw, names, categorical_feature)
+        self.parts = client.map(_partition, raw, client.compute(label_blocks),
+                                [None] * len(blocks) if weight_blocks is None
+                                else client.compute(weight_blocks),
+                                categories=categories, feature_names=feature_names,
+                                pure=False)
+        del raw      # each raw partition is freed once coded
         labels = client.gather(client.map(_labels, self.parts))
         self.partition_rows = [int(y.shape[0]) for y, _ in labels]
         self.label = np.concatenate([y for y, _ in labels])
@@ -168,7 +262,8 @@ class DaskDataset:
                            feature_costs=feature_costs, cost_groups=cost_groups,
                            group_costs=group_costs, coupled_costs=coupled_costs,
                            split_cost=split_cost, tree_cost=tree_cost,
-                           default_cost=default_cost, max_bin=max_bin)
+                           default_cost=default_cost, max_bin=max_bin,
+                           categorical_feature=categories)
         self.reference = template.without_rows()
         # cbudget.Dataset's checks of the labels and weights (finite, weights >= 0 ...)
         Dataset(np.zeros((n_samples, 1)), self.label, weight=self.weight)
@@ -275,9 +370,9 @@ class WorkerShard:
         return self.grower.build_node(node)
 
     def split(self, node, feature, bin_threshold, default_left, left_id, build_id,
-              acquire) -> tuple:
+              acquire, cat_bins) -> tuple:
         n_left, newly, newly_touched = self.grower.split_node(
-            node, feature, bin_threshold, default_left, left_id, acquire)
+            node, feature, bin_threshold, default_left, left_id, acquire, cat_bins)
         block = self.grower.build_node(build_id) if build_id >= 0 else None
         return n_left, newly, newly_touched, block
 
@@ -375,9 +470,9 @@ class ShardExchange:
         return self.sum_blocks(self.ask_all("histograms", node))
 
     def split(self, node, feature, bin_threshold, default_left, left_id, build_id,
-              acquire) -> tuple:
+              acquire, cat_bins) -> tuple:
         answers = self.ask_all("split", node, feature, bin_threshold, default_left,
-                               left_id, build_id, acquire)
+                               left_id, build_id, acquire, cat_bins)
         n_left = sum(a[0] for a in answers)
         newly = sum(a[1] for a in answers)
         newly_touched = sum(a[2] for a in answers)
@@ -401,6 +496,7 @@ class DaskBoostingTrainer(Trainer):
         self.model = Booster(objective=objective.name, num_class=objective.num_class,
                              base_score=base_score, feature_names=reference.feature_names,
                              cost_model=reference.cost_model, params=p)
+        self.model.categories = reference.categories
         offsets = np.concatenate(([0], np.cumsum(dtrain.partition_rows)))
         placement = dtrain.placement()
         self.workers = list(placement)
@@ -467,7 +563,8 @@ class DaskBoostingTrainer(Trainer):
                 predict_binned_add(binned, tree, reference.missing_bin, raw, k,
                                    self.setup.n_threads)
             trees.append(tree)
-        self.model.add_round(trees, cost_tradeoff=self.cost_tradeoff)
+        add_checked_round(self.model, trees, self.p, self.cost_tradeoff,
+                          reference.categorical_bin_codes)
         state = self.cost_state
         self.train_cost_curve.append(mean_training_cost(
             reference.cost_model, state.acquired_counts, state.touched_counts,
@@ -549,9 +646,6 @@ def train(client, params: dict[str, Any], dtrain: DaskDataset, num_boost_round: 
                          f"{algorithm_name!r} is not data-parallel here: train it with "
                          "cbudget.train on one machine (its models still score on the "
                          "cluster with cbudget.dask.predict)")
-    if dtrain.reference.categorical_features.size:
-        raise ValueError("categorical splits are not supported by cbudget.dask.train yet: "
-                         "train with cbudget.train on one machine")
     # the local checks, on a stand-in with the training labels (no rows gathered)
     stand_in = dtrain.reference.without_rows()
     stand_in.label = np.zeros(0)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
@@ -210,6 +211,23 @@ def check_columns(data: Any, feature_names: Sequence[str], what: str, owner: str
         differences = [(a, b) for a, b in zip(names, feature_names) if a != b][:3]
         raise ValueError(f"{what}'s feature names differ from {owner}'s (first "
                          f"differences: {differences})")
+
+
+def warn_unseen_levels(X: np.ndarray, categories: Categories,
+                       feature_names: Sequence[str]) -> None:
+    """A UserWarning per categorical column of ``X`` (data made with a reference: coded
+    with the reference's levels) whose rows hold levels the training data did not have:
+    they are coded ``k`` (the number of levels), which every split sends to its "other"
+    side, so validation on them measures that side, not what the model learnt of them."""
+    for m, levels in zip(categories.features.tolist(), categories.levels):
+        if levels is None:          # integer codes: any code is a level
+            continue
+        unseen = int(np.count_nonzero(X[:, m] == len(levels)))
+        if unseen:
+            warnings.warn(f"{unseen} of {X.shape[0]} rows of categorical column "
+                          f"{feature_names[m]!r} hold levels not in the training data: "
+                          f"they take code {len(levels)}, which every categorical split "
+                          "sends to its other side", UserWarning, stacklevel=3)
 
 
 def check_model_matches(model: Model, data: Dataset, what: str, hint: str) -> None:
@@ -571,6 +589,8 @@ class Dataset:
             self.categories = self._fit_categories(data, feature_names, categorical_feature)
         X, column_names = read_matrix(data, "data", self.categories, check=True,
                                       feature_names=feature_names)
+        if reference is not None:
+            warn_unseen_levels(X, self.categories, reference.feature_names)
         check_row_count(X)
         n_samples, n_features = X.shape
         self.data = X

@@ -1,8 +1,9 @@
 """Categorical features, the input layer: which columns are categorical, the mapping of
 their levels to codes, its place in the model and its file, and the errors (cbudget/
-categories.py; docs/architecture.md, "Categorical features"). The engine of this branch
-may split the codes as numbers: these tests check the mapping, not the splits."""
+categories.py; docs/architecture.md, "Categorical features"). The splits are
+tests/test_categorical_engine.py's."""
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -94,7 +95,8 @@ def test_validation_data_takes_the_references_levels():
     valid["dept"] = pd.Categorical(["neuro", "onco", "cardio", "psych", "onco", None],
                                    categories=["psych", "neuro", "cardio", "onco"])
     valid["sex"] = ["M", "F", "X", "M", None, "F"]
-    dvalid = Dataset(valid, y[:6], reference=dtrain)
+    with pytest.warns(UserWarning, match="not in the training data"):
+        dvalid = Dataset(valid, y[:6], reference=dtrain)
     np.testing.assert_array_equal(dvalid.data[:, 1], [2, 0, 1, 3, 0, np.nan])
     np.testing.assert_array_equal(dvalid.data[:, 0], [1, 0, 2, 1, np.nan, 0])
     assert dvalid.categories is dtrain.categories
@@ -369,3 +371,18 @@ def test_acquisition_plot_names_categorical_features(trained):
     assert "sex (categorical)" in labels or "dept (categorical)" in labels
     assert "age" in labels or all("(categorical)" in label for label in labels)
     matplotlib.pyplot.close("all")
+
+
+def test_validation_levels_unseen_in_training_are_warned_about():
+    df, y = frame()
+    dtrain = Dataset(df, y, categorical_feature=["sex", "dept", "grade"])
+    valid = df.copy()
+    valid["dept"] = valid["dept"].astype(object)
+    valid.loc[valid.index[:3], "dept"] = "psych"           # not a training level
+    with pytest.warns(UserWarning, match="3 of .* rows of categorical column 'dept' hold "
+                                         "levels not in the training data"):
+        dvalid = Dataset(valid, y, reference=dtrain)
+    assert np.all(dvalid.data[:3, 1] == len(dtrain.categories.levels[1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                      # seen levels: no warning
+        Dataset(df, y, reference=dtrain)

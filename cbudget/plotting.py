@@ -362,10 +362,13 @@ def _ensemble_reach(model: TreeEnsemble, tree_index: int, X: np.ndarray | None) 
 
 
 def _level_set(model: TreeEnsemble, tree: np.ndarray, node: int, shown: int = 8) -> str:
-    """The codes a categorical split sends left, as ``{a, b, ...}`` (the first
-    ``shown``, then how many more)."""
+    """The levels a categorical split sends left, as ``{a, b, ...}`` (the first
+    ``shown``, then how many more): their names when the model has them (a pandas or
+    string column's levels), else their codes."""
     codes = bitset_codes(model.tree_bitsets(tree)[int(np.sum(tree["categorical"][:node]))][1:])
-    text = ", ".join(map(str, codes[:shown].tolist()))
+    levels = model.categories.levels_of(int(tree["feature"][node]))
+    text = ", ".join(str(code) if levels is None or code >= len(levels) else str(levels[code])
+                     for code in codes[:shown].tolist())
     more = f", ... ({codes.size - shown} more)" if codes.size > shown else ""
     return "{" + text + more + "}"
 

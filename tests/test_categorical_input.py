@@ -386,3 +386,20 @@ def test_validation_levels_unseen_in_training_are_warned_about():
     with warnings.catch_warnings():
         warnings.simplefilter("error")                      # seen levels: no warning
         Dataset(df, y, reference=dtrain)
+
+
+def test_plot_tree_shows_level_names(trained):
+    from cbudget.plotting import _ensemble_nodes
+    df, _, model = trained
+    shown = []
+    for t, tree in enumerate(model.trees):
+        nodes, _ = _ensemble_nodes(model, t, None, 0)
+        for k in np.flatnonzero(tree["categorical"]):
+            name = model.feature_names[tree[k]["feature"]]
+            levels = model.categories.levels_of(int(tree[k]["feature"]))
+            if levels is not None:
+                shown.append(nodes[k].text)
+                inside = nodes[k].text.split("{")[1].split("}")[0].split(", ")
+                assert nodes[k].text.startswith(f"{name} in {{")
+                assert set(inside) <= {str(level) for level in levels}
+    assert shown        # the model splits a string column by its levels

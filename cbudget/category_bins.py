@@ -18,34 +18,19 @@ import numpy as np
 
 from .categories import MAX_LEVELS
 
-__all__ = ["MAX_CATEGORY_CODE", "check_codes", "fit_codes",
-           "codes_to_bin_values", "bins_to_bitset", "bitset_codes", "grown_tree_bitsets"]
+__all__ = ["MAX_CATEGORY_CODE", "fit_codes", "codes_to_bin_values", "codes_to_bitset",
+           "bins_to_bitset", "bitset_codes", "grown_tree_bitsets"]
 
 # The largest code a categorical column may hold (the input side's limit on levels): a
 # split's bitset has one bit per code up to its largest, so it stays within 8 KB.
 MAX_CATEGORY_CODE = MAX_LEVELS - 1
 
 
-def check_codes(column: np.ndarray, name: str) -> np.ndarray:
-    """The codes of a categorical column as float64, negative values made NaN (missing);
-    ValueError naming the column for a value that is not an integer or above
-    :data:`MAX_CATEGORY_CODE`."""
-    codes = np.array(column, dtype=np.float64)
-    present = ~np.isnan(codes)
-    codes[present & (codes < 0)] = np.nan
-    present = ~np.isnan(codes)
-    values = codes[present]
-    bad = (values != np.floor(values)) | (values > MAX_CATEGORY_CODE)
-    if bad.any():
-        raise ValueError(f"categorical feature {name!r} holds {values[bad][0]!r}: a "
-                         f"categorical column holds integer codes 0 .. {MAX_CATEGORY_CODE} "
-                         f"(NaN or negative: missing); map the levels to such codes first")
-    return codes
-
-
 def fit_codes(codes: np.ndarray, max_bin: int) -> np.ndarray:
-    """The codes of a checked column that get a bin of their own: the ``max_bin - 1``
-    most frequent (ties to the smaller code), sorted (int64)."""
+    """The codes of a column that get a bin of their own: the ``max_bin - 1`` most
+    frequent (ties to the smaller code), sorted (int64). The column holds codes as the
+    input side makes them (``cbudget.categories``: integers 0 .. :data:`MAX_CATEGORY_CODE`,
+    NaN missing)."""
     values, counts = np.unique(codes[~np.isnan(codes)], return_counts=True)
     if values.size > max_bin - 1:
         order = np.lexsort((values, -counts))[:max_bin - 1]
@@ -54,9 +39,10 @@ def fit_codes(codes: np.ndarray, max_bin: int) -> np.ndarray:
 
 
 def codes_to_bin_values(codes: np.ndarray, kept: np.ndarray) -> np.ndarray:
-    """A checked column with each code replaced by its bin: ``b`` for ``kept[b]``,
-    ``len(kept)`` (the "other" bin) for any other code, NaN for missing. Binned with the
-    edges ``0.5, 1.5, ..., len(kept) - 0.5`` these values fall in those bins."""
+    """A column of codes (as :func:`fit_codes` takes them), each replaced by its bin:
+    ``b`` for ``kept[b]``, ``len(kept)`` (the "other" bin) for any other code, NaN for
+    missing. Binned with the edges ``0.5, 1.5, ..., len(kept) - 0.5`` these values fall
+    in those bins."""
     out = np.full(codes.shape, np.nan)
     present = ~np.isnan(codes)
     values = codes[present].astype(np.int64)
@@ -74,8 +60,13 @@ def bins_to_bitset(cat_bins: np.ndarray, kept: np.ndarray) -> np.ndarray:
     ``kept[b]``)."""
     bits = np.unpackbits(np.ascontiguousarray(cat_bins, dtype="<u4").view(np.uint8),
                          bitorder="little")
-    bins = np.flatnonzero(bits[:kept.size])
-    codes = kept[bins]
+    return codes_to_bitset(kept[np.flatnonzero(bits[:kept.size])])
+
+
+def codes_to_bitset(codes: np.ndarray) -> np.ndarray:
+    """The bitset (a length word ``n``, then ``n`` uint32 words with bit ``c`` set for
+    each code ``c``; no trailing zero word) of the integer ``codes`` (>= 0)."""
+    codes = np.asarray(codes, dtype=np.int64).reshape(-1)
     n_words = int(codes.max()) // 32 + 1 if codes.size else 0
     words = np.zeros(n_words + 1, dtype=np.uint32)
     words[0] = n_words

@@ -26,7 +26,7 @@ from .categories import (
     fit_categories,
     is_table,
 )
-from .category_bins import check_codes, codes_to_bin_values, fit_codes
+from .category_bins import codes_to_bin_values, fit_codes
 from .costs import CostGroups, CostModel, FeatureCosts, GroupCosts
 
 if TYPE_CHECKING:  # only for type hints: the model classes import this module
@@ -642,7 +642,7 @@ class Dataset:
             rows = binning_rows(n_samples, self.weight)  # the rows that place bin edges
             for f in self.categorical_features.tolist():
                 column = X[:, f] if rows is None else X[rows, f]
-                kept = fit_codes(check_codes(column, names[f]), self.max_bin)
+                kept = fit_codes(column, self.max_bin)    # codes read_matrix checked
                 self.categorical_bin_codes[f] = kept
                 # bin b of value b: bins 0 .. len(kept) - 1, then "other"
                 self.bin_edges[f] = np.arange(kept.size) + 0.5
@@ -753,6 +753,7 @@ class Dataset:
         Parameters
         ----------
         X : ndarray of float32 or float64, shape (n_samples, n_features)
+            As :attr:`data` holds it: categorical columns as checked codes.
 
         Returns
         -------
@@ -763,7 +764,7 @@ class Dataset:
         binned = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
         map_to_bins(X, edges, indptr, self.missing_bin, binned, resolve_n_threads(None))
         for f, kept in self.categorical_bin_codes.items():
-            values = codes_to_bin_values(check_codes(X[:, f], self.feature_names[f]), kept)
+            values = codes_to_bin_values(X[:, f], kept)
             binned[:, f] = np.where(np.isnan(values), self.missing_bin,
                                     np.nan_to_num(values)).astype(X_BINNED_DTYPE)
         return binned

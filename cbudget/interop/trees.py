@@ -35,7 +35,7 @@ from numpy.typing import ArrayLike
 from .._core._types import NODE_DTYPE
 from ..booster import Booster
 from ..categories import NO_CATEGORIES, Categories
-from ..category_bins import MAX_CATEGORY_CODE
+from ..category_bins import MAX_CATEGORY_CODE, codes_to_bitset
 from ..costs import CostGroups, CostModel, FeatureCosts, GroupCosts
 from ..forest import Forest
 from ..model_io import IMPORTED
@@ -261,10 +261,7 @@ def bitset_of_codes(codes: ArrayLike, where: str) -> np.ndarray:
         bad = codes[(codes < 0) | (codes != np.floor(codes)) | (codes > MAX_CATEGORY_CODE)][0]
         raise ValueError(f"{where}: a categorical split lists category {float(bad):g}; cbudget's "
                          f"categorical features hold integer codes 0 .. {MAX_CATEGORY_CODE}")
-    codes = codes.astype(np.int64)
-    words = np.zeros(int(codes.max()) // 32 + 1 if codes.size else 0, dtype=np.int64)
-    np.bitwise_or.at(words, codes // 32, np.left_shift(1, codes % 32))
-    return bitset_of_words(words, where)
+    return codes_to_bitset(codes.astype(np.int64))
 
 
 def imported_booster(rounds: Sequence[Sequence[np.ndarray]], *, objective: str,

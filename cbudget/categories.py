@@ -315,6 +315,10 @@ def _distinct(column: Any) -> tuple[np.ndarray, list[Any]]:
         return inverse, list(seen)
     if not hasattr(column, "dtype") or getattr(column, "ndim", 1) != 1:
         column = np.asarray(column, dtype=object).reshape(-1)
+    elif column.dtype == object:
+        # the array under an object Series (no copy): pandas < 2 would build an Index
+        # of its uniques, inferring a numeric dtype from objects (a FutureWarning)
+        column = np.asarray(column)
     inverse, uniques = pandas.factorize(column)
     return np.asarray(inverse, dtype=np.int64), list(uniques)
 

@@ -12,6 +12,9 @@ import pytest
 import cbudget
 
 pd = pytest.importorskip("pandas")
+lgb = pytest.importorskip("lightgbm")
+xgb = pytest.importorskip("xgboost")
+ensemble = pytest.importorskip("sklearn.ensemble")
 
 EXACT = {"rtol": 1e-12, "atol": 1e-12}
 LETTERS = list("abcdefghij")
@@ -63,8 +66,6 @@ def _codes(df, levels):
 
 
 # -- LightGBM --------------------------------------------------------------------------
-lgb = pytest.importorskip("lightgbm")
-
 LGB_PARAMS = {"verbose": -1, "num_leaves": 8, "min_data_in_leaf": 5,
               "min_data_per_group": 5, "cat_smooth": 1, "max_cat_to_onehot": 4}
 
@@ -209,7 +210,6 @@ def test_lightgbm_code_beyond_cbudget_limit():
 
 
 # -- XGBoost ---------------------------------------------------------------------------
-xgb = pytest.importorskip("xgboost")
 # XGBoost writes its categories' levels into the model (the "cats" section) from 3.1;
 # before, a model of pandas categories holds codes only (the oldest supported is 2.1)
 writes_levels = pytest.mark.skipif(
@@ -311,9 +311,6 @@ def test_xgboost_bad_categorical_fields(edit, message):
 
 
 # -- scikit-learn HistGradientBoosting -------------------------------------------------
-ensemble = pytest.importorskip("sklearn.ensemble")
-
-
 def _hgb(kind, **params):
     if kind == "regressor":
         return ensemble.HistGradientBoostingRegressor(max_iter=8, max_leaf_nodes=8, **params)

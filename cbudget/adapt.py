@@ -165,7 +165,9 @@ class ExternalModel:
     ----------
     model : object with ``predict_proba(X)``
         A fitted binary classifier (scikit-learn, LightGBM or XGBoost estimators...). It
-        is given numpy arrays with the training data's columns. The probability of the
+        is given numpy arrays with the training data's columns, a categorical feature's
+        as its codes (the positions of its levels in the model's
+        :attr:`~cbudget.Model.categories`, NaN for missing). The probability of the
         positive class is the column of the largest of ``model.classes_`` (column 1
         without ``classes_``).
     cost : float >= 0 or callable, optional

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import resource
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 from ._model import Model, NotApplicableError
 from .callback import CallbackContainer
@@ -19,7 +19,7 @@ from .dataset import Dataset, check_model_matches
 from .metrics import evaluate_on
 from .model_io import load_model
 from .objectives import Objective
-from .params import COMMON_PARAMS, Param, resolve_declared
+from .params import CATEGORICAL_PARAMS, COMMON_PARAMS, Param, resolve_declared
 
 __all__ = ["Algorithm", "Trainer", "TrainingSetup", "run_training", "model_to_continue",
            "MemoryNeed", "TrainingMemoryError", "MEMORY_LIMIT_VARIABLE", "memory_limit",
@@ -243,12 +243,10 @@ class Algorithm:
         Parameters it no longer takes -> the value it always used, which older model
         files may still list (reading them drops those entries).
 
-    ``splits_categories`` (class attribute, False here): whether it trains on categorical
-    features (:attr:`cbudget.Dataset.categorical_features`); :func:`cbudget.train`
-    refuses data with some for the algorithms that do not.
+    :attr:`splits_categories`: whether it trains on categorical features
+    (:attr:`cbudget.Dataset.categorical_features`); :func:`cbudget.train` refuses data
+    with some for the algorithms that do not.
     """
-
-    splits_categories: ClassVar[bool] = False
 
     def __init__(self, name: str, params: tuple, trainer: type, doc: str, *,
                  model_class: type[Model], section: str | None = None,
@@ -264,6 +262,13 @@ class Algorithm:
         self.cannot_continue = cannot_continue
         self.takes_expensive_model = takes_expensive_model
         self.retired_params = retired_params or {}
+
+    @property
+    def splits_categories(self) -> bool:
+        """Whether it splits categorical features: those that declare the categorical
+        split parameters (:data:`cbudget.params.CATEGORICAL_PARAMS`; the histogram
+        engine's trees) do."""
+        return all(param.name in self.declared for param in CATEGORICAL_PARAMS)
 
     def resolve(self, given: dict) -> dict:
         """The parameters of a training run: defaults filled in, values checked, the

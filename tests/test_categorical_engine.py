@@ -568,14 +568,42 @@ def test_plot_tree_names_the_level_set(cat_model):
                                     f"{{{codes[0]}, ")
 
 
+def test_adapt_gbrt_gate_and_predictor_split_a_level_set():
+    """adapt_gbrt grows its gate and predictor with the histogram engine: its predictor
+    learns the level set, as gbdt's trees do, and gets the label that thresholds on the
+    codes cannot (the expensive model is a single constant-ish tree of the numbers)."""
+    X, y, members = membership_problem(n=3000)
+    label = (y > 1).astype(float)
+    d = cbudget.Dataset(X, label, categorical_feature=[1])
+    expensive = cbudget.train({"objective": "binary:logistic", "num_leaves": 2},
+                              cbudget.Dataset(X[:, [0, 2]], label), 1)
+    f0 = cbudget.ExternalModel(_ColumnsModel(expensive, [0, 2]), cost=1.0)
+    model = cbudget.train({"algorithm": "adapt_gbrt", "objective": "binary:logistic",
+                           "p_full": 0.1, "cost_tradeoff": 0.0}, d, 10, expensive_model=f0)
+    splits = [tree[tree["categorical"] == 1] for tree in model.predictor.trees]
+    assert sum(s.shape[0] for s in splits) > 0
+    assert all((s["feature"] == 1).all() for s in splits)
+    present = ~np.isnan(X[:, 1])
+    low_cost = model.route(X) == 1
+    accuracy = np.mean((model.predict(X) > 0.5)[present & low_cost]
+                       == (label[present & low_cost] > 0.5))
+    assert accuracy > 0.95
+
+
+class _ColumnsModel:
+    """A cbudget model of some columns, as an external expensive model of all of them."""
+
+    def __init__(self, model, columns):
+        self.model, self.columns = model, columns
+
+    def predict_proba(self, X):
+        p = self.model.predict(np.asarray(X)[:, self.columns])
+        return np.column_stack([1 - p, p])
+
+
 def test_algorithms_without_categorical_splits_refuse_clearly():
     X, y, _ = membership_problem(n=300)
     d = cbudget.Dataset(X, (y > 1).astype(float), categorical_feature=[1])
-    expensive = cbudget.train({"objective": "binary:logistic"},
-                              cbudget.Dataset(X, (y > 1) * 1.0), 2)
-    with pytest.raises(ValueError, match="'adapt_gbrt' does not split categorical"):
-        cbudget.train({"algorithm": "adapt_gbrt", "objective": "binary:logistic"}, d, 1,
-                      expensive_model=expensive)
     with pytest.raises(ValueError, match="'budget_rf' does not split categorical"):
         cbudget.train({"algorithm": "budget_rf", "objective": "binary:logistic"}, d, 1)
 

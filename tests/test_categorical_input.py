@@ -10,6 +10,7 @@ import pytest
 
 import cbudget
 from cbudget import Dataset
+from cbudget.algorithms import REGISTRY
 from cbudget.categories import MAX_LEVELS, Categories
 from cbudget.model_io import model_from_dict
 
@@ -303,16 +304,29 @@ def test_prediction_errors_name_the_column(trained):
         numeric.predict(df[["age", "grade"]].assign(grade="x"))
 
 
-@pytest.mark.parametrize("algorithm", ["budget_rf", "cstc", "cscc", "cronus", "adapt_lin",
-                                       "adapt_gbrt"])
-def test_algorithms_without_categorical_splits_refuse(algorithm):
-    df, y = frame(40)
+@pytest.mark.parametrize("algorithm", sorted(REGISTRY))
+def test_every_algorithm_splits_categories_or_refuses_naming_them(algorithm, tmp_path):
+    """Each model type either trains on categorical columns (its trees split them; a
+    DataFrame predicts by level as its codes do, and after a reload) or refuses, naming
+    the columns."""
+    df, y = frame(400)
     dtrain = Dataset(df, y)
     params = {"algorithm": algorithm, "objective": "binary:logistic", "verbosity": 0}
-    with pytest.raises(ValueError, match=f"{algorithm!r} does not split categorical.*"
-                                         "'sex', 'dept'"):
-        cbudget.train(params, dtrain, 1, verbose_eval=False,
-                      expensive_model=None)
+    expensive = None
+    if REGISTRY[algorithm].takes_expensive_model:
+        expensive = cbudget.train(PARAMS, dtrain, 5, verbose_eval=False)
+    if not REGISTRY[algorithm].splits_categories:
+        with pytest.raises(ValueError, match=f"{algorithm!r} does not split categorical.*"
+                                             "'sex', 'dept'"):
+            cbudget.train(params, dtrain, 1, verbose_eval=False, expensive_model=expensive)
+        return
+    model = cbudget.train(params, dtrain, 5, verbose_eval=False, expensive_model=expensive)
+    boosters = [getattr(model, part, model) for part in ("gate", "predictor")]
+    assert any(tree["categorical"].any() for b in boosters for tree in b.trees)
+    expected = model.predict(codes_of(df))
+    np.testing.assert_array_equal(model.predict(df), expected)
+    model.save_model(tmp_path / "m.json")
+    np.testing.assert_array_equal(cbudget.load_model(tmp_path / "m.json").predict(df), expected)
 
 
 def test_continued_training_needs_the_same_levels(trained):

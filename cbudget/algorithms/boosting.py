@@ -704,9 +704,6 @@ class Boosting(Algorithm):
     cost-aware ones (with a ``cost_tradeoff``) restate it in their files' section named
     after them."""
 
-    # the histogram engine's trees split categorical features (Dataset.categorical_features)
-    splits_categories = True
-
     def __init__(self, name, params, doc, *, depthwise_depth=6):
         super().__init__(name, params, BoostingTrainer, doc, model_class=Booster,
                          section=name if any(param.name == "cost_tradeoff" for param in params)

@@ -68,7 +68,7 @@ from ..booster import Booster
 from ..dataset import check_model_matches, zero_one_labels
 from ..engine import Algorithm, MemoryNeed, Trainer
 from ..metrics import ranking_hint
-from ..params import Param, choice, number
+from ..params import CATEGORICAL_PARAMS, Param, choice, number
 from .boosting import (
     GREEDY_MISER,
     TREE_PARAMS,
@@ -231,6 +231,8 @@ class AdaptGBRTTrainer(GatedTrainer):
         self.gate = Booster(base_score=np.zeros(1), **common)
         self.model = GatedModel(gate=self.gate, predictor=self.predictor, expensive=self.f0,
                                 feature_names=dtrain.feature_names, cost_model=costs, params=p)
+        for model in (self.model, self.gate, self.predictor):
+            model.categories = dtrain.categories
         self.grower = tree_grower(dtrain, p, setup.n_threads)
         state = AcquisitionState(n_samples, costs.feature_group, costs.n_groups)
         self.grower.set_cost_penalty(state, p["cost_tradeoff"], *penalty_costs(
@@ -277,7 +279,7 @@ class AdaptGBRTTrainer(GatedTrainer):
                                        n_threads)
         tree = self.grow(self.grad[:, 0] * (1.0 - q), self.splittable)
         self.grower.add_leaf_values(self.rows, raw_predictor, 0)
-        add_checked_round(self.predictor, [tree], p)
+        add_checked_round(self.predictor, [tree], p, bin_codes=dtrain.categorical_bin_codes)
         for _, _, binned, raw_f, _, _ in self.eval_state:
             predict_binned_add(binned, tree, dtrain.missing_bin, raw_f, 0, n_threads)
         # g: CART on the residuals q_i - sigmoid(g_i) of eq. (2) (a constant residual
@@ -293,7 +295,7 @@ class AdaptGBRTTrainer(GatedTrainer):
                        np.maximum(gate_probability * (1 - gate_probability), 1e-16) * unit,
                        p["learning_rate"])
         raw_gate[:, 0] += tree["value"][leaf]
-        add_checked_round(self.gate, [tree], p)
+        add_checked_round(self.gate, [tree], p, bin_codes=dtrain.categorical_bin_codes)
         self.model.gate_threshold = _gate_threshold(p, raw_gate[:, 0], weight)
         self.thresholds.append(self.model.gate_threshold)
         for _, _, binned, _, raw_g, _ in self.eval_state:
@@ -790,7 +792,7 @@ ADAPT_PARAMS = (
           "calibrated so that the p_full share of the training inputs with the highest "
           "margins go (0: the paper's sigmoid(g) > 1/2)"),
 )
-ADAPT_GBRT_PARAMS = ADAPT_PARAMS + greedy_miser_trees(TREE_PARAMS) + (
+ADAPT_GBRT_PARAMS = ADAPT_PARAMS + greedy_miser_trees(TREE_PARAMS) + CATEGORICAL_PARAMS + (
     Param("cost_tradeoff", 1.0, number(low=0),
           "gamma: weight of the cost penalty of a split"),
     Param("q_update_period", 10, number(integer=True, low=1),

@@ -290,10 +290,12 @@ def encode_column(column: Any, name: str, levels: list[Any] | None, *,
     kind than the levels (numbers for string levels, strings for codes)."""
     if levels is None:
         return _integer_codes(column, name, check)
-    # the distinct values are mapped, then each row by its index among them
+    # the distinct values are mapped, then each present row by its index among them (a
+    # column of missing values only, e.g. one row to predict, has no distinct values)
     inverse, uniques = _distinct(column)
-    codes = _positions(uniques, levels, name)[np.maximum(inverse, 0)]
-    codes[inverse < 0] = np.nan
+    codes = np.full(inverse.shape, np.nan)
+    present = inverse >= 0
+    codes[present] = _positions(uniques, levels, name)[inverse[present]]
     return codes
 
 

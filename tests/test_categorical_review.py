@@ -1,0 +1,58 @@
+"""Categorical features used as a pandas, scikit-learn or LightGBM user would: inputs
+that once gave a crash, an unclear error or a silently wrong answer (issue 44's review;
+docs/architecture.md, "Categorical features")."""
+import numpy as np
+import pytest
+
+import cbudget
+from cbudget import Dataset
+from cbudget.model_io import model_from_dict
+
+pd = pytest.importorskip("pandas")
+
+PARAMS = {"objective": "reg:squarederror", "max_depth": 3, "verbosity": 0}
+LEVELS = np.array(["A", "B", "10", "007", "x y"])
+EFFECT = np.array([2.0, -2.0, 1.0, -1.0, 0.5])
+
+
+def frame(n=300, seed=0):
+    """A string column whose levels partly look like numbers, a number, and the label
+    (mostly the level's effect)."""
+    rng = np.random.default_rng(seed)
+    k = rng.integers(0, LEVELS.size, n)
+    df = pd.DataFrame({"g": LEVELS[k], "x": rng.normal(size=n)})
+    return df, EFFECT[k] + 0.1 * df.x.to_numpy()
+
+
+@pytest.fixture(scope="module")
+def trained():
+    df, y = frame()
+    return df, y, cbudget.train(PARAMS, Dataset(df, y), 5, verbose_eval=False)
+
+
+# -- every value of a categorical column missing ------------------------------------------
+@pytest.mark.parametrize("missing", [None, np.nan, pd.NA])
+def test_a_column_of_missing_values_only_predicts_the_missing_way(trained, missing):
+    """One row to predict whose level is missing (so no value of the column is present)
+    goes the missing way, as in a batch where other rows have levels."""
+    df, _, model = trained
+    row = pd.DataFrame({"g": pd.Series([missing], dtype=object), "x": [0.3]})
+    batch = pd.DataFrame({"g": pd.Series([missing, "A"], dtype=object), "x": [0.3, 0.3]})
+    np.testing.assert_array_equal(model.predict(row), model.predict(batch)[:1])
+    # the same row asked for on demand, or known up front
+    assert model.next_features({"g": missing, "x": 0.3}) == []
+    source = cbudget.FeatureSource(
+        lambda features, rows: row.iloc[rows, features].to_numpy(dtype=object), 1)
+    np.testing.assert_array_equal(model.predict(source), model.predict(batch)[:1])
+
+
+def test_training_on_a_categorical_column_without_a_level():
+    df, y = frame()
+    df["g"] = pd.Series([None] * len(df), dtype=object)
+    data = Dataset(df, y, categorical_feature=["g"])
+    assert data.categories.levels == [[]]
+    assert np.isnan(data.data[:, 0]).all()
+    model = cbudget.train(PARAMS, data, 3, verbose_eval=False)
+    again = model_from_dict(model.to_dict())
+    assert again.categories == data.categories
+    np.testing.assert_array_equal(again.predict(df), model.predict(df))

@@ -450,9 +450,11 @@ class _CostAwareEstimator(BaseEstimator):
 
     def _checked_input(self, X: MatrixLike) -> Any:
         """``X`` checked against the training data's columns: a dense matrix; with
-        categorical features, a DataFrame as it is (the model maps its levels)."""
+        categorical features, a DataFrame or an array of levels (object or string dtype)
+        as it is (the model maps its levels, as fit took them)."""
         X = as_pandas(X)
-        if not (np.any(self.is_categorical_) and hasattr(X, "columns")):
+        if not (np.any(self.is_categorical_) and (
+                hasattr(X, "columns") or getattr(X, "dtype", np.float64).kind in "OSU")):
             _check_numeric_columns(X, [])
             return _dense(validate_data(self, X, reset=False, **_X_CHECKS))
         validate_data(self, X, reset=False, **_CATEGORICAL_X_CHECKS)
@@ -940,8 +942,8 @@ categorical_features : "from_dtype", array-like of int, str or bool, or None
     categories in sorted order); indices, column names or a boolean mask name them (a
     numeric column then holds integer codes 0, 1, 2, ...; negative is missing); None:
     none. Their levels are kept in ``model_.categories``: ``predict`` maps a DataFrame's
-    levels by them (a level not seen in training goes to each split's "other" side), a
-    numeric array is taken as codes (cbudget.Dataset's ``categorical_feature``). The
+    (or an object / string array's) levels by them (a level not seen in training goes
+    to each split's "other" side), a numeric array is taken as codes (cbudget.Dataset's ``categorical_feature``). The
     estimators of the other algorithms take "from_dtype" and refuse such columns.
 """
 _COST_STAGES_DOC = """\

@@ -56,3 +56,31 @@ def test_training_on_a_categorical_column_without_a_level():
     again = model_from_dict(model.to_dict())
     assert again.categories == data.categories
     np.testing.assert_array_equal(again.predict(df), model.predict(df))
+
+
+# -- scikit-learn estimators on NumPy arrays of levels ------------------------------------
+def test_estimators_predict_on_the_array_of_levels_they_were_fitted_on():
+    """An object array of strings (what a ColumnTransformer outputs by default) is read
+    by level at prediction as at fit, as HistGradientBoosting does: not refused with
+    "could not convert string to float"."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from cbudget.sklearn import GBDTRegressor
+
+    df, y = frame()
+    on_frame = GBDTRegressor(n_estimators=5).fit(df, y).predict(df)
+    levels = df.to_numpy(dtype=object)
+    for spec in ([0], "from_dtype"):
+        estimator = GBDTRegressor(n_estimators=5, categorical_features=spec).fit(levels, y)
+        np.testing.assert_array_equal(estimator.is_categorical_, [True, False])
+        np.testing.assert_array_equal(estimator.predict(levels), on_frame)
+    # a ColumnTransformer's output: numbers and strings in one object array
+    def columns():
+        return make_column_transformer((StandardScaler(), ["x"]), ("passthrough", ["g"]))
+
+    pipeline = make_pipeline(columns(), GBDTRegressor(n_estimators=5)).fit(df, y)
+    as_frame = make_pipeline(columns().set_output(transform="pandas"),
+                             GBDTRegressor(n_estimators=5)).fit(df, y)
+    np.testing.assert_array_equal(pipeline.predict(df), as_frame.predict(df))

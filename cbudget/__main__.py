@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -22,6 +23,7 @@ import numpy as np
 import cbudget
 from cbudget._files import check_replaceable
 from cbudget._json_checks import NestingError, parse_json
+from cbudget.categories import Categories
 from cbudget.costs import stage_line
 from cbudget.dataset import query_boundaries
 from cbudget.datasets import load_letters, train_valid_test_split
@@ -65,9 +67,10 @@ def is_parquet(path: str) -> bool:
     return path.lower().endswith(PARQUET_SUFFIXES)
 
 
-def read_table(path: str) -> Any:
+def read_table(path: str, text_columns: Sequence[str] = ()) -> Any:
     """The pandas DataFrame of a CSV or Parquet file (by its ending), column names as
-    str; CommandError for a missing, unreadable or empty file."""
+    str, the CSV's ``text_columns`` read as text (:func:`text_columns`); CommandError for
+    a missing, unreadable or empty file."""
     pandas = _import_pandas()
     if not os.path.isfile(path):
         raise CommandError(f"{path}: no such file")
@@ -79,7 +82,8 @@ def read_table(path: str) -> Any:
             # pandas 3 parses exactly and deprecates the option
             exact = ({} if int(pandas.__version__.split(".")[0]) >= 3
                      else {"float_precision": "round_trip"})
-            frame = pandas.read_csv(path, **exact)
+            frame = pandas.read_csv(path, dtype={name: str for name in text_columns},
+                                    **exact)
     except ImportError:
         # pandas found neither Parquet engine
         raise CommandError(f"{path}: reading Parquet files needs pyarrow: "
@@ -119,6 +123,15 @@ def feature_frame(frame: Any, feature_names: list[str], path: str) -> Any:
         raise CommandError(f"{path} lacks {len(missing)} feature column(s) of the model: "
                            f"{', '.join(missing)}")
     return frame[feature_names]
+
+
+def text_columns(categories: Categories, feature_names: Sequence[str]) -> list[str]:
+    """The names of the categorical features whose levels are strings: a CSV's cells
+    of those columns are read as text, since pandas would read a file whose levels all
+    look like numbers ("10", "007") as a column of numbers (7 for "007"), which are not
+    the levels."""
+    return [feature_names[m] for m, levels in categories.by_feature().items()
+            if levels is not None and all(isinstance(level, str) for level in levels)]
 
 
 def categorical_columns(text: str, feature_names: list[str]) -> Any:
@@ -284,7 +297,7 @@ def train_command(args: argparse.Namespace) -> None:
     evals = []
     eval_data, eval_path = dtrain, args.data
     if args.valid is not None:
-        valid_frame = read_table(args.valid)
+        valid_frame = read_table(args.valid, text_columns(dtrain.categories, feature_names))
         eval_data = cbudget.Dataset(feature_frame(valid_frame, feature_names, args.valid),
                                     label_column(valid_frame, args.label, args.valid),
                                     qid=query_column(valid_frame, args.query, args.valid),
@@ -381,7 +394,8 @@ def prediction_columns(predictions: np.ndarray) -> dict[str, np.ndarray]:
 def predict_command(args: argparse.Namespace) -> None:
     """``cbudget predict``: write a model's predictions (and costs) on a file."""
     model = read_model_file(args.model, args).content
-    X = feature_frame(read_table(args.data), model.feature_names, args.data)
+    text = text_columns(model.categories, model.feature_names)
+    X = feature_frame(read_table(args.data, text), model.feature_names, args.data)
     columns = prediction_columns(model.predict(X))
     if args.cost:
         columns["cost"] = model.predict_cost(X)
@@ -505,6 +519,9 @@ def report_command(args: argparse.Namespace) -> None:
     """``cbudget report``: the cost and acquisition summary of a model on a file."""
     frame = read_table(args.data)
     model = report_model(args, frame)
+    text = text_columns(model.categories, model.feature_names)
+    if any(frame[name].dtype.kind != "O" for name in text if name in frame.columns):
+        frame = read_table(args.data, text)     # (the model named them: read them as text)
     X = feature_frame(frame, model.feature_names, args.data)
     summary = cost_summary(model, X)
     ids = query_column(frame, args.query, args.data)

@@ -1,6 +1,8 @@
 """Categorical features used as a pandas, scikit-learn or LightGBM user would: inputs
 that once gave a crash, an unclear error or a silently wrong answer (issue 44's review;
 docs/architecture.md, "Categorical features")."""
+import json
+
 import numpy as np
 import pytest
 
@@ -84,3 +86,38 @@ def test_estimators_predict_on_the_array_of_levels_they_were_fitted_on():
     as_frame = make_pipeline(columns().set_output(transform="pandas"),
                              GBDTRegressor(n_estimators=5)).fit(df, y)
     np.testing.assert_array_equal(pipeline.predict(df), as_frame.predict(df))
+
+
+# -- the command line: CSV cells of levels that look like numbers ------------------------
+def run_cli(argv):
+    """``cbudget``'s exit status (argparse exits too)."""
+    from cbudget.__main__ import main
+
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
+def test_cli_reads_levels_that_look_like_numbers_as_levels(tmp_path, capsys):
+    """A CSV whose cells of a categorical column are all "10" and "007" (levels of the
+    training file, which had "A" too) is read as those levels, not as the numbers 10
+    and 7 (refused as numbers, or "007" lost); an empty cell is missing."""
+    df, y = frame()
+    df.assign(y=y).to_csv(tmp_path / "train.csv", index=False)
+    later = pd.DataFrame({"g": ["10", "007", "10", None], "x": [0.1, -0.2, 0.3, 0.0]})
+    later.to_csv(tmp_path / "new.csv", index=False)
+    later.assign(y=[1.0, -1.0, 1.0, 0.0]).to_csv(tmp_path / "valid.csv", index=False)
+    model_path, out = tmp_path / "m.json", tmp_path / "p.csv"
+    assert run_cli(["train", str(tmp_path / "train.csv"), "--label", "y", "--rounds", "3",
+                    "--valid", str(tmp_path / "valid.csv"), "--quiet",
+                    "-o", str(model_path)]) == 0
+    model = cbudget.load_model(model_path)
+    assert model.categories.levels == [sorted(LEVELS.tolist())]
+    assert run_cli(["predict", str(model_path), str(tmp_path / "new.csv"),
+                    "-o", str(out)]) == 0
+    np.testing.assert_allclose(pd.read_csv(out)["prediction"], model.predict(later),
+                               rtol=1e-15)
+    capsys.readouterr()
+    assert run_cli(["report", str(model_path), str(tmp_path / "new.csv"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_inputs"] == 4

@@ -943,8 +943,9 @@ categorical_features : "from_dtype", array-like of int, str or bool, or None
     numeric column then holds integer codes 0, 1, 2, ...; negative is missing); None:
     none. Their levels are kept in ``model_.categories``: ``predict`` maps a DataFrame's
     (or an object / string array's) levels by them (a level not seen in training goes
-    to each split's "other" side), a numeric array is taken as codes (cbudget.Dataset's ``categorical_feature``). The
-    estimators of the other algorithms take "from_dtype" and refuse such columns.
+    to each split's "other" side), a numeric array is taken as codes (cbudget.Dataset's
+    ``categorical_feature``). The estimators of the other algorithms take "from_dtype"
+    and refuse such columns.
 """
 _COST_STAGES_DOC = """\
 cost_stages : list of [rounds, cost_tradeoff] pairs, optional

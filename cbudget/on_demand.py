@@ -212,17 +212,19 @@ class FeatureSource:
         return list(known.items())
 
     def _known_column(self, column, name, levels=None):
-        if levels is not None and np.shape(column) == (self.n_samples,):
-            return encode_column(column, f"known[{name!r}]", levels, check=False)
         try:
-            column = np.asarray(column)
+            shape = np.shape(column)
         except Exception as exc:  # noqa: BLE001 - report any conversion failure clearly
             raise TypeError(f"known[{name!r}]: cannot convert to an array: {exc}") from None
+        # the shape first: a column of levels of a wrong length is not "not numbers"
+        if shape != (self.n_samples,):
+            raise ValueError(f"known[{name!r}] must have shape ({self.n_samples},), got "
+                             f"{shape}")
+        if levels is not None:
+            return encode_column(column, f"known[{name!r}]", levels, check=False)
+        column = np.asarray(column)
         if column.dtype.kind not in "biuf":
             raise TypeError(f"known[{name!r}] must hold numbers, got dtype {column.dtype}")
-        if column.shape != (self.n_samples,):
-            raise ValueError(f"known[{name!r}] must have shape ({self.n_samples},), got "
-                             f"{column.shape}")
         return column.astype(np.float64)
 
     def request(self, rows: np.ndarray, features: ArrayLike) -> None:

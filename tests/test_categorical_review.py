@@ -121,3 +121,12 @@ def test_cli_reads_levels_that_look_like_numbers_as_levels(tmp_path, capsys):
     capsys.readouterr()
     assert run_cli(["report", str(model_path), str(tmp_path / "new.csv"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n_inputs"] == 4
+
+
+def test_known_levels_of_a_wrong_length_are_refused_by_their_shape(trained):
+    df, _, model = trained
+    source = cbudget.FeatureSource(lambda features, rows: None, len(df),
+                                   known={"g": df.g.to_numpy()[:-1]})
+    with pytest.raises(ValueError, match=rf"known\['g'\] must have shape \({len(df)},\), "
+                                         rf"got \({len(df) - 1},\)"):
+        model.predict(source)

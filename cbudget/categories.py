@@ -152,7 +152,9 @@ def parse_categorical_feature(spec: CategoricalSpec, names: Sequence[str],
             spec, "__array__"):
         raise TypeError(f"categorical_feature must be 'auto' or a list of column names or "
                         f"indices, got {spec!r}")
-    positions = {name: m for m, name in enumerate(names)}
+    positions: dict[str, list[int]] = {}
+    for m, name in enumerate(names):
+        positions.setdefault(name, []).append(m)
     chosen: list[int] = []
     for item in list(spec):
         if isinstance(item, (bool, np.bool_)):
@@ -165,7 +167,11 @@ def parse_categorical_feature(spec: CategoricalSpec, names: Sequence[str],
         elif isinstance(item, str):
             if item not in positions:
                 raise ValueError(f"categorical_feature: no column named {item!r}")
-            m = positions[item]
+            if len(positions[item]) > 1:
+                raise ValueError(f"categorical_feature: {len(positions[item])} columns are "
+                                 f"named {item!r} (indices {positions[item]}): column "
+                                 "names must be unique")
+            m = positions[item][0]
         else:
             raise TypeError(f"categorical_feature: {item!r} is not a column name or index")
         if m in chosen:

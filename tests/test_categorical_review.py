@@ -130,3 +130,12 @@ def test_known_levels_of_a_wrong_length_are_refused_by_their_shape(trained):
     with pytest.raises(ValueError, match=rf"known\['g'\] must have shape \({len(df)},\), "
                                          rf"got \({len(df) - 1},\)"):
         model.predict(source)
+
+
+def test_a_categorical_feature_named_by_a_repeated_column_name_is_refused_as_such():
+    """Not taken as the last column of that name (the other then reported as "not a
+    categorical feature (those are ['g'])")."""
+    df, y = frame()
+    twice = pd.concat([df, df.g], axis=1)
+    with pytest.raises(ValueError, match=r"2 columns are named 'g' \(indices \[0, 2\]\)"):
+        Dataset(twice, y, categorical_feature=["g"])

@@ -307,8 +307,11 @@ def plot_acquisition(model: Model, X: InputData, *, cost_weighted: bool = False,
     ax.set_yticks(positions)
     # a categorical feature is one feature, bought once whatever its level: say which
     categorical = set(model.categories.features.tolist())
+    # text from the data (feature names, a categorical split's levels such as "$10-$20")
+    # is drawn as it is, parse_math=False: matplotlib reads a pair of "$" as mathtext
+    # (and fails to draw the figure on what is not valid mathtext)
     ax.set_yticklabels([model.feature_names[m] + (" (categorical)" if m in categorical else "")
-                        for m in shown])
+                        for m in shown], parse_math=False)
     ax.invert_yaxis()           # the largest on top
     title = f"{model.algorithm}: {bought.size} of {model.num_features()} features bought"
     if shown.size < bought.size:
@@ -622,6 +625,7 @@ def plot_tree(model: Model, tree_index: int = 0, *, X: InputData | None = None,
                 ax.plot([x, cx], [y, cy], color="0.5", linewidth=1, zorder=1)
                 ax.text((x + cx) / 2, (y + cy) / 2, edge_label, ha="center", va="center",
                         fontsize=fontsize - 1, color="0.3", gid="edge", zorder=3,
+                        parse_math=False,   # no mathtext: a level may be "$10-$20"
                         bbox={"boxstyle": "square,pad=0.1", "facecolor": "white",
                               "edgecolor": "none"})
         text = nodes[k].text
@@ -629,13 +633,14 @@ def plot_tree(model: Model, tree_index: int = 0, *, X: InputData | None = None,
             text += f"\n+{layout.hidden[k]} nodes below"
         leaf = not nodes[k].children
         ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, gid="node", zorder=2,
+                parse_math=False,           # the node's levels and names as they are
                 bbox={"boxstyle": "round,pad=0.4",
                       "facecolor": "#e8f0e0" if leaf else "#dde8f5",
                       "edgecolor": "0.4", "linestyle": "--" if k in layout.hidden else "-"})
     ax.set_xlim(-0.6, n_columns - 0.4)
     ax.set_ylim(-(n_levels - 1) - 0.5, 0.5)
     ax.set_axis_off()
-    ax.set_title(title, fontsize=fontsize + 1)
+    ax.set_title(title, fontsize=fontsize + 1, parse_math=False)
     if new_figure is not None:      # the axis is off: only the title needs room
         new_figure.subplots_adjust(left=0.01, right=0.99, bottom=0.01,
                                    top=1 - 0.5 / new_figure.get_figheight())

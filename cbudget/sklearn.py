@@ -454,7 +454,7 @@ class _CostAwareEstimator(BaseEstimator):
         as it is (the model maps its levels, as fit took them)."""
         X = as_pandas(X)
         if not (np.any(self.is_categorical_) and (
-                hasattr(X, "columns") or getattr(X, "dtype", np.float64).kind in "OSU")):
+                hasattr(X, "columns") or getattr(getattr(X, "dtype", None), "kind", "f") in "OSU")):
             _check_numeric_columns(X, [])
             return _dense(validate_data(self, X, reset=False, **_X_CHECKS))
         validate_data(self, X, reset=False, **_CATEGORICAL_X_CHECKS)

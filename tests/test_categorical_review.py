@@ -139,3 +139,26 @@ def test_a_categorical_feature_named_by_a_repeated_column_name_is_refused_as_suc
     twice = pd.concat([df, df.g], axis=1)
     with pytest.raises(ValueError, match=r"2 columns are named 'g' \(indices \[0, 2\]\)"):
         Dataset(twice, y, categorical_feature=["g"])
+
+
+# -- plots of levels ----------------------------------------------------------------------
+def test_plots_draw_levels_and_names_with_dollar_signs_as_they_are():
+    """Price bands ("$10-$20") are common levels: matplotlib must not read a pair of "$"
+    as mathtext (which fails to draw on what is not valid mathtext)."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from cbudget.plotting import plot_acquisition, plot_tree
+
+    rng = np.random.default_rng(0)
+    bands = np.array(["$10-$20", "$x^$", "under $10"])
+    k = rng.integers(0, bands.size, 300)
+    df = pd.DataFrame({"band": bands[k], "$cost^$": rng.normal(size=300)})
+    model = cbudget.train(PARAMS, Dataset(df, EFFECT[k] + df["$cost^$"]), 2,
+                          verbose_eval=False)
+    tree = next(t for t, tree in enumerate(model.trees) if tree["categorical"].any())
+    for ax, name in ((plot_tree(model, tree), "band in {"),
+                     (plot_acquisition(model, df), "$cost^$")):
+        ax.figure.canvas.draw()
+        assert any(t.get_text().startswith(name) and "$" in t.get_text()
+                   for t in ax.texts + ax.get_yticklabels())
+        matplotlib.pyplot.close(ax.figure)

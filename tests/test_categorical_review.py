@@ -162,3 +162,21 @@ def test_plots_draw_levels_and_names_with_dollar_signs_as_they_are():
         assert any(t.get_text().startswith(name) and "$" in t.get_text()
                    for t in ax.texts + ax.get_yticklabels())
         matplotlib.pyplot.close(ax.figure)
+
+
+def test_dask_partition_without_a_level_is_coded_as_missing(dask_client):
+    """A partition whose categorical column holds no level (all None) is coded as
+    missing values, as in a Dataset of all the rows (its coding raised IndexError)."""
+    dd = pytest.importorskip("dask.dataframe")
+    from cbudget.dask import DaskDataset
+    from cbudget.dask import train as dask_train
+
+    df, y = frame()
+    df["g"] = df.g.astype(object)
+    df.loc[len(df) // 2:, "g"] = None
+    data = DaskDataset(dask_client, dd.from_pandas(df, npartitions=2, sort=False),
+                       dd.from_pandas(pd.Series(y), npartitions=2, sort=False))
+    model = dask_train(dask_client, PARAMS, data, 3)
+    local = cbudget.train(PARAMS, Dataset(df, y), 3, verbose_eval=False)
+    assert model.categories == local.categories
+    np.testing.assert_allclose(model.predict(df), local.predict(df), rtol=1e-12)

@@ -236,7 +236,9 @@ def _plain(level: Any, name: str) -> Any:
                                                      and not np.isfinite(level)):
         return level
     raise TypeError(f"categorical column {name!r}: level {level!r} of type "
-                    f"{type(level).__name__} is not a string or a finite number")
+                    f"{type(level).__name__} is not a string or a finite number (the model "
+                    "file keeps the levels): convert the column, e.g. with .astype(str), or "
+                    "give its codes (e.g. .cat.codes of a pandas.cut column)")
 
 
 def _fit_levels(column: Any, name: str) -> list[Any] | None:

@@ -180,3 +180,15 @@ def test_dask_partition_without_a_level_is_coded_as_missing(dask_client):
     local = cbudget.train(PARAMS, Dataset(df, y), 3, verbose_eval=False)
     assert model.categories == local.categories
     np.testing.assert_allclose(model.predict(df), local.predict(df), rtol=1e-12)
+
+
+def test_levels_json_cannot_hold_are_refused_with_a_remedy():
+    """A pandas.cut column (categories of Intervals) is refused naming the column and
+    saying how to make it usable (LightGBM fails on it with "Circular reference")."""
+    rng = np.random.default_rng(0)
+    age = rng.uniform(0, 90, 100)
+    df = pd.DataFrame({"band": pd.cut(age, [0, 18, 40, 65, 90]), "x": age})
+    with pytest.raises(TypeError, match=r"column 'band': level Interval\(0, 18.*astype\(str\)"):
+        Dataset(df, age)
+    as_text = Dataset(df.assign(band=df.band.astype(str)), age)
+    assert as_text.categories.levels[0] == ["(0, 18]", "(18, 40]", "(40, 65]", "(65, 90]"]

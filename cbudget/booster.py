@@ -25,6 +25,8 @@ from ._ensemble import (
     tree_to_dict,
 )
 from ._model import NotApplicableError
+from .categories import Categories
+from .category_bins import bitset_codes
 from .costs import CostModel, CostReport, resolve_feature
 from .dataset import Dataset, InputData
 from .exits import (
@@ -109,6 +111,23 @@ def read_cost_stages(section: dict, name: str, cost_tradeoff: float, n_iteration
     if (result[-1].end_iteration if result else 0) != n_iterations:
         raise invalid(f"{where} must cover the model's {n_iterations} iterations")
     return tuple(result)
+
+
+def _check_codes_within_levels(categories: Categories, trees: list) -> None:
+    """ValueError ("invalid cbudget model") for a categorical split of a file's ``trees``
+    (as ``read_trees`` returns them) that sends a code left beyond its feature's levels:
+    a level not seen in training takes the code ``len(levels)``, which no split may send
+    left (the "other" side), and with fewer levels than the splits' codes the levels of
+    a DataFrame would be mapped to other codes than the trees were grown on."""
+    levels = categories.by_feature()
+    for i, (_, tree, _, bitsets) in enumerate(trees):
+        for node, bitset in zip(np.flatnonzero(tree["categorical"]).tolist(), bitsets):
+            known = levels[int(tree["feature"][node])]
+            codes = bitset_codes(bitset[1:])
+            if known is not None and codes.size and codes[-1] >= len(known):
+                raise invalid(f"trees[{i}]: node {node} sends code {codes[-1]} left, but "
+                              f"categorical feature {int(tree['feature'][node])} has "
+                              f"{len(known)} levels (categories.levels)")
 
 
 @register_model_type
@@ -1159,6 +1178,7 @@ class Booster(TreeEnsemble):
         trees, indptr = read_trees(doc, len(header.feature_names), model.n_outputs,
                                    one_tree_each=False,
                                    categorical_features=model.categorical_features)
+        _check_codes_within_levels(model.categories, trees)
         # rebuilt round by round, path costs recomputed: a file whose stored path costs or
         # tree outputs differ is refused by model_io's final comparison
         for t0, t1 in zip(indptr[:-1], indptr[1:]):

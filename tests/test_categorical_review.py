@@ -192,3 +192,20 @@ def test_levels_json_cannot_hold_are_refused_with_a_remedy():
         Dataset(df, age)
     as_text = Dataset(df.assign(band=df.band.astype(str)), age)
     assert as_text.categories.levels[0] == ["(0, 18]", "(18, 40]", "(40, 65]", "(65, 90]"]
+
+
+# -- model files ----------------------------------------------------------------------------
+def test_a_file_whose_levels_are_fewer_than_its_splits_codes_is_refused(trained):
+    """With levels dropped from the file, the unseen-level code would be one a split
+    sends left (and levels would map to other codes than the trees were grown on)."""
+    df, _, model = trained
+    doc = model.to_dict()
+    assert model_from_dict(doc).categories == model.categories
+    codes = [c for tree in doc["trees"] if "categorical" in tree
+             for c in np.flatnonzero(np.unpackbits(np.asarray(
+                 tree["cat_threshold"], dtype="<u4").view(np.uint8), bitorder="little"))]
+    doc["categories"]["levels"][0] = doc["categories"]["levels"][0][:max(codes)]
+    with pytest.raises(ValueError, match=rf"invalid cbudget model: .*sends code {max(codes)} "
+                                         rf"left, but categorical feature 0 has {max(codes)} "
+                                         "levels"):
+        model_from_dict(doc)

@@ -25,7 +25,6 @@ from ._ensemble import (
     tree_to_dict,
 )
 from ._model import NotApplicableError
-from .categories import Categories
 from .category_bins import bitset_codes
 from .costs import CostModel, CostReport, resolve_feature
 from .dataset import Dataset, InputData
@@ -113,21 +112,23 @@ def read_cost_stages(section: dict, name: str, cost_tradeoff: float, n_iteration
     return tuple(result)
 
 
-def _check_codes_within_levels(categories: Categories, trees: list) -> None:
-    """ValueError ("invalid cbudget model") for a categorical split of a file's ``trees``
-    (as ``read_trees`` returns them) that sends a code left beyond its feature's levels:
-    a level not seen in training takes the code ``len(levels)``, which no split may send
-    left (the "other" side), and with fewer levels than the splits' codes the levels of
-    a DataFrame would be mapped to other codes than the trees were grown on."""
-    levels = categories.by_feature()
-    for i, (_, tree, _, bitsets) in enumerate(trees):
-        for node, bitset in zip(np.flatnonzero(tree["categorical"]).tolist(), bitsets):
-            known = levels[int(tree["feature"][node])]
-            codes = bitset_codes(bitset[1:])
+def check_codes_within_levels(model: TreeEnsemble) -> None:
+    """ValueError for a categorical split of ``model`` that sends a code left beyond its
+    feature's levels (``model.categories``): a level not seen in training takes the
+    code ``len(levels)``, which no split may send left (the "other" side), and with
+    fewer levels than the splits' codes the levels of a DataFrame would be mapped to
+    other codes than the trees were grown on (a file's levels edited, an import's
+    levels paired with the wrong feature)."""
+    levels = model.categories.by_feature()
+    for t, tree in enumerate(model.trees):
+        for node, bitset in zip(np.flatnonzero(tree["categorical"]).tolist(),
+                                model.tree_bitsets(tree)):
+            feature = int(tree["feature"][node])
+            known, codes = levels[feature], bitset_codes(bitset[1:])
             if known is not None and codes.size and codes[-1] >= len(known):
-                raise invalid(f"trees[{i}]: node {node} sends code {codes[-1]} left, but "
-                              f"categorical feature {int(tree['feature'][node])} has "
-                              f"{len(known)} levels (categories.levels)")
+                raise ValueError(f"tree {t}, node {node} sends code {codes[-1]} left, but "
+                                 f"categorical feature {model.feature_names[feature]!r} "
+                                 f"has {len(known)} levels")
 
 
 @register_model_type
@@ -1178,7 +1179,6 @@ class Booster(TreeEnsemble):
         trees, indptr = read_trees(doc, len(header.feature_names), model.n_outputs,
                                    one_tree_each=False,
                                    categorical_features=model.categorical_features)
-        _check_codes_within_levels(model.categories, trees)
         # rebuilt round by round, path costs recomputed: a file whose stored path costs or
         # tree outputs differ is refused by model_io's final comparison
         for t0, t1 in zip(indptr[:-1], indptr[1:]):
@@ -1187,6 +1187,10 @@ class Booster(TreeEnsemble):
                                 bitsets=[bitsets for _, _, _, bitsets in trees[t0:t1]])
             except ValueError as exc:     # raw scores that could overflow
                 raise invalid(str(exc)) from None
+        try:
+            check_codes_within_levels(model)
+        except ValueError as exc:
+            raise invalid(f"{exc} (categories.levels)") from None
         if "exit_rules" in doc:
             try:
                 model._exit_rules = model._check_exit_rules(ExitRules.from_dict(

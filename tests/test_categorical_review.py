@@ -206,6 +206,25 @@ def test_a_file_whose_levels_are_fewer_than_its_splits_codes_is_refused(trained)
                  tree["cat_threshold"], dtype="<u4").view(np.uint8), bitorder="little"))]
     doc["categories"]["levels"][0] = doc["categories"]["levels"][0][:max(codes)]
     with pytest.raises(ValueError, match=rf"invalid cbudget model: .*sends code {max(codes)} "
-                                         rf"left, but categorical feature 0 has {max(codes)} "
-                                         "levels"):
+                                         rf"left, but categorical feature 'g' has "
+                                         rf"{max(codes)} levels"):
         model_from_dict(doc)
+
+
+def test_lightgbm_levels_paired_with_another_feature_are_refused_at_import():
+    """category_columns= naming the integer-coded feature: its splits' codes (up to 9)
+    are beyond the 3 levels of the pandas column, refused when importing (the model
+    would be refused when loaded once saved, and maps levels wrongly meanwhile)."""
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(0)
+    k, c = rng.integers(0, 10, 2000), rng.integers(0, 3, 2000)
+    df = pd.DataFrame({"k": k, "c": pd.Categorical(np.array(list("abc"))[c])})
+    y = 2 * rng.normal(size=10)[k] + np.array([1.0, -1.0, 0.0])[c]
+    booster = lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 8,
+                         "min_data_per_group": 5, "cat_smooth": 1},
+                        lgb.Dataset(df, y, categorical_feature=["k", "c"]), 3)
+    np.testing.assert_allclose(cbudget.from_lightgbm(booster, category_columns=["c"])
+                               .predict(df), booster.predict(df), rtol=1e-12)
+    with pytest.raises(ValueError, match=r"sends code \d+ left, but categorical feature 'k' "
+                                         r"has 3 levels .*category_columns="):
+        cbudget.from_lightgbm(booster, category_columns=["k"])

@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._core._types import NODE_DTYPE
-from ..booster import Booster
+from ..booster import Booster, check_codes_within_levels
 from ..categories import NO_CATEGORIES, Categories
 from ..category_bins import MAX_CATEGORY_CODE, codes_to_bitset
 from ..costs import CostGroups, CostModel, FeatureCosts, GroupCosts
@@ -290,6 +290,11 @@ def imported_booster(rounds: Sequence[Sequence[np.ndarray]], *, objective: str,
         model.add_round(trees, bitsets=[
             [listed[k][int(i)] for i in tree["threshold"][tree["categorical"] != 0]]
             for k, tree in enumerate(trees)])
+    try:
+        check_codes_within_levels(model)
+    except ValueError as exc:
+        raise ValueError(f"the levels do not fit the splits: {exc} (levels of another "
+                         "feature? a LightGBM model's: see category_columns=)") from None
     model.imported_from = dict(imported_from)
     return model
 

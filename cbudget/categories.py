@@ -272,7 +272,7 @@ def _integer_codes(values: Any, name: str, check: bool) -> np.ndarray:
     ``check``, ValueError naming the column for codes that are not integers or are
     larger than the limit."""
     try:
-        codes = np.array(values, dtype=np.float64)
+        codes = _numbers(values)
     except (TypeError, ValueError):
         raise TypeError(f"categorical column {name!r} is integer-coded in training but "
                         "holds non-numeric values here") from None
@@ -289,6 +289,27 @@ def _integer_codes(values: Any, name: str, check: bool) -> np.ndarray:
     return codes
 
 
+def _numbers(values: Any) -> np.ndarray:
+    """A new float64 array of a 1-D column of numbers, its missing values (None, NaN,
+    pandas' NA: an object array of a DataFrame's nullable ``Int64`` column holds it)
+    NaN; TypeError or ValueError for values that are not numbers."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        inverse, uniques = _distinct(values)
+        return _spread(inverse, np.array(uniques, dtype=np.float64))
+
+
+def _spread(inverse: np.ndarray, per_distinct: np.ndarray) -> np.ndarray:
+    """float64 ``per_distinct[inverse]`` (the value of each row's distinct value), NaN
+    where ``inverse`` is -1 (a missing value; a column of them only has no distinct
+    values, e.g. one row to predict)."""
+    values = np.full(inverse.shape, np.nan)
+    present = inverse >= 0
+    values[present] = per_distinct[inverse[present]]
+    return values
+
+
 def encode_column(column: Any, name: str, levels: list[Any] | None, *,
                   check: bool = True) -> np.ndarray:
     """The float64 codes of ``column`` (pandas Series or 1-D array) under ``levels``:
@@ -298,13 +319,9 @@ def encode_column(column: Any, name: str, levels: list[Any] | None, *,
     kind than the levels (numbers for string levels, strings for codes)."""
     if levels is None:
         return _integer_codes(column, name, check)
-    # the distinct values are mapped, then each present row by its index among them (a
-    # column of missing values only, e.g. one row to predict, has no distinct values)
+    # the distinct values are mapped, then each row by its index among them
     inverse, uniques = _distinct(column)
-    codes = np.full(inverse.shape, np.nan)
-    present = inverse >= 0
-    codes[present] = _positions(uniques, levels, name)[inverse[present]]
-    return codes
+    return _spread(inverse, _positions(uniques, levels, name))
 
 
 def _distinct(column: Any) -> tuple[np.ndarray, list[Any]]:
@@ -365,7 +382,7 @@ def encode_table(data: Any, names: Sequence[str], categories: Categories, *,
         X[:, numeric] = data.iloc[:, numeric].to_numpy(dtype=np.float64, na_value=np.nan)
     for m in numeric if not is_table(data) else ():
         try:
-            X[:, m] = np.asarray(data[:, m], dtype=np.float64)
+            X[:, m] = _numbers(data[:, m])
         except (TypeError, ValueError):
             raise _not_numeric(f"column {names[m]!r} (index {m}) holds non-numeric values",
                                data.dtype, categories, names) from None

@@ -88,6 +88,26 @@ def test_estimators_predict_on_the_array_of_levels_they_were_fitted_on():
     np.testing.assert_array_equal(pipeline.predict(df), as_frame.predict(df))
 
 
+def test_object_array_of_a_frame_with_nullable_columns_reads_pandas_na_as_missing():
+    """``to_numpy(dtype=object)`` of a frame with a string column and nullable ``Int64``
+    columns (a ColumnTransformer's output) holds pandas' NA: missing, as in the frame,
+    for a numeric and an integer-coded column, not "holds non-numeric values"."""
+    from cbudget.sklearn import GBDTRegressor
+
+    df, y = frame()
+    df["x"] = pd.array(np.round(df.x * 10), dtype="Int64")
+    df["code"] = pd.array(np.arange(len(df)) % 4, dtype="Int64")
+    df.loc[::7, ["x", "code"]] = pd.NA
+    levels = df.to_numpy(dtype=object)
+    on_frame = Dataset(df, y, categorical_feature=["g", "code"])
+    on_array = Dataset(levels, y, categorical_feature=[0, 2])
+    np.testing.assert_array_equal(on_array.data, on_frame.data)
+    assert np.isnan(on_array.data[::7, 1:]).all()
+    estimator = GBDTRegressor(n_estimators=3, categorical_features=[0, 2])
+    np.testing.assert_array_equal(estimator.fit(levels, y).predict(levels),
+                                  estimator.fit(df, y).predict(df))
+
+
 # -- the command line: CSV cells of levels that look like numbers ------------------------
 def run_cli(argv):
     """``cbudget``'s exit status (argparse exits too)."""

@@ -31,7 +31,7 @@ from ._json_checks import invalid, require
 
 __all__ = ["Categories", "NO_CATEGORIES", "MAX_LEVELS", "CategoricalSpec",
            "parse_categorical_feature", "auto_columns", "fit_categories",
-           "is_table", "as_pandas", "encode_table", "encode_column"]
+           "is_table", "as_pandas", "encode_table", "encode_column", "as_numbers"]
 
 # The most levels (codes 0..MAX_LEVELS-1) a categorical feature may have: the split sets
 # of the tree nodes are bitsets over the codes, so their size grows with it.
@@ -272,7 +272,7 @@ def _integer_codes(values: Any, name: str, check: bool) -> np.ndarray:
     ``check``, ValueError naming the column for codes that are not integers or are
     larger than the limit."""
     try:
-        codes = _numbers(values)
+        codes = as_numbers(values)
     except (TypeError, ValueError):
         raise TypeError(f"categorical column {name!r} is integer-coded in training but "
                         "holds non-numeric values here") from None
@@ -289,7 +289,7 @@ def _integer_codes(values: Any, name: str, check: bool) -> np.ndarray:
     return codes
 
 
-def _numbers(values: Any) -> np.ndarray:
+def as_numbers(values: Any) -> np.ndarray:
     """A new float64 array of a 1-D column of numbers, its missing values (None, NaN,
     pandas' NA: an object array of a DataFrame's nullable ``Int64`` column holds it)
     NaN; TypeError or ValueError for values that are not numbers."""
@@ -382,7 +382,7 @@ def encode_table(data: Any, names: Sequence[str], categories: Categories, *,
         X[:, numeric] = data.iloc[:, numeric].to_numpy(dtype=np.float64, na_value=np.nan)
     for m in numeric if not is_table(data) else ():
         try:
-            X[:, m] = _numbers(data[:, m])
+            X[:, m] = as_numbers(data[:, m])
         except (TypeError, ValueError):
             raise _not_numeric(f"column {names[m]!r} (index {m}) holds non-numeric values",
                                data.dtype, categories, names) from None

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._core._predict import walk_step
-from .categories import NO_CATEGORIES, Categories, encode_column
+from .categories import NO_CATEGORIES, Categories, as_numbers, encode_column
 from .costs import CostModel, resolve_feature
 
 __all__ = ["FeatureSource", "FetchCall", "ReadSteps", "global_node_ids", "walk_trees",
@@ -376,11 +376,11 @@ def _copied_values(result: Any, features: list[int], n_rows: int,
                                             check=False)
                 continue
             try:
-                codes[:, j] = array[:, j].astype(np.float64)
+                codes[:, j] = as_numbers(array[:, j])   # None, NaN, pandas' NA: missing
             except (TypeError, ValueError):
                 raise ValueError(f"{what} returned values of dtype {array.dtype} that are "
-                                 f"not numbers for feature {m}, which is not categorical"
-                                 ) from None
+                                 f"not numbers for feature {m}, which has no levels (it "
+                                 "takes numbers, or integer codes)") from None
         return codes
     if array.dtype.kind not in "biuf":
         raise ValueError(f"{what} returned values of dtype {array.dtype}: numbers expected")

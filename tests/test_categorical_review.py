@@ -108,6 +108,22 @@ def test_object_array_of_a_frame_with_nullable_columns_reads_pandas_na_as_missin
                                   estimator.fit(df, y).predict(df))
 
 
+def test_a_fetch_of_levels_and_numbers_reads_pandas_na_as_missing():
+    """A fetch returning a frame's rows as objects (levels of one feature, a nullable
+    number and nullable integer codes: pandas' NA among them) predicts as the frame."""
+    df, y = frame()
+    df["code"] = pd.array(np.arange(len(df)) % 4, dtype="Int64")
+    model = cbudget.train(PARAMS, Dataset(df, y + df.code.to_numpy(float),
+                                          categorical_feature=["g", "code"]), 5,
+                          verbose_eval=False)
+    df["x"] = df.x.astype("Float64")
+    df.loc[::5, ["x", "code"]] = pd.NA
+    for fetch in (lambda features, rows: df.iloc[rows, features],
+                  lambda features, rows: df.iloc[rows, features].to_numpy(dtype=object)):
+        source = cbudget.FeatureSource(fetch, len(df))
+        np.testing.assert_array_equal(model.predict(source), model.predict(df))
+
+
 # -- the command line: CSV cells of levels that look like numbers ------------------------
 def run_cli(argv):
     """``cbudget``'s exit status (argparse exits too)."""

@@ -223,9 +223,13 @@ class FeatureSource:
         if levels is not None:
             return encode_column(column, f"known[{name!r}]", levels, check=False)
         column = np.asarray(column)
-        if column.dtype.kind not in "biuf":
-            raise TypeError(f"known[{name!r}] must hold numbers, got dtype {column.dtype}")
-        return column.astype(np.float64)
+        try:
+            if column.dtype.kind not in "biufO":
+                raise TypeError
+            return as_numbers(column)     # objects: None, NaN, pandas' NA are missing
+        except (TypeError, ValueError):
+            raise TypeError(f"known[{name!r}] must hold numbers, got dtype {column.dtype}"
+                            ) from None
 
     def request(self, rows: np.ndarray, features: ArrayLike) -> None:
         """Register that the inputs ``rows`` need ``features`` (the pairs not known or

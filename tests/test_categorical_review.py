@@ -122,6 +122,10 @@ def test_a_fetch_of_levels_and_numbers_reads_pandas_na_as_missing():
                   lambda features, rows: df.iloc[rows, features].to_numpy(dtype=object)):
         source = cbudget.FeatureSource(fetch, len(df))
         np.testing.assert_array_equal(model.predict(source), model.predict(df))
+    # and known up front, as the frame's columns (objects: as pandas < 3 gives them)
+    known = {name: df[name].to_numpy(dtype=object) for name in df.columns}
+    source = cbudget.FeatureSource(lambda features, rows: None, len(df), known=known)
+    np.testing.assert_array_equal(model.predict(source), model.predict(df))
 
 
 # -- the command line: CSV cells of levels that look like numbers ------------------------

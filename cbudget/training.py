@@ -42,6 +42,11 @@ def check_evals(evals, dtrain: Dataset) -> list:
         if data.num_feature() != dtrain.num_feature():
             raise ValueError(f"evaluation data {name!r} has {data.num_feature()} features, "
                              f"training data has {dtrain.num_feature()}")
+        if data.categories != dtrain.categories:
+            # its codes number other levels: scored with the trees, they would be wrong
+            raise ValueError(f"evaluation data {name!r} has other categorical features or "
+                             "levels than the training data: build it with "
+                             "reference=dtrain")
         if name in names:
             raise ValueError(f"two evaluation data sets are named {name!r}")
         names.add(name)

@@ -268,3 +268,23 @@ def test_lightgbm_levels_paired_with_another_feature_are_refused_at_import():
     with pytest.raises(ValueError, match=r"sends code \d+ left, but categorical feature 'k' "
                                          r"has 3 levels .*category_columns="):
         cbudget.from_lightgbm(booster, category_columns=["k"])
+
+
+def test_evaluation_data_with_levels_of_its_own_is_refused_before_training():
+    """Built without reference=, its codes number its own levels: they were scored
+    with the trees (wrong metrics, a wrong early-stopping round) and refused only when
+    the model was finished."""
+    df, y = frame()
+    dtrain = Dataset(df, y)
+    later = df.iloc[:60].assign(g=np.where(df.g.iloc[:60] == "A", "B", df.g.iloc[:60]))
+    own = Dataset(later, y[:60])
+    assert own.categories != dtrain.categories
+    with pytest.raises(ValueError, match="evaluation data 'valid' has other categorical "
+                                         "features or levels.*reference=dtrain"):
+        cbudget.train(PARAMS, dtrain, 3, evals=[(own, "valid")], verbose_eval=False)
+    shared = Dataset(later, y[:60], reference=dtrain)
+    result = {}
+    model = cbudget.train(PARAMS, dtrain, 3, evals=[(shared, "valid")], evals_result=result,
+                          verbose_eval=False)
+    rmse = np.sqrt(np.mean((model.predict(later) - y[:60]) ** 2))
+    assert result["valid"]["rmse"][-1] == pytest.approx(rmse, rel=1e-9)

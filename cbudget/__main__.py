@@ -82,8 +82,11 @@ def read_table(path: str, text_columns: Sequence[str] = ()) -> Any:
             # pandas 3 parses exactly and deprecates the option
             exact = ({} if int(pandas.__version__.split(".")[0]) >= 3
                      else {"float_precision": "round_trip"})
+            # low_memory=False: each column's type is inferred from all its rows, not per
+            # chunk of rows (a column of levels whose first rows look like numbers would
+            # mix numbers and strings)
             frame = pandas.read_csv(path, dtype={name: str for name in text_columns},
-                                    **exact)
+                                    low_memory=False, **exact)
     except ImportError:
         # pandas found neither Parquet engine
         raise CommandError(f"{path}: reading Parquet files needs pyarrow: "

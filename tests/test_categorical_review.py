@@ -288,3 +288,16 @@ def test_evaluation_data_with_levels_of_its_own_is_refused_before_training():
                           verbose_eval=False)
     rmse = np.sqrt(np.mean((model.predict(later) - y[:60]) ** 2))
     assert result["valid"]["rmse"][-1] == pytest.approx(rmse, rel=1e-9)
+
+
+def test_cli_infers_a_large_csv_column_from_all_its_rows(tmp_path):
+    """pandas' default reads a CSV by chunks of rows (2**18) and types each chunk: a
+    column of levels whose first chunk looks numeric ("1", "2") came out as numbers
+    and strings ("A") at once, refused as mixing both."""
+    n = 2 ** 18 + 2000
+    g = np.where(np.arange(n) < n - 1000, np.where(np.arange(n) % 2, "1", "2"), "A")
+    pd.DataFrame({"g": g, "y": (g == "A") * 1.0}).to_csv(tmp_path / "big.csv", index=False)
+    model_path = tmp_path / "m.json"
+    assert run_cli(["train", str(tmp_path / "big.csv"), "--label", "y", "--rounds", "1",
+                    "--quiet", "-o", str(model_path)]) == 0
+    assert cbudget.load_model(model_path).categories.levels == [["1", "2", "A"]]

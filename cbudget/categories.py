@@ -237,8 +237,9 @@ def _plain(level: Any, name: str) -> Any:
         return level
     raise TypeError(f"categorical column {name!r}: level {level!r} of type "
                     f"{type(level).__name__} is not a string or a finite number (the model "
-                    "file keeps the levels): convert the column, e.g. with .astype(str), or "
-                    "give its codes (e.g. .cat.codes of a pandas.cut column)")
+                    "file keeps the levels): convert the column, e.g. with .astype(\"string\") "
+                    "(missing values stay missing), or give its codes (e.g. .cat.codes of a "
+                    "pandas.cut column)")
 
 
 def _fit_levels(column: Any, name: str) -> list[Any] | None:
@@ -250,7 +251,9 @@ def _fit_levels(column: Any, name: str) -> list[Any] | None:
         distinct = {_plain(v, name) for v in _distinct(column)[1]}
         if len({_level_kind(v) for v in distinct}) > 1:
             raise TypeError(f"categorical column {name!r} mixes strings and numbers: make "
-                            "its values one kind (e.g. all strings)")
+                            "its values one kind (e.g. all strings: .astype(\"string\"); "
+                            "pandas.read_csv types a large file's column by chunks of rows "
+                            "unless given low_memory=False or a dtype for it)")
         levels = sorted(distinct)
     elif getattr(dtype, "kind", "O") in "biuf":
         return None

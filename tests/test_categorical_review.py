@@ -228,9 +228,10 @@ def test_levels_json_cannot_hold_are_refused_with_a_remedy():
     rng = np.random.default_rng(0)
     age = rng.uniform(0, 90, 100)
     df = pd.DataFrame({"band": pd.cut(age, [0, 18, 40, 65, 90]), "x": age})
-    with pytest.raises(TypeError, match=r"column 'band': level Interval\(0, 18.*astype\(str\)"):
+    with pytest.raises(TypeError, match=r"column 'band': level Interval\(0, 18.*"
+                                        r"astype\(\"string\"\)"):
         Dataset(df, age)
-    as_text = Dataset(df.assign(band=df.band.astype(str)), age)
+    as_text = Dataset(df.assign(band=df.band.astype("string")), age)
     assert as_text.categories.levels[0] == ["(0, 18]", "(18, 40]", "(40, 65]", "(65, 90]"]
 
 

@@ -265,8 +265,14 @@ def _fit_levels(column: Any, name: str) -> list[Any] | None:
         raise TypeError(f"categorical column {name!r} mixes strings and numbers among its "
                         "categories")
     if len(levels) > MAX_LEVELS:
-        raise ValueError(f"categorical column {name!r} has {len(levels)} levels; at most "
-                         f"{MAX_LEVELS} are supported: group the rare ones into one level")
+        # a frame filtered from a larger one keeps all the categories of its dtype
+        codes = np.asarray(column.cat.codes) if _is_categorical_dtype(dtype) else None
+        n_unused = 0 if codes is None else len(levels) - np.unique(codes[codes >= 0]).size
+        unused = (f" ({n_unused} of them unused: .cat.remove_unused_categories())"
+                  if n_unused else "")
+        raise ValueError(f"categorical column {name!r} has {len(levels)} levels{unused}; at "
+                         f"most {MAX_LEVELS} are supported: group the rare ones into one "
+                         "level")
     return levels
 
 

@@ -302,3 +302,16 @@ def test_cli_infers_a_large_csv_column_from_all_its_rows(tmp_path):
     assert run_cli(["train", str(tmp_path / "big.csv"), "--label", "y", "--rounds", "1",
                     "--quiet", "-o", str(model_path)]) == 0
     assert cbudget.load_model(model_path).categories.levels == [["1", "2", "A"]]
+
+
+def test_too_many_categories_says_how_many_are_unused():
+    """A frame filtered from a larger one keeps its dtype's categories: the levels
+    counted are those, and the error says how many the column does not use."""
+    from cbudget.categories import MAX_LEVELS
+
+    many = pd.Categorical(["l0", "l1"] * 50, categories=[f"l{i}" for i in range(MAX_LEVELS + 1)])
+    with pytest.raises(ValueError, match=rf"'many' has {MAX_LEVELS + 1} levels \({MAX_LEVELS - 1} "
+                                         r"of them unused: \.cat\.remove_unused_categories"):
+        Dataset(pd.DataFrame({"many": many}), np.zeros(100))
+    kept = Dataset(pd.DataFrame({"many": many.remove_unused_categories()}), np.zeros(100))
+    assert kept.categories.levels == [["l0", "l1"]]

@@ -238,7 +238,9 @@ def check_model_matches(model: Model, data: Dataset, what: str, hint: str) -> No
     if model.cost_model.to_dict() != data.cost_model.to_dict():
         raise ValueError(f"{what}'s costs differ from dtrain's: {hint}")
     if model.categories != data.categories:
-        raise ValueError(f"{what}'s categorical features or levels differ from dtrain's")
+        raise ValueError(f"{what}'s categorical features or levels differ from dtrain's: "
+                         "build dtrain with categorical_feature= the model's categories "
+                         "(model.categories: its levels, in their order)")
 
 
 def query_boundaries_of(X: InputData) -> np.ndarray | None:

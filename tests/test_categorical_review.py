@@ -315,3 +315,17 @@ def test_too_many_categories_says_how_many_are_unused():
         Dataset(pd.DataFrame({"many": many}), np.zeros(100))
     kept = Dataset(pd.DataFrame({"many": many.remove_unused_categories()}), np.zeros(100))
     assert kept.categories.levels == [["l0", "l1"]]
+
+
+def test_continuing_a_model_of_other_levels_says_how_to_build_dtrain(trained):
+    """An imported model's levels in its own order (a pandas category) against dtrain's
+    sorted strings: refused, saying to build dtrain with the model's categories, which
+    then continues it."""
+    df, y, _ = trained
+    ordered = df.assign(g=pd.Categorical(df.g, categories=LEVELS.tolist()))
+    model = cbudget.train(PARAMS, Dataset(ordered, y), 2, verbose_eval=False)
+    with pytest.raises(ValueError, match=r"categorical_feature= the model's categories"):
+        cbudget.train(PARAMS, Dataset(df, y), 1, xgb_model=model, verbose_eval=False)
+    more = cbudget.train(PARAMS, Dataset(df, y, categorical_feature=model.categories), 1,
+                         xgb_model=model, verbose_eval=False)
+    np.testing.assert_array_equal(more[:2].predict(df), model.predict(df))

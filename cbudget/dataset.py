@@ -524,8 +524,9 @@ class Dataset:
         which every categorical split sends to its "other" side. At most
         ``cbudget.categories.MAX_LEVELS`` levels (65,536) per column. With
         ``reference``, the reference's are taken. A :class:`cbudget.categories.Categories`
-        (another Dataset's :attr:`categories`): ``data`` holds codes under those levels
-        (e.g. rows of that Dataset's ``data``).
+        (another Dataset's or a model's :attr:`categories`): those levels, ``data``'s
+        levels mapped to their codes (a DataFrame), or its codes under them (e.g. rows of
+        that Dataset's ``data``).
     group : array-like of int, optional
         Learning to rank: the number of rows of each query, in row order (as LightGBM
         and XGBoost take them; positive, summing to the number of rows). Each query's

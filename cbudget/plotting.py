@@ -370,10 +370,21 @@ def _level_set(model: TreeEnsemble, tree: np.ndarray, node: int, shown: int = 8)
     string column's levels), else their codes."""
     codes = bitset_codes(model.tree_bitsets(tree)[int(np.sum(tree["categorical"][:node]))][1:])
     levels = model.categories.levels_of(int(tree["feature"][node]))
-    text = ", ".join(str(code) if levels is None or code >= len(levels) else str(levels[code])
-                     for code in codes[:shown].tolist())
+    text = ", ".join(str(code) if levels is None or code >= len(levels)
+                     else _shown_level(levels[code]) for code in codes[:shown].tolist())
     more = f", ... ({codes.size - shown} more)" if codes.size > shown else ""
     return "{" + text + more + "}"
+
+
+def _shown_level(level: Any) -> str:
+    """A level as a set of levels shows it: as it is, or quoted (Python's repr) when it
+    would not read as one level there (empty, padded with spaces, holding a comma, a
+    brace or a line break: "{a, b}" of the one level "a, b")."""
+    text = str(level)
+    if isinstance(level, str) and (not text or text != text.strip()
+                                   or any(c in text for c in ",{}\n")):
+        return repr(level)
+    return text
 
 
 def _ensemble_nodes(model: TreeEnsemble, tree_index: int, X: np.ndarray | None,

@@ -329,3 +329,19 @@ def test_continuing_a_model_of_other_levels_says_how_to_build_dtrain(trained):
     more = cbudget.train(PARAMS, Dataset(df, y, categorical_feature=model.categories), 1,
                          xgb_model=model, verbose_eval=False)
     np.testing.assert_array_equal(more[:2].predict(df), model.predict(df))
+
+
+def test_a_split_shows_each_level_as_one():
+    """A level holding ", " (or empty) is quoted in the split's set, which otherwise
+    read as more (or fewer) levels than it holds."""
+    from cbudget.plotting import to_graphviz
+
+    rng = np.random.default_rng(0)
+    names = np.array(["a, b", "", "c", " d"])
+    k = rng.integers(0, names.size, 400)
+    df = pd.DataFrame({"g": names[k]})
+    model = cbudget.train({**PARAMS, "max_cat_to_onehot": 1, "min_data_per_group": 5,
+                           "cat_smooth": 1}, Dataset(df, np.array([3.0, 2.0, -2.0, -3.0])[k]),
+                          1, verbose_eval=False)
+    dot = to_graphviz(model, 0)
+    assert "g in {'', 'a, b'}" in dot or "g in {' d', 'c'}" in dot, dot

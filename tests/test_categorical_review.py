@@ -32,7 +32,7 @@ def trained():
     return df, y, cbudget.train(PARAMS, Dataset(df, y), 5, verbose_eval=False)
 
 
-# -- every value of a categorical column missing ------------------------------------------
+# -- every value of a categorical column missing -----------------------------------------
 @pytest.mark.parametrize("missing", [None, np.nan, pd.NA])
 def test_a_column_of_missing_values_only_predicts_the_missing_way(trained, missing):
     """One row to predict whose level is missing (so no value of the column is present)
@@ -60,7 +60,25 @@ def test_training_on_a_categorical_column_without_a_level():
     np.testing.assert_array_equal(again.predict(df), model.predict(df))
 
 
-# -- scikit-learn estimators on NumPy arrays of levels ------------------------------------
+def test_dask_partition_without_a_level_is_coded_as_missing(dask_client):
+    """A partition whose categorical column holds no level (all None) is coded as
+    missing values, as in a Dataset of all the rows (its coding raised IndexError)."""
+    dd = pytest.importorskip("dask.dataframe")
+    from cbudget.dask import DaskDataset
+    from cbudget.dask import train as dask_train
+
+    df, y = frame()
+    df["g"] = df.g.astype(object)
+    df.loc[len(df) // 2:, "g"] = None
+    data = DaskDataset(dask_client, dd.from_pandas(df, npartitions=2, sort=False),
+                       dd.from_pandas(pd.Series(y), npartitions=2, sort=False))
+    model = dask_train(dask_client, PARAMS, data, 3)
+    local = cbudget.train(PARAMS, Dataset(df, y), 3, verbose_eval=False)
+    assert model.categories == local.categories
+    np.testing.assert_allclose(model.predict(df), local.predict(df), rtol=1e-12)
+
+
+# -- NumPy object arrays (a ColumnTransformer's output), pandas' NA, values on demand ----
 def test_estimators_predict_on_the_array_of_levels_they_were_fitted_on():
     """An object array of strings (what a ColumnTransformer outputs by default) is read
     by level at prediction as at fit, as HistGradientBoosting does: not refused with
@@ -128,6 +146,85 @@ def test_a_fetch_of_levels_and_numbers_reads_pandas_na_as_missing():
     np.testing.assert_array_equal(model.predict(source), model.predict(df))
 
 
+def test_known_levels_of_a_wrong_length_are_refused_by_their_shape(trained):
+    df, _, model = trained
+    source = cbudget.FeatureSource(lambda features, rows: None, len(df),
+                                   known={"g": df.g.to_numpy()[:-1]})
+    with pytest.raises(ValueError, match=rf"known\['g'\] must have shape \({len(df)},\), "
+                                         rf"got \({len(df) - 1},\)"):
+        model.predict(source)
+
+
+# -- which columns, which levels: errors that say what to do -----------------------------
+def test_a_categorical_feature_named_by_a_repeated_column_name_is_refused_as_such():
+    """Not taken as the last column of that name (the other then reported as "not a
+    categorical feature (those are ['g'])")."""
+    df, y = frame()
+    twice = pd.concat([df, df.g], axis=1)
+    with pytest.raises(ValueError, match=r"2 columns are named 'g' \(indices \[0, 2\]\)"):
+        Dataset(twice, y, categorical_feature=["g"])
+
+
+def test_levels_json_cannot_hold_are_refused_with_a_remedy():
+    """A pandas.cut column (categories of Intervals) is refused naming the column and
+    saying how to make it usable (LightGBM fails on it with "Circular reference")."""
+    rng = np.random.default_rng(0)
+    age = rng.uniform(0, 90, 100)
+    df = pd.DataFrame({"band": pd.cut(age, [0, 18, 40, 65, 90]), "x": age})
+    with pytest.raises(TypeError, match=r"column 'band': level Interval\(0, 18.*"
+                                        r"astype\(\"string\"\)"):
+        Dataset(df, age)
+    as_text = Dataset(df.assign(band=df.band.astype("string")), age)
+    assert as_text.categories.levels[0] == ["(0, 18]", "(18, 40]", "(40, 65]", "(65, 90]"]
+
+
+def test_too_many_categories_says_how_many_are_unused():
+    """A frame filtered from a larger one keeps its dtype's categories: the levels
+    counted are those, and the error says how many the column does not use."""
+    from cbudget.categories import MAX_LEVELS
+
+    many = pd.Categorical(["l0", "l1"] * 50, categories=[f"l{i}" for i in range(MAX_LEVELS + 1)])
+    with pytest.raises(ValueError, match=rf"'many' has {MAX_LEVELS + 1} levels \({MAX_LEVELS - 1} "
+                                         r"of them unused: \.cat\.remove_unused_categories"):
+        Dataset(pd.DataFrame({"many": many}), np.zeros(100))
+    kept = Dataset(pd.DataFrame({"many": many.remove_unused_categories()}), np.zeros(100))
+    assert kept.categories.levels == [["l0", "l1"]]
+
+
+def test_evaluation_data_with_levels_of_its_own_is_refused_before_training():
+    """Built without reference=, its codes number its own levels: they were scored
+    with the trees (wrong metrics, a wrong early-stopping round) and refused only when
+    the model was finished."""
+    df, y = frame()
+    dtrain = Dataset(df, y)
+    later = df.iloc[:60].assign(g=np.where(df.g.iloc[:60] == "A", "B", df.g.iloc[:60]))
+    own = Dataset(later, y[:60])
+    assert own.categories != dtrain.categories
+    with pytest.raises(ValueError, match="evaluation data 'valid' has other categorical "
+                                         "features or levels.*reference=dtrain"):
+        cbudget.train(PARAMS, dtrain, 3, evals=[(own, "valid")], verbose_eval=False)
+    shared = Dataset(later, y[:60], reference=dtrain)
+    result = {}
+    model = cbudget.train(PARAMS, dtrain, 3, evals=[(shared, "valid")], evals_result=result,
+                          verbose_eval=False)
+    rmse = np.sqrt(np.mean((model.predict(later) - y[:60]) ** 2))
+    assert result["valid"]["rmse"][-1] == pytest.approx(rmse, rel=1e-9)
+
+
+def test_continuing_a_model_of_other_levels_says_how_to_build_dtrain(trained):
+    """An imported model's levels in its own order (a pandas category) against dtrain's
+    sorted strings: refused, saying to build dtrain with the model's categories, which
+    then continues it."""
+    df, y, _ = trained
+    ordered = df.assign(g=pd.Categorical(df.g, categories=LEVELS.tolist()))
+    model = cbudget.train(PARAMS, Dataset(ordered, y), 2, verbose_eval=False)
+    with pytest.raises(ValueError, match=r"categorical_feature= the model's categories"):
+        cbudget.train(PARAMS, Dataset(df, y), 1, xgb_model=model, verbose_eval=False)
+    more = cbudget.train(PARAMS, Dataset(df, y, categorical_feature=model.categories), 1,
+                         xgb_model=model, verbose_eval=False)
+    np.testing.assert_array_equal(more[:2].predict(df), model.predict(df))
+
+
 # -- the command line: CSV cells of levels that look like numbers ------------------------
 def run_cli(argv):
     """``cbudget``'s exit status (argparse exits too)."""
@@ -163,25 +260,20 @@ def test_cli_reads_levels_that_look_like_numbers_as_levels(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["n_inputs"] == 4
 
 
-def test_known_levels_of_a_wrong_length_are_refused_by_their_shape(trained):
-    df, _, model = trained
-    source = cbudget.FeatureSource(lambda features, rows: None, len(df),
-                                   known={"g": df.g.to_numpy()[:-1]})
-    with pytest.raises(ValueError, match=rf"known\['g'\] must have shape \({len(df)},\), "
-                                         rf"got \({len(df) - 1},\)"):
-        model.predict(source)
+def test_cli_infers_a_large_csv_column_from_all_its_rows(tmp_path):
+    """pandas' default reads a CSV by chunks of rows (2**18) and types each chunk: a
+    column of levels whose first chunk looks numeric ("1", "2") came out as numbers
+    and strings ("A") at once, refused as mixing both."""
+    n = 2 ** 18 + 2000
+    g = np.where(np.arange(n) < n - 1000, np.where(np.arange(n) % 2, "1", "2"), "A")
+    pd.DataFrame({"g": g, "y": (g == "A") * 1.0}).to_csv(tmp_path / "big.csv", index=False)
+    model_path = tmp_path / "m.json"
+    assert run_cli(["train", str(tmp_path / "big.csv"), "--label", "y", "--rounds", "1",
+                    "--quiet", "-o", str(model_path)]) == 0
+    assert cbudget.load_model(model_path).categories.levels == [["1", "2", "A"]]
 
 
-def test_a_categorical_feature_named_by_a_repeated_column_name_is_refused_as_such():
-    """Not taken as the last column of that name (the other then reported as "not a
-    categorical feature (those are ['g'])")."""
-    df, y = frame()
-    twice = pd.concat([df, df.g], axis=1)
-    with pytest.raises(ValueError, match=r"2 columns are named 'g' \(indices \[0, 2\]\)"):
-        Dataset(twice, y, categorical_feature=["g"])
-
-
-# -- plots of levels ----------------------------------------------------------------------
+# -- plots of levels ---------------------------------------------------------------------
 def test_plots_draw_levels_and_names_with_dollar_signs_as_they_are():
     """Price bands ("$10-$20") are common levels: matplotlib must not read a pair of "$"
     as mathtext (which fails to draw on what is not valid mathtext)."""
@@ -204,38 +296,23 @@ def test_plots_draw_levels_and_names_with_dollar_signs_as_they_are():
         matplotlib.pyplot.close(ax.figure)
 
 
-def test_dask_partition_without_a_level_is_coded_as_missing(dask_client):
-    """A partition whose categorical column holds no level (all None) is coded as
-    missing values, as in a Dataset of all the rows (its coding raised IndexError)."""
-    dd = pytest.importorskip("dask.dataframe")
-    from cbudget.dask import DaskDataset
-    from cbudget.dask import train as dask_train
+def test_a_split_shows_each_level_as_one():
+    """A level holding ", " (or empty) is quoted in the split's set, which otherwise
+    read as more (or fewer) levels than it holds."""
+    from cbudget.plotting import to_graphviz
 
-    df, y = frame()
-    df["g"] = df.g.astype(object)
-    df.loc[len(df) // 2:, "g"] = None
-    data = DaskDataset(dask_client, dd.from_pandas(df, npartitions=2, sort=False),
-                       dd.from_pandas(pd.Series(y), npartitions=2, sort=False))
-    model = dask_train(dask_client, PARAMS, data, 3)
-    local = cbudget.train(PARAMS, Dataset(df, y), 3, verbose_eval=False)
-    assert model.categories == local.categories
-    np.testing.assert_allclose(model.predict(df), local.predict(df), rtol=1e-12)
-
-
-def test_levels_json_cannot_hold_are_refused_with_a_remedy():
-    """A pandas.cut column (categories of Intervals) is refused naming the column and
-    saying how to make it usable (LightGBM fails on it with "Circular reference")."""
     rng = np.random.default_rng(0)
-    age = rng.uniform(0, 90, 100)
-    df = pd.DataFrame({"band": pd.cut(age, [0, 18, 40, 65, 90]), "x": age})
-    with pytest.raises(TypeError, match=r"column 'band': level Interval\(0, 18.*"
-                                        r"astype\(\"string\"\)"):
-        Dataset(df, age)
-    as_text = Dataset(df.assign(band=df.band.astype("string")), age)
-    assert as_text.categories.levels[0] == ["(0, 18]", "(18, 40]", "(40, 65]", "(65, 90]"]
+    names = np.array(["a, b", "", "c", " d"])
+    k = rng.integers(0, names.size, 400)
+    df = pd.DataFrame({"g": names[k]})
+    model = cbudget.train({**PARAMS, "max_cat_to_onehot": 1, "min_data_per_group": 5,
+                           "cat_smooth": 1}, Dataset(df, np.array([3.0, 2.0, -2.0, -3.0])[k]),
+                          1, verbose_eval=False)
+    dot = to_graphviz(model, 0)
+    assert "g in {'', 'a, b'}" in dot or "g in {' d', 'c'}" in dot, dot
 
 
-# -- model files ----------------------------------------------------------------------------
+# -- model files and imports whose levels do not fit the splits --------------------------
 def test_a_file_whose_levels_are_fewer_than_its_splits_codes_is_refused(trained):
     """With levels dropped from the file, the unseen-level code would be one a split
     sends left (and levels would map to other codes than the trees were grown on)."""
@@ -269,79 +346,3 @@ def test_lightgbm_levels_paired_with_another_feature_are_refused_at_import():
     with pytest.raises(ValueError, match=r"sends code \d+ left, but categorical feature 'k' "
                                          r"has 3 levels .*category_columns="):
         cbudget.from_lightgbm(booster, category_columns=["k"])
-
-
-def test_evaluation_data_with_levels_of_its_own_is_refused_before_training():
-    """Built without reference=, its codes number its own levels: they were scored
-    with the trees (wrong metrics, a wrong early-stopping round) and refused only when
-    the model was finished."""
-    df, y = frame()
-    dtrain = Dataset(df, y)
-    later = df.iloc[:60].assign(g=np.where(df.g.iloc[:60] == "A", "B", df.g.iloc[:60]))
-    own = Dataset(later, y[:60])
-    assert own.categories != dtrain.categories
-    with pytest.raises(ValueError, match="evaluation data 'valid' has other categorical "
-                                         "features or levels.*reference=dtrain"):
-        cbudget.train(PARAMS, dtrain, 3, evals=[(own, "valid")], verbose_eval=False)
-    shared = Dataset(later, y[:60], reference=dtrain)
-    result = {}
-    model = cbudget.train(PARAMS, dtrain, 3, evals=[(shared, "valid")], evals_result=result,
-                          verbose_eval=False)
-    rmse = np.sqrt(np.mean((model.predict(later) - y[:60]) ** 2))
-    assert result["valid"]["rmse"][-1] == pytest.approx(rmse, rel=1e-9)
-
-
-def test_cli_infers_a_large_csv_column_from_all_its_rows(tmp_path):
-    """pandas' default reads a CSV by chunks of rows (2**18) and types each chunk: a
-    column of levels whose first chunk looks numeric ("1", "2") came out as numbers
-    and strings ("A") at once, refused as mixing both."""
-    n = 2 ** 18 + 2000
-    g = np.where(np.arange(n) < n - 1000, np.where(np.arange(n) % 2, "1", "2"), "A")
-    pd.DataFrame({"g": g, "y": (g == "A") * 1.0}).to_csv(tmp_path / "big.csv", index=False)
-    model_path = tmp_path / "m.json"
-    assert run_cli(["train", str(tmp_path / "big.csv"), "--label", "y", "--rounds", "1",
-                    "--quiet", "-o", str(model_path)]) == 0
-    assert cbudget.load_model(model_path).categories.levels == [["1", "2", "A"]]
-
-
-def test_too_many_categories_says_how_many_are_unused():
-    """A frame filtered from a larger one keeps its dtype's categories: the levels
-    counted are those, and the error says how many the column does not use."""
-    from cbudget.categories import MAX_LEVELS
-
-    many = pd.Categorical(["l0", "l1"] * 50, categories=[f"l{i}" for i in range(MAX_LEVELS + 1)])
-    with pytest.raises(ValueError, match=rf"'many' has {MAX_LEVELS + 1} levels \({MAX_LEVELS - 1} "
-                                         r"of them unused: \.cat\.remove_unused_categories"):
-        Dataset(pd.DataFrame({"many": many}), np.zeros(100))
-    kept = Dataset(pd.DataFrame({"many": many.remove_unused_categories()}), np.zeros(100))
-    assert kept.categories.levels == [["l0", "l1"]]
-
-
-def test_continuing_a_model_of_other_levels_says_how_to_build_dtrain(trained):
-    """An imported model's levels in its own order (a pandas category) against dtrain's
-    sorted strings: refused, saying to build dtrain with the model's categories, which
-    then continues it."""
-    df, y, _ = trained
-    ordered = df.assign(g=pd.Categorical(df.g, categories=LEVELS.tolist()))
-    model = cbudget.train(PARAMS, Dataset(ordered, y), 2, verbose_eval=False)
-    with pytest.raises(ValueError, match=r"categorical_feature= the model's categories"):
-        cbudget.train(PARAMS, Dataset(df, y), 1, xgb_model=model, verbose_eval=False)
-    more = cbudget.train(PARAMS, Dataset(df, y, categorical_feature=model.categories), 1,
-                         xgb_model=model, verbose_eval=False)
-    np.testing.assert_array_equal(more[:2].predict(df), model.predict(df))
-
-
-def test_a_split_shows_each_level_as_one():
-    """A level holding ", " (or empty) is quoted in the split's set, which otherwise
-    read as more (or fewer) levels than it holds."""
-    from cbudget.plotting import to_graphviz
-
-    rng = np.random.default_rng(0)
-    names = np.array(["a, b", "", "c", " d"])
-    k = rng.integers(0, names.size, 400)
-    df = pd.DataFrame({"g": names[k]})
-    model = cbudget.train({**PARAMS, "max_cat_to_onehot": 1, "min_data_per_group": 5,
-                           "cat_smooth": 1}, Dataset(df, np.array([3.0, 2.0, -2.0, -3.0])[k]),
-                          1, verbose_eval=False)
-    dot = to_graphviz(model, 0)
-    assert "g in {'', 'a, b'}" in dot or "g in {' d', 'c'}" in dot, dot

@@ -300,8 +300,9 @@ class _CostAwareEstimator(BaseEstimator):
         label, objective = self._encode_target(target)
         self._check_names_available()
         # categorical columns: the DataFrame itself, whose levels and dtypes the Dataset
-        # reads (validate_data's object array would lose the pandas categories' order)
-        data = X if categorical else _dense(data)
+        # reads (validate_data's object array would lose the pandas categories' order);
+        # other data (an array, a list of rows) as validate_data made it an array
+        data = X if categorical and hasattr(X, "columns") else _dense(data)
         dtrain = self._dataset(data, label, sample_weight, categorical_feature=categorical,
                                **(queries or {}))
         evals = self._evals(dtrain, eval_set, eval_sample_weight, eval_queries)
@@ -450,15 +451,18 @@ class _CostAwareEstimator(BaseEstimator):
 
     def _checked_input(self, X: MatrixLike) -> Any:
         """``X`` checked against the training data's columns: a dense matrix; with
-        categorical features, a DataFrame or an array of levels (object or string dtype)
-        as it is (the model maps its levels, as fit took them)."""
+        categorical features, a DataFrame as it is, or an array of levels (object or
+        string dtype; a list of rows made an array): the model maps its levels, as fit
+        took them."""
         X = as_pandas(X)
-        if not (np.any(self.is_categorical_) and (
-                hasattr(X, "columns") or getattr(getattr(X, "dtype", None), "kind", "f") in "OSU")):
-            _check_numeric_columns(X, [])
-            return _dense(validate_data(self, X, reset=False, **_X_CHECKS))
-        validate_data(self, X, reset=False, **_CATEGORICAL_X_CHECKS)
-        return X
+        if np.any(self.is_categorical_) and not scipy.sparse.issparse(X):
+            checked = validate_data(self, X, reset=False, **_CATEGORICAL_X_CHECKS)
+            if hasattr(X, "columns"):
+                return X
+            if checked.dtype.kind in "OSU":
+                return checked
+        _check_numeric_columns(X, [])
+        return _dense(validate_data(self, X, reset=False, **_X_CHECKS))
 
     def _categorical_columns(self, X: Any) -> list[int]:
         """The categorical columns of training data ``X`` by ``categorical_features``

@@ -96,6 +96,10 @@ def test_estimators_predict_on_the_array_of_levels_they_were_fitted_on():
         estimator = GBDTRegressor(n_estimators=5, categorical_features=spec).fit(levels, y)
         np.testing.assert_array_equal(estimator.is_categorical_, [True, False])
         np.testing.assert_array_equal(estimator.predict(levels), on_frame)
+    # a list of rows, as validate_data makes it an array (of strings)
+    rows = levels.tolist()
+    estimator = GBDTRegressor(n_estimators=5, categorical_features=[0]).fit(rows, y)
+    np.testing.assert_array_equal(estimator.predict(rows), on_frame)
     # a ColumnTransformer's output: numbers and strings in one object array
     def columns():
         return make_column_transformer((StandardScaler(), ["x"]), ("passthrough", ["g"]))

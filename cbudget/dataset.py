@@ -19,6 +19,7 @@ from .categories import (
     NO_CATEGORIES,
     CategoricalSpec,
     Categories,
+    as_numbers,
     as_pandas,
     auto_columns,
     encode_column,
@@ -95,7 +96,7 @@ def as_float_matrix(data: MatrixLike, what: str = "data"
     if data.dtype.kind not in "biuf":
         if data.dtype.kind == "O":
             try:
-                data = data.astype(np.float64)
+                data = _object_numbers(data)
             except (TypeError, ValueError):
                 column = _first_non_numeric_column(data)
                 raise TypeError(f"{what}: column {column} holds non-numeric values (name "
@@ -111,11 +112,20 @@ def as_float_matrix(data: MatrixLike, what: str = "data"
     return np.ascontiguousarray(data, dtype=dtype), names
 
 
+def _object_numbers(data: np.ndarray) -> np.ndarray:
+    """An object array's numbers as float64, a 2-D one's column by column so that None,
+    NaN and pandas' NA are missing values (an object array of a DataFrame's nullable
+    ``Int64`` columns holds NA); TypeError or ValueError for other values."""
+    if data.ndim != 2 or data.shape[1] == 0:
+        return data.astype(np.float64)
+    return np.column_stack([as_numbers(data[:, m]) for m in range(data.shape[1])])
+
+
 def _first_non_numeric_column(data: np.ndarray) -> int:
     """The index of the first column of a 2-D object array that is not all numbers."""
     for m in range(data.shape[1] if data.ndim == 2 else 0):
         try:
-            data[:, m].astype(np.float64)
+            as_numbers(data[:, m])
         except (TypeError, ValueError):
             return m
     return 0

@@ -128,6 +128,11 @@ def test_object_array_of_a_frame_with_nullable_columns_reads_pandas_na_as_missin
     estimator = GBDTRegressor(n_estimators=3, categorical_features=[0, 2])
     np.testing.assert_array_equal(estimator.fit(levels, y).predict(levels),
                                   estimator.fit(df, y).predict(df))
+    # numbers only (no column of levels): a numeric model's input, NA missing too
+    numbers = df[["x", "code"]]
+    model = cbudget.train(PARAMS, Dataset(numbers, y), 2, verbose_eval=False)
+    np.testing.assert_array_equal(model.predict(numbers.to_numpy(dtype=object)),
+                                  model.predict(numbers))
 
 
 def test_a_fetch_of_levels_and_numbers_reads_pandas_na_as_missing():

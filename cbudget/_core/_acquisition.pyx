@@ -11,7 +11,7 @@ import numpy as np
 
 from ._predict cimport binned_child
 from ._safety cimport check_rows_in_range, first_bad_node, first_out_of_range_32
-from ._types cimport BITSET_WORD_C, MAX_ROWS_C, X_BINNED_C, node_struct
+from ._types cimport BITSET_WORD_C, MAX_ROWS_C, binned_t, node_struct
 
 
 cdef inline Py_ssize_t _n_words(Py_ssize_t n_bits) noexcept nogil:
@@ -257,8 +257,8 @@ cdef class AcquisitionState:
                 visits += tree[node].n_samples
         return visits
 
-    def acquire_along_paths(self, const X_BINNED_C[::1, :] binned, node_struct[::1] tree,
-                            const X_BINNED_C missing_bin, const int32_t[::1] rows):
+    def acquire_along_paths(self, const binned_t[::1, :] binned, node_struct[::1] tree,
+                            const int missing_bin, const int32_t[::1] rows):
         """Each row of ``rows`` acquires the features of the split nodes on its path
         through ``tree`` (binned data, as in training); ``tree["new_acquisitions"]`` is
         incremented where a row first acquires a feature. Used for the inputs left out

@@ -22,7 +22,7 @@ every row of the leaf as having acquired ``m``.
 """
 from cython.parallel cimport prange
 from libc.math cimport INFINITY
-from libc.stdint cimport int32_t, int64_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
@@ -36,7 +36,7 @@ from ._path cimport mark_feature
 from ._safety cimport (check_n_threads, check_rows_in_range, checked_calloc, checked_malloc,
                       first_out_of_range_32)
 from ._split cimport cat_params_struct, find_best_split_core, leaf_value_core, split_struct
-from ._types cimport MAX_ROWS_C, X_BINNED_C, hist_struct, node_struct
+from ._types cimport MAX_ROWS_C, hist_struct, node_struct
 from ._types import NODE_DTYPE
 
 # Below this many rows a tree's leaf values are added to the scores on one thread.
@@ -76,7 +76,8 @@ cdef class TreeGrower:
 
     Parameters
     ----------
-    binned : uint8 array (n_samples, n_features), Fortran order
+    binned : uint8 or uint16 array (n_samples, n_features), Fortran order (uint16 when
+        a feature has more than 256 bins, the missing bin included)
     bin_edges : float64 array
         All features' upper bin edges back to back (thresholds are taken from them).
     edges_indptr : int64 array (n_features + 1,)
@@ -101,7 +102,11 @@ cdef class TreeGrower:
     bin must have its edge, every bin of ``binned`` must be at most ``missing_bin``), or
     ``binned`` has more rows than training takes (``_types.MAX_ROWS``).
     """
-    cdef const X_BINNED_C[::1, :] binned
+    # the binned data: one pointer and its bins' width (1: uint8, 2: uint16), read by
+    # the histogram and partition kernels, which dispatch on the width
+    cdef object binned_array                  # keeps the data alive
+    cdef const unsigned char * binned_data
+    cdef int bin_bytes
     cdef SparseBins sparse_bins               # kept alive for ``sparse``
     cdef const sparse_bins_struct * sparse    # NULL: every feature column-wise
     cdef const double[::1] bin_edges
@@ -156,7 +161,7 @@ cdef class TreeGrower:
     cdef const double * tree_hessians
     cdef const unsigned char * tree_mask
 
-    def __cinit__(self, const X_BINNED_C[::1, :] binned, const double[::1] bin_edges,
+    def __cinit__(self, binned, const double[::1] bin_edges,
                   const int64_t[::1] edges_indptr, const uint32_t[::1] n_value_bins,
                   int missing_bin, double learning_rate, double reg_lambda,
                   double min_child_weight, double gamma, uint32_t min_data_in_leaf,
@@ -167,14 +172,25 @@ cdef class TreeGrower:
                   uint32_t min_data_per_group=100):
         cdef Py_ssize_t f, n_edges
         cdef const unsigned char[::1] cat_view
+        cdef const uint8_t[::1, :] narrow
+        cdef const uint16_t[::1, :] wide
         # pointers are NULL until allocated: __dealloc__ frees whatever was, also when
         # this raises
+        binned = np.asarray(binned)
+        if binned.dtype == np.uint16:
+            wide = binned
+            self.binned_data, self.bin_bytes = <const unsigned char *> &wide[0, 0], 2
+        else:
+            narrow = binned     # ValueError unless uint8, Fortran order
+            self.binned_data, self.bin_bytes = &narrow[0, 0], 1
+        highest = np.iinfo(binned.dtype).max
         if not binned.shape[0] <= MAX_ROWS_C:
             raise ValueError(f"binned has {binned.shape[0]} rows; training takes at most "
                              f"{MAX_ROWS_C} (2**30)")
         check_n_threads(n_threads)
-        if not 0 <= missing_bin <= 255:
-            raise ValueError(f"missing_bin must be in [0, 255], got {missing_bin}")
+        if not 0 <= missing_bin <= highest:
+            raise ValueError(f"missing_bin must be in [0, {highest}] for {binned.dtype} "
+                             f"bins, got {missing_bin}")
         if n_value_bins.shape[0] != binned.shape[1] \
                 or edges_indptr.shape[0] != binned.shape[1] + 1:
             raise ValueError("n_value_bins / edges_indptr do not match the number of "
@@ -190,8 +206,8 @@ cdef class TreeGrower:
                                  f"edges and missing bin {missing_bin} (edges_indptr must "
                                  f"be non-decreasing, n_value_bins[f] <= its edges + 1 and "
                                  f"<= missing_bin)")
-        if missing_bin < 255 and binned.shape[0] and binned.shape[1] \
-                and np.asarray(binned).max() > missing_bin:
+        if missing_bin < highest and binned.shape[0] and binned.shape[1] \
+                and binned.max() > missing_bin:
             raise ValueError(f"binned holds a bin above missing_bin ({missing_bin})")
         if sparse_bins is not None:
             sparse_bins.check_matches(binned, missing_bin)
@@ -210,7 +226,7 @@ cdef class TreeGrower:
         self.cat_params.min_data_per_group = min_data_per_group
         self.sparse_bins = sparse_bins
         self.sparse = &sparse_bins.c if sparse_bins is not None else NULL
-        self.binned = binned
+        self.binned_array = binned
         self.bin_edges = bin_edges
         self.edges_indptr = edges_indptr
         self.n_value_bins = n_value_bins
@@ -360,6 +376,10 @@ cdef class TreeGrower:
                              f"samples (at most one per sample)")
         check_rows_in_range(rows, self.n_samples)
         return 0
+
+    cdef inline const void * _column(self, Py_ssize_t feature) noexcept nogil:
+        """The bins of ``feature`` (on a worker or a local grower: rows of its own)."""
+        return self.binned_data + feature * self.n_samples * self.bin_bytes
 
     cdef hist_struct * _take_histograms(self) noexcept nogil:
         if self.n_free_histograms > 0:
@@ -530,14 +550,14 @@ cdef class TreeGrower:
         cdef uint32_t * unacquired = <uint32_t *> (out + self.n_features * self.n_bins)
         if self.has_penalty:
             return build_histograms_core(
-                &self.binned[0, 0], self.n_samples, self.n_features, rows, n_rows,
+                self.binned_data, self.bin_bytes, self.n_samples, self.n_features, rows, n_rows,
                 gradients, hessians, feature_mask, &self.n_value_bins[0], self.missing_bin,
                 out, self.n_bins, self.ordered_gradients, self.ordered_hessians,
                 self.count_mask, &self.state.acquired[0, 0], &self.state.groups_touched[0, 0],
                 &self.feature_group[0], unacquired, unacquired + self.n_features,
                 self.sparse, self.n_threads)
         return build_histograms_core(
-            &self.binned[0, 0], self.n_samples, self.n_features, rows, n_rows,
+            self.binned_data, self.bin_bytes, self.n_samples, self.n_features, rows, n_rows,
             gradients, hessians, feature_mask, &self.n_value_bins[0], self.missing_bin,
             out, self.n_bins, self.ordered_gradients, self.ordered_hessians, NULL, NULL,
             NULL, NULL, NULL, NULL, self.sparse, self.n_threads)
@@ -769,7 +789,8 @@ cdef class TreeGrower:
                 else:
                     n_left = split_rows_parallel(
                         &row_ptr[node.start], node.stop - node.start,
-                        &self.binned[0, node.split.feature], node.split.bin_threshold,
+                        self._column(node.split.feature), self.bin_bytes,
+                        node.split.bin_threshold,
                         node.split.default_left, self.missing_bin,
                         node.split.cat_bins if node.split.categorical else NULL,
                         self.buffer, self.n_threads)
@@ -945,7 +966,8 @@ cdef class TreeGrower:
         if n_rows:
             with nogil:
                 n_left = split_rows_parallel(
-                    &self.tree_rows[node.start], n_rows, &self.binned[0, feature],
+                    &self.tree_rows[node.start], n_rows, self._column(feature),
+                    self.bin_bytes,
                     bin_threshold, default_left, self.missing_bin, cat_ptr, self.buffer,
                     self.n_threads)
                 if acquire:
@@ -1093,7 +1115,7 @@ cdef class TreeGrower:
                     view[i].feature = -1
                 else:
                     view[i].feature = node.split.feature
-                    view[i].bin_threshold = <X_BINNED_C> node.split.bin_threshold
+                    view[i].bin_threshold = <uint16_t> node.split.bin_threshold
                     view[i].default_left = node.split.default_left
                     if node.split.categorical:
                         # threshold: the bitset's offset, set when the model takes the

@@ -1,11 +1,10 @@
 from libc.math cimport isnan
 from libc.stdint cimport int32_t, int64_t, uint32_t
 
-from ._types cimport X_BINNED_C, node_struct, predict_node_struct
+from ._types cimport node_struct, predict_node_struct
 
 
-cdef inline int binned_child(const node_struct * node, X_BINNED_C b,
-                             X_BINNED_C missing_bin) noexcept nogil:
+cdef inline int binned_child(const node_struct * node, int b, int missing_bin) noexcept nogil:
     """The child of split ``node`` that a row with bin ``b`` goes to."""
     if b == missing_bin:
         return node.left if node.default_left else node.right

@@ -28,7 +28,7 @@ import numpy as np
 from ._safety cimport (
     check_n_threads, check_offsets, first_bad_node, first_out_of_range_32,
     first_out_of_range_64)
-from ._types cimport X_BINNED_C, node_struct, predict_node_struct, BITSET_WORD_C
+from ._types cimport binned_t, node_struct, predict_node_struct, BITSET_WORD_C
 
 ctypedef fused floating_t:
     float
@@ -348,9 +348,9 @@ def predict_leaf(
 
 
 def predict_binned_add(
-    const X_BINNED_C[::1, :] binned,
+    const binned_t[::1, :] binned,
     const node_struct[::1] tree,
-    const X_BINNED_C missing_bin,
+    const int missing_bin,
     double[:, :] raw,
     const int output,
     int n_threads,

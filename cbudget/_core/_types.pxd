@@ -1,9 +1,16 @@
 # Shared C types of the kernels. Each struct mirrors a numpy dtype defined in _types.pyx
 # (aligned, same field order), so struct arrays pass between Python and Cython as typed
 # memoryviews without copies.
-from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int32_t, int64_t
 
+# A binned matrix holds uint8 bins when every feature has at most 256 bins (the missing
+# bin included), else uint16 (Dataset.binned; docs/architecture.md, "Binning"). The
+# kernels that read binned data take either (``binned_t``); budget_rf's stump kernel
+# reads uint8 only (X_BINNED_C).
 ctypedef uint8_t X_BINNED_C
+ctypedef fused binned_t:
+    uint8_t
+    uint16_t
 ctypedef double G_H_C
 ctypedef uint64_t BITSET_WORD_C
 
@@ -31,7 +38,7 @@ cdef struct node_struct:
     int32_t n_samples
     int32_t new_acquisitions
     int32_t depth
-    uint8_t bin_threshold
+    uint16_t bin_threshold
     uint8_t default_left
     # A categorical split (docs/architecture.md, "Categorical features"): the bins that
     # go left are the bits of ``cat_bins`` (training-time, like bin_threshold), and

@@ -220,7 +220,7 @@ def grower_memory_needs(p: dict, dtrain, n_growers: int, who: str = "") -> list[
     ``min_data_in_leaf`` rows, ``num_leaves`` or ``2**max_depth``; and the per-feature
     bin counts of the sparse layout (``Dataset.sparse_bins``)."""
     n_rows, n_features = dtrain.data.shape
-    n_bins = dtrain.max_bin + 1
+    n_bins = dtrain.missing_bin + 1     # every feature's histogram has this many bins
     leaves = max(1, n_rows // p["min_data_in_leaf"])
     if p["num_leaves"]:
         leaves = min(leaves, p["num_leaves"])
@@ -233,8 +233,8 @@ def grower_memory_needs(p: dict, dtrain, n_growers: int, who: str = "") -> list[
                    float(n_growers) * leaves * n_features * n_bins * size,
                    "Reduce the features (select the useful ones first), max_bin, or "
                    "num_leaves / max_depth"),
-        MemoryNeed(f"{who}per-feature bin counts: n_features x 256 x 8 bytes",
-                   float(n_features) * 256 * 8, "Reduce the features"),
+        MemoryNeed(f"{who}per-feature bin counts: n_features x {n_bins} x 8 bytes",
+                   float(n_features) * n_bins * 8, "Reduce the features or max_bin"),
     ]
 
 

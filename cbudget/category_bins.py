@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._core._grower import bin_words
 from .categories import MAX_LEVELS
 
 __all__ = ["MAX_CATEGORY_CODE", "fit_codes", "codes_to_bin_values", "codes_to_bitset",
@@ -53,14 +54,13 @@ def codes_to_bin_values(codes: np.ndarray, kept: np.ndarray) -> np.ndarray:
     return out
 
 
-def bins_to_bitset(cat_bins: np.ndarray, kept: np.ndarray) -> np.ndarray:
+def bins_to_bitset(bin_bitset: np.ndarray, kept: np.ndarray) -> np.ndarray:
     """The bitset of a categorical split (a length word ``n``, then ``n`` uint32 words with
-    bit ``c`` set for each code ``c`` going left) from its bin bitset ``cat_bins`` (8
-    words: bit ``b`` for bin ``b``) and the feature's ``kept`` codes (bin ``b`` is code
-    ``kept[b]``)."""
-    bits = np.unpackbits(np.ascontiguousarray(cat_bins, dtype="<u4").view(np.uint8),
-                         bitorder="little")
-    return codes_to_bitset(kept[np.flatnonzero(bits[:kept.size])])
+    bit ``c`` set for each code ``c`` going left) from its bin bitset ``bin_bitset`` (the
+    same layout, bit ``b`` for bin ``b``) and the feature's ``kept`` codes (bin ``b`` is
+    code ``kept[b]``)."""
+    bins = bitset_codes(bin_bitset[1:1 + int(bin_bitset[0])])
+    return codes_to_bitset(kept[bins[bins < kept.size]])
 
 
 def codes_to_bitset(codes: np.ndarray) -> np.ndarray:
@@ -83,7 +83,10 @@ def bitset_codes(words: np.ndarray) -> np.ndarray:
 
 def grown_tree_bitsets(tree: np.ndarray, bin_codes: dict[int, np.ndarray]) -> list[np.ndarray]:
     """The bitsets of the categorical nodes (in node order) of a tree just grown on a
-    Dataset whose ``categorical_bin_codes`` are ``bin_codes``: what
+    Dataset whose ``categorical_bin_codes`` are ``bin_codes`` (its bin bitsets in
+    ``tree.cat_bin_words``: ``cbudget._core._grower.GrownTree``): what
     ``Booster.add_round`` takes with it."""
-    return [bins_to_bitset(tree["cat_bins"][n], bin_codes[int(tree["feature"][n])])
+    words = bin_words(tree)
+    return [bins_to_bitset(words[int(tree["cat_bins_at"][n]):],
+                           bin_codes[int(tree["feature"][n])])
             for n in np.flatnonzero(tree["categorical"])]

@@ -20,6 +20,7 @@ from cbudget.category_bins import (
     MAX_CATEGORY_CODE,
     bins_to_bitset,
     bitset_codes,
+    codes_to_bitset,
 )
 
 MISSING = 255
@@ -151,9 +152,7 @@ def test_partition_by_bin_bitset():
     binned[::7, 0] = MISSING
     rows = np.arange(500, dtype=np.int32)
     left_bins = [1, 5, 6, 31, 32, 39]
-    bits = np.zeros(8, np.uint32)
-    for b in left_bins:
-        bits[b // 32] |= np.uint32(1 << (b % 32))
+    bits = codes_to_bitset(left_bins)
     for default_left in (False, True):
         r = rows.copy()
         n_left = split_rows(r, binned, 0, 0, default_left, MISSING,
@@ -528,8 +527,7 @@ def test_same_model_on_one_and_two_threads(algorithm):
 
 def test_bins_to_bitset_and_back():
     kept = np.array([2, 40, 41, 300])
-    bins = np.zeros(8, np.uint32)
-    bins[0] = 0b1011                   # bins 0, 1, 3: codes 2, 40, 300
+    bins = codes_to_bitset([0, 1, 3, 4])      # codes 2, 40, 300 (bin 4: "other")
     words = bins_to_bitset(bins, kept)
     assert words[0] == words.size - 1 == 300 // 32 + 1
     np.testing.assert_array_equal(bitset_codes(words[1:]), [2, 40, 300])
@@ -582,7 +580,9 @@ def test_algorithms_without_categorical_splits_refuse_clearly():
 
 def test_struct_layouts():
     assert PREDICT_NODE_DTYPE.itemsize == 24
-    assert NODE_DTYPE.fields["cat_bins"][0].shape == (8,)
+    # a categorical split's bin bitset is out of the node (any number of bins): an offset
+    assert NODE_DTYPE.fields["cat_bins_at"][0] == np.uint32
+    assert NODE_DTYPE.itemsize == 80
 
 
 @pytest.mark.parametrize("seed", [0, 1])

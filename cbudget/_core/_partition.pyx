@@ -4,9 +4,8 @@ from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
-import numpy as np
-
-from ._safety cimport check_n_threads, first_out_of_range_32
+from ._bitset cimport bitset_has
+from ._safety cimport check_bitset, check_n_threads, first_out_of_range_32
 from ._types cimport binned_t
 
 # Leaves with fewer rows are partitioned on one thread.
@@ -37,8 +36,7 @@ cdef Py_ssize_t _split_rows_typed(
         for i in range(n_rows):
             row = rows[i]
             b = column[row]
-            goes_left = default_left if b == missing_bin else (
-                cat_bins[b >> 5] >> (b & 31)) & 1
+            goes_left = default_left if b == missing_bin else bitset_has(cat_bins, b)
             rows[n_left] = row
             buffer[n_right] = row
             n_left += goes_left
@@ -56,7 +54,7 @@ cdef Py_ssize_t split_rows_core(
     order (sorted rows stay sorted, keeping histogram passes cache friendly).
     ``column`` is the feature's bins, uint8 (``bin_bytes`` 1) or uint16 (2);
     ``cat_bins`` (NULL: a numeric split) the bitset of the bins of a categorical split
-    that go left; ``buffer`` holds at least ``n_rows`` ints. Returns the number of rows
+    that go left (a length word, then the words: _bitset.pxd); ``buffer`` holds at least ``n_rows`` ints. Returns the number of rows
     going left."""
     if bin_bytes == 1:
         return _split_rows_typed(rows, n_rows, <const uint8_t *> column,
@@ -126,13 +124,13 @@ def split_rows(
     const uint32_t[::1] cat_bins=None,
 ):
     """Reorder ``rows`` in place so that the rows going left (bin ``<= bin_threshold``,
-    or, with ``cat_bins`` (uint32 words, bit ``b`` for bin ``b``, covering every bin
-    below ``missing_bin``), a bin whose bit is set; or missing with ``default_left``)
-    come first, each side keeping its order. ``binned``: uint8 or uint16 bins.
+    or, with ``cat_bins`` (uint32: a length word ``n``, then ``n`` words with bit ``b``
+    for bin ``b``), a bin whose bit is set; or missing with ``default_left``) come
+    first, each side keeping its order. ``binned``: uint8 or uint16 bins.
 
     Returns the number of rows that go left. ValueError when ``feature`` is not a column
     of ``binned``, a row is out of range, ``buffer`` is shorter than ``rows``, a bin is
-    out of the dtype's range, or ``cat_bins`` is too short.
+    out of the dtype's range, or ``cat_bins``' length word disagrees with its length.
     """
     cdef Py_ssize_t bad
     cdef int highest = 255 if binned_t is uint8_t else 65535
@@ -144,11 +142,7 @@ def split_rows(
         raise ValueError("buffer is shorter than rows")
     if not 0 <= feature < binned.shape[1]:
         raise ValueError(f"feature {feature} out of range for {binned.shape[1]} features")
-    if cat_bins is not None and (
-            cat_bins.shape[0] * 32 < missing_bin
-            or np.asarray(binned[:, feature]).max(initial=0) > missing_bin):
-        raise ValueError(f"cat_bins holds {cat_bins.shape[0]} words: too few for "
-                         f"{missing_bin} value bins (or a bin is above missing_bin)")
+    check_bitset(cat_bins, "cat_bins")
     cdef const uint32_t * bits = &cat_bins[0] if cat_bins is not None else NULL
     if rows.shape[0] == 0:
         return 0

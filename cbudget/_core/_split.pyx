@@ -2,7 +2,7 @@
 from cython.parallel cimport prange
 from libc.math cimport INFINITY
 from libc.stdint cimport uint32_t
-from libc.stdlib cimport free, qsort
+from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memset
 
 import numpy as np
@@ -110,6 +110,13 @@ cdef inline void _scan_feature(
                 s.categorical = 0
 
 
+# The encoding of a categorical candidate in _scan_categorical: bins and counts are
+# below 65536 (uint16 bins).
+cdef enum:
+    CHOICE_END = 65536
+    CHOICE_DIRECTION = 2 * CHOICE_END
+
+
 cdef struct sort_entry:
     double key
     int bin
@@ -173,9 +180,14 @@ cdef inline void _scan_categorical(
       rows joined the left side since the last one scored, and the scan stops when the
       right side falls below ``min_data_per_group`` rows.
 
-    Ties go to missing values right first, then the earlier candidate."""
+    Ties go to missing values right first, then the earlier candidate. The bins going
+    left are written to ``s.cat_bins`` (room for a bitset of ``n_value_bins`` bins): a
+    length word, then the words up to the last one with a member. No split when the
+    sort buffer of a feature with more than 256 levels cannot be allocated."""
     cdef Py_ssize_t n_levels = <Py_ssize_t> n_value_bins - 1, b, i, used = 0, max_num_cat
-    cdef sort_entry entries[256]
+    cdef Py_ssize_t n_words
+    cdef sort_entry on_stack[256]
+    cdef sort_entry * entries = on_stack
     cdef int direction, dir_index, best_choice = -1, choice
     cdef double mg = h[missing_bin].sum_gradients, mh = h[missing_bin].sum_hessians
     cdef uint32_t mc = h[missing_bin].count
@@ -186,6 +198,10 @@ cdef inline void _scan_categorical(
     cdef bint onehot = <Py_ssize_t> n_value_bins <= cat.max_cat_to_onehot
     s.gain = -INFINITY
     s.feature = -1
+    if not onehot and n_levels > 256:
+        entries = <sort_entry *> malloc(n_levels * sizeof(sort_entry))
+        if entries == NULL:
+            return
     if not onehot:
         for b in range(n_levels):
             if h[b].count > 0 and h[b].count >= cat.cat_smooth:
@@ -194,7 +210,8 @@ cdef inline void _scan_categorical(
                 used += 1
         qsort(entries, used, sizeof(sort_entry), _compare_entries)
     max_num_cat = min(<Py_ssize_t> cat.max_cat_threshold, (used + 1) // 2)
-    # choice encodes the candidate: direction * 1024 + (bin | sorted end * 512 + count)
+    # choice encodes the candidate: direction * CHOICE_DIRECTION + (bin | sorted end *
+    # CHOICE_END + count)
     for direction in range(2):
         if direction == 1 and mc == 0:
             break
@@ -206,7 +223,8 @@ cdef inline void _scan_categorical(
                           (mh if direction else 0.0) + h[b].sum_hessians,
                           (mc if direction else 0) + h[b].count, sum_gradients,
                           sum_hessians, count, parent_score, reg_lambda, penalty, f,
-                          direction == 1, direction * 1024 + <int> b, &best_choice, s,
+                          direction == 1, direction * CHOICE_DIRECTION + <int> b,
+                          &best_choice, s,
                           min_data_in_leaf, min_child_weight, 1)
             continue
         for dir_index in range(2):      # from the low end, then from the high end
@@ -230,19 +248,31 @@ cdef inline void _scan_categorical(
                 group_count = 0
                 _consider(gl, hl, cl, sum_gradients, sum_hessians, count, parent_score,
                           child_lambda, penalty, f, direction == 1,
-                          direction * 1024 + dir_index * 512 + <int> i, &best_choice, s,
+                          direction * CHOICE_DIRECTION + dir_index * CHOICE_END + <int> i,
+                          &best_choice, s,
                           min_data_in_leaf, min_child_weight, 2)
-    if best_choice < 0:
-        return
-    memset(s.cat_bins, 0, sizeof(s.cat_bins))
-    choice = best_choice % 1024
-    if onehot:
-        s.cat_bins[choice >> 5] = (<uint32_t> 1) << (choice & 31)
-        return
-    dir_index = choice // 512
-    for i in range(choice % 512 + 1):
-        b = entries[i if dir_index == 0 else used - 1 - i].bin
-        s.cat_bins[b >> 5] |= (<uint32_t> 1) << (b & 31)
+    if best_choice >= 0:
+        n_words = (n_levels + 31) // 32
+        memset(s.cat_bins, 0, (n_words + 1) * sizeof(uint32_t))
+        choice = best_choice % CHOICE_DIRECTION
+        if onehot:
+            s.cat_bins[1 + (choice >> 5)] = (<uint32_t> 1) << (choice & 31)
+        else:
+            dir_index = choice // CHOICE_END
+            for i in range(choice % CHOICE_END + 1):
+                b = entries[i if dir_index == 0 else used - 1 - i].bin
+                s.cat_bins[1 + (b >> 5)] |= (<uint32_t> 1) << (b & 31)
+        while n_words > 0 and s.cat_bins[n_words] == 0:    # no trailing zero word
+            n_words -= 1
+        s.cat_bins[0] = <uint32_t> n_words
+    if entries != on_stack:
+        free(entries)
+
+
+cdef Py_ssize_t cat_words_of(Py_ssize_t n_bins) noexcept nogil:
+    """The words of a categorical candidate's bin bitset (_bitset.pxd) when a feature's
+    histogram has ``n_bins`` bins: a length word and one bit per bin."""
+    return 1 + (n_bins + 31) // 32
 
 
 cdef split_struct find_best_split_core(
@@ -251,15 +281,21 @@ cdef split_struct find_best_split_core(
     double sum_gradients, double sum_hessians, uint32_t count,
     double reg_lambda, double min_child_weight, uint32_t min_data_in_leaf,
     const double * cost_penalty, const unsigned char * categorical,
-    const cat_params_struct * cat, split_struct * per_feature, int n_threads) noexcept nogil:
+    const cat_params_struct * cat, split_struct * per_feature, uint32_t * cat_scratch,
+    Py_ssize_t cat_words, int n_threads) noexcept nogil:
     """Best split over the masked-in features; ``per_feature`` is scratch space for
     ``n_features`` results; ``cost_penalty == NULL``: no penalty; ``categorical ==
-    NULL``: every feature numeric (else ``cat`` holds the categorical parameters)."""
+    NULL``: every feature numeric (else ``cat`` holds the categorical parameters, and
+    ``cat_scratch`` ``cat_words`` words per feature -- :func:`cat_words_of` -- where the
+    bin bitsets of the categorical candidates go: the best split's ``cat_bins`` points
+    there)."""
     cdef Py_ssize_t f, work = 0
     cdef double parent_score = _score(sum_gradients, sum_hessians, reg_lambda)
     cdef split_struct best
     for f in range(n_features):
         per_feature[f].feature = -1
+        per_feature[f].cat_bins = &cat_scratch[f * cat_words] if cat_scratch != NULL \
+            else NULL
         if feature_mask[f]:
             work += n_value_bins[f]
     if work < MIN_PARALLEL_WORK:
@@ -336,9 +372,8 @@ def find_best_split(
         raise ValueError("missing_bin must be a bin of histograms above every value bin")
     if categorical is not None and categorical.shape[0] != n_features:
         raise ValueError(f"categorical must have one entry per feature ({n_features})")
-    if categorical is not None and nvb.size and nvb[np.asarray(categorical) != 0].max(
-            initial=0) > 256:
-        raise ValueError("a categorical feature has more than 256 value bins")
+    cdef Py_ssize_t cat_words = cat_words_of(histograms.shape[1]) \
+        if categorical is not None else 0
     cdef const double * penalty = &cost_penalty[0] if cost_penalty is not None else NULL
     cdef const unsigned char * is_cat = &categorical[0] if categorical is not None else NULL
     cdef cat_params_struct cat
@@ -348,13 +383,15 @@ def find_best_split(
     cat.cat_smooth = cat_smooth
     cat.min_data_per_group = min_data_per_group
     cdef split_struct best
+    cdef uint32_t[::1] cat_scratch = np.zeros(max(n_features * cat_words, 1), np.uint32)
     cdef split_struct * scratch = <split_struct *> checked_malloc(
         n_features, sizeof(split_struct), "the per-feature split results")
     with nogil:     # nothing in here can raise: no try/finally needed around it
         best = find_best_split_core(
             &histograms[0, 0], n_features, histograms.shape[1], &n_value_bins[0],
             missing_bin, &feature_mask[0], sum_gradients, sum_hessians, count, reg_lambda,
-            min_child_weight, min_data_in_leaf, penalty, is_cat, &cat, scratch, n_threads)
+            min_child_weight, min_data_in_leaf, penalty, is_cat, &cat, scratch,
+            &cat_scratch[0] if cat_words else NULL, cat_words, n_threads)
     free(scratch)
     result = SplitInfo()
     result.feature = best.feature
@@ -366,8 +403,8 @@ def find_best_split(
         result.default_left = best.default_left
         result.categorical = best.categorical
         if best.categorical:
-            bits = np.unpackbits(np.array(<uint32_t[:8]> best.cat_bins, dtype="<u4")
-                                 .view(np.uint8), bitorder="little")
+            words = np.array(<uint32_t[:best.cat_bins[0] + 1]> best.cat_bins)
+            bits = np.unpackbits(words[1:].astype("<u4").view(np.uint8), bitorder="little")
             result.left_bins = np.flatnonzero(bits)
         result.sum_gradient_left = best.sum_gradient_left
         result.sum_hessian_left = best.sum_hessian_left

@@ -41,11 +41,12 @@ cdef struct node_struct:
     uint16_t bin_threshold
     uint8_t default_left
     # A categorical split (docs/architecture.md, "Categorical features"): the bins that
-    # go left are the bits of ``cat_bins`` (training-time, like bin_threshold), and
+    # go left are the bitset at ``cat_bins_at`` in the grown tree's bin words
+    # (training-time, like bin_threshold: _grower.GrownTree.cat_bin_words), and
     # ``threshold`` holds the offset of the raw codes' bitset in the model's
-    # ``cat_words`` (a length word, then the words).
+    # ``cat_words``; both bitsets are a length word, then the words (_bitset.pxd).
     uint8_t categorical
-    uint32_t cat_bins[8]
+    uint32_t cat_bins_at
 
 # What prediction reads of a node, packed (24 bytes instead of 72): traversal of large
 # ensembles stays in cache. For a leaf, ``threshold`` holds the leaf value.

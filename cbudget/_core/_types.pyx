@@ -33,7 +33,7 @@ NODE_DTYPE = np.dtype(
         ("bin_threshold", np.uint16),
         ("default_left", np.uint8),
         ("categorical", np.uint8),
-        ("cat_bins", np.uint32, (8,)),
+        ("cat_bins_at", np.uint32),
     ],
     align=True,
 )

@@ -179,13 +179,20 @@ def test_codes_get_one_bin_each_and_missing_goes_to_the_missing_bin():
 
 
 def test_more_codes_than_bins_keeps_the_most_frequent():
-    rng = np.random.default_rng(0)
-    codes = np.concatenate([np.repeat(np.arange(10), 50), rng.integers(10, 400, 300)])
+    """max_bin - 1 codes (ties to the smaller code), then more only while they cover
+    under 99% of the rows and have 3 rows or more (LightGBM's rule): here the next code
+    has one row."""
+    codes = np.concatenate([np.repeat(np.arange(10), 50), np.arange(10, 310)])
     d = cbudget.Dataset(codes[:, None].astype(float), np.zeros(codes.size), max_bin=16,
                         categorical_feature=[0])
     kept = d.categorical_bin_codes[0]
-    assert kept.size == 15 and set(range(10)) <= set(kept.tolist())
+    np.testing.assert_array_equal(kept, np.arange(15))
     assert np.all(d.binned[~np.isin(codes, kept), 0] == 15)
+    # codes of 3 rows each: kept until 99% of the rows are covered
+    codes = np.concatenate([np.repeat(np.arange(10), 50), np.repeat(np.arange(10, 110), 3)])
+    kept = cbudget.Dataset(codes[:, None].astype(float), np.zeros(codes.size), max_bin=16,
+                           categorical_feature=[0]).categorical_bin_codes[0]
+    assert kept.size == 10 + int(np.ceil((round(0.99 * 800) - 500) / 3))
 
 
 def test_rows_of_weight_zero_give_no_code_a_bin():

@@ -4,6 +4,7 @@ that reads bins, against the NumPy references of test_kernels, and end to end wi
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
+from test_categorical_engine import CAT_DEFAULTS, ref_categorical_split
 from test_kernels import (
     concat_edges,
     random_raw_data,
@@ -16,11 +17,13 @@ from test_kernels import (
 import cbudget
 from cbudget._core._acquisition import AcquisitionState
 from cbudget._core._binning import map_to_bins
-from cbudget._core._grower import TreeGrower
+from cbudget._core._grower import TreeGrower, bin_words
 from cbudget._core._histogram import SparseBins, build_histograms
 from cbudget._core._partition import split_rows
 from cbudget._core._predict import predict_binned_add
+from cbudget._core._split import find_best_split
 from cbudget._core._types import HISTOGRAM_DTYPE
+from cbudget.category_bins import fit_codes
 from cbudget.dataset import Dataset, find_bin_edges
 
 MISSING = 700           # a missing bin beyond uint8
@@ -232,3 +235,138 @@ def test_budget_rf_refuses_wide_bins():
     with pytest.raises(ValueError, match=r"budget_rf .* max_bin <= 255"):
         cbudget.train({"objective": "binary:logistic", "algorithm": "budget_rf"},
                       Dataset(X, y, max_bin=300), 2)
+
+
+# ---------------------------------------------------------------------------------------
+# categorical features with more than 256 bins
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("max_bin", [16, 255])
+def test_fit_codes_bins_categories_as_lightgbm(max_bin):
+    """Beyond max_bin - 1 codes, more until 99% of the rows are covered, stopping at a
+    code with fewer than 3 rows: LightGBM's bin count (its NaN/"other" bin is our
+    "other")."""
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(1)
+    codes = np.minimum(rng.zipf(1.4, 30000), 3000).astype(np.float64) - 1
+    codes[rng.random(codes.size) < 0.05] = np.nan
+    reference = lgb.Dataset(codes[:, None], label=np.zeros(codes.size),
+                            categorical_feature=[0],
+                            params={"max_bin": max_bin, "verbose": -1})
+    reference.construct()
+    kept = fit_codes(codes, max_bin)
+    assert kept.size + 1 == reference.feature_num_bin(0) > 256
+    values, counts = np.unique(codes[~np.isnan(codes)], return_counts=True)
+    assert counts[np.isin(values, kept)].min() >= np.sort(counts)[::-1][kept.size]
+    data = Dataset(codes[:, None], np.zeros(codes.size), max_bin=max_bin,
+                   categorical_feature=[0])
+    assert data.missing_bin == kept.size + 1 and data.binned.dtype == np.uint16
+    np.testing.assert_array_equal(data.categorical_bin_codes[0], kept)
+
+
+def test_fit_codes_keeps_few_levels_as_before():
+    """A column with at most max_bin - 1 levels: every level its bin, as any max_bin."""
+    codes = np.repeat(np.arange(200.0), np.arange(1, 201))
+    np.testing.assert_array_equal(fit_codes(codes, 255), np.arange(200))
+    data = Dataset(codes[:, None], np.zeros(codes.size), categorical_feature=[0])
+    assert data.binned.dtype == np.uint8 and data.missing_bin == 255
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("n_levels", [300, 1000])
+@pytest.mark.parametrize("params", [CAT_DEFAULTS,
+                                    dict(CAT_DEFAULTS, max_cat_threshold=400, cat_l2=0.0,
+                                         cat_smooth=1.0, min_data_per_group=5)])
+def test_categorical_split_kernel_on_wide_bins(seed, n_levels, params):
+    """The split scan over more than 256 bins equals the reference (left sets beyond
+    bin 255, more than 256 bins on the left with a large max_cat_threshold)."""
+    rng = np.random.default_rng(seed)
+    n, missing = 20000, 1100
+    codes = rng.integers(0, n_levels, n)
+    binned = np.where(rng.random(n) < 0.1, missing, codes).astype(np.uint16)
+    effect = rng.normal(size=n_levels + 1)
+    g = effect[codes] + rng.normal(size=n) - 0.7 * (binned == missing)
+    h = rng.uniform(0.2, 1.0, n)
+    hist = np.zeros((1, missing + 1), HISTOGRAM_DTYPE)
+    hist["sum_gradients"][0] = np.bincount(binned, weights=g, minlength=missing + 1)
+    hist["sum_hessians"][0] = np.bincount(binned, weights=h, minlength=missing + 1)
+    hist["count"][0] = np.bincount(binned, minlength=missing + 1)
+    lam, mcw, mdl, penalty = 1.0, 1e-3, 20, 0.5
+    got = find_best_split(hist, np.array([n_levels + 1], np.uint32), missing,
+                          np.ones(1, np.uint8), float(g.sum()), float(h.sum()), n, lam, mcw,
+                          mdl, np.array([penalty]), 1, np.ones(1, np.uint8), **params)
+    sums = [list(hist[k][0, :n_levels + 1]) + [hist[k][0, missing]]
+            for k in ("sum_gradients", "sum_hessians", "count")]
+    exp_gain, exp_left, exp_default = ref_categorical_split(
+        *sums, n_levels, float(g.sum()), float(h.sum()), n, lam, mcw, mdl, penalty, params)
+    assert got.feature == 0 and got.categorical
+    assert set(got.left_bins.tolist()) == exp_left and max(exp_left) > 255
+    assert bool(got.default_left) == exp_default
+    assert got.gain == pytest.approx(exp_gain, rel=1e-9)
+
+
+def rare_levels_problem(n=30000, n_levels=1000, seed=0):
+    """One categorical column of ``n_levels`` levels, most of them rare (beyond the 254
+    most frequent), whose label effect is the level's parity, and a noise column."""
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, n_levels + 1) ** 0.3
+    codes = rng.choice(n_levels, n, p=weights / weights.sum()).astype(np.float64)
+    codes[rng.random(n) < 0.03] = np.nan
+    X = np.column_stack([codes, rng.normal(size=n)])
+    signal = np.where(np.isnan(codes), 0.0, 2.0 * (np.nan_to_num(codes) % 2) - 1.0)
+    y = (signal + rng.normal(scale=0.8, size=n) > 0).astype(np.float64)
+    return X, y
+
+
+def capped(X, n_codes=254):
+    """The column as uint8 bins saw it: codes beyond the ``n_codes`` most frequent in
+    one level."""
+    values, counts = np.unique(X[~np.isnan(X[:, 0]), 0], return_counts=True)
+    top = values[np.lexsort((values, -counts))[:n_codes]]
+    out = X.copy()
+    rare = ~np.isnan(X[:, 0]) & ~np.isin(X[:, 0], top)
+    out[rare, 0] = values.max() + 1
+    return out
+
+
+@pytest.mark.parametrize("algorithm", ["gbdt", "cegb", "greedy_miser"])
+def test_rare_levels_learned_and_routed_as_the_bins_say(algorithm, tmp_path):
+    """~1,000 levels, the signal in every level: the wide bins beat the column capped
+    at 254 levels; every tree routes the training rows through its bin bitsets as the
+    model routes their codes; n_jobs 1 and 2 train one model; save/load keeps it."""
+    X, y = rare_levels_problem()
+    train, test = slice(0, 24000), slice(24000, None)
+    params = {"objective": "binary:logistic", "algorithm": algorithm, "num_leaves": 15,
+              "learning_rate": 0.3, "max_cat_threshold": 600, "cat_smooth": 1.0,
+              "min_data_per_group": 5}
+    if algorithm != "gbdt":
+        params["cost_tradeoff"] = 1e-3
+    scores, models = {}, []
+    for name, data in (("wide", X), ("capped", capped(X))):
+        dtrain = Dataset(data[train], y[train], categorical_feature=[0],
+                         feature_costs=[1.0, 1.0])
+        for n_jobs in (1, 2):
+            model = cbudget.train({**params, "n_jobs": n_jobs}, dtrain, 10)
+            models.append(model)
+            scores[name] = roc_auc_score(y[test], model.predict(data[test]))
+        if name == "wide":
+            assert dtrain.binned.dtype == np.uint16 and dtrain.missing_bin > 900
+            wide, wide_data = model, dtrain
+    assert models[0].to_dict()["trees"] == models[1].to_dict()["trees"]
+    assert scores["wide"] > scores["capped"] + 0.1
+    # the binned walk through each tree's bin bitsets lands where the codes do
+    margin = np.full((24000, 1), wide.to_dict()["base_score"][0]
+                     if isinstance(wide.to_dict()["base_score"], list)
+                     else wide.to_dict()["base_score"])
+    wide_bins_seen = False
+    for tree in wide.trees:
+        predict_binned_add(wide_data.binned, tree, wide_data.missing_bin, margin, 0, 2,
+                           cat_bin_words=bin_words(tree))
+        for at in tree["cat_bins_at"][tree["categorical"] == 1]:
+            words = bin_words(tree)
+            wide_bins_seen |= bool(words[at] > 8)        # a bin beyond 255 goes left
+    assert wide_bins_seen
+    np.testing.assert_allclose(margin[:, 0], wide.predict(X[train], output_margin=True),
+                               rtol=1e-12, atol=1e-12)
+    path = tmp_path / "wide.json"
+    wide.save_model(path)
+    np.testing.assert_array_equal(cbudget.load_model(path).predict(X), wide.predict(X))

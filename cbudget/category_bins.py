@@ -7,9 +7,9 @@ are missing. Binning gives each of the most frequent codes of the training data 
 its own (bins in increasing code order; at least ``max_bin - 1`` of them, more until they
 cover 99% of the rows, as LightGBM: :func:`fit_codes`) and puts every other code -- rare
 ones, and codes never seen in training -- in one last "other" bin, which never goes left
-(LightGBM sends the rest right with NaN). A split node stores the raw codes that go left as a bitset, so
-prediction needs no bins: a code in the bitset goes left, any other code right, a
-missing value the node's ``default_left``.
+(LightGBM sends the rest right with NaN). A split node stores the raw codes that go
+left as a bitset, so prediction needs no bins: a code in the bitset goes left, any other
+code right, a missing value the node's ``default_left``.
 """
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """More than 256 bins per feature (issue 44): uint16 binned data through every kernel
 that reads bins, against the NumPy references of test_kernels, and end to end with
 ``max_bin > 255``."""
+import pickle
+
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
@@ -370,3 +372,67 @@ def test_rare_levels_learned_and_routed_as_the_bins_say(algorithm, tmp_path):
     path = tmp_path / "wide.json"
     wide.save_model(path)
     np.testing.assert_array_equal(cbudget.load_model(path).predict(X), wide.predict(X))
+
+
+def test_grown_tree_keeps_its_bin_bitsets_through_copies_and_pickles():
+    """What a Dask worker receives of a grown tree: its bin bitsets with it."""
+    X, y = rare_levels_problem(n=4000, n_levels=600)
+    data = Dataset(X, y, categorical_feature=[0])
+    tree = cbudget.train({"objective": "binary:logistic", "num_leaves": 4}, data, 1).trees[0]
+    words = bin_words(tree)
+    assert tree["categorical"].any() and words.size > 9
+    for other in (tree.copy(), pickle.loads(pickle.dumps(tree))):
+        np.testing.assert_array_equal(bin_words(other), words)
+        np.testing.assert_array_equal(np.asarray(other), np.asarray(tree))
+    assert bin_words(np.asarray(tree)).size == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["gbdt", "cegb"])
+def test_dask_training_with_a_wide_categorical_column(dask_client, algorithm):
+    """A 600-level string column (uint16 bins, fitted on the driver, data binned on the
+    workers): one partition grows the single-machine trees bit for bit."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    from cbudget.dask import DaskDataset
+    from cbudget.dask import train as dask_train
+    X, y = rare_levels_problem(n=4000, n_levels=600)
+    frame = pd.DataFrame({"c": [None if np.isnan(c) else f"level{int(c)}" for c in X[:, 0]],
+                          "x": X[:, 1]})
+    params = {"objective": "binary:logistic", "algorithm": algorithm, "num_leaves": 8,
+              "n_jobs": 1, "cat_smooth": 1.0, "min_data_per_group": 5}
+    if algorithm != "gbdt":
+        params["cost_tradeoff"] = 1e-3
+    local_data = Dataset(frame, y, feature_costs=[1.0, 1.0])
+    assert local_data.binned.dtype == np.uint16
+    local = cbudget.train(params, local_data, 4)
+    distributed = dask_train(dask_client, params, DaskDataset(
+        dask_client, dd.from_pandas(frame, npartitions=1, sort=False),
+        dd.from_pandas(pd.Series(y), npartitions=1, sort=False),
+        feature_costs=[1.0, 1.0]), 4)
+    assert any(bin_words(tree).size > 9 for tree in local.trees)
+    for ours, theirs in zip(distributed.trees, local.trees):
+        assert np.asarray(ours).tobytes() == np.asarray(theirs).tobytes()
+    np.testing.assert_array_equal(distributed.cat_words, local.cat_words)
+
+
+def test_xgboost_export_of_splits_over_many_levels(tmp_path):
+    """A split whose left set holds levels beyond the 256th bin, exported to XGBoost
+    JSON: XGBoost's predictions (enable_categorical) equal the model's."""
+    xgb = pytest.importorskip("xgboost")
+    X, y = rare_levels_problem(n=6000, n_levels=600)
+    model = cbudget.train({"objective": "binary:logistic", "num_leaves": 8,
+                           "max_cat_threshold": 300, "cat_smooth": 1.0,
+                           "min_data_per_group": 5},
+                          Dataset(X, y, categorical_feature=[0]), 5)
+    assert any(bin_words(tree)[at] > 8 for tree in model.trees
+               for at in tree["cat_bins_at"][tree["categorical"] == 1])
+    path = tmp_path / "model.json"
+    model.save_model(path, format="xgboost")
+    booster = xgb.Booster(model_file=str(path))
+    margin = booster.predict(xgb.DMatrix(X, feature_types=booster.feature_types,
+                                         enable_categorical=True,
+                                         feature_names=booster.feature_names),
+                             output_margin=True)
+    np.testing.assert_allclose(margin, model.predict(X, output_margin=True).ravel(),
+                               rtol=1e-5, atol=1e-5)

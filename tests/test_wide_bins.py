@@ -273,21 +273,27 @@ def test_fit_codes_keeps_few_levels_as_before():
     assert data.binned.dtype == np.uint8 and data.missing_bin == 255
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, 1, "ties"])
 @pytest.mark.parametrize("n_levels", [300, 1000])
 @pytest.mark.parametrize("params", [CAT_DEFAULTS,
                                     dict(CAT_DEFAULTS, max_cat_threshold=400, cat_l2=0.0,
                                          cat_smooth=1.0, min_data_per_group=5)])
 def test_categorical_split_kernel_on_wide_bins(seed, n_levels, params):
     """The split scan over more than 256 bins equals the reference (left sets beyond
-    bin 255, more than 256 bins on the left with a large max_cat_threshold)."""
-    rng = np.random.default_rng(seed)
+    bin 255, more than 256 bins on the left with a large max_cat_threshold; the levels
+    selected from either end of the order, not all sorted, with many equal keys in
+    "ties")."""
+    rng = np.random.default_rng(7 if seed == "ties" else seed)
     n, missing = 20000, 1100
     codes = rng.integers(0, n_levels, n)
     binned = np.where(rng.random(n) < 0.1, missing, codes).astype(np.uint16)
-    effect = rng.normal(size=n_levels + 1)
-    g = effect[codes] + rng.normal(size=n) - 0.7 * (binned == missing)
-    h = rng.uniform(0.2, 1.0, n)
+    if seed == "ties":      # a few effects, no noise: levels of one effect and count tie
+        effect = rng.integers(-1, 2, n_levels + 1).astype(np.float64)
+        g, h = effect[codes] - 0.7 * (binned == missing), np.ones(n)
+    else:
+        effect = rng.normal(size=n_levels + 1)
+        g = effect[codes] + rng.normal(size=n) - 0.7 * (binned == missing)
+        h = rng.uniform(0.2, 1.0, n)
     hist = np.zeros((1, missing + 1), HISTOGRAM_DTYPE)
     hist["sum_gradients"][0] = np.bincount(binned, weights=g, minlength=missing + 1)
     hist["sum_hessians"][0] = np.bincount(binned, weights=h, minlength=missing + 1)

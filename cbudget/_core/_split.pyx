@@ -132,6 +132,56 @@ cdef enum:
     SORT_RUN = 16     # insertion-sorted runs, then merged
 
 
+cdef inline void _swap(sort_entry * a, sort_entry * b) noexcept nogil:
+    cdef sort_entry t = a[0]
+    a[0] = b[0]
+    b[0] = t
+
+
+cdef void _select(sort_entry * entries, Py_ssize_t lo, Py_ssize_t hi,
+                  Py_ssize_t k) noexcept nogil:
+    """Reorder ``entries[lo:hi]`` so that the entries before position ``k`` are the
+    ones that come before it in :func:`_before`'s order (quickselect, median-of-three
+    pivots); ``lo <= k < hi``."""
+    cdef Py_ssize_t mid, i, store
+    hi -= 1
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if _before(&entries[mid], &entries[lo]):
+            _swap(&entries[mid], &entries[lo])
+        if _before(&entries[hi], &entries[lo]):
+            _swap(&entries[hi], &entries[lo])
+        if _before(&entries[mid], &entries[hi]):
+            _swap(&entries[mid], &entries[hi])      # the median of three at hi: the pivot
+        store = lo
+        for i in range(lo, hi):
+            if _before(&entries[i], &entries[hi]):
+                _swap(&entries[i], &entries[store])
+                store += 1
+        _swap(&entries[store], &entries[hi])
+        if k < store:
+            hi = store - 1
+        elif k > store:
+            lo = store + 1
+        else:
+            return
+
+
+cdef void _sort_ends(sort_entry * entries, sort_entry * scratch, Py_ssize_t n,
+                     Py_ssize_t m) noexcept nogil:
+    """Make ``entries[:m]`` and ``entries[n - m:n]`` what they are in the sorted order
+    (the middle in any order): the many-vs-many search takes at most ``m`` levels from
+    either end, so the thousands of levels of a wide column are selected, not all
+    sorted."""
+    if 2 * m >= n:
+        _sort_entries(entries, scratch, n)
+        return
+    _select(entries, 0, n, m)
+    _select(entries, m, n, n - m)
+    _sort_entries(entries, scratch, m)
+    _sort_entries(&entries[n - m], scratch, m)
+
+
 cdef void _sort_entries(sort_entry * entries, sort_entry * scratch,
                         Py_ssize_t n) noexcept nogil:
     """Sort ``entries[:n]`` by :func:`_before` (``scratch``: room for ``n``): insertion
@@ -259,8 +309,9 @@ cdef inline void _scan_categorical(
                 entries[used].key = h[b].sum_gradients / (h[b].sum_hessians + cat.cat_smooth)
                 entries[used].bin = <int> b
                 used += 1
-        _sort_entries(entries, &entries[used], used)
     max_num_cat = min(<Py_ssize_t> cat.max_cat_threshold, (used + 1) // 2)
+    if not onehot:
+        _sort_ends(entries, &entries[used], used, max_num_cat)
     # choice encodes the candidate: direction * CHOICE_DIRECTION + (bin | sorted end *
     # CHOICE_END + count)
     for direction in range(2):

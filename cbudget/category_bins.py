@@ -3,19 +3,19 @@ features"): which columns are categorical, how their integer codes become bins, 
 bitsets of the codes a categorical split sends left.
 
 A categorical column holds integer codes 0, 1, 2, ... as floats; NaN and negative values
-are missing. Binning gives each of the (at most ``max_bin - 1``) most frequent codes of
-the training data a bin of its own (bins in increasing code order) and puts every other
-code -- rare ones, and codes never seen in training -- in one last "other" bin, which
-never goes left (LightGBM's binning keeps the most frequent categories too, and sends
-the rest right with NaN; it goes beyond ``max_bin`` until 99% of the rows are covered,
-which cbudget's uint8 bins cannot). A split node stores the raw codes that go left as a bitset, so
-prediction needs no bins: a code in the bitset goes left, any other code right, a
-missing value the node's ``default_left``.
+are missing. Binning gives each of the most frequent codes of the training data a bin of
+its own (bins in increasing code order; at least ``max_bin - 1`` of them, more until they
+cover 99% of the rows, as LightGBM: :func:`fit_codes`) and puts every other code -- rare
+ones, and codes never seen in training -- in one last "other" bin, which never goes left
+(LightGBM sends the rest right with NaN). A split node stores the raw codes that go
+left as a bitset, so prediction needs no bins: a code in the bitset goes left, any other
+code right, a missing value the node's ``default_left``.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ._core._grower import bin_words
 from .categories import MAX_LEVELS
 
 __all__ = ["MAX_CATEGORY_CODE", "fit_codes", "codes_to_bin_values", "codes_to_bitset",
@@ -26,15 +26,45 @@ __all__ = ["MAX_CATEGORY_CODE", "fit_codes", "codes_to_bin_values", "codes_to_bi
 MAX_CATEGORY_CODE = MAX_LEVELS - 1
 
 
+# LightGBM's categorical binning (BinMapper::FindBin): codes get bins of their own until
+# they cover this share of the non-missing rows ...
+COVERED_SHARE = 0.99
+# ... except, beyond the first max_bin - 1, codes with fewer rows than this
+# (LightGBM's min_data_in_bin default)
+MIN_CODE_ROWS = 3
+# The most codes with a bin of their own: with "other" and the missing bin, the bins
+# fit uint16 (missing bin <= 65535).
+MAX_KEPT_CODES = 65534
+
+
 def fit_codes(codes: np.ndarray, max_bin: int) -> np.ndarray:
-    """The codes of a column that get a bin of their own: the ``max_bin - 1`` most
-    frequent (ties to the smaller code), sorted (int64). The column holds codes as the
-    input side makes them (``cbudget.categories``: integers 0 .. :data:`MAX_CATEGORY_CODE`,
-    NaN missing)."""
+    """The codes of a column that get a bin of their own, sorted (int64): the most
+    frequent (ties to the smaller code), taken in order of decreasing frequency
+
+    * all of the first ``max_bin - 1`` (every code when there are no more: such a
+      column bins as with any larger ``max_bin``),
+    * then more while those taken cover fewer than ``round(0.99 n)`` of the ``n``
+      non-missing rows and the next code has at least 3 rows,
+    * at most 65534 (the bins, "other" and missing included, fit uint16).
+
+    This is LightGBM's rule (``BinMapper::FindBin``, categorical features: ``max_bin``
+    bins including its NaN/"other" bin, then on to 99% coverage, stopping at a
+    category with fewer than ``min_data_in_bin`` = 3 rows), except that LightGBM may
+    stop at such a rare category within the first ``max_bin`` too. The column holds
+    codes as the input side makes them (``cbudget.categories``: integers 0 ..
+    :data:`MAX_CATEGORY_CODE`, NaN missing)."""
     values, counts = np.unique(codes[~np.isnan(codes)], return_counts=True)
-    if values.size > max_bin - 1:
-        order = np.lexsort((values, -counts))[:max_bin - 1]
-        values = np.sort(values[order])
+    first = min(max_bin - 1, MAX_KEPT_CODES)
+    if values.size > first:
+        order = np.lexsort((values, -counts))
+        sorted_counts = counts[order]
+        covered = np.cumsum(sorted_counts)
+        cut = int(round(COVERED_SHARE * covered[-1]))
+        n_kept = max(first, int(np.searchsorted(covered, cut)) + 1)
+        rare = np.flatnonzero(sorted_counts[first:] < MIN_CODE_ROWS)
+        if rare.size:
+            n_kept = min(n_kept, first + int(rare[0]))
+        values = np.sort(values[order[:min(n_kept, MAX_KEPT_CODES)]])
     return values.astype(np.int64)
 
 
@@ -53,14 +83,13 @@ def codes_to_bin_values(codes: np.ndarray, kept: np.ndarray) -> np.ndarray:
     return out
 
 
-def bins_to_bitset(cat_bins: np.ndarray, kept: np.ndarray) -> np.ndarray:
+def bins_to_bitset(bin_bitset: np.ndarray, kept: np.ndarray) -> np.ndarray:
     """The bitset of a categorical split (a length word ``n``, then ``n`` uint32 words with
-    bit ``c`` set for each code ``c`` going left) from its bin bitset ``cat_bins`` (8
-    words: bit ``b`` for bin ``b``) and the feature's ``kept`` codes (bin ``b`` is code
-    ``kept[b]``)."""
-    bits = np.unpackbits(np.ascontiguousarray(cat_bins, dtype="<u4").view(np.uint8),
-                         bitorder="little")
-    return codes_to_bitset(kept[np.flatnonzero(bits[:kept.size])])
+    bit ``c`` set for each code ``c`` going left) from its bin bitset ``bin_bitset`` (the
+    same layout, bit ``b`` for bin ``b``) and the feature's ``kept`` codes (bin ``b`` is
+    code ``kept[b]``)."""
+    bins = bitset_codes(bin_bitset[1:1 + int(bin_bitset[0])])
+    return codes_to_bitset(kept[bins[bins < kept.size]])
 
 
 def codes_to_bitset(codes: np.ndarray) -> np.ndarray:
@@ -83,7 +112,10 @@ def bitset_codes(words: np.ndarray) -> np.ndarray:
 
 def grown_tree_bitsets(tree: np.ndarray, bin_codes: dict[int, np.ndarray]) -> list[np.ndarray]:
     """The bitsets of the categorical nodes (in node order) of a tree just grown on a
-    Dataset whose ``categorical_bin_codes`` are ``bin_codes``: what
+    Dataset whose ``categorical_bin_codes`` are ``bin_codes`` (its bin bitsets in
+    ``tree.cat_bin_words``: ``cbudget._core._grower.GrownTree``): what
     ``Booster.add_round`` takes with it."""
-    return [bins_to_bitset(tree["cat_bins"][n], bin_codes[int(tree["feature"][n])])
+    words = bin_words(tree)
+    return [bins_to_bitset(words[int(tree["cat_bins_at"][n]):],
+                           bin_codes[int(tree["feature"][n])])
             for n in np.flatnonzero(tree["categorical"])]

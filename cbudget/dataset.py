@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike
 from ._core._binning import map_to_bins
 from ._core._histogram import SparseBins
 from ._core._openmp_helpers import resolve_n_threads
-from ._core._types import MAX_ROWS, X_BINNED_DTYPE
+from ._core._types import MAX_ROWS, X_BINNED_DTYPE, X_BINNED_WIDE_DTYPE
 from .categories import (
     NO_CATEGORIES,
     CategoricalSpec,
@@ -424,6 +424,18 @@ def _edges_at_steps(values: np.ndarray, step: np.ndarray) -> np.ndarray:
     return edges_between(values[..., :-1][step], values[..., 1:][step])[0]
 
 
+# The largest max_bin (as LightGBM's): NaN's bin, max_bin, must fit uint16 bins.
+MAX_BIN = 65535
+
+
+def binned_dtype(missing_bin: int) -> np.dtype:
+    """The dtype of binned data whose largest bin is ``missing_bin``: uint8 up to 255
+    (the fast, compact case), else uint16 (at most 65535)."""
+    if not 0 <= missing_bin <= MAX_BIN:
+        raise ValueError(f"missing_bin must be in [0, {MAX_BIN}], got {missing_bin}")
+    return np.dtype(X_BINNED_DTYPE if missing_bin <= 255 else X_BINNED_WIDE_DTYPE)
+
+
 def find_bin_edges(column: np.ndarray, max_bin: int) -> np.ndarray:
     """Upper bin edges of one feature: at most ``max_bin - 1`` strictly increasing
     thresholds, so at most ``max_bin`` value bins. Every edge lies between two adjacent
@@ -520,7 +532,12 @@ class Dataset:
     default_cost : float, optional
         The cost of the features a ``feature_costs`` dict does not name.
     max_bin : int, default 255
-        Maximum number of value bins per feature (2..255); NaN gets one more bin.
+        Maximum number of value bins per numeric feature (2..65535, as LightGBM's);
+        NaN gets one more bin. A categorical feature may get more (its most frequent
+        levels up to 99% of its rows: :func:`cbudget.category_bins.fit_codes`). The
+        bins are stored in uint8 while every feature has at most 256 bins (NaN's
+        included), else in uint16: twice the memory, and histograms of
+        ``missing_bin + 1`` bins for every feature.
     reference : Dataset, optional
         Share this training Dataset's bin edges, feature names and costs (for
         validation data). Costs cannot be given together with ``reference``.
@@ -551,12 +568,14 @@ class Dataset:
 
     Attributes
     ----------
-    binned : ndarray of uint8, shape (n_samples, n_features), Fortran order
+    binned : ndarray of uint8 (uint16 when ``missing_bin > 255``), shape (n_samples,
+        n_features), Fortran order
     bin_edges : list of ndarray
         Upper edges per feature; a value ``x`` falls in bin ``#(edges < x)``.
     n_value_bins : ndarray of uint32, shape (n_features,)
     missing_bin : int
-        The bin index of NaN (``max_bin``).
+        The bin index of NaN: the largest of ``max_bin`` and every feature's number of
+        value bins (at most 65535).
     categorical_bin_codes : dict {column: ndarray of int64}
         Per categorical column, the code of each of its bins but the last ("other": the
         codes without a bin of their own).
@@ -571,6 +590,7 @@ class Dataset:
 
     feature_names: list[str]
     max_bin: int
+    missing_bin: int
     bin_edges: list[np.ndarray]
     categorical_bin_codes: dict[int, np.ndarray]
     cost_model: CostModel
@@ -628,13 +648,15 @@ class Dataset:
             self.feature_names = list(reference.feature_names)
             self.categorical_bin_codes = reference.categorical_bin_codes
             self.max_bin = reference.max_bin
+            self.missing_bin = reference.missing_bin
             self.bin_edges = reference.bin_edges
             self._flat_edges = reference.flat_bin_edges()
             self.cost_model = reference.cost_model
         else:
             if (isinstance(max_bin, bool) or not isinstance(max_bin, numbers.Integral)
-                    or not 2 <= max_bin <= 255):
-                raise ValueError(f"max_bin must be an integer in [2, 255], got {max_bin!r}")
+                    or not 2 <= max_bin <= MAX_BIN):
+                raise ValueError(f"max_bin must be an integer in [2, {MAX_BIN}], got "
+                                 f"{max_bin!r}")
             self.max_bin = int(max_bin)
             names = feature_names if feature_names is not None else column_names
             if names is None:
@@ -660,8 +682,11 @@ class Dataset:
                 # bin b of value b: bins 0 .. len(kept) - 1, then "other"
                 self.bin_edges[f] = np.arange(kept.size) + 0.5
             self._flat_edges = flatten_edges(self.bin_edges)
-        self.missing_bin = self.max_bin
         self.n_value_bins = (np.diff(self._flat_edges[1]) + 1).astype(np.uint32)
+        if reference is None:
+            # NaN's bin above every value bin: a categorical feature may have more than
+            # max_bin (fit_codes keeps at most MAX_BIN - 1 codes + "other")
+            self.missing_bin = max(self.max_bin, int(self.n_value_bins.max(initial=0)))
         self.binned = self.bin_data(X)
         self._sparse_bins: SparseBins | None = None
 
@@ -761,7 +786,8 @@ class Dataset:
         return self._flat_edges
 
     def bin_data(self, X: np.ndarray) -> np.ndarray:
-        """uint8 bins (Fortran order) of a float matrix under this Dataset's edges.
+        """Bins (Fortran order; uint8, or uint16 when ``missing_bin > 255``) of a float
+        matrix under this Dataset's edges.
 
         Parameters
         ----------
@@ -770,16 +796,17 @@ class Dataset:
 
         Returns
         -------
-        ndarray of uint8, shape (n_samples, n_features), Fortran order
+        ndarray of uint8 or uint16, shape (n_samples, n_features), Fortran order
             NaN falls in ``missing_bin``.
         """
         edges, indptr = self.flat_bin_edges()
-        binned = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
+        dtype = binned_dtype(self.missing_bin)
+        binned = np.empty(X.shape, dtype=dtype, order="F")
         map_to_bins(X, edges, indptr, self.missing_bin, binned, resolve_n_threads(None))
         for f, kept in self.categorical_bin_codes.items():
             values = codes_to_bin_values(X[:, f], kept)
             binned[:, f] = np.where(np.isnan(values), self.missing_bin,
-                                    np.nan_to_num(values)).astype(X_BINNED_DTYPE)
+                                    np.nan_to_num(values)).astype(dtype)
         return binned
 
     def num_data(self) -> int:

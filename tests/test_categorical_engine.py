@@ -20,6 +20,7 @@ from cbudget.category_bins import (
     MAX_CATEGORY_CODE,
     bins_to_bitset,
     bitset_codes,
+    codes_to_bitset,
 )
 
 MISSING = 255
@@ -151,9 +152,7 @@ def test_partition_by_bin_bitset():
     binned[::7, 0] = MISSING
     rows = np.arange(500, dtype=np.int32)
     left_bins = [1, 5, 6, 31, 32, 39]
-    bits = np.zeros(8, np.uint32)
-    for b in left_bins:
-        bits[b // 32] |= np.uint32(1 << (b % 32))
+    bits = codes_to_bitset(left_bins)
     for default_left in (False, True):
         r = rows.copy()
         n_left = split_rows(r, binned, 0, 0, default_left, MISSING,
@@ -180,13 +179,20 @@ def test_codes_get_one_bin_each_and_missing_goes_to_the_missing_bin():
 
 
 def test_more_codes_than_bins_keeps_the_most_frequent():
-    rng = np.random.default_rng(0)
-    codes = np.concatenate([np.repeat(np.arange(10), 50), rng.integers(10, 400, 300)])
+    """max_bin - 1 codes (ties to the smaller code), then more only while they cover
+    under 99% of the rows and have 3 rows or more (LightGBM's rule): here the next code
+    has one row."""
+    codes = np.concatenate([np.repeat(np.arange(10), 50), np.arange(10, 310)])
     d = cbudget.Dataset(codes[:, None].astype(float), np.zeros(codes.size), max_bin=16,
                         categorical_feature=[0])
     kept = d.categorical_bin_codes[0]
-    assert kept.size == 15 and set(range(10)) <= set(kept.tolist())
+    np.testing.assert_array_equal(kept, np.arange(15))
     assert np.all(d.binned[~np.isin(codes, kept), 0] == 15)
+    # codes of 3 rows each: kept until 99% of the rows are covered
+    codes = np.concatenate([np.repeat(np.arange(10), 50), np.repeat(np.arange(10, 110), 3)])
+    kept = cbudget.Dataset(codes[:, None].astype(float), np.zeros(codes.size), max_bin=16,
+                           categorical_feature=[0]).categorical_bin_codes[0]
+    assert kept.size == 10 + int(np.ceil((round(0.99 * 800) - 500) / 3))
 
 
 def test_rows_of_weight_zero_give_no_code_a_bin():
@@ -528,8 +534,7 @@ def test_same_model_on_one_and_two_threads(algorithm):
 
 def test_bins_to_bitset_and_back():
     kept = np.array([2, 40, 41, 300])
-    bins = np.zeros(8, np.uint32)
-    bins[0] = 0b1011                   # bins 0, 1, 3: codes 2, 40, 300
+    bins = codes_to_bitset([0, 1, 3, 4])      # codes 2, 40, 300 (bin 4: "other")
     words = bins_to_bitset(bins, kept)
     assert words[0] == words.size - 1 == 300 // 32 + 1
     np.testing.assert_array_equal(bitset_codes(words[1:]), [2, 40, 300])
@@ -610,7 +615,9 @@ def test_algorithms_without_categorical_splits_refuse_clearly():
 
 def test_struct_layouts():
     assert PREDICT_NODE_DTYPE.itemsize == 24
-    assert NODE_DTYPE.fields["cat_bins"][0].shape == (8,)
+    # a categorical split's bin bitset is out of the node (any number of bins): an offset
+    assert NODE_DTYPE.fields["cat_bins_at"][0] == np.uint32
+    assert NODE_DTYPE.itemsize == 80
 
 
 @pytest.mark.parametrize("seed", [0, 1])

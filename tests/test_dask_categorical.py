@@ -257,7 +257,8 @@ def test_remote_growth_in_process_splits_categories_as_local_growth(algorithm):
     exchange.ask_all("start_round", 0)
     tree = driver.grow_remote((reference.n_value_bins >= 2).astype(np.uint8))
     for field in ("left", "right", "feature", "default_left", "n_samples", "categorical",
-                  "cat_bins", "value"):
+                  "cat_bins_at", "value"):
         np.testing.assert_array_equal(tree[field], local[field], err_msg=field)
+    np.testing.assert_array_equal(tree.cat_bin_words, local.cat_bin_words)
     with pytest.raises(ValueError, match="categorical here: a split on it needs its cat_bins"):
         shard.grower.split_node(0, 0, 0, False, 1, False)

@@ -389,10 +389,24 @@ def test_bad_cost_groups_types():
         named_dataset(cost_groups={"g": []}, group_costs=[1.0])
 
 
-@pytest.mark.parametrize("max_bin", [1, 0, 256, -3, 2.5, True, "16"])
+@pytest.mark.parametrize("max_bin", [1, 0, 65536, -3, 2.5, True, "16"])
 def test_max_bin_out_of_range(max_bin):
-    with pytest.raises(ValueError, match=r"max_bin must be an integer in \[2, 255\]"):
+    with pytest.raises(ValueError, match=r"max_bin must be an integer in \[2, 65535\]"):
         Dataset(make_X(), max_bin=max_bin)
+
+
+@pytest.mark.parametrize("max_bin, dtype", [(255, np.uint8), (256, np.uint16),
+                                            (65535, np.uint16)])
+def test_binned_dtype_follows_the_bin_count(max_bin, dtype):
+    """uint8 bins while NaN's bin (max_bin) fits them, uint16 beyond; validation data
+    made with reference= and subsets keep the dtype."""
+    X = make_X(300, 3)
+    data = Dataset(X, max_bin=max_bin)
+    assert data.binned.dtype == dtype and data.binned.flags.f_contiguous
+    assert data.missing_bin == max_bin
+    assert Dataset(X[:50], reference=data).binned.dtype == dtype
+    assert data.subset(np.arange(10)).binned.dtype == dtype
+    assert data.without_rows().binned.dtype == dtype
 
 
 def test_duplicate_feature_names():

@@ -5,13 +5,14 @@ training inputs have acquired which features (and touched which cost groups), ho
 inputs have each (CEGB's per-input penalty), and which features and groups the model
 uses (CEGB's coupled costs, Greedy Miser's phi). It persists across trees and rounds.
 """
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 
 import numpy as np
 
 from ._predict cimport binned_child
-from ._safety cimport check_rows_in_range, first_bad_node, first_out_of_range_32
-from ._types cimport BITSET_WORD_C, MAX_ROWS_C, X_BINNED_C, node_struct
+from ._safety cimport (check_rows_in_range, checked_bin_words, first_bad_node,
+                      first_out_of_range_32)
+from ._types cimport BITSET_WORD_C, MAX_ROWS_C, binned_t, node_struct
 
 
 cdef inline Py_ssize_t _n_words(Py_ssize_t n_bits) noexcept nogil:
@@ -257,13 +258,15 @@ cdef class AcquisitionState:
                 visits += tree[node].n_samples
         return visits
 
-    def acquire_along_paths(self, const X_BINNED_C[::1, :] binned, node_struct[::1] tree,
-                            const X_BINNED_C missing_bin, const int32_t[::1] rows):
+    def acquire_along_paths(self, const binned_t[::1, :] binned, node_struct[::1] tree,
+                            const int missing_bin, const int32_t[::1] rows,
+                            const uint32_t[::1] cat_bin_words=None):
         """Each row of ``rows`` acquires the features of the split nodes on its path
         through ``tree`` (binned data, as in training); ``tree["new_acquisitions"]`` is
         incremented where a row first acquires a feature. Used for the inputs left out
         of a subsampled round: they are charged for what the new tree makes them
-        compute. Returns the number of split nodes the rows visit.
+        compute. ``cat_bin_words``: the bin bitsets of the tree's categorical splits
+        (a grown tree's). Returns the number of split nodes the rows visit.
 
         ValueError when ``binned`` does not match the state, a row is out of range, or
         a node of ``tree`` is neither a leaf nor a split on a feature of ``binned`` with
@@ -278,6 +281,7 @@ cdef class AcquisitionState:
             return 0
         check_rows_in_range(rows, self.n_samples)
         self._check_tree(tree, "a column of binned")
+        cdef const uint32_t * bin_words = checked_bin_words(tree, cat_bin_words)
         with nogil:
             for i in range(rows.shape[0]):
                 row = rows[i]
@@ -289,7 +293,7 @@ cdef class AcquisitionState:
                     tree[node].new_acquisitions += <int32_t> newly
                     visits += 1
                     node = binned_child(&tree[node], binned[row, tree[node].feature],
-                                        missing_bin)
+                                        missing_bin, bin_words)
         return visits
 
 

@@ -1,10 +1,10 @@
-"""Map raw feature values to uint8 bins (quantile edges are found in dataset.py)."""
+"""Map raw feature values to uint8 or uint16 bins (quantile edges are found in dataset.py)."""
 from cython.parallel cimport prange
 from libc.math cimport isnan
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint8_t
 
 from ._safety cimport check_n_threads
-from ._types cimport X_BINNED_C
+from ._types cimport binned_t
 
 ctypedef fused floating_t:
     float
@@ -31,8 +31,8 @@ def map_to_bins(
     const floating_t[:, :] X,
     const double[::1] edges,
     const int64_t[::1] edges_indptr,
-    const X_BINNED_C missing_bin,
-    X_BINNED_C[::1, :] out,
+    const int missing_bin,
+    binned_t[::1, :] out,
     int n_threads,
 ):
     """Bin every value of ``X`` in place into ``out``.
@@ -46,20 +46,26 @@ def map_to_bins(
         A value ``x`` falls in bin ``b`` = number of edges ``< x``, so that
         ``x <= edges[t]`` exactly when ``b <= t``.
     edges_indptr : ndarray of int64, shape (n_features + 1,)
-    missing_bin : uint8
-        Bin of NaN values.
-    out : ndarray of uint8, shape (n_samples, n_features), Fortran order
+    missing_bin : int
+        Bin of NaN values (at most the largest value of ``out``'s dtype).
+    out : ndarray of uint8 or uint16, shape (n_samples, n_features), Fortran order
     n_threads : int
 
     Raises ValueError when the shapes disagree, when ``edges_indptr`` does not split
-    ``edges`` into the features' runs, or when a feature has ``missing_bin`` edges or
-    more (its top value bin would reach the missing bin).
+    ``edges`` into the features' runs, when a feature has ``missing_bin`` edges or
+    more (its top value bin would reach the missing bin), or when ``missing_bin`` does
+    not fit ``out``'s dtype.
     """
     cdef Py_ssize_t n_samples = X.shape[0]
     cdef Py_ssize_t n_features = X.shape[1]
     cdef Py_ssize_t i, f
     cdef double x
+    cdef int highest = 255 if binned_t is uint8_t else 65535
     check_n_threads(n_threads)
+    if not 0 <= missing_bin <= highest:
+        raise ValueError(f"missing_bin must be in [0, {highest}] for "
+                         f"{'uint8' if binned_t is uint8_t else 'uint16'} bins, got "
+                         f"{missing_bin}")
     if out.shape[0] != n_samples or out.shape[1] != n_features:
         raise ValueError(f"out has shape ({out.shape[0]}, {out.shape[1]}), X "
                          f"({n_samples}, {n_features})")
@@ -77,7 +83,7 @@ def map_to_bins(
         for f in range(n_features):
             x = X[i, f]
             if isnan(x):
-                out[i, f] = missing_bin
+                out[i, f] = <binned_t> missing_bin
             else:
-                out[i, f] = <X_BINNED_C> _count_below(
+                out[i, f] = <binned_t> _count_below(
                     &edges[edges_indptr[f]], edges_indptr[f + 1] - edges_indptr[f], x)

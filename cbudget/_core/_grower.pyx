@@ -22,8 +22,8 @@ every row of the leaf as having acquired ``m``.
 """
 from cython.parallel cimport prange
 from libc.math cimport INFINITY
-from libc.stdint cimport int32_t, int64_t, uint32_t
-from libc.stdlib cimport free, malloc
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 
 import numpy as np
@@ -33,10 +33,11 @@ from ._histogram cimport (SparseBins, build_histograms_core, sparse_bins_struct,
                           subtract_histograms_core)
 from ._partition cimport split_rows_parallel
 from ._path cimport mark_feature
-from ._safety cimport (check_n_threads, check_rows_in_range, checked_calloc, checked_malloc,
-                      first_out_of_range_32)
-from ._split cimport cat_params_struct, find_best_split_core, leaf_value_core, split_struct
-from ._types cimport MAX_ROWS_C, X_BINNED_C, hist_struct, node_struct
+from ._safety cimport (check_bitset, check_n_threads, check_rows_in_range, checked_calloc,
+                      checked_malloc, first_out_of_range_32)
+from ._split cimport (cat_params_struct, cat_words_of, find_best_split_core, leaf_value_core,
+                     split_struct)
+from ._types cimport MAX_ROWS_C, hist_struct, node_struct
 from ._types import NODE_DTYPE
 
 # Below this many rows a tree's leaf values are added to the scores on one thread.
@@ -71,12 +72,45 @@ cdef inline void _init_child(grow_node * child, int depth, int32_t parent) noexc
     child.right = -1
 
 
+_NO_WORDS = np.zeros(0, dtype=np.uint32)
+
+
+def _grown_tree(nodes, cat_bin_words):
+    """Unpickling of a :class:`GrownTree`."""
+    tree = np.asarray(nodes).view(GrownTree)
+    tree.cat_bin_words = cat_bin_words
+    return tree
+
+
+class GrownTree(np.ndarray):
+    """A tree as :class:`TreeGrower` grows it: NODE_DTYPE nodes, with the bin bitsets of
+    its categorical splits in ``cat_bin_words`` (uint32; node ``n``'s at
+    ``cat_bin_words[tree["cat_bins_at"][n]:]``, a length word then the words, bit ``b``
+    for bin ``b`` going left), which the kernels that route binned data take
+    (``predict_binned_add``, ``acquire_along_paths``). Copies and pickles keep them."""
+
+    cat_bin_words = _NO_WORDS
+
+    def __array_finalize__(self, obj):
+        self.cat_bin_words = getattr(obj, "cat_bin_words", _NO_WORDS)
+
+    def __reduce__(self):
+        return _grown_tree, (np.asarray(self), self.cat_bin_words)
+
+
+def bin_words(tree) -> np.ndarray:
+    """The bin bitsets of a grown tree's categorical splits (none for a plain NODE_DTYPE
+    array)."""
+    return getattr(tree, "cat_bin_words", _NO_WORDS)
+
+
 cdef class TreeGrower:
     """Grows trees on one binned data set; reuse it for every tree of a training run.
 
     Parameters
     ----------
-    binned : uint8 array (n_samples, n_features), Fortran order
+    binned : uint8 or uint16 array (n_samples, n_features), Fortran order (uint16 when
+        a feature has more than 256 bins, the missing bin included)
     bin_edges : float64 array
         All features' upper bin edges back to back (thresholds are taken from them).
     edges_indptr : int64 array (n_features + 1,)
@@ -101,7 +135,11 @@ cdef class TreeGrower:
     bin must have its edge, every bin of ``binned`` must be at most ``missing_bin``), or
     ``binned`` has more rows than training takes (``_types.MAX_ROWS``).
     """
-    cdef const X_BINNED_C[::1, :] binned
+    # the binned data: one pointer and its bins' width (1: uint8, 2: uint16), read by
+    # the histogram and partition kernels, which dispatch on the width
+    cdef object binned_array                  # keeps the data alive
+    cdef const unsigned char * binned_data
+    cdef int bin_bytes
     cdef SparseBins sparse_bins               # kept alive for ``sparse``
     cdef const sparse_bins_struct * sparse    # NULL: every feature column-wise
     cdef const double[::1] bin_edges
@@ -110,6 +148,14 @@ cdef class TreeGrower:
     cdef const unsigned char * categorical  # NULL: every feature numeric
     cdef object categorical_array           # ... keeps its memory alive
     cdef cat_params_struct cat_params
+    # Categorical splits' bin bitsets (_bitset.pxd): the scan writes its candidates'
+    # into ``cat_scratch`` (``cat_words`` a feature; 0 without categorical features);
+    # a leaf's chosen split keeps its bitset in ``cat_pool`` (per tree, grown on demand)
+    cdef uint32_t * cat_scratch
+    cdef Py_ssize_t cat_words
+    cdef uint32_t * cat_pool
+    cdef Py_ssize_t cat_pool_used, cat_pool_size
+    cdef bint cat_pool_failed
     cdef int missing_bin, n_threads, num_leaves, max_depth
     cdef bint best_first
     cdef Py_ssize_t n_samples, n_features, n_bins, capacity
@@ -156,7 +202,7 @@ cdef class TreeGrower:
     cdef const double * tree_hessians
     cdef const unsigned char * tree_mask
 
-    def __cinit__(self, const X_BINNED_C[::1, :] binned, const double[::1] bin_edges,
+    def __cinit__(self, binned, const double[::1] bin_edges,
                   const int64_t[::1] edges_indptr, const uint32_t[::1] n_value_bins,
                   int missing_bin, double learning_rate, double reg_lambda,
                   double min_child_weight, double gamma, uint32_t min_data_in_leaf,
@@ -167,14 +213,25 @@ cdef class TreeGrower:
                   uint32_t min_data_per_group=100):
         cdef Py_ssize_t f, n_edges
         cdef const unsigned char[::1] cat_view
+        cdef const uint8_t[::1, :] narrow
+        cdef const uint16_t[::1, :] wide
         # pointers are NULL until allocated: __dealloc__ frees whatever was, also when
         # this raises
+        binned = np.asarray(binned)
+        if binned.dtype == np.uint16:
+            wide = binned
+            self.binned_data, self.bin_bytes = <const unsigned char *> &wide[0, 0], 2
+        else:
+            narrow = binned     # ValueError unless uint8, Fortran order
+            self.binned_data, self.bin_bytes = &narrow[0, 0], 1
+        highest = np.iinfo(binned.dtype).max
         if not binned.shape[0] <= MAX_ROWS_C:
             raise ValueError(f"binned has {binned.shape[0]} rows; training takes at most "
                              f"{MAX_ROWS_C} (2**30)")
         check_n_threads(n_threads)
-        if not 0 <= missing_bin <= 255:
-            raise ValueError(f"missing_bin must be in [0, 255], got {missing_bin}")
+        if not 0 <= missing_bin <= highest:
+            raise ValueError(f"missing_bin must be in [0, {highest}] for {binned.dtype} "
+                             f"bins, got {missing_bin}")
         if n_value_bins.shape[0] != binned.shape[1] \
                 or edges_indptr.shape[0] != binned.shape[1] + 1:
             raise ValueError("n_value_bins / edges_indptr do not match the number of "
@@ -190,8 +247,8 @@ cdef class TreeGrower:
                                  f"edges and missing bin {missing_bin} (edges_indptr must "
                                  f"be non-decreasing, n_value_bins[f] <= its edges + 1 and "
                                  f"<= missing_bin)")
-        if missing_bin < 255 and binned.shape[0] and binned.shape[1] \
-                and np.asarray(binned).max() > missing_bin:
+        if missing_bin < highest and binned.shape[0] and binned.shape[1] \
+                and binned.max() > missing_bin:
             raise ValueError(f"binned holds a bin above missing_bin ({missing_bin})")
         if sparse_bins is not None:
             sparse_bins.check_matches(binned, missing_bin)
@@ -203,6 +260,7 @@ cdef class TreeGrower:
             cat_view = self.categorical_array
             if binned.shape[1]:
                 self.categorical = &cat_view[0]
+        self.cat_words = cat_words_of(missing_bin + 1) if self.categorical != NULL else 0
         self.cat_params.max_cat_to_onehot = max_cat_to_onehot
         self.cat_params.max_cat_threshold = max_cat_threshold
         self.cat_params.cat_l2 = cat_l2
@@ -210,7 +268,7 @@ cdef class TreeGrower:
         self.cat_params.min_data_per_group = min_data_per_group
         self.sparse_bins = sparse_bins
         self.sparse = &sparse_bins.c if sparse_bins is not None else NULL
-        self.binned = binned
+        self.binned_array = binned
         self.bin_edges = bin_edges
         self.edges_indptr = edges_indptr
         self.n_value_bins = n_value_bins
@@ -281,6 +339,13 @@ cdef class TreeGrower:
             self.n_features, sizeof(unsigned char), "the fresh-feature mask")
         self.on_path = <unsigned char *> checked_calloc(
             self.n_features, sizeof(unsigned char), "the path marks")
+        if self.cat_words:
+            self.cat_scratch = <uint32_t *> checked_malloc(
+                self.n_features * self.cat_words, sizeof(uint32_t),
+                "the categorical candidates' bin bitsets")
+            self.cat_pool_size = 16 * self.cat_words
+            self.cat_pool = <uint32_t *> checked_malloc(
+                self.cat_pool_size, sizeof(uint32_t), "the categorical splits' bitsets")
 
     def __dealloc__(self):
         cdef Py_ssize_t i
@@ -300,6 +365,8 @@ cdef class TreeGrower:
         free(self.fresh_mask)
         free(self.on_path)
         free(self.group_on_path)
+        free(self.cat_scratch)
+        free(self.cat_pool)
 
     def set_cost_penalty(self, AcquisitionState state, double cost_tradeoff,
                          const double[::1] feature_costs, const int32_t[::1] feature_group,
@@ -360,6 +427,10 @@ cdef class TreeGrower:
                              f"samples (at most one per sample)")
         check_rows_in_range(rows, self.n_samples)
         return 0
+
+    cdef inline const void * _column(self, Py_ssize_t feature) noexcept nogil:
+        """The bins of ``feature`` (on a worker or a local grower: rows of its own)."""
+        return self.binned_data + feature * self.n_samples * self.bin_bytes
 
     cdef hist_struct * _take_histograms(self) noexcept nogil:
         if self.n_free_histograms > 0:
@@ -453,15 +524,43 @@ cdef class TreeGrower:
             self.missing_bin, feature_mask, node.sum_gradients, node.sum_hessians,
             <uint32_t> (node.stop - node.start), self.reg_lambda, self.min_child_weight,
             self.min_data_in_leaf, self.penalty if self.has_penalty else NULL,
-            self.categorical, &self.cat_params, self.per_feature, self.n_threads)
+            self.categorical, &self.cat_params, self.per_feature, self.cat_scratch,
+            self.cat_words, self.n_threads)
         if best.feature >= 0 and not best.gain > self.gamma:
             best.feature = -1
         return best
 
+    cdef void _keep_split(self, grow_node * node, split_struct split) noexcept nogil:
+        """``node.split = split``, a categorical split's bin bitset copied from the
+        scan's scratch into the pool (``split.cat_at``); out of memory: no split, and
+        ``cat_pool_failed``."""
+        cdef Py_ssize_t n
+        cdef uint32_t * grown
+        node.split = split
+        if split.feature < 0 or not split.categorical:
+            return
+        n = 1 + split.cat_bins[0]
+        if self.cat_pool_used + n > self.cat_pool_size:
+            grown = <uint32_t *> realloc(self.cat_pool, 2 * (self.cat_pool_size + n)
+                                         * sizeof(uint32_t))
+            if grown == NULL:
+                node.split.feature = -1
+                self.cat_pool_failed = True
+                return
+            self.cat_pool, self.cat_pool_size = grown, 2 * (self.cat_pool_size + n)
+        memcpy(&self.cat_pool[self.cat_pool_used], split.cat_bins, n * sizeof(uint32_t))
+        node.split.cat_at = self.cat_pool_used
+        node.split.cat_bins = NULL      # the scratch is the next scan's
+        self.cat_pool_used += n
+
+    cdef inline const uint32_t * _bins_left(self, grow_node * node) noexcept nogil:
+        """The bin bitset of the node's categorical split (NULL for a numeric one)."""
+        return &self.cat_pool[node.split.cat_at] if node.split.categorical else NULL
+
     cdef void _find_split(self, grow_node * node, const unsigned char * feature_mask) noexcept nogil:
         if self.has_penalty:
             self._fill_penalty(node, 0, self.n_features)
-        node.split = self._best_split(node, feature_mask)
+        self._keep_split(node, self._best_split(node, feature_mask))
 
     cdef void _rescore_features(self, Py_ssize_t n_open, int m, bint group_first_use,
                                 const unsigned char * feature_mask) noexcept nogil:
@@ -490,7 +589,7 @@ cdef class TreeGrower:
                         or candidate.gain > leaf.split.gain
                         or (candidate.gain == leaf.split.gain
                             and candidate.feature < leaf.split.feature)):
-                    leaf.split = candidate
+                    self._keep_split(leaf, candidate)
         for f in range(self.n_features):
             self.single_mask[f] = 0
 
@@ -530,14 +629,14 @@ cdef class TreeGrower:
         cdef uint32_t * unacquired = <uint32_t *> (out + self.n_features * self.n_bins)
         if self.has_penalty:
             return build_histograms_core(
-                &self.binned[0, 0], self.n_samples, self.n_features, rows, n_rows,
+                self.binned_data, self.bin_bytes, self.n_samples, self.n_features, rows, n_rows,
                 gradients, hessians, feature_mask, &self.n_value_bins[0], self.missing_bin,
                 out, self.n_bins, self.ordered_gradients, self.ordered_hessians,
                 self.count_mask, &self.state.acquired[0, 0], &self.state.groups_touched[0, 0],
                 &self.feature_group[0], unacquired, unacquired + self.n_features,
                 self.sparse, self.n_threads)
         return build_histograms_core(
-            &self.binned[0, 0], self.n_samples, self.n_features, rows, n_rows,
+            self.binned_data, self.bin_bytes, self.n_samples, self.n_features, rows, n_rows,
             gradients, hessians, feature_mask, &self.n_value_bins[0], self.missing_bin,
             out, self.n_bins, self.ordered_gradients, self.ordered_hessians, NULL, NULL,
             NULL, NULL, NULL, NULL, self.sparse, self.n_threads)
@@ -588,8 +687,10 @@ cdef class TreeGrower:
         group) and, when ``build_id >= 0``, build that child's histograms in the same
         round trip; returns the number of rows sent left (-1: ``remote_error``)."""
         try:
-            # a categorical split sends the bins going left (its 8 words, as ints)
-            cat_bins = tuple(node.split.cat_bins) if node.split.categorical else None
+            # a categorical split sends the bitset of the bins going left
+            bins_left = self._bins_left(node)
+            cat_bins = None if bins_left == NULL else \
+                np.array(<const uint32_t[:1 + bins_left[0]]> bins_left)
             n_left, n_new, n_new_touched, block = self.exchange.split(
                 node - self.nodes, node.split.feature, node.split.bin_threshold,
                 bool(node.split.default_left), left_id, build_id, bool(self.has_penalty),
@@ -675,7 +776,8 @@ cdef class TreeGrower:
           acquire, cat_bins)`` -> ``(n_left, newly_acquired, newly_touched, block or
           None)``: the children get ids ``left_id`` and ``left_id + 1``; ``block`` holds
           child ``build_id``'s histograms (``build_id = -1``: none wanted); ``cat_bins``
-          is None for a numeric split, else the 8 words (ints) of the bins going left.
+          is None for a numeric split, else the bitset (uint32: a length word, then the
+          words) of the bins going left.
 
         An exception of the exchange is raised once growth has released its buffers."""
         if self.exchange is None:
@@ -690,6 +792,8 @@ cdef class TreeGrower:
         ``h`` NULL: the rows are on the exchange's workers)."""
         self.n_nodes = 0       # until this tree is grown: add_leaf_values has nothing
         self.pending = None
+        self.cat_pool_used = 0
+        self.cat_pool_failed = False
         self.remote_error = None
         cdef bint remote = self.exchange is not None
         cdef Py_ssize_t n_nodes = 1, n_open = 0, n_leaves = 1, i, pick, n_left
@@ -769,9 +873,9 @@ cdef class TreeGrower:
                 else:
                     n_left = split_rows_parallel(
                         &row_ptr[node.start], node.stop - node.start,
-                        &self.binned[0, node.split.feature], node.split.bin_threshold,
-                        node.split.default_left, self.missing_bin,
-                        node.split.cat_bins if node.split.categorical else NULL,
+                        self._column(node.split.feature), self.bin_bytes,
+                        node.split.bin_threshold,
+                        node.split.default_left, self.missing_bin, self._bins_left(node),
                         self.buffer, self.n_threads)
                 if n_left != node.split.count_left:
                     partition_error = True
@@ -840,6 +944,8 @@ cdef class TreeGrower:
         if allocation_error:
             raise MemoryError(f"cannot allocate a leaf's histograms: "
                               f"{self.histograms_bytes} bytes")
+        if self.cat_pool_failed:
+            raise MemoryError("cannot allocate the categorical splits' bin bitsets")
         if partition_error:
             raise RuntimeError("internal error: row partition disagrees with the histogram")
         self.n_nodes = n_nodes
@@ -912,8 +1018,8 @@ cdef class TreeGrower:
                    bint default_left, Py_ssize_t left_id, bint acquire, cat_bins=None):
         """Split this worker's rows of a node (children ``left_id``, ``left_id + 1``);
         with ``acquire``, the rows acquire ``feature``. ``cat_bins``: for a split of a
-        categorical feature (and only then), the 8 uint32 words of the bins going left
-        (``bin_threshold`` unused). Returns (rows sent left, rows that newly acquired
+        categorical feature (and only then), the bitset of the bins going left (uint32:
+        a length word ``n``, then ``n`` words; ``bin_threshold`` unused). Returns (rows sent left, rows that newly acquired
         the feature, rows that newly touched its group)."""
         cdef grow_node * node = self._tree_node(node_id)
         cdef const uint32_t[::1] bins_left
@@ -928,8 +1034,7 @@ cdef class TreeGrower:
                              if cat_bins is not None else "needs its cat_bins"))
         if cat_bins is not None:
             bins_left = np.ascontiguousarray(cat_bins, dtype=np.uint32)
-            if bins_left.shape[0] != 8:
-                raise ValueError(f"cat_bins must hold 8 words, got {bins_left.shape[0]}")
+            check_bitset(bins_left, "cat_bins")
             cat_ptr = &bins_left[0]
         if left_id != self.n_nodes or left_id + 2 > self.capacity or node.left != -1:
             raise ValueError(f"node {node_id} cannot get children {left_id}, {left_id + 1} "
@@ -945,7 +1050,8 @@ cdef class TreeGrower:
         if n_rows:
             with nogil:
                 n_left = split_rows_parallel(
-                    &self.tree_rows[node.start], n_rows, &self.binned[0, feature],
+                    &self.tree_rows[node.start], n_rows, self._column(feature),
+                    self.bin_bytes,
                     bin_threshold, default_left, self.missing_bin, cat_ptr, self.buffer,
                     self.n_threads)
                 if acquire:
@@ -1032,7 +1138,8 @@ cdef class TreeGrower:
             node.histograms, self.n_features, self.n_bins, &self.n_value_bins[0],
             self.missing_bin, mask, sum_g, sum_h, <uint32_t> rows.shape[0], self.reg_lambda,
             self.min_child_weight, self.min_data_in_leaf, NULL, self.categorical,
-            &self.cat_params, self.per_feature, self.n_threads)
+            &self.cat_params, self.per_feature, self.cat_scratch, self.cat_words,
+            self.n_threads)
         if self.has_penalty:
             self.cost_tradeoff = 1.0
             self._fill_penalty(node, 0, self.n_features)
@@ -1074,10 +1181,17 @@ cdef class TreeGrower:
                 raw[rows[i], output] += value
 
     cdef _to_array(self, Py_ssize_t n_nodes):
-        out = np.zeros(n_nodes, dtype=NODE_DTYPE)
+        out = np.zeros(n_nodes, dtype=NODE_DTYPE).view(GrownTree)
         cdef node_struct[::1] view = out
-        cdef Py_ssize_t i
+        cdef Py_ssize_t i, n_words = 0
         cdef grow_node * node
+        for i in range(n_nodes):
+            node = &self.nodes[i]
+            if node.left != -1 and node.split.categorical:
+                n_words += 1 + self._bins_left(node)[0]
+        out.cat_bin_words = np.zeros(n_words, dtype=np.uint32)
+        cdef uint32_t[::1] words = out.cat_bin_words
+        n_words = 0
         with nogil:
             for i in range(n_nodes):
                 node = &self.nodes[i]
@@ -1093,14 +1207,16 @@ cdef class TreeGrower:
                     view[i].feature = -1
                 else:
                     view[i].feature = node.split.feature
-                    view[i].bin_threshold = <X_BINNED_C> node.split.bin_threshold
+                    view[i].bin_threshold = <uint16_t> node.split.bin_threshold
                     view[i].default_left = node.split.default_left
                     if node.split.categorical:
                         # threshold: the bitset's offset, set when the model takes the
                         # tree (TreeEnsemble._add_tree)
                         view[i].categorical = 1
-                        memcpy(view[i].cat_bins, node.split.cat_bins,
-                               sizeof(node.split.cat_bins))
+                        view[i].cat_bins_at = <uint32_t> n_words
+                        memcpy(&words[n_words], self._bins_left(node),
+                               (1 + self._bins_left(node)[0]) * sizeof(uint32_t))
+                        n_words += 1 + self._bins_left(node)[0]
                     else:
                         view[i].threshold = self.bin_edges[
                             self.edges_indptr[node.split.feature] + node.split.bin_threshold]

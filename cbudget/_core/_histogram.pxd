@@ -1,6 +1,6 @@
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t
 
-from ._types cimport X_BINNED_C, hist_struct, BITSET_WORD_C
+from ._types cimport hist_struct, BITSET_WORD_C
 
 
 cdef struct sparse_bins_struct:
@@ -13,7 +13,7 @@ cdef struct sparse_bins_struct:
     const int32_t * group_indptr        # group g's features: features[group_indptr[g]:...]
     const int32_t * features            # the sparse features, ascending
     const unsigned char * is_sparse     # per feature
-    const uint8_t * most_frequent_bin   # per feature
+    const uint16_t * most_frequent_bin  # per feature
 
 
 cdef class SparseBins:
@@ -24,7 +24,7 @@ cdef class SparseBins:
 
 
 cdef int build_histograms_core(
-    const X_BINNED_C * binned, Py_ssize_t n_samples, Py_ssize_t n_features,
+    const void * binned, int bin_bytes, Py_ssize_t n_samples, Py_ssize_t n_features,
     const int32_t * rows, Py_ssize_t n_rows,
     const double * gradients, const double * hessians,
     const unsigned char * feature_mask, const uint32_t * n_value_bins, int missing_bin,

@@ -13,7 +13,7 @@ sums of every bin still run over the leaf's rows in order, so the histograms do 
 depend on the number of threads (docs/architecture.md, "Histograms").
 """
 from cython.parallel cimport parallel, prange
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 
@@ -61,66 +61,72 @@ cdef extern from *:
     }
     /* One pass; ``prefetching`` and ``counting`` are constants in each caller below,
        so each of the four variants is compiled without the other's work. The bins
-       are read into locals first: stores through the histograms may alias the uint8
-       columns, which would otherwise be read again after every store. */
-    static CB_ALWAYS_INLINE void cb_four_pass(
-            const uint8_t *const *columns, void *const *histograms, const int32_t *rows,
-            Py_ssize_t n_rows, const double *gradients, const double *hessians,
-            Py_ssize_t prefetch_rows, const uint64_t *words, const int *shifts,
-            uint32_t *missing, const int prefetching, const int counting) {
-        const uint8_t *c0 = columns[0], *c1 = columns[1], *c2 = columns[2], *c3 = columns[3];
-        cb_bin *h0 = (cb_bin *) histograms[0], *h1 = (cb_bin *) histograms[1];
-        cb_bin *h2 = (cb_bin *) histograms[2], *h3 = (cb_bin *) histograms[3];
-        Py_ssize_t i, ahead = n_rows - prefetch_rows;
-        uint32_t m0 = 0, m1 = 0, m2 = 0, m3 = 0;
-        int s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        if (counting) {
-            s0 = shifts[0]; s1 = shifts[1]; s2 = shifts[2]; s3 = shifts[3];
-        }
-        for (i = 0; i < n_rows; i++) {
-            int32_t row;
-            uint8_t b0, b1, b2, b3;
-            cb_gh_pair gh;
-            if (prefetching && i < ahead) {
-                row = rows[i + prefetch_rows];
-                CB_PREFETCH(c0 + row); CB_PREFETCH(c1 + row);
-                CB_PREFETCH(c2 + row); CB_PREFETCH(c3 + row);
-            }
-            row = rows[i];
-            b0 = c0[row]; b1 = c1[row]; b2 = c2[row]; b3 = c3[row];
-            gh = cb_gh_make(gradients[i], hessians[i]);
-            if (counting) {
-                uint64_t bits = ~words[row];
-                m0 += (bits >> s0) & 1; m1 += (bits >> s1) & 1;
-                m2 += (bits >> s2) & 1; m3 += (bits >> s3) & 1;
-            }
-            cb_bin_add(&h0[b0], gh);
-            cb_bin_add(&h1[b1], gh);
-            cb_bin_add(&h2[b2], gh);
-            cb_bin_add(&h3[b3], gh);
-        }
-        if (counting) {
-            missing[0] = m0; missing[1] = m1; missing[2] = m2; missing[3] = m3;
-        }
+       are read into locals first: stores through the histograms may alias the
+       columns, which would otherwise be read again after every store.
+       CB_FOUR_HISTOGRAMS(suffix, bin_type) defines cb_four_histograms_<suffix> for
+       columns of ``bin_type`` (uint8 and uint16 binned data: one source). */
+    #define CB_FOUR_HISTOGRAMS(suffix, bin_type)                                          \
+    static CB_ALWAYS_INLINE void cb_four_pass_##suffix(                                   \
+            const bin_type *const *columns, void *const *histograms, const int32_t *rows, \
+            Py_ssize_t n_rows, const double *gradients, const double *hessians,           \
+            Py_ssize_t prefetch_rows, const uint64_t *words, const int *shifts,           \
+            uint32_t *missing, const int prefetching, const int counting) {               \
+        const bin_type *c0 = columns[0], *c1 = columns[1];                                \
+        const bin_type *c2 = columns[2], *c3 = columns[3];                                \
+        cb_bin *h0 = (cb_bin *) histograms[0], *h1 = (cb_bin *) histograms[1];            \
+        cb_bin *h2 = (cb_bin *) histograms[2], *h3 = (cb_bin *) histograms[3];            \
+        Py_ssize_t i, ahead = n_rows - prefetch_rows;                                     \
+        uint32_t m0 = 0, m1 = 0, m2 = 0, m3 = 0;                                          \
+        int s0 = 0, s1 = 0, s2 = 0, s3 = 0;                                               \
+        if (counting) {                                                                   \
+            s0 = shifts[0]; s1 = shifts[1]; s2 = shifts[2]; s3 = shifts[3];               \
+        }                                                                                 \
+        for (i = 0; i < n_rows; i++) {                                                    \
+            int32_t row;                                                                  \
+            bin_type b0, b1, b2, b3;                                                      \
+            cb_gh_pair gh;                                                                \
+            if (prefetching && i < ahead) {                                               \
+                row = rows[i + prefetch_rows];                                            \
+                CB_PREFETCH(c0 + row); CB_PREFETCH(c1 + row);                             \
+                CB_PREFETCH(c2 + row); CB_PREFETCH(c3 + row);                             \
+            }                                                                             \
+            row = rows[i];                                                                \
+            b0 = c0[row]; b1 = c1[row]; b2 = c2[row]; b3 = c3[row];                       \
+            gh = cb_gh_make(gradients[i], hessians[i]);                                   \
+            if (counting) {                                                               \
+                uint64_t bits = ~words[row];                                              \
+                m0 += (bits >> s0) & 1; m1 += (bits >> s1) & 1;                           \
+                m2 += (bits >> s2) & 1; m3 += (bits >> s3) & 1;                           \
+            }                                                                             \
+            cb_bin_add(&h0[b0], gh);                                                      \
+            cb_bin_add(&h1[b1], gh);                                                      \
+            cb_bin_add(&h2[b2], gh);                                                      \
+            cb_bin_add(&h3[b3], gh);                                                      \
+        }                                                                                 \
+        if (counting) {                                                                   \
+            missing[0] = m0; missing[1] = m1; missing[2] = m2; missing[3] = m3;           \
+        }                                                                                 \
+    }                                                                                     \
+    static CB_NOINLINE void cb_four_histograms_##suffix(                                  \
+            const bin_type *const *columns, void *const *histograms, const int32_t *rows, \
+            Py_ssize_t n_rows, const double *gradients, const double *hessians,           \
+            Py_ssize_t prefetch_rows, const uint64_t *words, const int *shifts,           \
+            uint32_t *missing) {                                                          \
+        if (prefetch_rows > 0 && words != NULL)                                           \
+            cb_four_pass_##suffix(columns, histograms, rows, n_rows, gradients, hessians, \
+                                  prefetch_rows, words, shifts, missing, 1, 1);           \
+        else if (prefetch_rows > 0)                                                       \
+            cb_four_pass_##suffix(columns, histograms, rows, n_rows, gradients, hessians, \
+                                  prefetch_rows, words, shifts, missing, 1, 0);           \
+        else if (words != NULL)                                                           \
+            cb_four_pass_##suffix(columns, histograms, rows, n_rows, gradients, hessians, \
+                                  prefetch_rows, words, shifts, missing, 0, 1);           \
+        else                                                                              \
+            cb_four_pass_##suffix(columns, histograms, rows, n_rows, gradients, hessians, \
+                                  prefetch_rows, words, shifts, missing, 0, 0);           \
     }
-    static CB_NOINLINE void cb_four_histograms(
-            const uint8_t *const *columns, void *const *histograms, const int32_t *rows,
-            Py_ssize_t n_rows, const double *gradients, const double *hessians,
-            Py_ssize_t prefetch_rows, const uint64_t *words, const int *shifts,
-            uint32_t *missing) {
-        if (prefetch_rows > 0 && words != NULL)
-            cb_four_pass(columns, histograms, rows, n_rows, gradients, hessians,
-                         prefetch_rows, words, shifts, missing, 1, 1);
-        else if (prefetch_rows > 0)
-            cb_four_pass(columns, histograms, rows, n_rows, gradients, hessians,
-                         prefetch_rows, words, shifts, missing, 1, 0);
-        else if (words != NULL)
-            cb_four_pass(columns, histograms, rows, n_rows, gradients, hessians,
-                         prefetch_rows, words, shifts, missing, 0, 1);
-        else
-            cb_four_pass(columns, histograms, rows, n_rows, gradients, hessians,
-                         prefetch_rows, words, shifts, missing, 0, 0);
-    }
+    CB_FOUR_HISTOGRAMS(u8, uint8_t)
+    CB_FOUR_HISTOGRAMS(u16, uint16_t)
     """
     void prefetch "CB_PREFETCH" (const void *) noexcept nogil
     ctypedef double gh_pair "cb_gh_pair"    # opaque to Cython: only passed along
@@ -128,8 +134,13 @@ cdef extern from *:
     void bin_add "cb_bin_add" (hist_struct * bin, gh_pair gh) noexcept nogil
     # ``histograms``: hist_struct arrays (cb_bin is the same struct; checked at import)
     size_t C_BIN_SIZE "sizeof(cb_bin)"
-    void four_histograms "cb_four_histograms" (
-        const X_BINNED_C * const * columns, void * const * histograms,
+    void four_histograms_u8 "cb_four_histograms_u8" (
+        const uint8_t * const * columns, void * const * histograms,
+        const int32_t * rows, Py_ssize_t n_rows, const double * gradients,
+        const double * hessians, Py_ssize_t prefetch_rows,
+        const BITSET_WORD_C * words, const int * shifts, uint32_t * missing) noexcept nogil
+    void four_histograms_u16 "cb_four_histograms_u16" (
+        const uint16_t * const * columns, void * const * histograms,
         const int32_t * rows, Py_ssize_t n_rows, const double * gradients,
         const double * hessians, Py_ssize_t prefetch_rows,
         const BITSET_WORD_C * words, const int * shifts, uint32_t * missing) noexcept nogil
@@ -141,7 +152,7 @@ if C_BIN_SIZE != sizeof(hist_struct):
 
 from ._safety cimport (check_n_threads, check_rows_in_range, checked_malloc,
                       first_out_of_range_32)
-from ._types cimport X_BINNED_C, hist_struct, BITSET_WORD_C
+from ._types cimport binned_t, hist_struct, BITSET_WORD_C
 
 # Below this many (row, feature) pairs a histogram is built on one thread: an OpenMP
 # region costs more than it saves on small leaves.
@@ -192,7 +203,7 @@ cdef struct count_task:
 
 
 cdef inline void _block_histograms(
-    Py_ssize_t first, Py_ssize_t stop, const X_BINNED_C * binned, Py_ssize_t n_samples,
+    Py_ssize_t first, Py_ssize_t stop, const binned_t * binned, Py_ssize_t n_samples,
     const int32_t * rows, Py_ssize_t n_rows,
     const double * ordered_gradients, const double * ordered_hessians,
     const unsigned char * feature_mask, const uint32_t * n_value_bins, int missing_bin,
@@ -208,7 +219,7 @@ cdef inline void _block_histograms(
     ``first`` is a multiple of FEATURE_BLOCK, which divides 64: the block's feature bits
     share one bitset word, read once per row (the bitsets are column-major, so that
     word is read sequentially like a feature column)."""
-    cdef const X_BINNED_C * columns[FEATURE_BLOCK]
+    cdef const binned_t * columns[FEATURE_BLOCK]
     cdef hist_struct * hists[FEATURE_BLOCK]
     cdef Py_ssize_t features[FEATURE_BLOCK]
     cdef int shifts[FEATURE_BLOCK]
@@ -218,6 +229,7 @@ cdef inline void _block_histograms(
     cdef uint32_t untouched[FEATURE_BLOCK]
     cdef const BITSET_WORD_C * word = NULL
     cdef int n = 0, j
+    cdef Py_ssize_t prefetch_rows
     cdef bint counting = False, any_group = False
     cdef Py_ssize_t f, i
     cdef int32_t row, group
@@ -250,10 +262,16 @@ cdef inline void _block_histograms(
     if counting:
         word = &acquired[(first >> 6) * n_samples]
     if n == FEATURE_BLOCK and not any_group:
-        four_histograms(columns, <void * const *> hists, rows, n_rows, ordered_gradients,
-                        ordered_hessians,
-                        COLUMN_PREFETCH_ROWS if n_rows * SCATTERED_LEAF_SHARE < n_samples
-                        else 0, word, shifts, missing)
+        prefetch_rows = (COLUMN_PREFETCH_ROWS if n_rows * SCATTERED_LEAF_SHARE < n_samples
+                         else 0)
+        if binned_t is uint8_t:
+            four_histograms_u8(columns, <void * const *> hists, rows, n_rows,
+                               ordered_gradients, ordered_hessians, prefetch_rows, word,
+                               shifts, missing)
+        else:
+            four_histograms_u16(columns, <void * const *> hists, rows, n_rows,
+                                ordered_gradients, ordered_hessians, prefetch_rows, word,
+                                shifts, missing)
     elif not counting:
         for i in range(n_rows):
             row = rows[i]
@@ -437,7 +455,7 @@ cdef void _store_row_wise_counts(
 
 
 cdef int build_histograms_core(
-    const X_BINNED_C * binned, Py_ssize_t n_samples, Py_ssize_t n_features,
+    const void * binned, int bin_bytes, Py_ssize_t n_samples, Py_ssize_t n_features,
     const int32_t * rows, Py_ssize_t n_rows,
     const double * gradients, const double * hessians,
     const unsigned char * feature_mask, const uint32_t * n_value_bins, int missing_bin,
@@ -449,7 +467,8 @@ cdef int build_histograms_core(
     uint32_t * unacquired_count, uint32_t * group_untouched_count,
     const sparse_bins_struct * sparse, int n_threads) noexcept nogil:
     """Histograms of the rows ``rows[:n_rows]``; ``binned`` is Fortran ordered
-    (feature ``f`` of row ``r`` at ``binned[f * n_samples + r]``); ``out`` holds
+    (feature ``f`` of row ``r`` at ``binned[f * n_samples + r]``), uint8 bins
+    (``bin_bytes`` 1) or uint16 (2); ``out`` holds
     ``n_features x n_bins`` structs. ``ordered_*`` are scratch buffers of at least
     ``n_rows`` doubles.
 
@@ -497,10 +516,20 @@ cdef int build_histograms_core(
                     sparse, item, n_samples, rows, n_rows, ordered_gradients,
                     ordered_hessians, n_value_bins, missing_bin, out, n_bins, tasks,
                     n_tasks)
+            elif bin_bytes == 1:
+                _block_histograms(
+                    (item - n_groups) * FEATURE_BLOCK,
+                    min((item - n_groups + 1) * FEATURE_BLOCK, n_features),
+                    <const uint8_t *> binned,
+                    n_samples, rows, n_rows, ordered_gradients, ordered_hessians,
+                    feature_mask, n_value_bins, missing_bin, out, n_bins, count_mask,
+                    acquired, groups_touched, feature_group, unacquired_count,
+                    group_untouched_count, row_wise)
             else:
                 _block_histograms(
                     (item - n_groups) * FEATURE_BLOCK,
-                    min((item - n_groups + 1) * FEATURE_BLOCK, n_features), binned,
+                    min((item - n_groups + 1) * FEATURE_BLOCK, n_features),
+                    <const uint16_t *> binned,
                     n_samples, rows, n_rows, ordered_gradients, ordered_hessians,
                     feature_mask, n_value_bins, missing_bin, out, n_bins, count_mask,
                     acquired, groups_touched, feature_group, unacquired_count,
@@ -557,7 +586,7 @@ cdef class SparseBins:
 
     Parameters
     ----------
-    binned : uint8 array of shape (n_samples, n_features), Fortran order
+    binned : uint8 or uint16 array of shape (n_samples, n_features), Fortran order
     n_value_bins : uint32 array of shape (n_features,)
     missing_bin : int
         The histograms this layout fills have ``missing_bin + 1`` bins per feature.
@@ -569,7 +598,8 @@ cdef class SparseBins:
     Attributes
     ----------
     features : int32 array, the sparse features (ascending)
-    is_sparse, most_frequent_bin : uint8 arrays of shape (n_features,)
+    is_sparse : uint8 array of shape (n_features,)
+    most_frequent_bin : uint16 array of shape (n_features,)
     group_indptr : int32 array of shape (n_groups + 1,); group ``g`` holds
         ``features[group_indptr[g]:group_indptr[g + 1]]``
     indptr : int64 array of shape (n_groups, n_samples + 1)
@@ -577,93 +607,11 @@ cdef class SparseBins:
         ``entries[indptr[g, r]:indptr[g, r + 1]]``, each ``f * n_bins + bin``
     """
 
-    def __init__(self, const X_BINNED_C[::1, :] binned, const uint32_t[::1] n_value_bins,
-                 int missing_bin, double min_share=MIN_SPARSE_SHARE,
-                 Py_ssize_t n_groups=SPARSE_GROUPS,
+    def __init__(self, binned, const uint32_t[::1] n_value_bins, int missing_bin,
+                 double min_share=MIN_SPARSE_SHARE, Py_ssize_t n_groups=SPARSE_GROUPS,
                  double min_elided_columns=MIN_ELIDED_COLUMNS):
-        cdef Py_ssize_t n = binned.shape[0], n_features = binned.shape[1]
-        cdef Py_ssize_t f, r, g, j, n_sparse
-        if not 0 <= missing_bin <= 255:
-            raise ValueError(f"missing_bin must be in [0, 255], got {missing_bin}")
-        if n_value_bins.shape[0] != n_features:
-            raise ValueError("n_value_bins does not match the number of features")
-        if not 0.0 <= min_share <= 1.0:
-            raise ValueError(f"min_share must be in [0, 1], got {min_share}")
-        if n_groups < 1:
-            raise ValueError(f"n_groups must be >= 1, got {n_groups}")
-        if not min_elided_columns >= 0:
-            raise ValueError(f"min_elided_columns must be >= 0, got {min_elided_columns}")
-        nvb = np.asarray(n_value_bins)
-        if nvb.size and nvb.max() > missing_bin:
-            raise ValueError("missing_bin must be a bin above every value bin")
-        _check_bins(binned, missing_bin + 1)
-        self.n_samples, self.n_features, self.n_bins = n, n_features, missing_bin + 1
-        bin_counts = np.zeros((n_features, 256), dtype=np.int64)
-        cdef int64_t[:, ::1] counts = bin_counts
-        with nogil:
-            for f in range(n_features):
-                for r in range(n):
-                    counts[f, binned[r, f]] += 1
-        most_frequent = bin_counts.argmax(axis=1).astype(np.uint8)
-        top = bin_counts.max(axis=1) if n_features else np.zeros(0, dtype=np.int64)
-        is_sparse = (top >= min_share * n) & (n > 0)
-        if (n_features * self.n_bins >= 2 ** 32    # entries would overflow uint32
-                or top[is_sparse].sum() < min_elided_columns * n):
-            is_sparse[:] = False
-        features = np.flatnonzero(is_sparse).astype(np.int32)
-        n_sparse = features.shape[0]
-        # runs of consecutive sparse features with about equal numbers of entries
-        cumulative = np.cumsum(n - top[features])
-        total = int(cumulative[n_sparse - 1]) if n_sparse else 0
-        n_groups = max(1, min(n_groups, total // max(n * MIN_GROUP_ENTRIES, 1)))
-        cuts = np.searchsorted(cumulative, total * np.arange(1, n_groups) / n_groups,
-                               side="right")
-        group_indptr = np.unique(np.concatenate(
-            [[0], np.clip(cuts, 0, n_sparse), [n_sparse]])).astype(np.int32)
-        n_groups = group_indptr.shape[0] - 1 if n_sparse else 0
-        group_indptr = group_indptr[:n_groups + 1]
-        indptr = np.zeros((n_groups, n + 1), dtype=np.int64)
-        cdef int64_t[:, ::1] ptr = indptr
-        cdef const int32_t[::1] feats = features
-        cdef const int32_t[::1] gptr = group_indptr
-        cdef const uint8_t[::1] mfb = most_frequent
-        cdef int64_t base = 0
-        with nogil:
-            for g in range(n_groups):
-                for j in range(gptr[g], gptr[g + 1]):
-                    f = feats[j]
-                    for r in range(n):
-                        ptr[g, r + 1] += binned[r, f] != mfb[f]
-                ptr[g, 0] = base
-                for r in range(n):
-                    ptr[g, r + 1] += ptr[g, r]
-                base = ptr[g, n]
-        entries = np.empty(base, dtype=np.uint32)
-        cursor = np.empty(n, dtype=np.int64)
-        cdef uint32_t[::1] out = entries
-        cdef int64_t[::1] at = cursor
-        cdef uint32_t n_bins = <uint32_t> self.n_bins
-        with nogil:
-            for g in range(n_groups):
-                for r in range(n):
-                    at[r] = ptr[g, r]
-                for j in range(gptr[g], gptr[g + 1]):      # features ascend in a row
-                    f = feats[j]
-                    for r in range(n):
-                        if binned[r, f] != mfb[f]:
-                            out[at[r]] = <uint32_t> f * n_bins + binned[r, f]
-                            at[r] += 1
-        self.indptr, self.entries, self.group_indptr = indptr, entries, group_indptr
-        self.features, self.most_frequent_bin = features, most_frequent
-        self.is_sparse = is_sparse.astype(np.uint8)
-        self.c.n_groups = n_groups
-        self.c.indptr = &ptr[0, 0] if n_groups else NULL
-        self.c.entries = &out[0] if base else NULL
-        self.c.group_indptr = &gptr[0]
-        self.c.features = &feats[0] if n_sparse else NULL
-        cdef const unsigned char[::1] sparse_view = self.is_sparse
-        self.c.is_sparse = &sparse_view[0] if n_features else NULL
-        self.c.most_frequent_bin = &mfb[0] if n_features else NULL
+        _fill_sparse_bins(self, binned, n_value_bins, missing_bin, min_share, n_groups,
+                          min_elided_columns)
 
     @property
     def n_entries(self) -> int:
@@ -686,6 +634,97 @@ cdef class SparseBins:
                 f"{binned.shape[1]} with {missing_bin + 1}")
 
 
+def _fill_sparse_bins(SparseBins self, const binned_t[::1, :] binned,
+                      const uint32_t[::1] n_value_bins, int missing_bin, double min_share,
+                      Py_ssize_t n_groups, double min_elided_columns):
+    """:class:`SparseBins`' constructor on ``binned_t`` bins (a special method cannot
+    take fused types)."""
+    cdef Py_ssize_t n = binned.shape[0], n_features = binned.shape[1]
+    cdef Py_ssize_t f, r, g, j, n_sparse
+    cdef int highest = 255 if binned_t is uint8_t else 65535
+    if not 0 <= missing_bin <= highest:
+        raise ValueError(f"missing_bin must be in [0, {highest}], got {missing_bin}")
+    if n_value_bins.shape[0] != n_features:
+        raise ValueError("n_value_bins does not match the number of features")
+    if not 0.0 <= min_share <= 1.0:
+        raise ValueError(f"min_share must be in [0, 1], got {min_share}")
+    if n_groups < 1:
+        raise ValueError(f"n_groups must be >= 1, got {n_groups}")
+    if not min_elided_columns >= 0:
+        raise ValueError(f"min_elided_columns must be >= 0, got {min_elided_columns}")
+    nvb = np.asarray(n_value_bins)
+    if nvb.size and nvb.max() > missing_bin:
+        raise ValueError("missing_bin must be a bin above every value bin")
+    _check_bins(binned, missing_bin + 1)
+    self.n_samples, self.n_features, self.n_bins = n, n_features, missing_bin + 1
+    bin_counts = np.zeros((n_features, missing_bin + 1), dtype=np.int64)
+    cdef int64_t[:, ::1] counts = bin_counts
+    with nogil:
+        for f in range(n_features):
+            for r in range(n):
+                counts[f, binned[r, f]] += 1
+    most_frequent = bin_counts.argmax(axis=1).astype(np.uint16)
+    top = bin_counts.max(axis=1) if n_features else np.zeros(0, dtype=np.int64)
+    is_sparse = (top >= min_share * n) & (n > 0)
+    if (n_features * self.n_bins >= 2 ** 32    # entries would overflow uint32
+            or top[is_sparse].sum() < min_elided_columns * n):
+        is_sparse[:] = False
+    features = np.flatnonzero(is_sparse).astype(np.int32)
+    n_sparse = features.shape[0]
+    # runs of consecutive sparse features with about equal numbers of entries
+    cumulative = np.cumsum(n - top[features])
+    total = int(cumulative[n_sparse - 1]) if n_sparse else 0
+    n_groups = max(1, min(n_groups, total // max(n * MIN_GROUP_ENTRIES, 1)))
+    cuts = np.searchsorted(cumulative, total * np.arange(1, n_groups) / n_groups,
+                           side="right")
+    group_indptr = np.unique(np.concatenate(
+        [[0], np.clip(cuts, 0, n_sparse), [n_sparse]])).astype(np.int32)
+    n_groups = group_indptr.shape[0] - 1 if n_sparse else 0
+    group_indptr = group_indptr[:n_groups + 1]
+    indptr = np.zeros((n_groups, n + 1), dtype=np.int64)
+    cdef int64_t[:, ::1] ptr = indptr
+    cdef const int32_t[::1] feats = features
+    cdef const int32_t[::1] gptr = group_indptr
+    cdef const uint16_t[::1] mfb = most_frequent
+    cdef int64_t base = 0
+    with nogil:
+        for g in range(n_groups):
+            for j in range(gptr[g], gptr[g + 1]):
+                f = feats[j]
+                for r in range(n):
+                    ptr[g, r + 1] += binned[r, f] != mfb[f]
+            ptr[g, 0] = base
+            for r in range(n):
+                ptr[g, r + 1] += ptr[g, r]
+            base = ptr[g, n]
+    entries = np.empty(base, dtype=np.uint32)
+    cursor = np.empty(n, dtype=np.int64)
+    cdef uint32_t[::1] out = entries
+    cdef int64_t[::1] at = cursor
+    cdef uint32_t n_bins = <uint32_t> self.n_bins
+    with nogil:
+        for g in range(n_groups):
+            for r in range(n):
+                at[r] = ptr[g, r]
+            for j in range(gptr[g], gptr[g + 1]):      # features ascend in a row
+                f = feats[j]
+                for r in range(n):
+                    if binned[r, f] != mfb[f]:
+                        out[at[r]] = <uint32_t> f * n_bins + binned[r, f]
+                        at[r] += 1
+    self.indptr, self.entries, self.group_indptr = indptr, entries, group_indptr
+    self.features, self.most_frequent_bin = features, most_frequent
+    self.is_sparse = is_sparse.astype(np.uint8)
+    self.c.n_groups = n_groups
+    self.c.indptr = &ptr[0, 0] if n_groups else NULL
+    self.c.entries = &out[0] if base else NULL
+    self.c.group_indptr = &gptr[0]
+    self.c.features = &feats[0] if n_sparse else NULL
+    cdef const unsigned char[::1] sparse_view = self.is_sparse
+    self.c.is_sparse = &sparse_view[0] if n_features else NULL
+    self.c.most_frequent_bin = &mfb[0] if n_features else NULL
+
+
 def _check_shapes(binned, out, n_value_bins, missing_bin):
     if out.shape[0] != binned.shape[1] or n_value_bins.shape[0] != binned.shape[1]:
         raise ValueError("out / n_value_bins do not match the number of features")
@@ -695,15 +734,16 @@ def _check_shapes(binned, out, n_value_bins, missing_bin):
 
 
 def _check_bins(binned, n_bins):
-    """Every bin of ``binned`` indexes one of the ``n_bins`` histogram bins (a uint8 bin
-    always does when there are 256)."""
-    if n_bins < 256 and binned.shape[0] and binned.shape[1] \
+    """Every bin of ``binned`` indexes one of the ``n_bins`` histogram bins (a bin always
+    does when there are as many as its dtype has values)."""
+    if n_bins <= np.iinfo(np.asarray(binned).dtype).max and binned.shape[0] \
+            and binned.shape[1] \
             and np.asarray(binned).max() >= n_bins:
         raise ValueError(f"binned holds a bin >= the {n_bins} bins of out")
 
 
 def build_histograms(
-    const X_BINNED_C[::1, :] binned,
+    const binned_t[::1, :] binned,
     const int32_t[::1] rows,
     const double[::1] gradients,
     const double[::1] hessians,
@@ -724,7 +764,7 @@ def build_histograms(
 
     Parameters
     ----------
-    binned : uint8 array of shape (n_samples, n_features), Fortran order
+    binned : uint8 or uint16 array of shape (n_samples, n_features), Fortran order
     rows : int32 array of shape (n_rows,), indices in [0, n_samples)
     gradients, hessians : float64 arrays of shape (n_samples,)
     feature_mask : uint8 array of shape (n_features,); only masked-in features are built
@@ -806,7 +846,8 @@ def build_histograms(
                                                      "the leaf's gathered hessians")
         with nogil:
             status = build_histograms_core(
-                &binned[0, 0], binned.shape[0], n_features, &rows[0] if n_rows else NULL,
+                &binned[0, 0], sizeof(binned_t), binned.shape[0], n_features,
+                &rows[0] if n_rows else NULL,
                 n_rows, &gradients[0] if n_rows else NULL,
                 &hessians[0] if n_rows else NULL, &feature_mask[0], &n_value_bins[0],
                 missing_bin, &out[0, 0], out.shape[1], ordered_gradients, ordered_hessians,

@@ -1,16 +1,18 @@
 from libc.math cimport isnan
 from libc.stdint cimport int32_t, int64_t, uint32_t
 
-from ._types cimport X_BINNED_C, node_struct, predict_node_struct
+from ._bitset cimport bitset_has
+from ._types cimport node_struct, predict_node_struct
 
 
-cdef inline int binned_child(const node_struct * node, X_BINNED_C b,
-                             X_BINNED_C missing_bin) noexcept nogil:
-    """The child of split ``node`` that a row with bin ``b`` goes to."""
+cdef inline int binned_child(const node_struct * node, int b, int missing_bin,
+                             const uint32_t * bin_words) noexcept nogil:
+    """The child of split ``node`` that a row with bin ``b`` goes to; a categorical
+    split's bins going left are the bitset ``bin_words[node.cat_bins_at:]``."""
     if b == missing_bin:
         return node.left if node.default_left else node.right
     if node.categorical:
-        return node.left if (node.cat_bins[b >> 5] >> (b & 31)) & 1 else node.right
+        return node.left if bitset_has(&bin_words[node.cat_bins_at], b) else node.right
     return node.left if b <= node.bin_threshold else node.right
 
 
@@ -19,12 +21,9 @@ cdef inline bint category_left(double value, const uint32_t * bitset) noexcept n
     whose bitset is ``bitset``: a length word ``n``, then ``n`` words of the codes going
     left. The value is truncated to its integer code; a code beyond the bitset (never
     seen in training) goes right."""
-    cdef double n_codes = 32.0 * bitset[0]
-    cdef int64_t code
-    if not value < n_codes:
+    if not value < 32.0 * bitset[0]:
         return False
-    code = <int64_t> value
-    return (bitset[1 + (code >> 5)] >> (code & 31)) & 1
+    return bitset_has(bitset, <uint32_t> value)
 
 
 cdef inline int32_t child_of(const predict_node_struct * node, double value,

@@ -7,7 +7,7 @@ The traversal kernels read the packed ``PREDICT_NODE_DTYPE`` layout (leaf value 
 categorical split (``categorical`` set) reads its bitset in ``cat_words`` (the model's
 ``TreeEnsemble.cat_words``, an optional argument of every kernel that walks raw values)
 at offset ``threshold``: ``child_of`` in ``_predict.pxd``; on binned data, its
-``cat_bins`` (``binned_child``).
+bitset in the grown tree's ``cat_bin_words`` (``binned_child``).
 Rows are processed in blocks, tree by tree, so that one tree stays in cache while a
 block of rows walks it; each row still adds the trees in order (same sums). Rows are
 indexed with Py_ssize_t: prediction has no row limit.
@@ -26,9 +26,9 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 import numpy as np
 
 from ._safety cimport (
-    check_n_threads, check_offsets, first_bad_node, first_out_of_range_32,
+    check_n_threads, check_offsets, checked_bin_words, first_bad_node, first_out_of_range_32,
     first_out_of_range_64)
-from ._types cimport X_BINNED_C, node_struct, predict_node_struct, BITSET_WORD_C
+from ._types cimport binned_t, node_struct, predict_node_struct, BITSET_WORD_C
 
 ctypedef fused floating_t:
     float
@@ -348,18 +348,21 @@ def predict_leaf(
 
 
 def predict_binned_add(
-    const X_BINNED_C[::1, :] binned,
+    const binned_t[::1, :] binned,
     const node_struct[::1] tree,
-    const X_BINNED_C missing_bin,
+    const int missing_bin,
     double[:, :] raw,
     const int output,
     int n_threads,
+    const uint32_t[::1] cat_bin_words=None,
 ):
     """``raw[i, output] += value of the leaf of one tree`` for binned training/eval data
     (exactly equivalent to raw-value traversal for data binned with the training edges).
-    ValueError when ``raw`` or ``output`` does not match ``binned``, or a node of
-    ``tree`` is neither a leaf nor a split on a column of ``binned`` with both children
-    after it in the tree.
+    ``cat_bin_words``: the bin bitsets of the tree's categorical splits (a grown tree's
+    ``cat_bin_words``). ValueError when ``raw`` or ``output`` does not match ``binned``,
+    or a node of ``tree`` is neither a leaf nor a split on a column of ``binned`` with
+    both children after it in the tree (and, if categorical, its bitset in
+    ``cat_bin_words``).
     """
     cdef Py_ssize_t n_samples = binned.shape[0]
     cdef Py_ssize_t i, bad
@@ -376,10 +379,12 @@ def predict_binned_add(
     if bad >= 0:
         raise ValueError(f"tree node {bad}: children must come after it within the tree, "
                          f"and its feature must be a column of binned")
+    cdef const uint32_t * bin_words = checked_bin_words(tree, cat_bin_words)
     for i in prange(n_samples, nogil=True, schedule="static", num_threads=n_threads):
         node = 0
         while tree[node].left != -1:
-            node = binned_child(&tree[node], binned[i, tree[node].feature], missing_bin)
+            node = binned_child(&tree[node], binned[i, tree[node].feature], missing_bin,
+                                bin_words)
         raw[i, output] += tree[node].value
 
 

@@ -2,7 +2,7 @@
 # boundscheck=False (docs/architecture.md, "Limits"): allocations that raise a
 # MemoryError naming what failed, thread counts, index arrays in range, trees whose
 # children and features are in range.
-from libc.stdint cimport SIZE_MAX, int32_t, int64_t
+from libc.stdint cimport SIZE_MAX, int32_t, int64_t, uint32_t
 from libc.stdlib cimport calloc, malloc
 
 from ._types cimport node_struct
@@ -83,6 +83,31 @@ cdef inline Py_ssize_t first_bad_node(const node_struct * tree, Py_ssize_t n_nod
                 and 0 <= tree[k].feature < n_features):
             return k
     return -1
+
+
+cdef inline int check_bitset(const uint32_t[::1] bitset, str what) except -1:
+    """ValueError unless ``bitset`` (None: no bitset) is a length word ``n`` followed
+    by exactly ``n`` words (_bitset.pxd)."""
+    if bitset is not None and not (bitset.shape[0] >= 1
+                                   and <Py_ssize_t> bitset[0] == bitset.shape[0] - 1):
+        raise ValueError(f"{what} must be a length word n followed by n words")
+    return 0
+
+
+cdef inline const uint32_t * checked_bin_words(const node_struct[::1] tree,
+                                               const uint32_t[::1] bin_words) except? NULL:
+    """The bin bitsets of a grown tree's categorical splits (``GrownTree.cat_bin_words``;
+    None: none), after checking that every categorical node's bitset (its length word
+    at ``cat_bins_at``, then that many words) lies within them: ValueError otherwise."""
+    cdef Py_ssize_t k, n_words = bin_words.shape[0] if bin_words is not None else 0
+    for k in range(tree.shape[0]):
+        if tree[k].left != -1 and tree[k].categorical and not (
+                tree[k].cat_bins_at < n_words
+                and tree[k].cat_bins_at + 1 + <Py_ssize_t> bin_words[tree[k].cat_bins_at]
+                <= n_words):
+            raise ValueError(f"tree node {k}: a categorical split whose bin bitset is not "
+                             f"within the {n_words} bin words given (cat_bin_words)")
+    return &bin_words[0] if n_words else NULL
 
 
 cdef inline int check_offsets(const int64_t * offsets, Py_ssize_t n_offsets,

@@ -1,4 +1,4 @@
-from libc.stdint cimport uint32_t
+from libc.stdint cimport int64_t, uint32_t
 
 from ._types cimport hist_struct
 
@@ -15,7 +15,8 @@ cdef struct split_struct:
     unsigned char categorical   # a categorical split: the bins going left are cat_bins
                                 # (1: one level, 2: many-vs-many, children regularised
                                 # with reg_lambda + cat_l2)
-    uint32_t cat_bins[8]
+    uint32_t * cat_bins         # ... a bitset (_bitset.pxd) in the scan's scratch
+    int64_t cat_at              # ... or, kept by the grower, at this offset of its pool
 
 # LightGBM's categorical split parameters (cbudget.params.CATEGORICAL_PARAMS)
 cdef struct cat_params_struct:
@@ -31,7 +32,10 @@ cdef split_struct find_best_split_core(
     double sum_gradients, double sum_hessians, uint32_t count,
     double reg_lambda, double min_child_weight, uint32_t min_data_in_leaf,
     const double * cost_penalty, const unsigned char * categorical,
-    const cat_params_struct * cat, split_struct * per_feature, int n_threads) noexcept nogil
+    const cat_params_struct * cat, split_struct * per_feature, uint32_t * cat_scratch,
+    Py_ssize_t cat_words, int n_threads) noexcept nogil
+
+cdef Py_ssize_t cat_words_of(Py_ssize_t n_bins) noexcept nogil
 
 cdef double leaf_value_core(double sum_gradients, double sum_hessians,
                             double reg_lambda) noexcept nogil

@@ -466,7 +466,7 @@ cdef Py_ssize_t _grow_tree(int32_t * rows, Py_ssize_t n_rows, const tree_inputs 
             continue
         _set_split(&nodes[node], &best, data)
         n_left = split_rows_core(&rows[entry.start], entry.stop - entry.start,
-                                 _column(data, best.feature), <X_BINNED_C> best.bin,
+                                 _column(data, best.feature), 1, best.bin,
                                  False, HIGHEST_BIN, NULL, s.buffer)
         # pre-order: the left child is popped (and numbered) first
         _push(&s.stack[n_stack], entry.start + n_left, entry.stop, node, entry.depth + 1,

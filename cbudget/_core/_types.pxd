@@ -1,9 +1,16 @@
 # Shared C types of the kernels. Each struct mirrors a numpy dtype defined in _types.pyx
 # (aligned, same field order), so struct arrays pass between Python and Cython as typed
 # memoryviews without copies.
-from libc.stdint cimport uint8_t, uint32_t, uint64_t, int32_t, int64_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int32_t, int64_t
 
+# A binned matrix holds uint8 bins when every feature has at most 256 bins (the missing
+# bin included), else uint16 (Dataset.binned; docs/architecture.md, "Binning"). The
+# kernels that read binned data take either (``binned_t``); budget_rf's stump kernel
+# reads uint8 only (X_BINNED_C).
 ctypedef uint8_t X_BINNED_C
+ctypedef fused binned_t:
+    uint8_t
+    uint16_t
 ctypedef double G_H_C
 ctypedef uint64_t BITSET_WORD_C
 
@@ -31,14 +38,15 @@ cdef struct node_struct:
     int32_t n_samples
     int32_t new_acquisitions
     int32_t depth
-    uint8_t bin_threshold
+    uint16_t bin_threshold
     uint8_t default_left
     # A categorical split (docs/architecture.md, "Categorical features"): the bins that
-    # go left are the bits of ``cat_bins`` (training-time, like bin_threshold), and
+    # go left are the bitset at ``cat_bins_at`` in the grown tree's bin words
+    # (training-time, like bin_threshold: _grower.GrownTree.cat_bin_words), and
     # ``threshold`` holds the offset of the raw codes' bitset in the model's
-    # ``cat_words`` (a length word, then the words).
+    # ``cat_words``; both bitsets are a length word, then the words (_bitset.pxd).
     uint8_t categorical
-    uint32_t cat_bins[8]
+    uint32_t cat_bins_at
 
 # What prediction reads of a node, packed (24 bytes instead of 72): traversal of large
 # ensembles stays in cache. For a leaf, ``threshold`` holds the leaf value.

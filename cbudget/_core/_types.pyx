@@ -2,6 +2,8 @@
 import numpy as np
 
 X_BINNED_DTYPE = np.uint8
+# wide binned data: a feature with more than 256 bins (missing_bin > 255)
+X_BINNED_WIDE_DTYPE = np.uint16
 G_H_DTYPE = np.float64
 BITSET_WORD_DTYPE = np.uint64
 
@@ -28,10 +30,10 @@ NODE_DTYPE = np.dtype(
         ("n_samples", np.int32),
         ("new_acquisitions", np.int32),
         ("depth", np.int32),
-        ("bin_threshold", np.uint8),
+        ("bin_threshold", np.uint16),
         ("default_left", np.uint8),
         ("categorical", np.uint8),
-        ("cat_bins", np.uint32, (8,)),
+        ("cat_bins_at", np.uint32),
     ],
     align=True,
 )

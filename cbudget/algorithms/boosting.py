@@ -52,7 +52,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .._core._acquisition import AcquisitionState
-from .._core._grower import TreeGrower
+from .._core._grower import TreeGrower, bin_words
 from .._core._predict import predict_binned_add
 from .._core._types import HISTOGRAM_DTYPE
 from ..booster import Booster
@@ -220,7 +220,7 @@ def grower_memory_needs(p: dict, dtrain, n_growers: int, who: str = "") -> list[
     ``min_data_in_leaf`` rows, ``num_leaves`` or ``2**max_depth``; and the per-feature
     bin counts of the sparse layout (``Dataset.sparse_bins``)."""
     n_rows, n_features = dtrain.data.shape
-    n_bins = dtrain.max_bin + 1
+    n_bins = dtrain.missing_bin + 1     # every feature's histogram has this many bins
     leaves = max(1, n_rows // p["min_data_in_leaf"])
     if p["num_leaves"]:
         leaves = min(leaves, p["num_leaves"])
@@ -233,8 +233,8 @@ def grower_memory_needs(p: dict, dtrain, n_growers: int, who: str = "") -> list[
                    float(n_growers) * leaves * n_features * n_bins * size,
                    "Reduce the features (select the useful ones first), max_bin, or "
                    "num_leaves / max_depth"),
-        MemoryNeed(f"{who}per-feature bin counts: n_features x 256 x 8 bytes",
-                   float(n_features) * 256 * 8, "Reduce the features"),
+        MemoryNeed(f"{who}per-feature bin counts: n_features x {n_bins} x 8 bytes",
+                   float(n_features) * n_bins * 8, "Reduce the features or max_bin"),
     ]
 
 
@@ -520,9 +520,11 @@ class BoostingTrainer(Trainer):
         if in_bag is self.all_rows:   # every row sits in a leaf of the partition
             grower.add_leaf_values(rows, train, k)
         else:
-            predict_binned_add(dtrain.binned, tree, dtrain.missing_bin, train, k, n_threads)
+            predict_binned_add(dtrain.binned, tree, dtrain.missing_bin, train, k, n_threads,
+                               cat_bin_words=bin_words(tree))
         for (_, _, binned, _), raw in zip(self.eval_state, evals):
-            predict_binned_add(binned, tree, dtrain.missing_bin, raw, k, n_threads)
+            predict_binned_add(binned, tree, dtrain.missing_bin, raw, k, n_threads,
+                               cat_bin_words=bin_words(tree))
 
     def tree_values(self, grower, tree, rows, in_bag) -> list:
         """What :meth:`add_scores` would add, as one column per score array, without
@@ -543,7 +545,8 @@ class BoostingTrainer(Trainer):
         self.split_visits += int(tree["n_samples"][tree["left"] != -1].sum())
         if out_of_bag.shape[0]:
             self.split_visits += self.cost_state.acquire_along_paths(
-                self.dtrain.binned, tree, self.dtrain.missing_bin, out_of_bag)
+                self.dtrain.binned, tree, self.dtrain.missing_bin, out_of_bag,
+                bin_words(tree))
 
     def grow_trees(self, grower_index, jobs):
         return [self.grow_tree(grower_index, *job) for job in jobs]

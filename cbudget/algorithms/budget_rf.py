@@ -58,6 +58,12 @@ class ForestTrainer(Trainer):
     """Add GREEDYTREEs grown on bootstrap samples, ``n_threads`` at a time."""
 
     def __init__(self, p, dtrain, num_boost_round, setup):
+        if dtrain.binned.dtype != np.uint8:
+            # the stump kernel (_stumps.pyx) counts classes over uint8 bins only
+            raise ValueError(
+                f"budget_rf grows its trees on at most 256 bins per feature (NaN's "
+                f"included); this Dataset has {dtrain.missing_bin + 1} (max_bin="
+                f"{dtrain.max_bin}): build the training Dataset with max_bin <= 255")
         super().__init__(p, dtrain, n_trees_of(p, num_boost_round), setup)
         objective = setup.objective
         self.n_classes = max(2, objective.num_class)

@@ -50,6 +50,7 @@ import scipy.optimize
 from scipy.special import expit
 
 from .._core._acquisition import AcquisitionState
+from .._core._grower import bin_words
 from .._core._linear import dense_gradient, dense_scores
 from .._core._predict import predict_binned_add
 from .._model import Model
@@ -154,7 +155,8 @@ def _leaf_of_rows(binned, missing_bin, tree, n_threads):
     ids = tree.copy()
     ids["value"] = np.arange(tree.shape[0])
     out = np.zeros((binned.shape[0], 1))
-    predict_binned_add(binned, ids, missing_bin, out, 0, n_threads)
+    predict_binned_add(binned, ids, missing_bin, out, 0, n_threads,
+                       cat_bin_words=bin_words(ids))
     return out[:, 0].astype(np.intp)
 
 
@@ -281,7 +283,8 @@ class AdaptGBRTTrainer(GatedTrainer):
         self.grower.add_leaf_values(self.rows, raw_predictor, 0)
         add_checked_round(self.predictor, [tree], p, bin_codes=dtrain.categorical_bin_codes)
         for _, _, binned, raw_f, _, _ in self.eval_state:
-            predict_binned_add(binned, tree, dtrain.missing_bin, raw_f, 0, n_threads)
+            predict_binned_add(binned, tree, dtrain.missing_bin, raw_f, 0, n_threads,
+                               cat_bin_words=bin_words(tree))
         # g: CART on the residuals q_i - sigmoid(g_i) of eq. (2) (a constant residual
         # needs no split), with Newton leaf values (Friedman's TreeBoost for the logistic
         # loss): first-order steps barely move a gate whose sigmoid is near 0 or 1
@@ -299,7 +302,8 @@ class AdaptGBRTTrainer(GatedTrainer):
         self.model.gate_threshold = _gate_threshold(p, raw_gate[:, 0], weight)
         self.thresholds.append(self.model.gate_threshold)
         for _, _, binned, _, raw_g, _ in self.eval_state:
-            predict_binned_add(binned, tree, dtrain.missing_bin, raw_g, 0, n_threads)
+            predict_binned_add(binned, tree, dtrain.missing_bin, raw_g, 0, n_threads,
+                               cat_bin_words=bin_words(tree))
         return False
 
     def eval_predictions(self):

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._core._acquisition import AcquisitionState
+from .._core._grower import bin_words
 from .._core._openmp_helpers import resolve_n_threads
 from .._core._predict import predict_binned_add
 from .._core._types import HISTOGRAM_DTYPE
@@ -386,7 +387,8 @@ class WorkerShard:
             self.grower.add_tree_values(tree, self.raw, k)
         else:
             predict_binned_add(self.data.binned, tree, self.data.missing_bin, self.raw, k,
-                               self.n_threads)
+                               self.n_threads,
+                               cat_bin_words=bin_words(tree))
         local = tree.copy()
         local["new_acquisitions"] = 0
         if from_partition and self.rows.shape[0]:
@@ -395,7 +397,8 @@ class WorkerShard:
         visits = 0
         if self.out_of_bag.shape[0]:
             visits = self.state.acquire_along_paths(self.data.binned, local,
-                                                    self.data.missing_bin, self.out_of_bag)
+                                                    self.data.missing_bin, self.out_of_bag,
+                                                    bin_words(local))
         return (local["new_acquisitions"].copy(), visits, self.state.acquired_counts.copy(),
                 self.state.touched_counts.copy())
 
@@ -561,7 +564,8 @@ class DaskBoostingTrainer(Trainer):
             self.split_visits += int(tree["n_samples"][tree["left"] != -1].sum())
             for _, _, binned, raw in self.eval_state:
                 predict_binned_add(binned, tree, reference.missing_bin, raw, k,
-                                   self.setup.n_threads)
+                                   self.setup.n_threads,
+                                   cat_bin_words=bin_words(tree))
             trees.append(tree)
         add_checked_round(self.model, trees, self.p, self.cost_tradeoff,
                           reference.categorical_bin_codes)

@@ -373,6 +373,28 @@ def _positions(uniques: list[Any], levels: list[Any], name: str) -> np.ndarray:
     return np.array([index.get(v, len(levels)) for v in uniques], dtype=np.float64)
 
 
+def recode(X: np.ndarray, source: Categories, target: Categories,
+           names: Sequence[str]) -> np.ndarray:
+    """The float64 matrix ``X``, whose categorical columns hold codes of ``source``'s
+    levels, with those columns as codes of ``target``'s levels: each level's position
+    among them, ``len(levels)`` (the "other" side) for a level ``target`` lacks; NaN stays
+    missing. ValueError when the two do not have the same categorical features, each
+    with levels or each integer-coded (codes are then not levels to map)."""
+    same_kind = [(a is None) == (b is None) for a, b in zip(source.levels, target.levels)]
+    if not np.array_equal(source.features, target.features) or not all(same_kind):
+        raise ValueError("the categorical features differ (columns, or levels against "
+                         "integer codes)")
+    out = X.copy()
+    for m, levels, to in zip(source.features.tolist(), source.levels, target.levels):
+        if levels is None or to is None or levels == to:
+            continue
+        # code len(levels) (a level source lacks) stays on the other side
+        table = np.append(_positions(levels, to, names[m]), len(to))
+        present = ~np.isnan(X[:, m])
+        out[present, m] = table[np.minimum(X[present, m].astype(np.int64), len(levels))]
+    return out
+
+
 def encode_table(data: Any, names: Sequence[str], categories: Categories, *,
                  check: bool = True) -> np.ndarray:
     """A DataFrame or NumPy object array as the float64 matrix the engine reads: the

@@ -26,6 +26,7 @@ from .categories import (
     encode_table,
     fit_categories,
     is_table,
+    recode,
 )
 from .category_bins import codes_to_bin_values, fit_codes
 from .costs import CostGroups, CostModel, FeatureCosts, GroupCosts
@@ -723,6 +724,16 @@ class Dataset:
         light.label = light.weight = light.group_ptr = None
         light._sparse_bins = None
         return light
+
+    def coded_as(self, reference: Dataset) -> Dataset:
+        """This data as if built with ``reference=reference``: its categorical columns
+        coded with the reference's levels (a level the reference lacks on the "other"
+        side, with the same warning), its bins the reference's. What training does with
+        evaluation data built without a reference, as LightGBM's does. ValueError when
+        the categorical features differ (:func:`cbudget.categories.recode`)."""
+        X = recode(self.data, self.categories, reference.categories, self.feature_names)
+        return Dataset(X, self.label, weight=self.weight, reference=reference,
+                       group=None if self.group_ptr is None else np.diff(self.group_ptr))
 
     def subset(self, rows: np.ndarray) -> Dataset:
         """The Dataset of the given rows (sorted indices; a query keeps its rows that are

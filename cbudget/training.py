@@ -43,10 +43,12 @@ def check_evals(evals, dtrain: Dataset) -> list:
             raise ValueError(f"evaluation data {name!r} has {data.num_feature()} features, "
                              f"training data has {dtrain.num_feature()}")
         if data.categories != dtrain.categories:
-            # its codes number other levels: scored with the trees, they would be wrong
-            raise ValueError(f"evaluation data {name!r} has other categorical features or "
-                             "levels than the training data: build it with "
-                             "reference=dtrain")
+            # its codes number its own levels: scored as they are, they would be wrong
+            try:
+                data = data.coded_as(dtrain)
+            except ValueError as exc:
+                raise ValueError(f"evaluation data {name!r}: {exc} from the training "
+                                 "data's: build it with reference=dtrain") from None
         if name in names:
             raise ValueError(f"two evaluation data sets are named {name!r}")
         names.add(name)

@@ -2,6 +2,7 @@
 that once gave a crash, an unclear error or a silently wrong answer (issue 44's review;
 docs/architecture.md, "Categorical features")."""
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -200,24 +201,33 @@ def test_too_many_categories_says_how_many_are_unused():
     assert kept.categories.levels == [["l0", "l1"]]
 
 
-def test_evaluation_data_with_levels_of_its_own_is_refused_before_training():
-    """Built without reference=, its codes number its own levels: they were scored
-    with the trees (wrong metrics, a wrong early-stopping round) and refused only when
-    the model was finished."""
+def test_evaluation_data_with_levels_of_its_own_is_scored_by_level():
+    """Built without reference=, its codes number its own levels: they were scored as
+    they are (wrong metrics, a wrong early-stopping round). Training now codes it with
+    the training levels, as LightGBM sets the reference of its validation data: the same
+    scores as with reference=, a level training lacks on the "other" side (warned)."""
     df, y = frame()
     dtrain = Dataset(df, y)
     later = df.iloc[:60].assign(g=np.where(df.g.iloc[:60] == "A", "B", df.g.iloc[:60]))
+    later.loc[later.index[:3], "g"] = "never seen"
     own = Dataset(later, y[:60])
     assert own.categories != dtrain.categories
-    with pytest.raises(ValueError, match="evaluation data 'valid' has other categorical "
-                                         "features or levels.*reference=dtrain"):
-        cbudget.train(PARAMS, dtrain, 3, evals=[(own, "valid")], verbose_eval=False)
-    shared = Dataset(later, y[:60], reference=dtrain)
-    result = {}
-    model = cbudget.train(PARAMS, dtrain, 3, evals=[(shared, "valid")], evals_result=result,
-                          verbose_eval=False)
+    with pytest.warns(UserWarning, match="hold levels not in the training data"):
+        shared = Dataset(later, y[:60], reference=dtrain)
+    results = []
+    for data in (own, shared):
+        result = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            model = cbudget.train(PARAMS, dtrain, 3, evals=[(data, "valid")],
+                                  evals_result=result, verbose_eval=False)
+        results.append(result["valid"]["rmse"])
     rmse = np.sqrt(np.mean((model.predict(later) - y[:60]) ** 2))
-    assert result["valid"]["rmse"][-1] == pytest.approx(rmse, rel=1e-9)
+    assert results[0] == results[1] and results[1][-1] == pytest.approx(rmse, rel=1e-9)
+    codes = Dataset(later.assign(g=1.0), y[:60])
+    with pytest.raises(ValueError, match="evaluation data 'valid': the categorical features "
+                                         "differ.*reference=dtrain"):
+        cbudget.train(PARAMS, dtrain, 1, evals=[(codes, "valid")], verbose_eval=False)
 
 
 def test_continuing_a_model_of_other_levels_says_how_to_build_dtrain(trained):

@@ -1322,7 +1322,9 @@ class ADAPTClassifier(_Classifier, _CostAwareEstimator):
                     "clone() (GridSearchCV, cross_val_score) copies estimator parameters "
                     "unfitted, so wrap it in sklearn.frozen.FrozenEstimator") from None
         classes = getattr(f0, "classes_", None)
-        if classes is not None and not np.array_equal(np.asarray(classes), self.classes_):
+        # compared as Python values: numbers against strings are unequal, where NumPy < 2
+        # warned that it could not compare them elementwise
+        if classes is not None and np.asarray(classes).tolist() != self.classes_.tolist():
             raise ValueError(f"expensive_model was fitted on classes {list(classes)}, "
                              f"not {self.classes_.tolist()}")
         model = getattr(f0, "model_", None)     # a fitted cbudget estimator

@@ -311,9 +311,10 @@ def _levels(encoding: Any, feature: int) -> list[Any] | None:
         if not offsets.size:
             return None
         if (offsets.dtype.kind not in "iu" or offsets[0] != 0 or offsets[-1] != values.size
-                or np.any(np.diff(offsets) < 0) or np.any((values < 0) | (values > 255))):
+                or np.any(np.diff(offsets) < 0) or np.any((values < -128) | (values > 255))):
             raise ValueError(f"XGBoost model: {where}offsets and values are not strings")
-        raw = bytes(values.astype(np.uint8))
+        # XGBoost writes the bytes as int8 (non-ASCII ones negative)
+        raw = bytes((values.astype(np.int64) % 256).astype(np.uint8))
         try:
             levels = [raw[a:b].decode("utf-8") for a, b in zip(offsets[:-1], offsets[1:])]
         except UnicodeDecodeError:

@@ -14,10 +14,10 @@ A categorical split (cbudget: the codes of its bitset go left, other codes right
 and negative values the ``default_left`` way) becomes an XGBoost categorical split
 (``split_type`` 1) listing the same codes, with its children swapped and
 ``default_left`` negated: XGBoost sends the listed categories right, every other one
-left. The feature's type is ``"c"``; XGBoost reads the codes (the levels are not
-written). XGBoost sends a negative value (an invalid category) to its left child,
-which is cbudget's right one: a negative value routes as in cbudget only at a split
-whose missing values go right.
+left. The feature's type is ``"c"``; its levels go to XGBoost 3.1+'s ``cats`` section
+(:func:`_cats_section`), by which XGBoost 3.1+ re-codes a DataFrame. XGBoost sends a
+negative value (an invalid category) to its left child, which is cbudget's right one:
+a negative value routes as in cbudget only at a split whose missing values go right.
 
 This module does not import :mod:`cbudget.booster`, which imports it for
 ``save_model``; it reads the model through its public attributes.
@@ -152,6 +152,45 @@ def _xgboost_tree(tree: np.ndarray, index: int, n_features: int, shift: float,
     }
 
 
+def _level_encoding(levels: list[Any] | None) -> tuple[dict[str, Any], np.ndarray]:
+    """One feature's entry of XGBoost's ``cats`` section and the argsort of its levels
+    (XGBoost finds a DataFrame's levels by binary search in that order, comparing
+    strings bytewise). ASCII strings are their bytes cut at ``offsets``, integers int64
+    ``values`` (``type`` 15, XGBoost's tag of an int64 array). Other levels get an
+    empty entry, so XGBoost reads their codes: floats and booleans, which XGBoost does
+    not take as categories, and strings beyond ASCII, which XGBoost 3.2 cuts at
+    character counts instead of byte counts when it reads a DataFrame (its own models
+    of such levels then refuse their training levels); integer-coded features too."""
+    if levels and all(isinstance(v, str) and v.isascii() for v in levels):
+        raw = [v.encode("ascii") for v in levels]
+        order = sorted(range(len(raw)), key=raw.__getitem__)
+        offsets = np.cumsum([0] + [len(r) for r in raw]).astype(np.int32)
+        # the bytes as a plain list: XGBoost writes an int8 typed array, which 2.1's
+        # UBJSON reader refuses; both read a list
+        return ({"offsets": offsets, "values": list(b"".join(raw))},
+                np.asarray(order, np.int32))
+    if levels and all(isinstance(v, int) and not isinstance(v, bool) for v in levels):
+        values = np.asarray(levels, dtype=np.int64)
+        return ({"type": 15, "values": values},
+                np.argsort(values, kind="stable").astype(np.int32))
+    return ({"offsets": np.zeros(0, np.int32), "values": []},
+            np.zeros(0, np.int32))
+
+
+def _cats_section(booster: Booster, n_features: int) -> dict[str, Any] | None:
+    """XGBoost 3.1+'s ``cats`` section (the categories of a model trained on a
+    DataFrame: with it XGBoost re-codes a DataFrame's category columns by level), or
+    None when no feature has levels XGBoost can hold."""
+    by_feature = booster.categories.by_feature()
+    entries = [_level_encoding(by_feature.get(m)) for m in range(n_features)]
+    sizes = [order.size for _, order in entries]
+    if not any(sizes):
+        return None
+    return {"enc": [enc for enc, _ in entries],
+            "feature_segments": np.cumsum([0] + sizes).astype(np.int32),
+            "sorted_idx": np.concatenate([order for _, order in entries])}
+
+
 def _leaf_tree(value: float) -> np.ndarray:
     """A one-leaf tree of ``value`` in cbudget's node layout."""
     tree = np.zeros(1, dtype=NODE_DTYPE)
@@ -160,7 +199,7 @@ def _leaf_tree(value: float) -> np.ndarray:
     return tree
 
 
-def xgboost_document(booster: Booster) -> dict[str, Any]:
+def xgboost_document(booster: Booster, levels: bool = True) -> dict[str, Any]:
     """The XGBoost JSON document of ``booster`` (see :func:`save_xgboost`)."""
     # every booster, whatever its algorithm, is additive regression trees: XGBoost's
     if getattr(booster, "model_type", None) != "booster":
@@ -204,21 +243,21 @@ def xgboost_document(booster: Booster) -> dict[str, Any]:
         attributes["best_iteration"] = str(min(int(booster.best_iteration), end - 1))
         if booster.best_score is not None:
             attributes["best_score"] = str(booster.best_score)
+    model: dict[str, Any] = {
+        "gbtree_model_param": {"num_parallel_tree": "1", "num_trees": str(len(xgb_trees))},
+        "iteration_indptr": indptr,
+        "tree_info": [int(k) for _, k in trees],
+        "trees": xgb_trees,
+    }
+    cats = _cats_section(booster, n_features) if levels else None
+    if cats is not None:
+        model["cats"] = cats
     return {
         "learner": {
             "attributes": attributes,
             "feature_names": list(booster.feature_names) if named else [],
             "feature_types": types if named or len(booster.categories) else [],
-            "gradient_booster": {
-                "model": {
-                    "gbtree_model_param": {"num_parallel_tree": "1",
-                                           "num_trees": str(len(xgb_trees))},
-                    "iteration_indptr": indptr,
-                    "tree_info": [int(k) for _, k in trees],
-                    "trees": xgb_trees,
-                },
-                "name": "gbtree",
-            },
+            "gradient_booster": {"model": model, "name": "gbtree"},
             "learner_model_param": {
                 "base_score": ZERO_MARGIN_BASE_SCORE.get(booster.objective, "0"),
                 "boost_from_average": "1", "num_class": str(num_class),
@@ -229,16 +268,17 @@ def xgboost_document(booster: Booster) -> dict[str, Any]:
     }
 
 
-def xgboost_file_content(booster: Booster, path: str | os.PathLike) -> str | bytes:
+def xgboost_file_content(booster: Booster, path: str | os.PathLike,
+                         levels: bool = True) -> str | bytes:
     """What :func:`save_xgboost` writes at ``path``: UBJSON bytes for a ``.ubj`` path
     (as XGBoost chooses its format by the extension), JSON text otherwise."""
-    document = xgboost_document(booster)
+    document = xgboost_document(booster, levels)
     if os.fsdecode(path).lower().endswith(".ubj"):
         return encode(document)
     return _json_text(document)
 
 
-def save_xgboost(booster: Booster, path: str | os.PathLike) -> None:
+def save_xgboost(booster: Booster, path: str | os.PathLike, *, levels: bool = True) -> None:
     """Write ``booster`` as an XGBoost model that ``xgboost.Booster(model_file=path)``
     loads (XGBoost 2.1 and later) and that predicts as cbudget does: UBJSON when
     ``path`` ends with ``.ubj``, JSON otherwise.
@@ -252,6 +292,9 @@ def save_xgboost(booster: Booster, path: str | os.PathLike) -> None:
         Written whole or not at all (a temporary file in the same folder, then
         renamed), over a regular file or none: a link, device, FIFO, socket or folder
         at ``path`` raises FileExistsError.
+    levels : bool, default True
+        Write the categorical features' levels (XGBoost 3.1+'s ``cats`` section, see
+        Notes). False leaves them out, for readers that refuse the section (Treelite).
 
     Notes
     -----
@@ -271,10 +314,17 @@ def save_xgboost(booster: Booster, path: str | os.PathLike) -> None:
     slice the model (``booster[:n]``) or set its ``best_iteration`` to None to write
     other rounds. Feature names are written unless they are the default ``f0, f1, ...``
     (XGBoost then needs them on its DMatrix). Categorical splits become XGBoost
-    categorical splits over the codes (feature type ``"c"``): give XGBoost the codes
-    (``booster.prepare_input(df)`` maps a DataFrame's levels to them), NaN for missing;
-    a negative value routes as in cbudget only where the split's missing values go
-    right. Not carried: the cost model and per-node
+    categorical splits over the codes (feature type ``"c"``), NaN for missing; a
+    negative value routes as in cbudget only where the split's missing values go right.
+    The levels of the features that have ASCII string or integer levels are written in
+    XGBoost 3.1+'s ``cats`` section, with which XGBoost 3.1+ re-codes a DataFrame's
+    category columns by level (in any order, or a subset; it refuses a level the model
+    lacks, which cbudget sends right). XGBoost 2.1 and 3.0 ignore the section and read
+    a DataFrame's category codes by position, as do later ones for the features whose
+    levels are not written (other levels: XGBoost 3.2 misreads strings beyond ASCII
+    and takes no float categories): give those the codes,
+    ``booster.prepare_input(df)``. Treelite refuses a file with the section: write it
+    with ``levels=False``. Not carried: the cost model and per-node
     cost metadata, the training parameters and, for ranking, the objective's settings.
 
     Raises
@@ -283,4 +333,4 @@ def save_xgboost(booster: Booster, path: str | os.PathLike) -> None:
         For a model that is not a Booster, or of another algorithm or objective, or with a
         threshold beyond float32's range.
     """
-    write_file_atomically(path, xgboost_file_content(booster, path))
+    write_file_atomically(path, xgboost_file_content(booster, path, levels))

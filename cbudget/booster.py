@@ -1087,7 +1087,8 @@ class Booster(TreeEnsemble):
         return scores
 
     # -- files --------------------------------------------------------------------------
-    def save_model(self, path: str | os.PathLike, format: str = "cbudget") -> None:
+    def save_model(self, path: str | os.PathLike, format: str = "cbudget", *,
+                   levels: bool = True) -> None:
         """Write the model to ``path``.
 
         Parameters
@@ -1106,6 +1107,10 @@ class Booster(TreeEnsemble):
             (:func:`cbudget.interop.to_xgboost.save_xgboost`). Gradient boosted models
             (gbdt, cegb, greedy_miser, imported) of objectives reg:squarederror,
             binary:logistic, multi:softprob, rank:pairwise and rank:ndcg only.
+        levels : bool, default True
+            With "xgboost": write the categorical features' levels (XGBoost 3.1+ then
+            maps a DataFrame's categories by level); False for readers that refuse
+            them (Treelite). See :func:`~cbudget.interop.to_xgboost.save_xgboost`.
 
         Raises
         ------
@@ -1115,7 +1120,7 @@ class Booster(TreeEnsemble):
         if format == "cbudget":
             super().save_model(path)
         elif format == "xgboost":
-            save_xgboost(self, path)
+            save_xgboost(self, path, levels=levels)
         else:
             raise ValueError(f"unknown model format {format!r}; valid: 'cbudget', 'xgboost'")
 

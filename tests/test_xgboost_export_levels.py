@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import cbudget
-from cbudget.interop.to_xgboost import save_xgboost
 from cbudget.interop.ubjson import decode
 
 pd = pytest.importorskip("pandas")
@@ -104,7 +103,7 @@ def test_xgboost_export_with_levels_reads_codes(suffix, tmp_path):
     choice = "json" if suffix == "json" else "ubjson"
     with pytest.raises(treelite.TreeliteError, match="categorical encoder"):
         treelite.frontend.load_xgboost_model(str(path), format_choice=choice)
-    save_xgboost(model, path, levels=False)
+    model.save_model(path, format="xgboost", levels=False)
     loaded = treelite.frontend.load_xgboost_model(str(path), format_choice=choice)
     np.testing.assert_allclose(treelite.gtil.predict(loaded, X.astype(np.float32),
                                                      pred_margin=True).ravel(),

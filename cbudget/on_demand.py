@@ -29,7 +29,8 @@ from ._core._predict import walk_step
 from .categories import NO_CATEGORIES, Categories, as_numbers, encode_column
 from .costs import CostModel, resolve_feature
 
-__all__ = ["FeatureSource", "FetchCall", "ReadSteps", "global_node_ids", "walk_trees",
+__all__ = ["FeatureSource", "FetchCall", "ReadSteps", "global_node_ids", "root_features",
+           "walk_trees",
            "in_lockstep"]
 
 # What a model's read_steps returns: a generator that yields once per round of fetches
@@ -238,7 +239,17 @@ class FeatureSource:
         if rows.size == 0 or features.size == 0:
             return
         unknown = self._status[np.ix_(rows, features)] == UNKNOWN
-        for j in np.flatnonzero(unknown.any(axis=0)):
+        needed = unknown.any(axis=0)
+        if unknown[:, needed].all():
+            # every input needs each of these features (always so for one input): one
+            # status write and one rows array for all of them, not a pass per feature
+            wanted = features[needed]
+            if wanted.size:
+                self._status[np.ix_(rows, wanted)] = REQUESTED
+                need = rows.copy()
+                self._pending.extend((feature, need) for feature in wanted.tolist())
+            return
+        for j in np.flatnonzero(needed):
             need = rows[unknown[:, j]]
             self._status[need, features[j]] = REQUESTED
             self._pending.append((int(features[j]), need))
@@ -416,13 +427,22 @@ def global_node_ids(tree_offsets: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     return out
 
 
+def root_features(tree_offsets: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """The features the roots of the packed trees split on (sorted, int64): what every
+    input needs first."""
+    roots = nodes[tree_offsets[:-1]]
+    return np.unique(roots["feature"][roots["left"] != -1]).astype(np.int64)
+
+
 def walk_trees(source: FeatureSource, rows: np.ndarray, tree_offsets: np.ndarray,
                nodes: np.ndarray, n_threads: int = 1,
-               cat_words: np.ndarray | None = None) -> ReadSteps:
+               cat_words: np.ndarray | None = None,
+               first_features: np.ndarray | None = None) -> ReadSteps:
     """Read steps of trees (``nodes``: from :func:`global_node_ids`) for the inputs
     ``rows`` (ascending), all trees together: each step takes every input down every
     tree as far as its known features allow (``cat_words``: the bitsets of categorical
-    splits, ``TreeEnsemble.cat_words``). Returns the tree-local leaf each input reaches,
+    splits, ``TreeEnsemble.cat_words``; ``first_features``: :func:`root_features` of
+    the trees, which a model computes once). Returns the tree-local leaf each input reaches,
     int32 (len(rows), n_trees)."""
     n_trees = tree_offsets.shape[0] - 1
     n_features = source.values.shape[1]
@@ -440,8 +460,9 @@ def walk_trees(source: FeatureSource, rows: np.ndarray, tree_offsets: np.ndarray
     request_rows = np.empty(rows.size * capacity, dtype=np.int64)
     # every input starts at every root: the first round asks for the roots' features
     # without walking (the requests a first walk step would make)
-    roots = nodes[tree_offsets[:-1]]
-    source.request(rows, np.unique(roots["feature"][roots["left"] != -1]))
+    if first_features is None:
+        first_features = root_features(tree_offsets, nodes)
+    source.request(rows, first_features)
     if source.has_pending():
         yield
     n_live = rows.size

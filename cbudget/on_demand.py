@@ -196,11 +196,15 @@ class FeatureSource:
         values = np.zeros((self.n_samples, n_features))     # zeroed lazily by the system
         status = np.zeros((self.n_samples, n_features), dtype=np.uint8)
         free = np.zeros(n_features, dtype=bool)
-        for key, column in self._known_columns():
-            m = resolve_feature(key, names, "known")
-            values[:, m] = self._known_column(column, names[m], self._levels.get(m))
-            status[:, m] = KNOWN
-            free[m] = True
+        known = [(m := resolve_feature(key, names, "known"),
+                  self._known_column(column, names[m], self._levels.get(m)))
+                 for key, column in self._known_columns()]
+        if known:
+            # all columns in one write: next_features binds a source per step
+            columns = [m for m, _ in known]
+            values[:, columns] = np.column_stack([column for _, column in known])
+            status[:, columns] = KNOWN
+            free[columns] = True
         self.feature_names, self.cost_model = names, cost_model
         self._values, self._status, self._free = values, status, free
 
@@ -214,16 +218,16 @@ class FeatureSource:
 
     def _known_column(self, column, name, levels=None):
         try:
-            shape = np.shape(column)
+            array = np.asarray(column)     # once: a column may be a list or a Series
         except Exception as exc:  # noqa: BLE001 - report any conversion failure clearly
             raise TypeError(f"known[{name!r}]: cannot convert to an array: {exc}") from None
         # the shape first: a column of levels of a wrong length is not "not numbers"
-        if shape != (self.n_samples,):
+        if array.shape != (self.n_samples,):
             raise ValueError(f"known[{name!r}] must have shape ({self.n_samples},), got "
-                             f"{shape}")
+                             f"{array.shape}")
         if levels is not None:
             return encode_column(column, f"known[{name!r}]", levels, check=False)
-        column = np.asarray(column)
+        column = array
         try:
             if column.dtype.kind not in "biufO":
                 raise TypeError

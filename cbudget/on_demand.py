@@ -202,7 +202,7 @@ class FeatureSource:
         if known:
             # all columns in one write: next_features binds a source per step
             columns = [m for m, _ in known]
-            values[:, columns] = np.column_stack([column for _, column in known])
+            values[:, columns] = np.array([column for _, column in known]).T
             status[:, columns] = KNOWN
             free[columns] = True
         self.feature_names, self.cost_model = names, cost_model

@@ -14,7 +14,7 @@ from ._core._types import NODE_DTYPE, compact_nodes
 from ._model import CostParts, CostTracker, Model, NotApplicableError
 from .category_bins import MAX_CATEGORY_CODE
 from .model_io import check_integer_range, invalid, require
-from .on_demand import FeatureSource, ReadSteps, global_node_ids, walk_trees
+from .on_demand import FeatureSource, ReadSteps, global_node_ids, root_features, walk_trees
 
 __all__ = ["TreeEnsemble", "tree_to_dict", "tree_from_dict", "read_trees", "read_scores",
            "read_imported_from", "read_tree_bitsets"]
@@ -486,9 +486,12 @@ class TreeEnsemble(Model):
         key = ("walk", t0, t1)
         if key not in self._flat_cache:
             _, offsets, _, nodes = self._flat(t0, t1)
-            self._flat_cache[key] = (offsets, global_node_ids(offsets, nodes))
-        offsets, nodes = self._flat_cache[key]
-        return walk_trees(source, rows, offsets, nodes, self.n_threads(), self.cat_words)
+            # per model, not per prediction: a single input's walk is short
+            self._flat_cache[key] = (offsets, global_node_ids(offsets, nodes),
+                                     root_features(offsets, nodes))
+        offsets, nodes, first = self._flat_cache[key]
+        return walk_trees(source, rows, offsets, nodes, self.n_threads(), self.cat_words,
+                          first)
 
     # -- early exit ---------------------------------------------------------------------
     def _exit_tree_ends(self, X, iteration_range, early_exit):

@@ -29,7 +29,8 @@ from ._core._predict import walk_step
 from .categories import NO_CATEGORIES, Categories, as_numbers, encode_column
 from .costs import CostModel, resolve_feature
 
-__all__ = ["FeatureSource", "FetchCall", "ReadSteps", "global_node_ids", "walk_trees",
+__all__ = ["FeatureSource", "FetchCall", "ReadSteps", "global_node_ids", "root_features",
+           "walk_trees",
            "in_lockstep"]
 
 # What a model's read_steps returns: a generator that yields once per round of fetches
@@ -195,11 +196,15 @@ class FeatureSource:
         values = np.zeros((self.n_samples, n_features))     # zeroed lazily by the system
         status = np.zeros((self.n_samples, n_features), dtype=np.uint8)
         free = np.zeros(n_features, dtype=bool)
-        for key, column in self._known_columns():
-            m = resolve_feature(key, names, "known")
-            values[:, m] = self._known_column(column, names[m], self._levels.get(m))
-            status[:, m] = KNOWN
-            free[m] = True
+        known = [(m := resolve_feature(key, names, "known"),
+                  self._known_column(column, names[m], self._levels.get(m)))
+                 for key, column in self._known_columns()]
+        if known:
+            # all columns in one write: next_features binds a source per step
+            columns = [m for m, _ in known]
+            values[:, columns] = np.array([column for _, column in known]).T
+            status[:, columns] = KNOWN
+            free[columns] = True
         self.feature_names, self.cost_model = names, cost_model
         self._values, self._status, self._free = values, status, free
 
@@ -213,16 +218,16 @@ class FeatureSource:
 
     def _known_column(self, column, name, levels=None):
         try:
-            shape = np.shape(column)
+            array = np.asarray(column)     # once: a column may be a list or a Series
         except Exception as exc:  # noqa: BLE001 - report any conversion failure clearly
             raise TypeError(f"known[{name!r}]: cannot convert to an array: {exc}") from None
         # the shape first: a column of levels of a wrong length is not "not numbers"
-        if shape != (self.n_samples,):
+        if array.shape != (self.n_samples,):
             raise ValueError(f"known[{name!r}] must have shape ({self.n_samples},), got "
-                             f"{shape}")
+                             f"{array.shape}")
         if levels is not None:
             return encode_column(column, f"known[{name!r}]", levels, check=False)
-        column = np.asarray(column)
+        column = array
         try:
             if column.dtype.kind not in "biufO":
                 raise TypeError
@@ -238,7 +243,17 @@ class FeatureSource:
         if rows.size == 0 or features.size == 0:
             return
         unknown = self._status[np.ix_(rows, features)] == UNKNOWN
-        for j in np.flatnonzero(unknown.any(axis=0)):
+        needed = unknown.any(axis=0)
+        if unknown[:, needed].all():
+            # every input needs each of these features (always so for one input): one
+            # status write and one rows array for all of them, not a pass per feature
+            wanted = features[needed]
+            if wanted.size:
+                self._status[np.ix_(rows, wanted)] = REQUESTED
+                need = rows.copy()
+                self._pending.extend((feature, need) for feature in wanted.tolist())
+            return
+        for j in np.flatnonzero(needed):
             need = rows[unknown[:, j]]
             self._status[need, features[j]] = REQUESTED
             self._pending.append((int(features[j]), need))
@@ -416,13 +431,22 @@ def global_node_ids(tree_offsets: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     return out
 
 
+def root_features(tree_offsets: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """The features the roots of the packed trees split on (sorted, int64): what every
+    input needs first."""
+    roots = nodes[tree_offsets[:-1]]
+    return np.unique(roots["feature"][roots["left"] != -1]).astype(np.int64)
+
+
 def walk_trees(source: FeatureSource, rows: np.ndarray, tree_offsets: np.ndarray,
                nodes: np.ndarray, n_threads: int = 1,
-               cat_words: np.ndarray | None = None) -> ReadSteps:
+               cat_words: np.ndarray | None = None,
+               first_features: np.ndarray | None = None) -> ReadSteps:
     """Read steps of trees (``nodes``: from :func:`global_node_ids`) for the inputs
     ``rows`` (ascending), all trees together: each step takes every input down every
     tree as far as its known features allow (``cat_words``: the bitsets of categorical
-    splits, ``TreeEnsemble.cat_words``). Returns the tree-local leaf each input reaches,
+    splits, ``TreeEnsemble.cat_words``; ``first_features``: :func:`root_features` of
+    the trees, which a model computes once). Returns the tree-local leaf each input reaches,
     int32 (len(rows), n_trees)."""
     n_trees = tree_offsets.shape[0] - 1
     n_features = source.values.shape[1]
@@ -440,8 +464,9 @@ def walk_trees(source: FeatureSource, rows: np.ndarray, tree_offsets: np.ndarray
     request_rows = np.empty(rows.size * capacity, dtype=np.int64)
     # every input starts at every root: the first round asks for the roots' features
     # without walking (the requests a first walk step would make)
-    roots = nodes[tree_offsets[:-1]]
-    source.request(rows, np.unique(roots["feature"][roots["left"] != -1]))
+    if first_features is None:
+        first_features = root_features(tree_offsets, nodes)
+    source.request(rows, first_features)
     if source.has_pending():
         yield
     n_live = rows.size

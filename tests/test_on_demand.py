@@ -150,6 +150,32 @@ def test_predictions_equal_eager_and_fetch_exactly_the_acquisitions(setting, alg
     assert len(recorder.calls) == n_calls
 
 
+@pytest.mark.parametrize("algorithm", ALGORITHMS + ("cstc_basis",))
+def test_one_input_at_a_time_equals_eager(setting, algorithm):
+    # the serving case: a source of one input, whose requests take the path where every
+    # input needs every feature asked (FeatureSource.request), each step
+    models, _, X = setting
+    model = models[algorithm]
+    acquisitions = model.acquisitions(X[:12])
+    for i in range(12):
+        recorder = Recorder(X[i:i + 1])
+        source = cbudget.FeatureSource(recorder, 1)
+        np.testing.assert_array_equal(model.predict(source), model.predict(X[i:i + 1]))
+        np.testing.assert_array_equal(recorder.fetched[0], acquisitions[i])
+        np.testing.assert_allclose(source.cost(), model.predict_cost(X[i:i + 1]))
+
+
+def test_request_registers_each_unknown_pair_once(setting):
+    models, _, X = setting
+    source = cbudget.FeatureSource(Recorder(X), 3, known={1: X[:3, 1]})
+    source.bind(models["gbdt"].feature_names, models["gbdt"].cost_model)
+    rows = np.arange(3, dtype=np.int64)
+    source.request(rows[:2], [0, 1, 2])            # every row needs 0 and 2; 1 is known
+    source.request(rows, [0, 2, 3])                # row 2 alone needs 0 and 2
+    pending = sorted((m, tuple(r)) for m, r in source._pending)
+    assert pending == [(0, (0, 1)), (0, (2,)), (2, (0, 1)), (2, (2,)), (3, (0, 1, 2))]
+
+
 @pytest.mark.parametrize("algorithm", ("gbdt", "budget_rf"))
 def test_iteration_range_fetches_only_for_those_iterations(setting, algorithm):
     models, _, X = setting

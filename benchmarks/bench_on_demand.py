@@ -78,14 +78,7 @@ def overhead(model, X, repeats, cbudget):
         raise AssertionError("on-demand predictions differ from eager ones")
     steps = []                                 # next_features, one input at a time
     for i in range(0, X.shape[0], max(1, X.shape[0] // 200)):
-        answers = {}
-        while True:
-            start = time.perf_counter()
-            ask = model.next_features(answers)
-            steps.append(time.perf_counter() - start)
-            if not ask:
-                break
-            answers.update({m: X[i, m] for m in ask})
+        steps += h.next_features_steps(model, X[i])
     n = X.shape[0]
     return {"eager": h.wall_spread(runs["eager"][0]),
             "on_demand": h.wall_spread(runs["on_demand"][0]),

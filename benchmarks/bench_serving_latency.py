@@ -78,15 +78,8 @@ def one_request(model, booster, x, cbudget):
     if not np.array_equal(on_demand, eager):
         raise AssertionError("the on-demand prediction differs from the eager one")
 
-    steps, answers = [], {}
     start = time.perf_counter()
-    while True:
-        step = time.perf_counter()
-        ask = model.next_features(answers)
-        steps.append(time.perf_counter() - step)
-        if not ask:
-            break
-        answers.update({m: x[0, m] for m in ask})
+    steps = h.next_features_steps(model, x[0])
     out["next_features"] = time.perf_counter() - start
 
     start = time.perf_counter()

@@ -650,6 +650,19 @@ def comparison_table(points, references, names, label, cost_key="mean_cost",
                   "difference", *[e[0] for e in extra]], rows, "lrrlrrcrr" + "l" * len(extra))
 
 
+def next_features_steps(model, row):
+    """The seconds of each ``model.next_features`` call when one input's features are
+    answered from ``row`` (values by feature index) until it asks for none."""
+    steps, answers = [], {}
+    while True:
+        start = time.perf_counter()
+        ask = model.next_features(answers)
+        steps.append(time.perf_counter() - start)
+        if not ask:
+            return steps
+        answers.update({m: row[m] for m in ask})
+
+
 def spread(values):
     """``values`` with the ends first (a run cut by the time budget still spans each curve)."""
     values = list(values)

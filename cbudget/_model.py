@@ -181,6 +181,41 @@ class Model:
                                           **reads),
                           lambda: self._structural_costs(values, **reads))
 
+    async def _aacquire(self, source: FeatureSource, **reads: Any) -> None:
+        """Fetch asynchronously what :meth:`_acquire` would; the synchronous method
+        then walks the complete source without fetching (one prediction code path)."""
+        source.bind(self.feature_names, self.cost_model, self.categories)
+        values = source.values
+        await source.arun(self.read_steps(source, np.arange(source.n_samples, dtype=np.int64),
+                                          **reads),
+                          lambda: self._structural_costs(values, **reads))
+
+    async def _awaited(self, method: str, source: FeatureSource, *args: Any,
+                       **options: Any) -> Any:
+        reads = {k: options[k] for k in ("iteration_range",) if k in options}
+        await self._aacquire(source, **reads)
+        return getattr(self, method)(source, *args, **options)
+
+    async def apredict(self, source: FeatureSource, *args: Any, **options: Any) -> Any:
+        """Awaitable :meth:`predict` for a source whose ``fetch`` may be ``async def``."""
+        return await self._awaited("predict", source, *args, **options)
+
+    async def apredict_proba(self, source: FeatureSource, *args: Any, **options: Any) -> Any:
+        """Awaitable ``predict_proba``."""
+        return await self._awaited("predict_proba", source, *args, **options)
+
+    async def apredict_cost(self, source: FeatureSource) -> np.ndarray:
+        """Awaitable :meth:`predict_cost`."""
+        return await self._awaited("predict_cost", source)
+
+    async def aacquisitions(self, source: FeatureSource) -> np.ndarray:
+        """Awaitable :meth:`acquisitions`."""
+        return await self._awaited("acquisitions", source)
+
+    async def acost_report(self, source: FeatureSource) -> CostReport:
+        """Awaitable :meth:`cost_report`."""
+        return await self._awaited("cost_report", source)
+
     def _structural_costs(self, X: np.ndarray, **reads: Any) -> np.ndarray:
         """Per input of the prepared ``X``: the split and tree costs of predicting it."""
         costs = self.cost_model

@@ -17,6 +17,8 @@ of trees. The model then predicts from the leaves the walk reached, or on
 """
 from __future__ import annotations
 
+import asyncio
+import inspect
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -283,6 +285,24 @@ class FeatureSource:
         self._incomplete, self._other_costs = False, other_costs
         return result
 
+    async def arun(self, steps: ReadSteps, other_costs: Callable[[], np.ndarray] | None = None
+                   ) -> Any:
+        """The awaitable form of :meth:`run`: each round's calls run concurrently."""
+        self._incomplete, self._other_costs = True, None
+        try:
+            while True:
+                try:
+                    next(steps)
+                except StopIteration as done:
+                    result = done.value
+                    break
+                await self._afetch_pending()
+        finally:
+            steps.close()
+            self._cancel_pending()
+        self._incomplete, self._other_costs = False, other_costs
+        return result
+
     def first_requests(self, steps: ReadSteps) -> list[int]:
         """The features ``steps`` registers first (those to acquire next), sorted; [] when
         it completes without needing any."""
@@ -305,13 +325,28 @@ class FeatureSource:
         if not self._pending:
             return
         calls = self._plan_calls()
-        round_index = self.n_rounds
         if self.max_workers > 1 and len(calls) > 1:
             with ThreadPoolExecutor(max_workers=min(self.max_workers, len(calls))) as pool:
                 futures = [pool.submit(self._call, features, rows) for features, rows in calls]
                 outcomes = [_outcome(future.result) for future in futures]
         else:
             outcomes = [_outcome(self._call, features, rows) for features, rows in calls]
+        self._store_round(calls, outcomes)
+
+    async def _afetch_pending(self) -> None:
+        """The async twin of :meth:`_fetch_pending`: the round's calls run concurrently
+        (a sync ``fetch`` in threads, so the event loop is not blocked)."""
+        if not self._pending:
+            return
+        calls = self._plan_calls()
+        outcomes = await asyncio.gather(*(self._acall(features, rows)
+                                          for features, rows in calls))
+        self._store_round(calls, list(outcomes))
+
+    def _store_round(self, calls, outcomes) -> None:
+        """Write a round's results in call order (same logs as the sync path); a failed
+        call writes nothing and its exception propagates after the others are stored."""
+        round_index = self.n_rounds
         error = None
         for (features, rows), (result, exc) in zip(calls, outcomes):
             if exc is not None:
@@ -362,12 +397,34 @@ class FeatureSource:
         start = time.perf_counter()
         try:
             result = self.fetch(list(features), rows.copy())
+            if inspect.isawaitable(result):
+                getattr(result, "close", lambda: None)()
+                raise TypeError("cbudget.FeatureSource: fetch is asynchronous; use the "
+                                "awaitable methods (await model.apredict(source), ...)")
         except Exception as exc:
             note = (f"cbudget.FeatureSource: fetch failed for feature(s) {features} on "
                     f"{rows.size} rows")
             if hasattr(exc, "add_note"):
                 exc.add_note(note)
             raise
+        return self._checked(result, features, rows, start)
+
+    async def _acall(self, features: list[int], rows: np.ndarray) -> tuple[Any, Any]:
+        """One call of ``fetch`` on the event loop, as ``(result, exception)``."""
+        start = time.perf_counter()
+        try:
+            if inspect.iscoroutinefunction(self.fetch):
+                result = await self.fetch(list(features), rows.copy())
+            else:
+                result = await asyncio.to_thread(self.fetch, list(features), rows.copy())
+                if inspect.isawaitable(result):
+                    result = await result
+            return self._checked(result, features, rows, start), None
+        except Exception as exc:
+            return None, exc
+
+    def _checked(self, result: Any, features: list[int], rows: np.ndarray,
+                 start: float) -> tuple[np.ndarray, float]:
         seconds = time.perf_counter() - start
         # Copied now, before the round's next call: a fetch may return a view of a buffer
         # it reuses (preallocated arrays, database cursors), which that call overwrites.

@@ -1,6 +1,7 @@
 """On-demand feature acquisition (cbudget.FeatureSource, Model.next_features) with every
 model type: the predictions equal eager prediction bit for bit, the pairs fetched are
 exactly the acquisitions, none twice, in at most as many rounds as the deepest path."""
+import asyncio
 import threading
 import time
 
@@ -437,3 +438,59 @@ def test_known_features_from_a_dataframe(setting):
     np.testing.assert_array_equal(model.predict(source), model.predict(X))
     assert not recorder.fetched[:, [1, 4]].any()
     np.testing.assert_array_equal(source.values[:, [1, 4]], X[:, [1, 4]])
+
+
+class AsyncRecorder(Recorder):
+    """The Recorder as an ``async def`` fetch that sleeps; logs each call's start/end."""
+
+    def __init__(self, X, delay=0.0):
+        super().__init__(X)
+        self.async_delay, self.spans = delay, []
+
+    async def fetch(self, features, rows):
+        start = time.perf_counter()
+        await asyncio.sleep(self.async_delay)
+        self.spans.append((start, time.perf_counter()))
+        return self(features, rows)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS + ("cstc_basis",))
+def test_async_fetch_gives_the_sync_predictions_calls_and_logs(setting, algorithm):
+    models, _, X = setting
+    model = models[algorithm]
+    sync_recorder, recorder = Recorder(X), AsyncRecorder(X)
+    sync_source = cbudget.FeatureSource(sync_recorder, X.shape[0])
+    source = cbudget.FeatureSource(recorder.fetch, X.shape[0])
+    np.testing.assert_array_equal(asyncio.run(model.apredict(source)), model.predict(sync_source))
+    assert [(f, r.tolist()) for f, r in recorder.calls] == \
+        [(f, r.tolist()) for f, r in sync_recorder.calls]
+    assert source.n_rounds == sync_source.n_rounds
+    np.testing.assert_array_equal(source.cost(), sync_source.cost())
+    np.testing.assert_array_equal(asyncio.run(model.apredict_cost(source)), model.predict_cost(X))
+    np.testing.assert_array_equal(asyncio.run(model.aacquisitions(source)), model.acquisitions(X))
+    if isinstance(model, cbudget.Forest):
+        np.testing.assert_array_equal(asyncio.run(model.apredict_proba(source)),
+                                      model.predict_proba(X))
+
+
+def test_async_calls_of_a_round_overlap(setting):
+    models, _, X = setting
+    recorder = AsyncRecorder(X, delay=0.05)
+    source = cbudget.FeatureSource(recorder.fetch, X.shape[0])
+    asyncio.run(models["gbdt"].apredict(source))
+    by_round = {}
+    for call, span in zip(source.calls, sorted(recorder.spans, key=lambda s: s[0])):
+        by_round.setdefault(call.round, []).append(span)
+    widest = max(by_round.values(), key=len)
+    assert len(widest) > 1
+    # every call of the round started before the first of them ended
+    assert max(s for s, _ in widest) < min(e for _, e in widest)
+
+
+def test_a_sync_fetch_in_the_async_path_and_an_async_fetch_in_the_sync_path(setting):
+    models, _, X = setting
+    model = models["gbdt"]
+    source = cbudget.FeatureSource(Recorder(X), X.shape[0])
+    np.testing.assert_array_equal(asyncio.run(model.apredict(source)), model.predict(X))
+    with pytest.raises(TypeError, match="asynchronous"):
+        model.predict(cbudget.FeatureSource(AsyncRecorder(X).fetch, X.shape[0]))

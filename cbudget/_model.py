@@ -172,23 +172,23 @@ class Model:
             return X.values
         return prediction_input(X, self.feature_names, self.categories)
 
+    def _all_read_steps(self, source: FeatureSource, **reads: Any) -> tuple[ReadSteps, Any]:
+        """``source`` bound to this model, and (the read steps of all its inputs with the
+        options ``reads``, the split and tree costs of that prediction) for its ``run``."""
+        source.bind(self.feature_names, self.cost_model, self.categories)
+        values = source.values
+        return (self.read_steps(source, np.arange(source.n_samples, dtype=np.int64), **reads),
+                lambda: self._structural_costs(values, **reads))
+
     def _acquire(self, source: FeatureSource, **reads: Any) -> Any:
         """Fetch from ``source`` what predicting all its inputs with the options
         ``reads`` reads; returns what :meth:`read_steps` returned."""
-        source.bind(self.feature_names, self.cost_model, self.categories)
-        values = source.values
-        return source.run(self.read_steps(source, np.arange(source.n_samples, dtype=np.int64),
-                                          **reads),
-                          lambda: self._structural_costs(values, **reads))
+        return source.run(*self._all_read_steps(source, **reads))
 
     async def _aacquire(self, source: FeatureSource, **reads: Any) -> None:
         """Fetch asynchronously what :meth:`_acquire` would; the synchronous method
         then walks the complete source without fetching (one prediction code path)."""
-        source.bind(self.feature_names, self.cost_model, self.categories)
-        values = source.values
-        await source.arun(self.read_steps(source, np.arange(source.n_samples, dtype=np.int64),
-                                          **reads),
-                          lambda: self._structural_costs(values, **reads))
+        await source.arun(*self._all_read_steps(source, **reads))
 
     async def _awaited(self, method: str, source: FeatureSource, *args: Any,
                        **options: Any) -> Any:

@@ -73,7 +73,7 @@ class FeatureSource:
         the next call reuses (with ``max_workers`` > 1 calls overlap: each then needs a
         buffer of its own). The features of one cost group that the same inputs need in
         the same round come in one call; otherwise each call is one feature, for all the
-        inputs that need it at that step.
+        inputs that need it at that step (unless ``merge_calls``).
     n_samples : int
         Number of inputs.
     known : mapping or DataFrame, optional
@@ -84,6 +84,11 @@ class FeatureSource:
     max_workers : int, default 1
         With more than one, the calls of one round run concurrently in a thread pool
         (for fetches that wait on I/O: a web service, a database, a lab).
+    merge_calls : bool, default False
+        With True, the features that exactly the same inputs need in the same round come
+        in one call, whatever their cost groups: one call per round for a single input,
+        fewer calls for a batch (for a fetch that pays per call: a feature store, a
+        remote service). Predictions and costs are the same either way.
 
     After a prediction the source tells what happened: :attr:`acquired` (the pairs
     fetched), :meth:`cost` (per input, with the model's cost model), :attr:`calls` (the
@@ -100,7 +105,7 @@ class FeatureSource:
 
     def __init__(self, fetch: Callable[[list[int], np.ndarray], ArrayLike], n_samples: int, *,
                  known: Mapping[int | str, ArrayLike] | Any | None = None,
-                 max_workers: int = 1) -> None:
+                 max_workers: int = 1, merge_calls: bool = False) -> None:
         if not callable(fetch):
             raise TypeError(f"fetch must be callable, got {type(fetch).__name__}")
         for name, value, low in (("n_samples", n_samples, 1), ("max_workers", max_workers, 1)):
@@ -112,6 +117,7 @@ class FeatureSource:
         self.fetch = fetch
         self.n_samples = int(n_samples)
         self.max_workers = int(max_workers)
+        self.merge_calls = bool(merge_calls)
         self.calls: list[FetchCall] = []
         self.n_rounds = 0
         self._known = known
@@ -388,6 +394,8 @@ class FeatureSource:
             for k, pattern in enumerate(patterns):
                 calls.append(([m for m, needed in zip(members, pattern) if needed],
                               group_rows[which.ravel() == k]))
+        if self.merge_calls and len(calls) > 1:
+            calls = _merged_by_rows(calls)
         calls.sort(key=lambda call: call[0][0])
         return calls
 
@@ -429,6 +437,19 @@ class FeatureSource:
         # Copied now, before the round's next call: a fetch may return a view of a buffer
         # it reuses (preallocated arrays, database cursors), which that call overwrites.
         return _copied_values(result, features, rows.size, self._levels), seconds
+
+
+def _merged_by_rows(calls: list[tuple[list[int], np.ndarray]]
+                    ) -> list[tuple[list[int], np.ndarray]]:
+    """Calls for the same rows as one call of their features (sorted)."""
+    merged: dict[bytes, tuple[list[int], np.ndarray]] = {}
+    for features, rows in calls:
+        key = rows.tobytes()
+        if key in merged:
+            merged[key][0].extend(features)
+        else:
+            merged[key] = (list(features), rows)
+    return [(sorted(features), rows) for features, rows in merged.values()]
 
 
 def _copied_values(result: Any, features: list[int], n_rows: int,

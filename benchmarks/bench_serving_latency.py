@@ -3,7 +3,7 @@
 Issue 45's overhead measurement: the serving case, one request at a time with ``fetch``
 reading from memory, in microseconds per request (p50 / p99) for (a) cbudget eager
 single-row ``predict``, (b) on-demand ``predict`` on a ``FeatureSource`` of one input,
-(c) the ``next_features`` loop of the caller (the whole input, and per step) and (d)
+(b') the same with ``merge_calls=True`` (one fetch call per round), (c) the ``next_features`` loop of the caller (the whole input, and per step) and (d)
 LightGBM's single-row ``Booster.predict``. Models on the synthetic binary set
 (make_synthetic_binary, 50 features, 10 informative): ``gbdt``: a LightGBM model
 (``--rounds`` trees, 31 leaves) imported with ``cbudget.from_lightgbm``, so cbudget and
@@ -25,7 +25,7 @@ IDENT = ("model", "busy")
 ROWS = ("train", "test")
 FULL = {"rounds": 100, "repeats": 5, "requests": 400}
 QUICK = {"rounds": 20, "repeats": 2, "requests": 50, "train_rows": 5_000, "test_rows": 100}
-WAYS = ("eager", "on_demand", "next_features", "lightgbm")
+WAYS = ("eager", "on_demand", "on_demand_merged", "next_features", "lightgbm")
 
 
 def add_arguments(parser):
@@ -77,6 +77,14 @@ def one_request(model, booster, x, cbudget):
     out["on_demand"] = time.perf_counter() - start
     if not np.array_equal(on_demand, eager):
         raise AssertionError("the on-demand prediction differs from the eager one")
+
+    start = time.perf_counter()
+    merged = cbudget.FeatureSource(lambda features, rows: x[rows][:, features], 1,
+                                   merge_calls=True)
+    on_demand = model.predict(merged)
+    out["on_demand_merged"] = time.perf_counter() - start
+    if not np.array_equal(on_demand, eager) or len(merged.calls) != merged.n_rounds:
+        raise AssertionError("the merged on-demand prediction differs from the eager one")
 
     start = time.perf_counter()
     steps = h.next_features_steps(model, x[0])
@@ -148,15 +156,17 @@ def render(doc):
                      f"{r['rounds']:.1f}", f"{r['calls']:.1f}"]
                     + [f"{lat[w]['p50']:.0f} / {lat[w]['p99']:.0f}" for w in WAYS]
                     + [f"{lat['on_demand']['p50'] / lat['eager']['p50']:.1f}",
+                       f"{lat['on_demand_merged']['p50'] / lat['eager']['p50']:.1f}",
                        f"{lat['on_demand']['p50'] / lat['lightgbm']['p50']:.1f}",
                        f"{lat['eager']['p50'] / lat['lightgbm']['p50']:.2f}",
                        f"{r['next_features_step_us']['p50']:.0f} / "
                        f"{r['next_features_step_us']['p99']:.0f}"])
     return lines + h.table(
         ["model", "machine", "trees", "features / input", "rounds", "fetch calls",
-         "eager", "on-demand", "next_features loop", "LightGBM", "on-demand / eager",
-         "on-demand / LightGBM", "eager / LightGBM", "next_features per step"],
-        rows, "llrrrrrrrrrrrr") + [""]
+         "eager", "on-demand", "on-demand, merged calls", "next_features loop", "LightGBM",
+         "on-demand / eager", "merged / eager", "on-demand / LightGBM", "eager / LightGBM",
+         "next_features per step"],
+        rows, "llrrrrrrrrrrrrrr") + [""]
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ class FeatureSource:
         the next call reuses (with ``max_workers`` > 1 calls overlap: each then needs a
         buffer of its own). The features of one cost group that the same inputs need in
         the same round come in one call; otherwise each call is one feature, for all the
-        inputs that need it at that step.
+        inputs that need it at that step (unless ``merge_calls``).
     n_samples : int
         Number of inputs.
     known : mapping or DataFrame, optional
@@ -84,6 +84,11 @@ class FeatureSource:
     max_workers : int, default 1
         With more than one, the calls of one round run concurrently in a thread pool
         (for fetches that wait on I/O: a web service, a database, a lab).
+    merge_calls : bool, default False
+        With True, the features that exactly the same inputs need in the same round come
+        in one call, whatever their cost groups: one call per round for a single input,
+        fewer calls for a batch (for a fetch that pays per call: a feature store, a
+        remote service). Predictions and costs are the same either way.
 
     After a prediction the source tells what happened: :attr:`acquired` (the pairs
     fetched), :meth:`cost` (per input, with the model's cost model), :attr:`calls` (the
@@ -100,7 +105,7 @@ class FeatureSource:
 
     def __init__(self, fetch: Callable[[list[int], np.ndarray], ArrayLike], n_samples: int, *,
                  known: Mapping[int | str, ArrayLike] | Any | None = None,
-                 max_workers: int = 1) -> None:
+                 max_workers: int = 1, merge_calls: bool = False) -> None:
         if not callable(fetch):
             raise TypeError(f"fetch must be callable, got {type(fetch).__name__}")
         for name, value, low in (("n_samples", n_samples, 1), ("max_workers", max_workers, 1)):
@@ -112,6 +117,7 @@ class FeatureSource:
         self.fetch = fetch
         self.n_samples = int(n_samples)
         self.max_workers = int(max_workers)
+        self.merge_calls = bool(merge_calls)
         self.calls: list[FetchCall] = []
         self.n_rounds = 0
         self._known = known
@@ -122,8 +128,9 @@ class FeatureSource:
         self._levels: dict[int, list] = {}
         self._status = np.zeros((0, 0), dtype=np.uint8)
         self._free = np.zeros(0, dtype=bool)
-        # the pairs registered for the coming round: (feature, its rows)
-        self._pending: list[tuple[int, np.ndarray]] = []
+        # the pairs registered for the coming round, as blocks (features, rows): every
+        # input of rows needs every feature of features (one block per step for one input)
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
         self._other_costs: Callable[[], np.ndarray] | None = None
         # set while a prediction runs and kept when it fails: cost() then refuses
         self._incomplete = False
@@ -244,6 +251,12 @@ class FeatureSource:
         features = np.asarray(features, dtype=np.int64)
         if rows.size == 0 or features.size == 0:
             return
+        if rows.size == 1:                  # the serving case, without 2-d indexing
+            wanted = features[self._status[rows[0], features] == UNKNOWN]
+            if wanted.size:
+                self._status[rows[0], wanted] = REQUESTED
+                self._pending.append((wanted, rows.copy()))
+            return
         unknown = self._status[np.ix_(rows, features)] == UNKNOWN
         needed = unknown.any(axis=0)
         if unknown[:, needed].all():
@@ -252,13 +265,12 @@ class FeatureSource:
             wanted = features[needed]
             if wanted.size:
                 self._status[np.ix_(rows, wanted)] = REQUESTED
-                need = rows.copy()
-                self._pending.extend((feature, need) for feature in wanted.tolist())
+                self._pending.append((wanted, rows.copy()))
             return
         for j in np.flatnonzero(needed):
             need = rows[unknown[:, j]]
             self._status[need, features[j]] = REQUESTED
-            self._pending.append((int(features[j]), need))
+            self._pending.append((features[j:j + 1], need))
 
     def has_pending(self) -> bool:
         """Whether pairs are registered for the coming round."""
@@ -309,7 +321,8 @@ class FeatureSource:
         try:
             for _ in steps:
                 if self._pending:
-                    return sorted({feature for feature, _ in self._pending})
+                    return sorted({feature for features, _ in self._pending
+                                   for feature in features.tolist()})
             return []
         finally:
             steps.close()
@@ -317,8 +330,8 @@ class FeatureSource:
 
     # -- fetching ---------------------------------------------------------------------------
     def _cancel_pending(self) -> None:
-        for feature, rows in self._pending:
-            self._status[rows, feature] = UNKNOWN
+        for features, rows in self._pending:
+            self._status[np.ix_(rows, features)] = UNKNOWN
         self._pending.clear()
 
     def _fetch_pending(self) -> None:
@@ -356,6 +369,9 @@ class FeatureSource:
             if len(features) == 1:
                 self._values[rows, features[0]] = values[:, 0]
                 self._status[rows, features[0]] = KNOWN
+            elif rows.size == 1:
+                self._values[rows[0], features] = values[0]
+                self._status[rows[0], features] = KNOWN
             else:
                 block = np.ix_(rows, np.asarray(features))
                 self._values[block] = values
@@ -371,16 +387,28 @@ class FeatureSource:
         """The round's calls, by feature: one per ungrouped feature with all its rows; for
         a cost group, one per set of its members that the same rows need."""
         assert self.cost_model is not None
-        by_feature: dict[int, list[np.ndarray]] = {}
-        for feature, rows in self._pending:
-            by_feature.setdefault(feature, []).append(rows)
-        rows_of = {feature: parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))
-                   for feature, parts in by_feature.items()}
+        if self.merge_calls and len(self._pending) == 1:
+            features, rows = self._pending[0]       # one block: one call
+            return [(sorted(features.tolist()), rows)]
+        if len(self._pending) == 1:
+            features, rows = self._pending[0]
+            rows_of = dict.fromkeys(features.tolist(), rows)
+        else:
+            by_feature: dict[int, list[np.ndarray]] = {}
+            for features, rows in self._pending:
+                for feature in features.tolist():
+                    by_feature.setdefault(feature, []).append(rows)
+            rows_of = {feature: parts[0] if len(parts) == 1
+                       else np.sort(np.concatenate(parts))
+                       for feature, parts in by_feature.items()}
         feature_group = self.cost_model.feature_group
         calls = [([feature], rows) for feature, rows in rows_of.items()
                  if feature_group[feature] < 0]
         for g in sorted({int(feature_group[m]) for m in rows_of} - {-1}):
             members = [m for m in sorted(rows_of) if feature_group[m] == g]
+            if all(rows_of[m] is rows_of[members[0]] for m in members):
+                calls.append((members, rows_of[members[0]]))    # one block: one pattern
+                continue
             group_rows = np.unique(np.concatenate([rows_of[m] for m in members]))
             needs = np.column_stack([np.isin(group_rows, rows_of[m], assume_unique=True)
                                      for m in members])
@@ -388,6 +416,8 @@ class FeatureSource:
             for k, pattern in enumerate(patterns):
                 calls.append(([m for m, needed in zip(members, pattern) if needed],
                               group_rows[which.ravel() == k]))
+        if self.merge_calls and len(calls) > 1:
+            calls = _merged_by_rows(calls)
         calls.sort(key=lambda call: call[0][0])
         return calls
 
@@ -431,11 +461,28 @@ class FeatureSource:
         return _copied_values(result, features, rows.size, self._levels), seconds
 
 
+def _merged_by_rows(calls: list[tuple[list[int], np.ndarray]]
+                    ) -> list[tuple[list[int], np.ndarray]]:
+    """Calls for the same rows as one call of their features (sorted)."""
+    merged: dict[bytes, tuple[list[int], np.ndarray]] = {}
+    for features, rows in calls:
+        key = rows.tobytes()
+        if key in merged:
+            merged[key][0].extend(features)
+        else:
+            merged[key] = (list(features), rows)
+    return [(sorted(features), rows) for features, rows in merged.values()]
+
+
 def _copied_values(result: Any, features: list[int], n_rows: int,
                    levels: Mapping[int, list] | None = None) -> np.ndarray:
     """What a fetch returned, as a new float64 array of shape (n_rows, len(features)),
     the categorical features of ``levels`` mapped to codes; ValueError naming the call
     when it is not numbers (or levels) of that shape."""
+    if type(result) is np.ndarray and result.dtype == np.float64 \
+            and result.shape == (n_rows, len(features)) \
+            and (not levels or not any(m in levels for m in features)):
+        return result.copy()            # the common case, without the checks' set-up
     what = f"fetch(features={features}, rows=<{n_rows} rows>)"
     try:
         array = np.asarray(result)
@@ -534,9 +581,13 @@ def walk_trees(source: FeatureSource, rows: np.ndarray, tree_offsets: np.ndarray
                                        live, n_live, needs, n_needs, indptr, request_rows,
                                        threads, cat_words)
         if n_requests:
-            for feature in np.flatnonzero(indptr[1:] > indptr[:-1]).tolist():
-                source._pending.append(
-                    (feature, request_rows[indptr[feature]:indptr[feature + 1]].copy()))
+            features = np.flatnonzero(indptr[1:] > indptr[:-1])
+            if rows.size == 1:          # one input: one block of all it needs
+                source._pending.append((features, rows))
+            else:
+                source._pending.extend(
+                    (features[j:j + 1], request_rows[indptr[f]:indptr[f + 1]].copy())
+                    for j, f in enumerate(features.tolist()))
         if n_live:
             yield
     return node_of

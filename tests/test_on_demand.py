@@ -173,7 +173,8 @@ def test_request_registers_each_unknown_pair_once(setting):
     rows = np.arange(3, dtype=np.int64)
     source.request(rows[:2], [0, 1, 2])            # every row needs 0 and 2; 1 is known
     source.request(rows, [0, 2, 3])                # row 2 alone needs 0 and 2
-    pending = sorted((m, tuple(r)) for m, r in source._pending)
+    pending = sorted((m, tuple(r)) for features, r in source._pending
+                     for m in features.tolist())
     assert pending == [(0, (0, 1)), (0, (2,)), (2, (0, 1)), (2, (2,)), (3, (0, 1, 2))]
 
 
@@ -494,3 +495,32 @@ def test_a_sync_fetch_in_the_async_path_and_an_async_fetch_in_the_sync_path(sett
     np.testing.assert_array_equal(asyncio.run(model.apredict(source)), model.predict(X))
     with pytest.raises(TypeError, match="asynchronous"):
         model.predict(cbudget.FeatureSource(AsyncRecorder(X).fetch, X.shape[0]))
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS + ("cstc_basis",))
+def test_merged_calls_give_the_same_predictions_in_one_call_per_set_of_rows(setting,
+                                                                            algorithm):
+    models, _, X = setting
+    model = models[algorithm]
+    recorder = Recorder(X)
+    source = cbudget.FeatureSource(recorder, X.shape[0], merge_calls=True)
+    np.testing.assert_array_equal(model.predict(source), model.predict(X))
+    np.testing.assert_array_equal(recorder.fetched, model.acquisitions(X))
+    np.testing.assert_allclose(source.cost(), model.predict_cost(X), rtol=1e-12, atol=1e-12)
+    unmerged = cbudget.FeatureSource(Recorder(X), X.shape[0])
+    model.predict(unmerged)
+    assert source.n_rounds == unmerged.n_rounds
+    assert len(source.calls) <= len(unmerged.calls)
+    rows_of_rounds = [(logged.round, rows.tobytes())       # one call at a time: same order
+                      for logged, (_, rows) in zip(source.calls, recorder.calls)]
+    assert len(rows_of_rounds) == len(set(rows_of_rounds)), \
+        "two calls of a round for the same inputs"
+    # one input: one call per round; a known feature is never fetched
+    for i in range(5):
+        recorder = Recorder(X[i:i + 1])
+        single = cbudget.FeatureSource(recorder, 1, merge_calls=True, known={1: X[i:i + 1, 1]})
+        np.testing.assert_array_equal(model.predict(single), model.predict(X[i:i + 1]))
+        assert len(single.calls) == single.n_rounds
+        want = model.acquisitions(X[i:i + 1])[0]
+        want[1] = False
+        np.testing.assert_array_equal(recorder.fetched[0], want)

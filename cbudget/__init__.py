@@ -48,7 +48,7 @@ from .interop.from_lightgbm import from_lightgbm
 from .interop.from_sklearn import from_sklearn
 from .interop.from_xgboost import from_xgboost
 from .model_io import load_model
-from .on_demand import FeatureSource, FetchCall
+from .on_demand import FeatureSource, FetchCall, FetchFailure
 from .training import lambda_max, train
 
 __all__ = [
@@ -70,6 +70,7 @@ __all__ = [
     "ExternalModel",
     "FeatureSource",
     "FetchCall",
+    "FetchFailure",
     "Forest",
     "GatedModel",
     "LinearClassifier",

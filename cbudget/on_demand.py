@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
@@ -31,9 +32,8 @@ from ._core._predict import walk_step
 from .categories import NO_CATEGORIES, Categories, as_numbers, encode_column
 from .costs import CostModel, resolve_feature
 
-__all__ = ["FeatureSource", "FetchCall", "ReadSteps", "global_node_ids", "root_features",
-           "walk_trees",
-           "in_lockstep"]
+__all__ = ["FeatureSource", "FetchCall", "FetchFailure", "ReadSteps", "global_node_ids",
+           "root_features", "walk_trees", "in_lockstep"]
 
 # What a model's read_steps returns: a generator that yields once per round of fetches
 # (and returns what it computed on the way, e.g. the leaves reached).
@@ -52,6 +52,16 @@ class FetchCall(NamedTuple):
     features: tuple[int, ...]
     n_rows: int
     seconds: float
+    round: int
+
+
+class FetchFailure(NamedTuple):
+    """A call of a source's ``fetch`` that failed or timed out on every attempt, under
+    ``on_error="missing"``: its pairs were predicted as missing values."""
+    features: tuple[int, ...]
+    n_rows: int
+    reason: str
+    attempts: int
     round: int
 
 
@@ -84,6 +94,21 @@ class FeatureSource:
     max_workers : int, default 1
         With more than one, the calls of one round run concurrently in a thread pool
         (for fetches that wait on I/O: a web service, a database, a lab).
+    timeout : float, optional
+        Seconds one call (one attempt) may take. The async path cancels a late call;
+        a synchronous ``fetch`` then runs in a worker thread, which cannot be stopped:
+        the call goes on in its thread until it returns, and its late result is
+        discarded, never written.
+    on_error : {"raise", "missing"}, default "raise"
+        What a call that failed or timed out (after its ``retries``) does. "raise": its
+        exception (``TimeoutError`` for a late call) propagates once the round's other
+        calls are stored. "missing": its (input, feature) pairs are predicted as missing
+        values (the trained default direction), the prediction goes on, and
+        :attr:`degraded`, :attr:`degraded_inputs` and :attr:`failures` say which inputs
+        went without which features and why. A result of the wrong shape or of
+        non-numbers is such a failure too.
+    retries : int, default 0
+        More attempts for a call that failed or timed out, within the same round.
     merge_calls : bool, default False
         With True, the features that exactly the same inputs need in the same round come
         in one call, whatever their cost groups: one call per round for a single input,
@@ -105,20 +130,34 @@ class FeatureSource:
 
     def __init__(self, fetch: Callable[[list[int], np.ndarray], ArrayLike], n_samples: int, *,
                  known: Mapping[int | str, ArrayLike] | Any | None = None,
-                 max_workers: int = 1, merge_calls: bool = False) -> None:
+                 max_workers: int = 1, timeout: float | None = None,
+                 on_error: str = "raise", retries: int = 0,
+                 merge_calls: bool = False) -> None:
         if not callable(fetch):
             raise TypeError(f"fetch must be callable, got {type(fetch).__name__}")
-        for name, value, low in (("n_samples", n_samples, 1), ("max_workers", max_workers, 1)):
+        for name, value, low in (("n_samples", n_samples, 1), ("max_workers", max_workers, 1),
+                                 ("retries", retries, 0)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
                     or value < low:
                 raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
         if known is not None and not isinstance(known, Mapping) and not hasattr(known, "columns"):
             raise TypeError("known must be a mapping {feature: column} or a DataFrame")
+        if timeout is not None and (isinstance(timeout, bool)
+                                    or not isinstance(timeout, (int, float, np.number))
+                                    or not math.isfinite(timeout) or timeout <= 0):
+            raise ValueError(f"timeout must be a positive number of seconds or None, got "
+                             f"{timeout!r}")
+        if on_error not in ("raise", "missing"):
+            raise ValueError(f"on_error must be 'raise' or 'missing', got {on_error!r}")
         self.fetch = fetch
         self.n_samples = int(n_samples)
         self.max_workers = int(max_workers)
         self.merge_calls = bool(merge_calls)
+        self.timeout = None if timeout is None else float(timeout)
+        self.on_error = on_error
+        self.retries = int(retries)
         self.calls: list[FetchCall] = []
+        self.failures: list[FetchFailure] = []
         self.n_rounds = 0
         self._known = known
         self.feature_names: list[str] | None = None
@@ -128,6 +167,7 @@ class FeatureSource:
         self._levels: dict[int, list] = {}
         self._status = np.zeros((0, 0), dtype=np.uint8)
         self._free = np.zeros(0, dtype=bool)
+        self._degraded = np.zeros((0, 0), dtype=bool)
         # the pairs registered for the coming round, as blocks (features, rows): every
         # input of rows needs every feature of features (one block per step for one input)
         self._pending: list[tuple[np.ndarray, np.ndarray]] = []
@@ -157,7 +197,30 @@ class FeatureSource:
         """bool (n_samples, n_features): the (input, feature) pairs fetched so far (the
         free ``known`` features excluded)."""
         self._check_used()
-        return (self._status == KNOWN) & ~self._free
+        return (self._status == KNOWN) & ~self._free & ~self._degraded
+
+    @property
+    def degraded(self) -> np.ndarray:
+        """bool (n_samples, n_features): the pairs asked for whose call failed or timed
+        out under ``on_error="missing"``: predicted as missing values, not charged, and
+        not asked again until :meth:`forget_degraded`."""
+        self._check_used()
+        return self._degraded.copy()
+
+    @property
+    def degraded_inputs(self) -> np.ndarray:
+        """bool (n_samples,): the inputs predicted without some feature they needed."""
+        self._check_used()
+        return np.asarray(self._degraded.any(axis=1))
+
+    def forget_degraded(self) -> None:
+        """Make the degraded pairs unknown again, so that the next prediction on this
+        source asks for them (and :attr:`failures` starts anew)."""
+        self._check_used()
+        self._status[self._degraded] = UNKNOWN
+        self._values[self._degraded] = 0.0
+        self._degraded[:] = False
+        self.failures.clear()
 
     def cost(self) -> np.ndarray:
         """Per-input cost of what was fetched, with the model's cost model: each fetched
@@ -216,6 +279,7 @@ class FeatureSource:
             free[columns] = True
         self.feature_names, self.cost_model = names, cost_model
         self._values, self._status, self._free = values, status, free
+        self._degraded = np.zeros(status.shape, dtype=bool)
 
     def _known_columns(self):
         known = self._known
@@ -338,13 +402,10 @@ class FeatureSource:
         if not self._pending:
             return
         calls = self._plan_calls()
-        if self.max_workers > 1 and len(calls) > 1:
-            with ThreadPoolExecutor(max_workers=min(self.max_workers, len(calls))) as pool:
-                futures = [pool.submit(self._call, features, rows) for features, rows in calls]
-                outcomes = [_outcome(future.result) for future in futures]
-        else:
-            outcomes = [_outcome(self._call, features, rows) for features, rows in calls]
-        self._store_round(calls, outcomes)
+        tries = _Tries(len(calls), self.retries)
+        while todo := tries.todo():
+            tries.record(todo, self._attempt_calls([calls[k] for k in todo]))
+        self._store_round(calls, tries)
 
     async def _afetch_pending(self) -> None:
         """The async twin of :meth:`_fetch_pending`: the round's calls run concurrently
@@ -352,18 +413,54 @@ class FeatureSource:
         if not self._pending:
             return
         calls = self._plan_calls()
-        outcomes = await asyncio.gather(*(self._acall(features, rows)
-                                          for features, rows in calls))
-        self._store_round(calls, list(outcomes))
+        tries = _Tries(len(calls), self.retries)
+        while todo := tries.todo():
+            tries.record(todo, await asyncio.gather(*(self._acall(*calls[k]) for k in todo)))
+        self._store_round(calls, tries)
 
-    def _store_round(self, calls, outcomes) -> None:
-        """Write a round's results in call order (same logs as the sync path); a failed
-        call writes nothing and its exception propagates after the others are stored."""
+    def _attempt_calls(self, calls: list[tuple[list[int], np.ndarray]]
+                       ) -> list[tuple[Any, BaseException | None]]:
+        """One attempt of each call, as ``(result, exception)``: in this thread, or in
+        a pool when they may overlap or have a timeout (a late call is left running in
+        its thread, its result unread)."""
+        if self.timeout is None and (self.max_workers == 1 or len(calls) == 1):
+            return [_outcome(self._call, features, rows) for features, rows in calls]
+        starts: dict[int, float] = {}
+
+        def started(k: int) -> tuple[np.ndarray, float]:
+            starts[k] = time.perf_counter()
+            return self._call(*calls[k])
+
+        pool = ThreadPoolExecutor(max_workers=min(self.max_workers, len(calls)))
+        try:
+            futures = [pool.submit(started, k) for k in range(len(calls))]
+            return _collected(futures, starts, self.timeout,
+                              lambda k: self._timeout_error(*calls[k]))
+        finally:
+            pool.shutdown(wait=self.timeout is None, cancel_futures=True)
+
+    def _timeout_error(self, features: list[int], rows: np.ndarray) -> TimeoutError:
+        return TimeoutError(f"cbudget.FeatureSource: fetch of feature(s) {features} on "
+                            f"{rows.size} rows took more than {self.timeout:g} s")
+
+    def _store_round(self, calls, tries: _Tries) -> None:
+        """Write a round's results in call order (same logs as the sync path). A failed
+        call writes nothing; with on_error="raise" its exception propagates after the
+        others are stored, with "missing" its pairs become missing values."""
         round_index = self.n_rounds
         error = None
-        for (features, rows), (result, exc) in zip(calls, outcomes):
+        for (features, rows), (result, exc), attempts in zip(calls, tries.outcomes,
+                                                             tries.attempts):
             if exc is not None:
-                error = error or exc
+                if self.on_error == "raise" or isinstance(exc, AsyncFetchInSyncPath):
+                    error = error or exc
+                    continue
+                block = np.ix_(rows, np.asarray(features))
+                self._values[block] = np.nan
+                self._status[block] = KNOWN
+                self._degraded[block] = True
+                self.failures.append(FetchFailure(tuple(features), int(rows.size),
+                                                  _reason(exc), attempts, round_index))
                 continue
             values, seconds = result
             if len(features) == 1:
@@ -429,8 +526,9 @@ class FeatureSource:
             result = self.fetch(list(features), rows.copy())
             if inspect.isawaitable(result):
                 getattr(result, "close", lambda: None)()
-                raise TypeError("cbudget.FeatureSource: fetch is asynchronous; use the "
-                                "awaitable methods (await model.apredict(source), ...)")
+                raise AsyncFetchInSyncPath(
+                    "cbudget.FeatureSource: fetch is asynchronous; use the awaitable "
+                    "methods (await model.apredict(source), ...)")
         except Exception as exc:
             note = (f"cbudget.FeatureSource: fetch failed for feature(s) {features} on "
                     f"{rows.size} rows")
@@ -439,18 +537,22 @@ class FeatureSource:
             raise
         return self._checked(result, features, rows, start)
 
-    async def _acall(self, features: list[int], rows: np.ndarray) -> tuple[Any, Any]:
-        """One call of ``fetch`` on the event loop, as ``(result, exception)``."""
+    async def _acall(self, features: list[int], rows: np.ndarray
+                     ) -> tuple[Any, BaseException | None]:
+        """One attempt of a call on the event loop, as ``(result, exception)``; a late
+        one is cancelled (a sync ``fetch``'s thread goes on, its result unread)."""
         start = time.perf_counter()
         try:
             if inspect.iscoroutinefunction(self.fetch):
-                result = await self.fetch(list(features), rows.copy())
+                pending = self.fetch(list(features), rows.copy())
             else:
-                result = await asyncio.to_thread(self.fetch, list(features), rows.copy())
-                if inspect.isawaitable(result):
-                    result = await result
+                pending = _awaited_in_thread(self.fetch, list(features), rows.copy())
+            try:
+                result = await asyncio.wait_for(pending, self.timeout)
+            except asyncio.TimeoutError:
+                return None, self._timeout_error(features, rows)
             return self._checked(result, features, rows, start), None
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - handled by the round (on_error)
             return None, exc
 
     def _checked(self, result: Any, features: list[int], rows: np.ndarray,
@@ -511,6 +613,69 @@ def _copied_values(result: Any, features: list[int], n_rows: int,
         raise ValueError(f"{what} returned shape {array.shape}, expected "
                          f"({n_rows}, {len(features)})")
     return np.array(array, dtype=np.float64, copy=True)
+
+
+class AsyncFetchInSyncPath(TypeError):
+    """An ``async def`` fetch used by a synchronous prediction method: a usage error,
+    raised whatever ``on_error`` says."""
+
+
+class _Tries:
+    """The attempts of a round's calls: which still need one (failed, with retries
+    left), and the last outcome ``(result, exception)`` and number of attempts of each."""
+
+    def __init__(self, n_calls: int, retries: int) -> None:
+        self.outcomes: list[tuple[Any, BaseException | None]] = [(None, None)] * n_calls
+        self.attempts = [0] * n_calls
+        self.limit = retries + 1
+
+    def todo(self) -> list[int]:
+        return [k for k, (result, exc) in enumerate(self.outcomes)
+                if (self.attempts[k] == 0 or exc is not None) and self.attempts[k] < self.limit
+                and not isinstance(exc, AsyncFetchInSyncPath)]
+
+    def record(self, todo: list[int], outcomes) -> None:
+        for k, outcome in zip(todo, outcomes):
+            self.outcomes[k] = outcome
+            self.attempts[k] += 1
+
+
+async def _awaited_in_thread(fetch: Callable, features: list[int], rows: np.ndarray) -> Any:
+    """A sync ``fetch`` in a thread (the event loop goes on); an awaitable it returns
+    is awaited."""
+    result = await asyncio.to_thread(fetch, features, rows)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _collected(futures: list[Future], starts: dict[int, float], timeout: float | None,
+               timeout_error: Callable[[int], TimeoutError]
+               ) -> list[tuple[Any, BaseException | None]]:
+    """``(result, exception)`` of each future; one running longer than ``timeout`` since
+    its start (``starts``, set by its worker) is left and counts as ``timeout_error(k)``."""
+    out: list[tuple[Any, BaseException | None]] = [(None, None)] * len(futures)
+    left = set(range(len(futures)))
+    while left:
+        now = time.perf_counter()
+        for k in sorted(left):
+            if futures[k].done():
+                out[k] = _outcome(futures[k].result)
+                left.discard(k)
+            elif timeout is not None and k in starts and now - starts[k] >= timeout:
+                out[k] = (None, timeout_error(k))
+                left.discard(k)
+        if left:
+            due = [starts[k] + timeout - now for k in left if k in starts] \
+                if timeout is not None else []
+            wait([futures[k] for k in left], return_when=FIRST_COMPLETED,
+                 timeout=max(min(due), 1e-4) if due else timeout)
+    return out
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a call failed, for :class:`FetchFailure`."""
+    return str(exc) if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
 
 
 def _outcome(call, *args):

@@ -27,7 +27,10 @@ except ImportError as exc:  # pragma: no cover - depends on how cbudget was run
         "(or use the `cbudget` command), or build in place with "
         "`python setup.py build_ext --inplace`.") from exc
 
-from . import datasets  # cbudget.datasets: the shipped and generated data sets
+from . import (
+    datasets,  # cbudget.datasets: the shipped and generated data sets
+    serving,  # cbudget.serving: Predictor, the request batcher
+)
 from ._model import BudgetChoice, CostParts, Model, NotApplicableError
 from .adapt import ExternalModel, GatedModel, LinearClassifier
 from .booster import Booster
@@ -85,5 +88,6 @@ __all__ = [
     "from_xgboost",
     "lambda_max",
     "load_model",
+    "serving",
     "train",
 ]

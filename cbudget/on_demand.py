@@ -59,7 +59,7 @@ class FetchFailure(NamedTuple):
     """A call of a source's ``fetch`` that failed or timed out on every attempt, under
     ``on_error="missing"``: its pairs were predicted as missing values."""
     features: tuple[int, ...]
-    n_rows: int
+    rows: np.ndarray        # the inputs the call was for (int64, ascending)
     reason: str
     attempts: int
     round: int
@@ -459,7 +459,7 @@ class FeatureSource:
                 self._values[block] = np.nan
                 self._status[block] = KNOWN
                 self._degraded[block] = True
-                self.failures.append(FetchFailure(tuple(features), int(rows.size),
+                self.failures.append(FetchFailure(tuple(features), rows.copy(),
                                                   _reason(exc), attempts, round_index))
                 continue
             values, seconds = result

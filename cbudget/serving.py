@@ -133,7 +133,7 @@ class Predictor:
                              "predict_proba")
         self.model, self.fetch, self.output = model, fetch, output
         self.max_batch, self.max_wait_ms = int(max_batch), float(max_wait_ms)
-        self.source_options = {"timeout": timeout, "on_error": on_error, "retries": retries,
+        self.source_options: dict[str, Any] = {"timeout": timeout, "on_error": on_error, "retries": retries,
                                "merge_calls": merge_calls}
         FeatureSource(fetch, 1, **self.source_options)      # checks the options now
         self.stats = PredictorStats()

@@ -133,8 +133,9 @@ class Predictor:
                              "predict_proba")
         self.model, self.fetch, self.output = model, fetch, output
         self.max_batch, self.max_wait_ms = int(max_batch), float(max_wait_ms)
-        self.source_options: dict[str, Any] = {"timeout": timeout, "on_error": on_error, "retries": retries,
-                               "merge_calls": merge_calls}
+        self.source_options: dict[str, Any] = {
+            "timeout": timeout, "on_error": on_error, "retries": retries,
+            "merge_calls": merge_calls}
         FeatureSource(fetch, 1, **self.source_options)      # checks the options now
         self.stats = PredictorStats()
         self._levels = {m for m, levels in model.categories.by_feature().items()

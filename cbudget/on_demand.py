@@ -32,8 +32,8 @@ from ._core._predict import walk_step
 from .categories import NO_CATEGORIES, Categories, as_numbers, encode_column
 from .costs import CostModel, resolve_feature
 
-__all__ = ["FeatureSource", "FetchCall", "FetchFailure", "ReadSteps", "global_node_ids",
-           "root_features", "walk_trees", "in_lockstep"]
+__all__ = ["FeatureSource", "FetchCall", "FetchFailure", "ReadSteps", "awaited_fetch",
+           "global_node_ids", "root_features", "walk_trees", "in_lockstep"]
 
 # What a model's read_steps returns: a generator that yields once per round of fetches
 # (and returns what it computed on the way, e.g. the leaves reached).
@@ -543,12 +543,9 @@ class FeatureSource:
         one is cancelled (a sync ``fetch``'s thread goes on, its result unread)."""
         start = time.perf_counter()
         try:
-            if inspect.iscoroutinefunction(self.fetch):
-                pending = self.fetch(list(features), rows.copy())
-            else:
-                pending = _awaited_in_thread(self.fetch, list(features), rows.copy())
             try:
-                result = await asyncio.wait_for(pending, self.timeout)
+                result = await asyncio.wait_for(
+                    awaited_fetch(self.fetch, list(features), rows.copy()), self.timeout)
             except asyncio.TimeoutError:
                 return None, self._timeout_error(features, rows)
             return self._checked(result, features, rows, start), None
@@ -640,10 +637,13 @@ class _Tries:
             self.attempts[k] += 1
 
 
-async def _awaited_in_thread(fetch: Callable, features: list[int], rows: np.ndarray) -> Any:
-    """A sync ``fetch`` in a thread (the event loop goes on); an awaitable it returns
-    is awaited."""
-    result = await asyncio.to_thread(fetch, features, rows)
+async def awaited_fetch(fetch: Callable, *args: Any) -> Any:
+    """The result of ``fetch(*args)`` on the event loop: awaited when ``fetch`` is
+    ``async def``; else run in a thread (the loop goes on), an awaitable it returns
+    (an object with an ``async def __call__``) then awaited."""
+    if inspect.iscoroutinefunction(fetch):
+        return await fetch(*args)
+    result = await asyncio.to_thread(fetch, *args)
     if inspect.isawaitable(result):
         result = await result
     return result

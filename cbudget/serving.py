@@ -10,7 +10,6 @@ never changes a prediction: inputs are predicted independently; only the calls a
 from __future__ import annotations
 
 import asyncio
-import inspect
 import math
 import threading
 from collections.abc import Callable, Hashable, Mapping
@@ -22,7 +21,7 @@ import numpy as np
 
 from ._model import Model
 from .costs import resolve_feature
-from .on_demand import FeatureSource
+from .on_demand import FeatureSource, awaited_fetch
 
 __all__ = ["Predictor", "PredictorStats", "ServedPrediction"]
 
@@ -90,7 +89,9 @@ class Predictor:
     max_batch : int, default 256
         Most inputs in one batch.
     max_wait_ms : float, default 2.0
-        How long the first waiting request waits for others before its batch starts.
+        How long the first waiting request waits for others before its batch starts, and
+        how long a fetch call waits for the calls of other running batches for the same
+        features, with which it is merged into one call of ``fetch``.
     timeout, on_error, retries, merge_calls
         As :class:`~cbudget.FeatureSource`'s, for each batch's calls. With
         ``on_error="raise"`` a failed call fails every request of its batch with the
@@ -99,7 +100,9 @@ class Predictor:
     output : {"predict", "predict_proba"}, default "predict"
         The model's method whose row each request gets.
 
-    Batches run concurrently: a new batch does not wait for the running ones. Requests
+    Batches run concurrently: a new batch does not wait for the running ones, and their
+    calls for the same features within ``max_wait_ms`` are one call of ``fetch`` (for the
+    keys of all of them, each key once; :attr:`stats` counts those calls). Requests
     whose ``known`` features differ are predicted in separate sources of the same batch
     (a source's known features are whole columns).
 
@@ -138,6 +141,7 @@ class Predictor:
             "merge_calls": merge_calls}
         FeatureSource(fetch, 1, **self.source_options)      # checks the options now
         self.stats = PredictorStats()
+        self._shared_calls = _SharedCalls(fetch, self.max_wait_ms / 1000, self.stats)
         self._levels = {m for m, levels in model.categories.by_feature().items()
                         if levels is not None}
         self._waiting: list[_Request] = []
@@ -234,7 +238,7 @@ class Predictor:
         each (or fail each with the source's error)."""
         keys = [request.key for request in requests]
         known = {m: [request.known[m] for request in requests] for m in requests[0].known}
-        source = FeatureSource(_keyed_fetch(self.fetch, keys), len(requests),
+        source = FeatureSource(_keyed_fetch(self._shared_calls, keys), len(requests),
                                known=known or None, **self.source_options)
         try:
             values = await getattr(self.model, "a" + self.output)(source)
@@ -246,7 +250,6 @@ class Predictor:
                     request.future.set_exception(exc)
             return
         finally:
-            self.stats.calls += len(source.calls)
             self.stats.rounds += source.n_rounds
         names = self.model.feature_names
         acquired, degraded = source.acquired, source.degraded
@@ -315,13 +318,55 @@ class Predictor:
         self.close()
 
 
-def _keyed_fetch(fetch: Callable[..., Any], keys: list[Hashable]) -> Callable[..., Any]:
-    """A source's fetch ``(features, rows)`` over the user's ``fetch(features, keys)``."""
-    if inspect.iscoroutinefunction(fetch):
-        async def by_keys_async(features: list[int], rows: np.ndarray) -> Any:
-            return await fetch(features, [keys[r] for r in rows.tolist()])
-        return by_keys_async
+class _SharedCalls:
+    """The calls of concurrent batches for the same features, merged: the first waits
+    ``wait_s`` for others, then one call of ``fetch`` serves them all (each key once)."""
 
-    def by_keys(features: list[int], rows: np.ndarray) -> Any:
-        return fetch(features, [keys[r] for r in rows.tolist()])
+    def __init__(self, fetch: Callable[..., Any], wait_s: float, stats: PredictorStats
+                 ) -> None:
+        self.fetch, self.wait_s, self.stats = fetch, wait_s, stats
+        self.waiting: dict[tuple[int, ...], list[tuple[list[Hashable], asyncio.Future]]] = {}
+        self.running: set[asyncio.Task] = set()
+
+    async def __call__(self, features: list[int], keys: list[Hashable]) -> Any:
+        loop = asyncio.get_running_loop()
+        group = tuple(features)
+        if group not in self.waiting:
+            self.waiting[group] = []
+            loop.call_later(self.wait_s, self._start, loop, group)
+        future = loop.create_future()
+        self.waiting[group].append((keys, future))
+        return await future
+
+    def _start(self, loop: asyncio.AbstractEventLoop, group: tuple[int, ...]) -> None:
+        task = loop.create_task(self._call(group, self.waiting.pop(group)))
+        self.running.add(task)
+        task.add_done_callback(self.running.discard)
+
+    async def _call(self, group: tuple[int, ...],
+                    parts: list[tuple[list[Hashable], asyncio.Future]]) -> None:
+        unique = list(dict.fromkeys(key for keys, _ in parts for key in keys))
+        self.stats.calls += 1
+        try:
+            result = await awaited_fetch(self.fetch, list(group), unique)
+            table = np.asarray(result)
+            if table.ndim != 2 or table.shape[0] != len(unique):
+                raise ValueError(f"fetch(features={list(group)}, keys=<{len(unique)} keys>) "
+                                 f"returned shape {table.shape}, expected ({len(unique)}, "
+                                 f"{len(group)})")
+        except Exception as exc:  # noqa: BLE001 - each merged caller gets it
+            for _, future in parts:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        position = {key: i for i, key in enumerate(unique)}
+        for keys, future in parts:
+            if not future.done():        # its source may have timed out meanwhile
+                future.set_result(table[[position[key] for key in keys]])
+
+
+def _keyed_fetch(shared: _SharedCalls, keys: list[Hashable]) -> Callable[..., Any]:
+    """A source's fetch ``(features, rows)``: the shared calls for those rows' keys."""
+    async def by_keys(features: list[int], rows: np.ndarray) -> Any:
+        return await shared(features, [keys[r] for r in rows.tolist()])
     return by_keys

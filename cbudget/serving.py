@@ -238,7 +238,8 @@ class Predictor:
         each (or fail each with the source's error)."""
         keys = [request.key for request in requests]
         known = {m: [request.known[m] for request in requests] for m in requests[0].known}
-        source = FeatureSource(_keyed_fetch(self._shared_calls, keys), len(requests),
+        token = self._shared_calls.open_source()
+        source = FeatureSource(_keyed_fetch(self._shared_calls, keys, token), len(requests),
                                known=known or None, **self.source_options)
         try:
             values = await getattr(self.model, "a" + self.output)(source)
@@ -250,6 +251,7 @@ class Predictor:
                     request.future.set_exception(exc)
             return
         finally:
+            self._shared_calls.close_source(token)
             self.stats.rounds += source.n_rounds
         names = self.model.feature_names
         acquired, degraded = source.acquired, source.degraded
@@ -320,15 +322,30 @@ class Predictor:
 
 class _SharedCalls:
     """The calls of concurrent batches for the same features, merged: the first waits
-    ``wait_s`` for others, then one call of ``fetch`` serves them all (each key once)."""
+    ``wait_s`` for others, then one call of ``fetch`` serves them all (each key once).
+    The waiting calls start at once when every running source waits on one (no other
+    can join them)."""
 
     def __init__(self, fetch: Callable[..., Any], wait_s: float, stats: PredictorStats
                  ) -> None:
         self.fetch, self.wait_s, self.stats = fetch, wait_s, stats
         self.waiting: dict[tuple[int, ...], list[tuple[list[Hashable], asyncio.Future]]] = {}
         self.running: set[asyncio.Task] = set()
+        # the running sources: how many calls each waits on
+        self.sources: dict[int, int] = {}
+        self.next_token = 0
+        self.flush_due = False
 
-    async def __call__(self, features: list[int], keys: list[Hashable]) -> Any:
+    def open_source(self) -> int:
+        self.next_token += 1
+        self.sources[self.next_token] = 0
+        return self.next_token
+
+    def close_source(self, token: int) -> None:
+        del self.sources[token]
+        self._flush_when_all_wait()
+
+    async def __call__(self, features: list[int], keys: list[Hashable], token: int) -> Any:
         loop = asyncio.get_running_loop()
         group = tuple(features)
         if group not in self.waiting:
@@ -336,10 +353,31 @@ class _SharedCalls:
             loop.call_later(self.wait_s, self._start, loop, group)
         future = loop.create_future()
         self.waiting[group].append((keys, future))
-        return await future
+        self.sources[token] += 1
+        self._flush_when_all_wait()
+        try:
+            return await future
+        finally:
+            if token in self.sources:
+                self.sources[token] -= 1
+
+    def _flush_when_all_wait(self) -> None:
+        if self.waiting and not self.flush_due and all(self.sources.values()):
+            # after the calls of this round already scheduled have joined
+            self.flush_due = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self.flush_due = False
+        loop = asyncio.get_running_loop()
+        for group in list(self.waiting):
+            self._start(loop, group)
 
     def _start(self, loop: asyncio.AbstractEventLoop, group: tuple[int, ...]) -> None:
-        task = loop.create_task(self._call(group, self.waiting.pop(group)))
+        parts = self.waiting.pop(group, None)
+        if parts is None:           # started already (every source waited)
+            return
+        task = loop.create_task(self._call(group, parts))
         self.running.add(task)
         task.add_done_callback(self.running.discard)
 
@@ -365,8 +403,9 @@ class _SharedCalls:
                 future.set_result(table[[position[key] for key in keys]])
 
 
-def _keyed_fetch(shared: _SharedCalls, keys: list[Hashable]) -> Callable[..., Any]:
+def _keyed_fetch(shared: _SharedCalls, keys: list[Hashable], token: int
+                 ) -> Callable[..., Any]:
     """A source's fetch ``(features, rows)``: the shared calls for those rows' keys."""
     async def by_keys(features: list[int], rows: np.ndarray) -> Any:
-        return await shared(features, [keys[r] for r in rows.tolist()])
+        return await shared(features, [keys[r] for r in rows.tolist()], token)
     return by_keys

@@ -12,10 +12,11 @@ Ways, each an endpoint of the service:
 
 For each way and N: throughput, p50 / p99 latency, database reads per request (the
 service's count), rounds per request, mean feature cost per request and accuracy; every
-answer is checked equal to eager ``predict`` on the same row. Then a faults run: 5 % of
-reads fail and 5 % hang (2 s) with ``timeout`` 0.1 s and ``on_error="missing"``: requests
-answered, degraded, and the degraded predictions against the same inputs predicted with
-every feature. The server runs in a subprocess (one core), the client here (the other).
+answer is checked equal to eager ``predict`` on the same row. Then faults runs: 5 % of
+reads fail and 5 % hang (2 s) with ``timeout`` 0.1 s, ``on_error="missing"`` and 0 or 1
+retry: requests answered, degraded, and the degraded predictions against the same inputs
+predicted with every feature. The server runs in a subprocess (one core), the client
+here (the other).
 
     PYTHONPATH=. python benchmarks/bench_serving_load.py --output benchmarks/results/serving_load.md
 """
@@ -161,16 +162,18 @@ def main() -> None:
                       f"{point['reads_per_request']:.2f}", flush=True)
 
     faults = []
-    fault_args = ["--fail-rate", "0.05", "--hang-rate", "0.05", "--timeout", "0.1",
-                  "--on-error", "missing"]
-    with Server(db, model_path, args.delay_ms, *fault_args) as server:
-        for repeat in range(args.repeats):
-            point = run_point(server, "batched", 100, 50 if args.quick else 1000, ids, Xs,
-                              names)
-            faults.append(point)
-            print(f"# faults repeat {repeat}: answered {point['answered']}/"
-                  f"{point['requests']}, degraded {sum(map(bool, point['degraded']))}",
-                  flush=True)
+    for retries in (0, 1):
+        fault_args = ["--fail-rate", "0.05", "--hang-rate", "0.05", "--timeout", "0.1",
+                      "--on-error", "missing", "--retries", str(retries)]
+        with Server(db, model_path, args.delay_ms, *fault_args) as server:
+            for repeat in range(args.repeats):
+                point = run_point(server, "batched", 100, 50 if args.quick else 1000, ids,
+                                  Xs, names)
+                point.update(retries=retries, repeat=repeat)
+                faults.append(point)
+                print(f"# faults retries={retries} repeat {repeat}: answered "
+                      f"{point['answered']}/{point['requests']}, degraded "
+                      f"{sum(map(bool, point['degraded']))}", flush=True)
 
     lines = ["# Serving under load: the example service, N concurrent clients", "",
              "Command:", "", "```", h.command_line(), "```", "",
@@ -198,11 +201,11 @@ def main() -> None:
                       f"**{best / base:.1f}x** the throughput."]
     lines += ["", "Faults (batched, 100 clients, 5 % of reads fail, 5 % hang 2 s; timeout "
               "0.1 s, on_error='missing'):", "",
-              "| repeat | requests | answered | errors | degraded | agree with full-feature "
-              "predict (degraded) | accuracy (degraded) | accuracy with every feature "
-              "(same inputs) | throughput req/s | p99 ms |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for k, point in enumerate(faults):
+              "| retries | repeat | requests | answered | errors | degraded | agree with "
+              "full-feature predict (degraded) | accuracy (degraded) | accuracy with every "
+              "feature (same inputs) | throughput req/s | p99 ms |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for point in faults:
         degraded = np.array([bool(d) for d in point["degraded"]])
         got = np.array([np.nan if p is None else p for p in point["predictions"]])
         rows = np.array(point["ids"])
@@ -213,7 +216,8 @@ def main() -> None:
             if degraded.any() else float("nan")
         acc_full = np.mean((full[degraded] > 0.5) == ys[rows][degraded]) if degraded.any() \
             else float("nan")
-        lines.append(f"| {k} | {point['requests']} | {point['answered']} | {point['errors']} "
+        lines.append(f"| {point['retries']} | {point['repeat']} | {point['requests']} | "
+                     f"{point['answered']} | {point['errors']} "
                      f"| {int(degraded.sum())} | {agree:.4f} | {acc_degraded:.4f} | "
                      f"{acc_full:.4f} | {point['throughput']:.1f} | {point['p99_ms']:.1f} |")
     text = "\n".join(lines) + "\n"

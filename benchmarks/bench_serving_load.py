@@ -126,6 +126,8 @@ def main() -> None:
     parser.add_argument("--clients", default="1,10,100,1000")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="few requests (a smoke run)")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="processes spinning on a core for the whole run (other work)")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args()
     started = time.time()
@@ -144,6 +146,19 @@ def main() -> None:
         base = 60 if way == "sync" else 200
         return max(base, 3 * n)
 
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                 for _ in range(args.busy)]
+    try:
+        points, faults = measure(args, clients, db, model_path, ids, Xs, ys, names, eager,
+                                 n_requests)
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+    report(args, started, model, Xs, ys, eager, points, faults)
+
+
+def measure(args, clients, db, model_path, ids, Xs, ys, names, eager, n_requests):
+    """The load points (interleaved repeats) and the faults runs."""
     plan = [(way, n) for n in clients for way in ("batched", "upfront")] \
         + [("sync", n) for n in clients if n <= 10]
     points: dict = {}
@@ -174,6 +189,10 @@ def main() -> None:
                 print(f"# faults retries={retries} repeat {repeat}: answered "
                       f"{point['answered']}/{point['requests']}, degraded "
                       f"{sum(map(bool, point['degraded']))}", flush=True)
+    return points, faults
+
+
+def report(args, started, model, Xs, ys, eager, points, faults):
 
     lines = ["# Serving under load: the example service, N concurrent clients", "",
              "Command:", "", "```", h.command_line(), "```", "",
@@ -181,7 +200,8 @@ def main() -> None:
              f"Total wall time: {(time.time() - started) / 60:.1f} min. Model: "
              f"{type(model).__name__} CEGB on Letters (A-M vs N-Z), "
              f"{len(model.trees)} trees; {len(Xs)} served rows in SQLite; every read "
-             f"delayed {args.delay_ms:g} ms. Repeats: {args.repeats} (interleaved); "
+             f"delayed {args.delay_ms:g} ms; {args.busy} other processes spinning. "
+             f"Repeats: {args.repeats} (interleaved); "
              "throughput as median (min-max); latencies and counts of the last repeat. "
              "Every answer checked equal to eager predict on the row.", "",
              "| way | clients | requests | throughput req/s | p50 ms | p99 ms | "

@@ -3,8 +3,9 @@
 Issue 45's overhead measurement: the serving case, one request at a time with ``fetch``
 reading from memory, in microseconds per request (p50 / p99) for (a) cbudget eager
 single-row ``predict``, (b) on-demand ``predict`` on a ``FeatureSource`` of one input,
-(b') the same with ``merge_calls=True`` (one fetch call per round), (c) the ``next_features`` loop of the caller (the whole input, and per step) and (d)
-LightGBM's single-row ``Booster.predict``. Models on the synthetic binary set
+(b') the same with ``merge_calls=True`` (one fetch call per round), (c) the
+``next_features`` loop of the caller (the whole input, and per step) and (d) LightGBM's
+single-row ``Booster.predict``. Models on the synthetic binary set
 (make_synthetic_binary, 50 features, 10 informative): ``gbdt``: a LightGBM model
 (``--rounds`` trees, 31 leaves) imported with ``cbudget.from_lightgbm``, so cbudget and
 LightGBM walk the same trees; ``cegb``: a cbudget CEGB model of as many rounds (every

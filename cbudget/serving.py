@@ -165,11 +165,14 @@ class Predictor:
         if self._closed:
             raise RuntimeError("this Predictor is closed")
         loop = asyncio.get_running_loop()
-        if self._loop is None:
+        if self._loop is not loop:
+            # an idle predictor moves to the caller's loop (a later asyncio.run, the sync
+            # twin's own loop after awaited use); a busy one stays with its requests
+            if self._waiting or self._batches or self._shared_calls.busy():
+                raise RuntimeError("a Predictor serves one event loop at a time and has "
+                                   "requests in flight on another one: make one per loop "
+                                   "(or use predict_one_sync from threads)")
             self._loop = loop
-        elif self._loop is not loop:
-            raise RuntimeError("a Predictor serves one event loop: make one per loop (or "
-                               "use predict_one_sync from threads)")
         request = _Request(key, self._checked_known(known), loop.create_future())
         self._waiting.append(request)
         self.stats.requests += 1
@@ -190,6 +193,8 @@ class Predictor:
         else:
             raise RuntimeError("predict_one_sync would block this event loop: await "
                                "predict_one instead")
+        if self._closed:        # before starting the loop thread, which close() stopped
+            raise RuntimeError("this Predictor is closed")
         future: ThreadFuture = asyncio.run_coroutine_threadsafe(
             self.predict_one(key, known), self._own_loop())
         return future.result()
@@ -208,6 +213,9 @@ class Predictor:
                 except (TypeError, ValueError):
                     raise TypeError(f"known[{name!r}] must be a number, got "
                                     f"{value!r}") from None
+            if m in checked:
+                raise ValueError(f"known gives feature {self.model.feature_names[m]!r} "
+                                 "twice (by index and by name)")
             checked[m] = value
         return checked
 
@@ -335,6 +343,10 @@ class _SharedCalls:
         self.sources: dict[int, int] = {}
         self.next_token = 0
         self.flush_due = False
+
+    def busy(self) -> bool:
+        """Whether calls wait or run (on the loop of the running sources)."""
+        return bool(self.waiting or self.running or self.sources)
 
     def open_source(self) -> int:
         self.next_token += 1

@@ -230,3 +230,42 @@ def test_a_cancelled_caller_does_not_break_its_batch(models):
             return await asyncio.gather(*others)
     results = asyncio.run(main())
     np.testing.assert_array_equal([r.value for r in results], model.predict(X[1:6]))
+
+
+def test_an_idle_predictor_serves_a_later_event_loop_and_its_sync_twin(models):
+    built, X = models
+    model = built["gbdt"]
+    predictor = Predictor(model, AsyncStore(X))
+    first = asyncio.run(predictor.predict_one("id-0"))
+    second = asyncio.run(predictor.predict_one("id-1"))      # a new loop, the first idle
+    third = predictor.predict_one_sync("id-2")               # the predictor's own loop
+    predictor.close()
+    np.testing.assert_array_equal([first.value, second.value, third.value],
+                                  model.predict(X[:3]))
+
+    async def busy_elsewhere():
+        waiting = asyncio.ensure_future(other.predict_one("id-3"))
+        await asyncio.sleep(0)
+        with pytest.raises(RuntimeError, match="in flight on another one"):
+            await asyncio.get_running_loop().run_in_executor(
+                None, lambda: asyncio.run(other.predict_one("id-4")))
+        return await waiting
+    other = Predictor(model, AsyncStore(X), max_wait_ms=200)
+    assert asyncio.run(busy_elsewhere()).value == model.predict(X[3:4])[0]
+
+
+def test_the_sync_twin_after_close_starts_no_thread(models):
+    built, X = models
+    predictor = Predictor(built["gbdt"], Store(X))
+    predictor.predict_one_sync("id-0")
+    predictor.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        predictor.predict_one_sync("id-1")
+    assert predictor._thread is None
+
+
+def test_a_feature_known_twice_fails_its_request(models):
+    built, X = models
+    predictor = Predictor(built["gbdt"], AsyncStore(X))
+    with pytest.raises(ValueError, match="twice"):
+        asyncio.run(predictor.predict_one("id-0", {0: 1.0, built["gbdt"].feature_names[0]: 2.0}))

@@ -29,7 +29,7 @@ from .categories import NO_CATEGORIES, Categories
 from .costs import CostModel, CostReport
 from .dataset import Dataset, prediction_input, query_boundaries_of
 from .metrics import check_metric, metric_maximize
-from .model_io import save_model
+from .model_io import export_model
 from .on_demand import FeatureSource, ReadSteps
 
 __all__ = ["Model", "NotApplicableError", "BudgetChoice", "CostParts", "CostTracker"]
@@ -436,13 +436,16 @@ class Model:
         return {self.feature_names[m]: float(importance[m]) for m in order if importance[m]}
 
     # -- files --------------------------------------------------------------------------
-    def save_model(self, path: str | os.PathLike, format: str = "cbudget") -> None:
-        """Write the model as JSON (see docs/architecture.md, "Model files").
+    def save_model(self, path: str | os.PathLike, format: str = "cbudget",
+                   **options: Any) -> None:
+        """Write the model to ``path``.
 
-        ``format``: "cbudget"; a :class:`cbudget.Booster` also writes "xgboost" (an
-        XGBoost model); other formats raise ValueError."""
-        if format != "cbudget":
-            raise ValueError(f"a {type(self).__name__} is saved in cbudget's format only, "
-                             f"not {format!r} (boosters of gbdt, cegb, greedy_miser and "
-                             "imported ones can also be saved as XGBoost models)")
-        save_model(self, path)
+        ``format``: "cbudget" (every model): cbudget's JSON model file
+        (docs/architecture.md, "Model files"), read back by :func:`cbudget.load_model`
+        with everything. "xgboost" (a :class:`cbudget.Booster` of gbdt, cegb,
+        greedy_miser or an imported one): an XGBoost model, UBJSON for a ``.ubj`` path,
+        else JSON, without the cost model (option ``levels``; see
+        :func:`cbudget.interop.to_xgboost.save_xgboost`). The formats are registered in
+        :mod:`cbudget.model_io` (``register_exporter``); ValueError for an unknown one
+        or one that cannot hold this model. The file is written whole or not at all."""
+        export_model(self, path, format, **options)

@@ -792,11 +792,12 @@ class GatedModel(Model):
         return self.gate.feature_importance(kind) + self.predictor.feature_importance(kind)
 
     # -- files ------------------------------------------------------------------------
-    def save_model(self, path: str | os.PathLike, format: str = "cbudget") -> None:
+    def save_model(self, path: str | os.PathLike, format: str = "cbudget",
+                   **options: Any) -> None:
         """Write the model as JSON (see docs/architecture.md, "Model files"; ``format``:
         "cbudget" only). An external expensive model is not stored (only its declared
         cost): give it again to ``load_model``."""
-        super().save_model(path, format)
+        super().save_model(path, format, **options)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document: the header, ``gate`` and ``predictor`` (booster documents,

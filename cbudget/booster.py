@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -48,7 +47,6 @@ from .exits import (
     map_outputs,
     output_range,
 )
-from .interop.to_xgboost import save_xgboost
 from .metrics import RANKING_OBJECTIVES, check_metric, evaluate_on, metric_maximize
 from .model_io import (
     build,
@@ -1087,43 +1085,6 @@ class Booster(TreeEnsemble):
         return scores
 
     # -- files --------------------------------------------------------------------------
-    def save_model(self, path: str | os.PathLike, format: str = "cbudget", *,
-                   levels: bool = True) -> None:
-        """Write the model to ``path``.
-
-        Parameters
-        ----------
-        path : str or os.PathLike
-        format : {"cbudget", "xgboost"}
-            "cbudget": cbudget's JSON model file (docs/architecture.md, "Model files"),
-            read back by :func:`cbudget.load_model` with everything. "xgboost": an
-            XGBoost model (UBJSON for a ``.ubj`` path, else JSON) that
-            ``xgboost.Booster(model_file=path)`` loads (XGBoost 2.1 and later) and that
-            predicts as this model's ``predict`` does (its rounds up to
-            ``best_iteration``; up to float32 rounding of the margins, and for float64
-            inputs except within float32 rounding of a threshold); it does not carry
-            the cost model, the per-node cost metadata or the training parameters, and
-            the base scores are folded into the first round's leaves
-            (:func:`cbudget.interop.to_xgboost.save_xgboost`). Gradient boosted models
-            (gbdt, cegb, greedy_miser, imported) of objectives reg:squarederror,
-            binary:logistic, multi:softprob, rank:pairwise and rank:ndcg only.
-        levels : bool, default True
-            With "xgboost": write the categorical features' levels (XGBoost 3.1+ then
-            maps a DataFrame's categories by level); False for readers that refuse
-            them (Treelite). See :func:`~cbudget.interop.to_xgboost.save_xgboost`.
-
-        Raises
-        ------
-        ValueError
-            For an unknown ``format``, or a model XGBoost's format cannot hold.
-        """
-        if format == "cbudget":
-            super().save_model(path)
-        elif format == "xgboost":
-            save_xgboost(self, path, levels=levels)
-        else:
-            raise ValueError(f"unknown model format {format!r}; valid: 'cbudget', 'xgboost'")
-
     def to_dict(self) -> dict[str, Any]:
         """The JSON document: the header, ``iteration_indptr``, ``base_score``, the trees
         (column arrays with per-node cost metadata) and, for CEGB and Greedy Miser, a

@@ -43,7 +43,8 @@ if TYPE_CHECKING:  # only for type hints: the model classes import this module
     from ._model import Model
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "model_from_dict", "model_to_dict",
-           "save_model", "register_model_type", "register_params_check", "model_header",
+           "save_model", "register_exporter", "export_model", "exporter_formats",
+           "register_model_type", "register_params_check", "model_header",
            "read_header", "read_attributes", "nested_model_from_dict", "require",
            "checked_params", "number_list", "finite_number", "check_integer_range", "invalid",
            "build", "IMPORTED", "register_algorithms", "algorithms_of", "file_section"]
@@ -299,6 +300,54 @@ def save_model(model: Model, path: str | os.PathLike) -> None:
                              "finite numbers)") from None
         raise
     write_file_atomically(path, text)
+
+
+# -- other formats --------------------------------------------------------------------
+class Exporter(NamedTuple):
+    """A model format: ``write(model, path, **options)``, the model classes it holds,
+    and what it holds in words (for the refusal of other models)."""
+    write: Callable[..., None]
+    model_classes: tuple[type, ...]
+    holds: str
+
+
+# format name -> its exporter; each format's module registers itself (register_exporter)
+EXPORTERS: dict[str, Exporter] = {}
+
+
+def register_exporter(format: str, write: Callable[..., None],
+                      model_classes: tuple[type, ...], holds: str) -> None:
+    """Make ``save_model(path, format=format)`` call ``write(model, path, **options)``
+    for models of ``model_classes``."""
+    if format in EXPORTERS:
+        raise ValueError(f"model format {format!r} is registered twice")
+    EXPORTERS[format] = Exporter(write, model_classes, holds)
+
+
+def exporter_formats(model: Model) -> list[str]:
+    """The formats ``model`` can be saved in."""
+    return [name for name, exporter in EXPORTERS.items()
+            if isinstance(model, exporter.model_classes)]
+
+
+def export_model(model: Model, path: str | os.PathLike, format: str = FORMAT_NAME,
+                 **options: Any) -> None:
+    """Write ``model`` to ``path`` in ``format`` (what ``Model.save_model`` does);
+    ValueError for an unknown format or one that cannot hold this model."""
+    exporter = EXPORTERS.get(format)
+    if exporter is None:
+        raise ValueError(f"unknown model format {format!r}; valid: "
+                         f"{', '.join(map(repr, EXPORTERS))}")
+    if not isinstance(model, exporter.model_classes):
+        formats = exporter_formats(model)
+        only = ("cbudget's format only" if formats == [FORMAT_NAME]
+                else f"the formats {', '.join(map(repr, formats))} only")
+        raise ValueError(f"a {type(model).__name__} is saved in {only}, not {format!r} "
+                         f"(which holds {exporter.holds})")
+    exporter.write(model, path, **options)
+
+
+register_exporter(FORMAT_NAME, save_model, (object,), "every cbudget model")
 
 
 def load_model(path: str | os.PathLike, *, expensive_model=None) -> Model:

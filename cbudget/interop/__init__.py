@@ -12,6 +12,7 @@
   ``cbudget report`` shows).
 * :mod:`.trees`: what the importers share.
 
-The package itself imports none of its modules: ``cbudget.booster`` imports the
-exporter, and the importers import ``cbudget.booster``.
+The package itself imports none of its modules: ``cbudget`` imports the exporter,
+which registers the "xgboost" format with :func:`cbudget.model_io.register_exporter`,
+and the importers import ``cbudget.booster``.
 """

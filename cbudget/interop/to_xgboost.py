@@ -26,19 +26,18 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .._core._types import NODE_DTYPE
 from .._files import write_file_atomically
+from ..booster import Booster
 from ..category_bins import bitset_codes
 from ..dataset import float32_floor
+from ..model_io import register_exporter
 from .ubjson import encode
-
-if TYPE_CHECKING:   # for type hints only: cbudget.booster imports this module
-    from ..booster import Booster
 
 __all__ = ["save_xgboost", "xgboost_file_content", "float32_split_conditions",
            "EXPORTED_OBJECTIVES"]
@@ -334,3 +333,7 @@ def save_xgboost(booster: Booster, path: str | os.PathLike, *, levels: bool = Tr
         threshold beyond float32's range.
     """
     write_file_atomically(path, xgboost_file_content(booster, path, levels))
+
+
+register_exporter("xgboost", save_xgboost, (Booster,),
+                  "boosters of gbdt, cegb, greedy_miser and imported ones")

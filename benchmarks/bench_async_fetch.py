@@ -61,7 +61,7 @@ def faults(model, Xt, yt, eager) -> None:
     """The async fetch with injected faults, on_error="missing", retries 0 and 1: RUNS
     seeded runs each (one run has only ~15 calls), counted together."""
     for retries in (0, 1):
-        walls, calls, errors, timeouts, lost = [], 0, 0, 0, 0
+        walls, calls, retried, errors, timeouts, lost = [], 0, 0, 0, 0, 0
         preds, hits = [], []
         for seed in range(RUNS):
             rng = np.random.default_rng(seed)   # the same draws, in call order, per seed
@@ -81,6 +81,7 @@ def faults(model, Xt, yt, eager) -> None:
             walls.append(time.perf_counter() - start)
             lost += len(Xt) - int(np.isfinite(pred).sum())
             calls += len(source.calls)
+            retried += sum(c.attempts > 1 for c in source.calls)
             errors += sum(f.reason.startswith("ConnectionError") for f in source.failures)
             timeouts += sum("took more than" in f.reason
                             for f in source.failures)
@@ -90,7 +91,8 @@ def faults(model, Xt, yt, eager) -> None:
         base, y = np.tile(eager, RUNS), np.tile(yt, RUNS)
         print(f"faults retries={retries} ({RUNS} runs): wall median "
               f"{np.median(walls) * 1e3:6.1f} ms, max {max(walls) * 1e3:6.1f} ms  "
-              f"calls returned {calls}  failed after retries: {errors} errors, "
+              f"calls returned {calls} ({retried} after a retry)  failed after retries: "
+              f"{errors} errors, "
               f"{timeouts} timeouts  inputs lost {lost}")
         print(f"  degraded inputs {hit.sum()} of {hit.size} ({hit.mean():.1%})")
         if hit.any():

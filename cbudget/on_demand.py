@@ -47,12 +47,15 @@ PARALLEL_PAIRS = 50_000
 
 
 class FetchCall(NamedTuple):
-    """One call of a source's ``fetch``: which features, for how many inputs, how long
-    it took, and in which round of fetches (0 = the source's first)."""
+    """One call of a source's ``fetch`` that returned: which features, for how many
+    inputs, how long its last attempt took, in which round of fetches (0 = the source's
+    first), and after how many attempts (more than 1 when it failed or timed out first
+    and was retried; a call that failed every attempt is a :class:`FetchFailure`)."""
     features: tuple[int, ...]
     n_rows: int
     seconds: float
     round: int
+    attempts: int = 1
 
 
 class FetchFailure(NamedTuple):
@@ -117,8 +120,10 @@ class FeatureSource:
 
     After a prediction the source tells what happened: :attr:`acquired` (the pairs
     fetched), :meth:`cost` (per input, with the model's cost model), :attr:`calls` (the
-    log of calls) and :attr:`n_rounds`. Each (input, feature) pair is fetched at most
-    once, across predictions: the values are kept in :attr:`values`.
+    log of the calls that returned, each once with its number of attempts),
+    :attr:`failures` (the calls that failed every attempt) and :attr:`n_rounds`. Each
+    (input, feature) pair is fetched at most once, across predictions: the values are
+    kept in :attr:`values`.
 
     Examples
     --------
@@ -473,7 +478,8 @@ class FeatureSource:
                 block = np.ix_(rows, np.asarray(features))
                 self._values[block] = values
                 self._status[block] = KNOWN
-            self.calls.append(FetchCall(tuple(features), int(rows.size), seconds, round_index))
+            self.calls.append(FetchCall(tuple(features), int(rows.size), seconds, round_index,
+                                        attempts))
         self._pending.clear()
         self.n_rounds += 1
         if error is not None:

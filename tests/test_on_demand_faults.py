@@ -185,6 +185,8 @@ def test_retries_within_the_round(models, retries, degraded):
             # each call tried three times, written once (Recorder fails a pair fetched twice)
             assert set(fetch.attempts.values()) == {3}
             assert len(source.calls) == len(fetch.attempts)
+            # a call that returned is logged once, with the attempts it took
+            assert [c.attempts for c in source.calls] == [3] * len(source.calls)
 
 
 def test_a_result_of_the_wrong_shape_is_a_failure_under_missing(models):

@@ -700,3 +700,26 @@ def test_export_ubjson_writes_xgboost_typed_arrays(tmp_path):
     resaved = decode(bytes(from_ubj.save_raw("ubj")))
     tree_back = resaved["learner"]["gradient_booster"]["model"]["trees"][1]
     assert {k: v.dtype for k, v in tree_back.items() if isinstance(v, np.ndarray)} == dtypes
+
+
+def test_feature_names_as_xgboost_reads_them(tmp_path):
+    # issue 46: non-ASCII names were written as \u escapes, which XGBoost kept literally
+    # ("temp\u00e9rature"); names with [, ] or < were written though XGBoost refuses them
+    rng, X = _data(23, n=120)
+    y = _labels(rng, X, "binary:logistic")
+    names = [f"f{m}" for m in range(X.shape[1])]
+    names[0], names[1] = "température", "größe"
+    model = cbudget.train({"objective": "binary:logistic"},
+                          cbudget.Dataset(X, y, feature_names=names), 3, verbose_eval=False)
+    for path in (tmp_path / "m.json", tmp_path / "m.ubj"):
+        model.save_model(path, format="xgboost")
+        loaded = xgb.Booster(model_file=str(path))
+        assert loaded.feature_names == names
+        got = loaded.predict(xgb.DMatrix(X, feature_names=names))
+        np.testing.assert_allclose(got, model.predict(X), rtol=1e-5, atol=1e-6)
+    names[2] = "x[1]"
+    bad = cbudget.train({"objective": "binary:logistic"},
+                        cbudget.Dataset(X, y, feature_names=names), 2, verbose_eval=False)
+    with pytest.raises(ValueError, match=r"XGBoost refuses feature names containing.*x\[1\]"):
+        bad.save_model(tmp_path / "bad.json", format="xgboost")
+    assert not (tmp_path / "bad.json").exists()

@@ -60,6 +60,8 @@ ZERO_MARGIN_BASE_SCORE = {"binary:logistic": "5E-1"}
 
 # the version written: the oldest XGBoost that reads these files
 WRITTEN_VERSION = [2, 1, 0]
+# characters XGBoost refuses in feature names (its DMatrix and predict check them)
+REFUSED_IN_NAMES = "[]<"
 # XGBoost's parent of the root
 NO_PARENT = 2**31 - 1
 
@@ -77,14 +79,15 @@ def _json_text(value: Any) -> str:
     shortest form (XGBoost parses its JSON numbers into float32 and refuses number
     texts longer than 18 characters)."""
     if isinstance(value, dict):
-        return "{" + ",".join(f"{json.dumps(str(k))}:{_json_text(v)}"
+        return "{" + ",".join(f"{json.dumps(str(k), ensure_ascii=False)}:{_json_text(v)}"
                               for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ",".join(_json_text(v) for v in value) + "]"
     if isinstance(value, np.ndarray):      # str of a numpy float32: its shortest form
         items = value if value.dtype == np.float32 else value.tolist()
         return "[" + ",".join(str(v) for v in items) + "]"
-    return json.dumps(value)
+    # as UTF-8, not \u escapes: XGBoost's JSON reader keeps escapes literally
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _xgboost_tree(tree: np.ndarray, index: int, n_features: int, shift: float,
@@ -207,6 +210,11 @@ def xgboost_document(booster: Booster, levels: bool = True) -> dict[str, Any]:
     if booster.objective not in EXPORTED_OBJECTIVES:
         raise ValueError(f"objective {booster.objective!r} cannot be saved as an XGBoost "
                          f"model (supported: {', '.join(EXPORTED_OBJECTIVES)})")
+    refused = [name for name in booster.feature_names if set(name) & set(REFUSED_IN_NAMES)]
+    if refused:
+        raise ValueError(f"XGBoost refuses feature names containing '[', ']' or '<': "
+                         f"{refused[:5]}; rename them (model.feature_names) before saving "
+                         "in its format")
     n_outputs = booster.n_outputs
     n_features = len(booster.feature_names)
     # the rounds cbudget predicts with by default (up to best_iteration after early

@@ -723,3 +723,17 @@ def test_feature_names_as_xgboost_reads_them(tmp_path):
     with pytest.raises(ValueError, match=r"XGBoost refuses feature names containing.*x\[1\]"):
         bad.save_model(tmp_path / "bad.json", format="xgboost")
     assert not (tmp_path / "bad.json").exists()
+
+
+def test_exit_rules_that_cannot_travel_warn(tmp_path):
+    rng, X = _data(24, n=300)
+    y = _labels(rng, X, "binary:logistic")
+    data = cbudget.Dataset(X, y)
+    model = cbudget.train({"objective": "binary:logistic"}, data, 20, verbose_eval=False)
+    model.calibrate_exits(data, epsilon=0.05)
+    assert model.exit_rules is not None
+    with pytest.warns(UserWarning, match="exit rules are not saved in XGBoost's format"):
+        model.save_model(tmp_path / "m.json", format="xgboost")
+    loaded = xgb.Booster(model_file=str(tmp_path / "m.json"))
+    np.testing.assert_allclose(loaded.predict(xgb.DMatrix(X)),
+                               model.predict(X, early_exit=False), rtol=1e-5, atol=1e-6)

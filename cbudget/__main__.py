@@ -395,8 +395,19 @@ def prediction_columns(predictions: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def predict_command(args: argparse.Namespace) -> None:
-    """``cbudget predict``: write a model's predictions (and costs) on a file."""
-    model = read_model_file(args.model, args).content
+    """``cbudget predict``: write a model's predictions (and costs) on a file: a cbudget
+    model's, or a LightGBM / XGBoost (or, with --trust-pickle, scikit-learn) model's as
+    ``cbudget report`` reads them."""
+    kind, model = read_model_file(args.model, args, foreign=True)
+    if kind != "cbudget":
+        if args.cost:
+            raise CommandError(f"{args.model} is a {kind} model, which carries no feature "
+                               "costs: --cost is for cbudget models (cbudget report prices "
+                               "another library's model with --costs / --default-cost)")
+        try:
+            model = from_any(model)
+        except (ValueError, TypeError) as exc:
+            raise CommandError(f"{args.model}: {exc}") from None
     text = text_columns(model.categories, model.feature_names)
     X = feature_frame(read_table(args.data, text), model.feature_names, args.data)
     columns = prediction_columns(model.predict(X))
@@ -775,7 +786,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     predict_parser = sub.add_parser(
         "predict", help="write a saved model's predictions on a file",
-        description="Predict DATA's rows with a saved model. DATA's columns are matched to "
+        description="Predict DATA's rows with a saved model: a cbudget model file, or a "
+                    "LightGBM text / XGBoost JSON or UBJSON model (as cbudget report reads "
+                    "them). DATA's columns are matched to "
                     "the model's features by name (others, such as the label, are ignored). "
                     "Columns written: 'prediction' (regression value, probability of class "
                     "1, or a forest's class) or 'proba_0' .. 'proba_{K-1}' (multi-class "
@@ -785,8 +798,8 @@ def build_parser() -> argparse.ArgumentParser:
     predict_parser.add_argument("-o", "--output", required=True, metavar="OUT.csv",
                                 help="CSV, or Parquet by its ending (.parquet, .pq)")
     predict_parser.add_argument("--cost", action="store_true",
-                                help="add each input's prediction cost")
-    add_model_file_options(predict_parser)
+                                help="add each input's prediction cost (cbudget models)")
+    add_model_file_options(predict_parser, foreign=True)
 
     report_parser = sub.add_parser(
         "report", help="what a saved model's predictions on a file cost",

@@ -390,3 +390,26 @@ def test_string_columns_become_categorical(tmp_path, suffix, capsys):
     assert cbudget.load_model(model_path).categories.features.tolist() == [0]
     assert run(["report", str(model_path), str(new)]) == 0
     assert "dept" in capsys.readouterr().out
+
+
+def test_predict_reads_the_lightgbm_and_xgboost_models_report_reads(files, capsys):
+    # issue 46: predict refused a LightGBM model that report accepted
+    lgb = pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    train = read_csv(files / "train.csv")
+    X, y = train[FEATURES], train["label"]
+    lgb.train({"objective": "binary", "verbose": -1, "num_leaves": 7}, lgb.Dataset(X, y),
+              5).save_model(str(files / "lgb.txt"))
+    xgb.train({"objective": "binary:logistic", "max_depth": 3}, xgb.DMatrix(X, y),
+              5).save_model(str(files / "xgb.json"))
+    for name in ("lgb.txt", "xgb.json"):
+        out = files / f"{name}.csv"
+        assert run(["predict", str(files / name), str(files / "valid.csv"),
+                    "-o", str(out)]) == 0
+        want = cbudget.interop.audit.from_any(
+            cbudget.interop.audit.read_foreign_model(files / name)).predict(
+                valid_matrix(files / "valid.csv"))
+        np.testing.assert_array_equal(read_csv(out)["prediction"], want)
+        assert run(["predict", str(files / name), str(files / "valid.csv"), "-o", str(out),
+                    "--cost"]) == 2
+        assert "carries no feature costs" in error_line(capsys)

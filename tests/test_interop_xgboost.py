@@ -737,3 +737,20 @@ def test_exit_rules_that_cannot_travel_warn(tmp_path):
     loaded = xgb.Booster(model_file=str(tmp_path / "m.json"))
     np.testing.assert_allclose(loaded.predict(xgb.DMatrix(X)),
                                model.predict(X, early_exit=False), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("threshold, message", [
+    (1e39, r"at 1e\+39: the threshold lies beyond float32's range"),
+    (np.inf, "sends every number the same way: it separates missing values"),
+    (np.finfo(np.float64).max, "sends every number the same way"),
+])
+def test_an_unheld_threshold_is_explained(tmp_path, threshold, message):
+    # issue 46: a LightGBM split that separates NaN from every number was refused as "a
+    # threshold lies beyond float32's range", which confused users without large values
+    rng, X = _data(25, n=100)
+    model = cbudget.train({"objective": "binary:logistic"},
+                          cbudget.Dataset(X, _labels(rng, X, "binary:logistic")), 2,
+                          verbose_eval=False)
+    model.trees[0]["threshold"][0] = threshold
+    with pytest.raises(ValueError, match=message):
+        model.save_model(tmp_path / "m.json", format="xgboost")

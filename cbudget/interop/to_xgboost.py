@@ -120,9 +120,16 @@ def _xgboost_tree(tree: np.ndarray, index: int, n_features: int, shift: float,
     is_categorical = nodes["categorical"] != 0
     conditions = np.where(is_categorical, 0.0, float32_split_conditions(
         np.where(is_categorical, 0.0, nodes["threshold"])))
-    if not np.all(np.isfinite(conditions[~is_leaf])):
-        raise ValueError("a threshold lies beyond float32's range: XGBoost cannot hold "
-                         "its split condition")
+    unheld = np.flatnonzero(~is_leaf & ~np.isfinite(conditions))
+    if unheld.size:
+        node = nodes[unheld[0]]
+        what = (f"the split of feature {int(node['feature'])} at {float(node['threshold'])!r}")
+        if not np.isfinite(node["threshold"]) or abs(node["threshold"]) >= 1e300:
+            raise ValueError(f"{what} sends every number the same way: it separates missing "
+                             "values from all numbers (as LightGBM writes such splits), which "
+                             "XGBoost's float32 split conditions cannot hold")
+        raise ValueError(f"{what}: the threshold lies beyond float32's range (3.4e38), "
+                         "where XGBoost cannot hold its split condition")
     leaf_values = np.where(is_leaf, nodes["value"] + shift, 0.0).astype(np.float32)
     n = len(order)
     # the categorical nodes in XGBoost's numbering, each with the codes it lists

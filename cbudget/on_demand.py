@@ -18,6 +18,7 @@ of trees. The model then predicts from the leaves the walk reached, or on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import math
 import time
@@ -351,38 +352,33 @@ class FeatureSource:
         is done; returns what it returned. ``other_costs`` gives the split and tree
         costs of the prediction for :meth:`cost`; when a fetch fails, its exception
         propagates and :meth:`cost` refuses until a prediction completes."""
-        self._incomplete, self._other_costs = True, None
-        try:
-            while True:
-                try:
-                    next(steps)
-                except StopIteration as done:
-                    result = done.value
-                    break
+        with self._driving(steps) as rounds:
+            for _ in rounds:
                 self._fetch_pending()
-        finally:
-            steps.close()
-            self._cancel_pending()
-        self._incomplete, self._other_costs = False, other_costs
-        return result
+        self._other_costs = other_costs
+        return rounds.result
 
     async def arun(self, steps: ReadSteps, other_costs: Callable[[], np.ndarray] | None = None
                    ) -> Any:
         """The awaitable form of :meth:`run`: each round's calls run concurrently."""
+        with self._driving(steps) as rounds:
+            for _ in rounds:
+                await self._afetch_pending()
+        self._other_costs = other_costs
+        return rounds.result
+
+    @contextlib.contextmanager
+    def _driving(self, steps: ReadSteps) -> Iterator[_Rounds]:
+        """What :meth:`run` and :meth:`arun` share: the prediction marked incomplete
+        until it ends without an error; ``steps`` closed and what it left registered
+        unrequested, however it ends."""
         self._incomplete, self._other_costs = True, None
         try:
-            while True:
-                try:
-                    next(steps)
-                except StopIteration as done:
-                    result = done.value
-                    break
-                await self._afetch_pending()
+            yield _Rounds(steps)
         finally:
             steps.close()
             self._cancel_pending()
-        self._incomplete, self._other_costs = False, other_costs
-        return result
+        self._incomplete = False
 
     def first_requests(self, steps: ReadSteps) -> list[int]:
         """The features ``steps`` registers first (those to acquire next), sorted; [] when
@@ -616,6 +612,18 @@ def _copied_values(result: Any, features: list[int], n_rows: int,
         raise ValueError(f"{what} returned shape {array.shape}, expected "
                          f"({n_rows}, {len(features)})")
     return np.array(array, dtype=np.float64, copy=True)
+
+
+class _Rounds:
+    """Iterating over it advances ``steps`` to its next round of fetches; when it is
+    done, :attr:`result` is what it returned."""
+
+    def __init__(self, steps: ReadSteps) -> None:
+        self.steps = steps
+        self.result: Any = None
+
+    def __iter__(self) -> Iterator[None]:
+        self.result = yield from self.steps
 
 
 class AsyncFetchInSyncPath(TypeError):

@@ -51,7 +51,7 @@ from .interop import to_xgboost  # noqa: F401 - registers the "xgboost" model fo
 from .interop.from_lightgbm import from_lightgbm
 from .interop.from_sklearn import from_sklearn
 from .interop.from_xgboost import from_xgboost
-from .model_io import load_model
+from .model_io import ExportWarning, load_model
 from .on_demand import FeatureSource, FetchCall, FetchFailure
 from .training import lambda_max, train
 
@@ -80,6 +80,7 @@ __all__ = [
     "LinearClassifier",
     "Model",
     "NotApplicableError",
+    "ExportWarning",
     "ProgressMonitor",
     "TrainingCallback",
     "cost_path",

@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol, TypeVar
 
 from ._files import write_file_atomically
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # only for type hints: the model classes import this module
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "model_from_dict", "model_to_dict",
            "save_model", "register_exporter", "export_model", "exporter_formats",
+           "ExportWarning", "MODEL_PARTS", "parts_left_out",
            "register_model_type", "register_params_check", "model_header",
            "read_header", "read_attributes", "nested_model_from_dict", "require",
            "checked_params", "number_list", "finite_number", "check_integer_range", "invalid",
@@ -303,12 +305,33 @@ def save_model(model: Model, path: str | os.PathLike) -> None:
 
 
 # -- other formats --------------------------------------------------------------------
+class ExportWarning(UserWarning):
+    """A part of the model that the format it is saved in cannot hold (the exit rules,
+    the cost stages, the cost model): the file predicts as the model does without it."""
+
+
+# the parts of a model other formats may leave out: name -> (whether a model has it,
+# what leaving it out means)
+MODEL_PARTS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "exit_rules": (lambda m: getattr(m, "exit_rules", None) is not None,
+                   "the exit rules (the file predicts with every tree, as "
+                   "predict(X, early_exit=False) does)"),
+    "cost_stages": (lambda m: len(getattr(m, "cost_stages", ())) > 1,
+                    "the cost stages (the trade-off of each run of rounds)"),
+    "cost_model": (lambda m: not m.cost_model.is_zero(),
+                   "the cost model and per-node cost metadata (cost reports and "
+                   "on-demand prediction need the cbudget file)"),
+}
+
+
 class Exporter(NamedTuple):
     """A model format: ``write(model, path, **options)``, the model classes it holds,
-    and what it holds in words (for the refusal of other models)."""
+    what it holds in words (for the refusal of other models), and the parts of
+    :data:`MODEL_PARTS` it carries."""
     write: Callable[..., None]
     model_classes: tuple[type, ...]
     holds: str
+    carries: frozenset[str] = frozenset()
 
 
 # format name -> its exporter; each format's module registers itself (register_exporter)
@@ -316,12 +339,17 @@ EXPORTERS: dict[str, Exporter] = {}
 
 
 def register_exporter(format: str, write: Callable[..., None],
-                      model_classes: tuple[type, ...], holds: str) -> None:
+                      model_classes: tuple[type, ...], holds: str,
+                      carries: Iterable[str] = ()) -> None:
     """Make ``save_model(path, format=format)`` call ``write(model, path, **options)``
-    for models of ``model_classes``."""
+    for models of ``model_classes``; ``carries``: the parts of :data:`MODEL_PARTS` the
+    format holds (saving a model with another part warns, :class:`ExportWarning`)."""
     if format in EXPORTERS:
         raise ValueError(f"model format {format!r} is registered twice")
-    EXPORTERS[format] = Exporter(write, model_classes, holds)
+    unknown = set(carries) - set(MODEL_PARTS)
+    if unknown:
+        raise ValueError(f"unknown model parts {sorted(unknown)}; valid: {list(MODEL_PARTS)}")
+    EXPORTERS[format] = Exporter(write, model_classes, holds, frozenset(carries))
 
 
 def exporter_formats(model: Model) -> list[str]:
@@ -330,10 +358,18 @@ def exporter_formats(model: Model) -> list[str]:
             if isinstance(model, exporter.model_classes)]
 
 
+def parts_left_out(model: Model, format: str) -> list[str]:
+    """What saving ``model`` in ``format`` leaves out, in words (empty: nothing)."""
+    carries = EXPORTERS[format].carries
+    return [what for part, (has, what) in MODEL_PARTS.items()
+            if part not in carries and has(model)]
+
+
 def export_model(model: Model, path: str | os.PathLike, format: str = FORMAT_NAME,
                  **options: Any) -> None:
     """Write ``model`` to ``path`` in ``format`` (what ``Model.save_model`` does);
-    ValueError for an unknown format or one that cannot hold this model."""
+    ValueError for an unknown format or one that cannot hold this model; an
+    :class:`ExportWarning` naming what the format leaves out of this model."""
     exporter = EXPORTERS.get(format)
     if exporter is None:
         raise ValueError(f"unknown model format {format!r}; valid: "
@@ -345,9 +381,14 @@ def export_model(model: Model, path: str | os.PathLike, format: str = FORMAT_NAM
         raise ValueError(f"a {type(model).__name__} is saved in {only}, not {format!r} "
                          f"(which holds {exporter.holds})")
     exporter.write(model, path, **options)
+    left_out = parts_left_out(model, format)
+    if left_out:
+        warnings.warn(f"saved in the {format!r} format without " + "; ".join(left_out)
+                      + f". cbudget's own format ({FORMAT_NAME!r}) keeps them.",
+                      ExportWarning, stacklevel=3)     # the caller of Model.save_model
 
 
-register_exporter(FORMAT_NAME, save_model, (object,), "every cbudget model")
+register_exporter(FORMAT_NAME, save_model, (object,), "every cbudget model", MODEL_PARTS)
 
 
 def load_model(path: str | os.PathLike, *, expensive_model=None) -> Model:

@@ -1,6 +1,7 @@
 """The registry of model formats (cbudget.model_io.register_exporter): save_model looks
 the format up; a format is one module that registers its writer and the models it holds."""
 import ast
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,39 @@ def models():
 
 
 def test_the_formats_are_registered():
-    assert list(model_io.EXPORTERS) == ["cbudget", "xgboost"]
+    assert list(model_io.EXPORTERS)[:2] == ["cbudget", "xgboost"]
+    assert model_io.EXPORTERS["cbudget"].carries == set(model_io.MODEL_PARTS)
+
+
+def test_what_a_format_leaves_out_warns(tmp_path, monkeypatch):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] + X[:, 1] > 0).astype(float)
+    costs = {"feature_costs": [1.0, 2.0, 3.0, 4.0]}
+    data = cbudget.Dataset(X, y, **costs)
+    cegb = cbudget.train({"objective": "binary:logistic", "algorithm": "cegb",
+                          "cost_stages": [(4, 0.1), (4, 0.5)]}, data, 8, verbose_eval=False)
+    assert len(cegb.cost_stages) == 2
+    monkeypatch.setitem(model_io.EXPORTERS, "plain", model_io.Exporter(
+        lambda model, path: Path(path).write_text("x"), (object,), "anything"))
+    with pytest.warns(cbudget.ExportWarning) as caught:
+        cegb.save_model(tmp_path / "m.txt", format="plain")
+    assert [w.filename for w in caught] == [__file__]
+    message = str(caught[0].message)
+    assert "the cost stages" in message and "the cost model" in message
+    assert "exit rules" not in message
+    # a format that carries them, or a model without them: no warning
+    monkeypatch.setitem(model_io.EXPORTERS, "rich", model_io.Exporter(
+        lambda model, path: Path(path).write_text("x"), (object,), "anything",
+        frozenset(model_io.MODEL_PARTS)))
+    plain = cbudget.train({"objective": "binary:logistic"}, cbudget.Dataset(X, y), 2,
+                          verbose_eval=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cegb.save_model(tmp_path / "r.txt", format="rich")
+        plain.save_model(tmp_path / "p.txt", format="plain")
+    with pytest.raises(ValueError, match="unknown model parts"):
+        model_io.register_exporter("odd", print, (object,), "x", ["costs"])
 
 
 def test_a_registered_format_is_what_save_model_writes(models, tmp_path, monkeypatch):
@@ -39,13 +72,17 @@ def test_a_registered_format_is_what_save_model_writes(models, tmp_path, monkeyp
                         model_io.Exporter(write, (cbudget.Forest,), "forests"))
     forest.save_model(tmp_path / "f.txt", format="dummy", flavour="plain")
     assert written == [(forest, "f.txt", {"flavour": "plain"})]
-    with pytest.raises(ValueError, match=r"a Booster is saved in the formats 'cbudget', "
-                                         r"'xgboost' only, not 'dummy' \(which holds forests\)"):
+    booster_formats = ", ".join(map(repr, model_io.exporter_formats(booster)))
+    with pytest.raises(ValueError, match=rf"a Booster is saved in the formats "
+                                         rf"{booster_formats} only, not 'dummy' "
+                                         r"\(which holds forests\)"):
         booster.save_model(tmp_path / "b.txt", format="dummy")
-    assert model_io.exporter_formats(forest) == ["cbudget", "dummy"]
-    with pytest.raises(ValueError, match="unknown model format 'onnx'; valid: 'cbudget', "
-                                         "'xgboost', 'dummy'"):
-        booster.save_model(tmp_path / "b.onnx", format="onnx")
+    assert "dummy" not in booster_formats and "'xgboost'" in booster_formats
+    assert model_io.exporter_formats(forest)[0] == "cbudget"
+    assert model_io.exporter_formats(forest)[-1] == "dummy"
+    with pytest.raises(ValueError, match="unknown model format 'no-such'; valid: 'cbudget', "
+                                         "'xgboost', .*'dummy'"):
+        booster.save_model(tmp_path / "b.bin", format="no-such")
     with pytest.raises(ValueError, match="registered twice"):
         model_io.register_exporter("dummy", write, (object,), "anything")
 

@@ -732,8 +732,11 @@ def test_exit_rules_that_cannot_travel_warn(tmp_path):
     model = cbudget.train({"objective": "binary:logistic"}, data, 20, verbose_eval=False)
     model.calibrate_exits(data, epsilon=0.05)
     assert model.exit_rules is not None
-    with pytest.warns(UserWarning, match="exit rules are not saved in XGBoost's format"):
+    with pytest.warns(cbudget.ExportWarning, match="'xgboost' format without the exit rules "
+                      r"\(the file predicts with every tree") as caught:
         model.save_model(tmp_path / "m.json", format="xgboost")
+    assert [w.filename for w in caught] == [__file__]     # the caller's line
+    assert "cost model" not in str(caught[0].message)      # gbdt: nothing costs
     loaded = xgb.Booster(model_file=str(tmp_path / "m.json"))
     np.testing.assert_allclose(loaded.predict(xgb.DMatrix(X)),
                                model.predict(X, early_exit=False), rtol=1e-5, atol=1e-6)

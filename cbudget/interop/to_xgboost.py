@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from typing import Any
 
 import numpy as np
@@ -223,10 +222,6 @@ def xgboost_document(booster: Booster, levels: bool = True) -> dict[str, Any]:
         raise ValueError(f"XGBoost refuses feature names containing '[', ']' or '<': "
                          f"{refused[:5]}; rename them (model.feature_names) before saving "
                          "in its format")
-    if getattr(booster, "exit_rules", None) is not None:
-        warnings.warn("the model's exit rules are not saved in XGBoost's format: XGBoost "
-                      "predicts with every tree, as predict(X, early_exit=False) does",
-                      UserWarning, stacklevel=6)   # the caller of save_model
     n_outputs = booster.n_outputs
     n_features = len(booster.feature_names)
     # the rounds cbudget predicts with by default (up to best_iteration after early

@@ -31,12 +31,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._core._types import NODE_DTYPE
 from .._files import write_file_atomically
 from ..booster import Booster
 from ..category_bins import bitset_codes
 from ..dataset import float32_floor
 from ..model_io import register_exporter
+from .trees import leaf_tree
 from .ubjson import encode
 
 __all__ = ["save_xgboost", "xgboost_file_content", "float32_split_conditions",
@@ -200,14 +200,6 @@ def _cats_section(booster: Booster, n_features: int) -> dict[str, Any] | None:
             "sorted_idx": np.concatenate([order for _, order in entries])}
 
 
-def _leaf_tree(value: float) -> np.ndarray:
-    """A one-leaf tree of ``value`` in cbudget's node layout."""
-    tree = np.zeros(1, dtype=NODE_DTYPE)
-    tree["left"] = tree["right"] = -1
-    tree["value"] = value
-    return tree
-
-
 def xgboost_document(booster: Booster, levels: bool = True) -> dict[str, Any]:
     """The XGBoost JSON document of ``booster`` (see :func:`save_xgboost`)."""
     # every booster, whatever its algorithm, is additive regression trees: XGBoost's
@@ -236,7 +228,7 @@ def xgboost_document(booster: Booster, levels: bool = True) -> dict[str, Any]:
     # trees put first
     first_round = [k for _, k in trees[:indptr[1]]] if len(indptr) > 1 else []
     if sorted(first_round) != list(range(n_outputs)):
-        trees = [(_leaf_tree(0.0), k) for k in range(n_outputs)] + trees
+        trees = [(leaf_tree(0.0), k) for k in range(n_outputs)] + trees
         indptr = [0] + [i + n_outputs for i in indptr]
     xgb_trees = [_xgboost_tree(tree, i, n_features, float(base[k]) if i < indptr[1] else 0.0,
                                booster.tree_bitsets(tree))

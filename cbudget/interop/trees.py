@@ -168,6 +168,15 @@ def build_tree(left: ArrayLike, right: ArrayLike, feature: ArrayLike, threshold:
     return tree
 
 
+def leaf_tree(value: float) -> np.ndarray:
+    """A one-leaf tree of ``value`` in cbudget's node layout (what exporters put where a
+    round lacks a tree of some output)."""
+    tree = np.zeros(1, dtype=NODE_DTYPE)
+    tree["left"] = tree["right"] = -1
+    tree["value"] = value
+    return tree
+
+
 def preorder(left: ArrayLike, right: ArrayLike, *, root: int = 0,
              where: str = "tree") -> tuple[np.ndarray, np.ndarray]:
     """The depth-first preorder of a source tree's nodes (``order[i]``: the source id of

@@ -129,14 +129,48 @@ def test_graph_properties_and_outputs(tmp_path):
     assert session.get_modelmeta().custom_metadata_map["algorithm"] == "gbdt"
 
 
+@pytest.mark.parametrize("source", ["budget_rf", "sklearn"])
+@pytest.mark.parametrize("n_class", [2, 4])
+def test_forests_vote_as_cbudget(source, n_class, tmp_path):
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(800, 5))
+    X[:, 1] = np.round(X[:, 1], 1)
+    y = np.digitize(X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=len(X)),
+                    np.linspace(-1, 1, n_class - 1)).astype(float)
+    objective = ({"objective": "binary:logistic"} if n_class == 2
+                 else {"objective": "multi:softprob", "num_class": n_class})
+    if source == "budget_rf":
+        X_train = X.copy()
+        X_train[rng.random(X.shape) < 0.1] = np.nan
+        forest = cbudget.train({**objective, "algorithm": "budget_rf", "max_depth": 6},
+                               cbudget.Dataset(X_train, y), 12, verbose_eval=False)
+    else:
+        ensemble = pytest.importorskip("sklearn.ensemble")
+        forest = cbudget.from_sklearn(ensemble.RandomForestClassifier(
+            n_estimators=8, max_depth=6, random_state=0).fit(X, y))
+    assert isinstance(forest, cbudget.Forest)
+    X_test = np.vstack([X, np.where(rng.random(X.shape) < 0.2, np.nan, X)])
+    for dtype in ("float64", "float32"):
+        session = _session(forest, tmp_path, dtype=dtype)
+        Xd = X_test.astype(dtype)
+        label, probabilities = session.run(["label", "probabilities"], {"input": Xd})
+        np.testing.assert_array_equal(label, forest.predict(Xd))
+        np.testing.assert_allclose(probabilities, forest.predict_proba(Xd), rtol=0,
+                                   atol=1e-12 if dtype == "float64" else 1e-6)
+    empty = forest[:0]          # no trees: the class prior
+    session = _session(empty, tmp_path)
+    np.testing.assert_allclose(_run(session, X, "probabilities"), empty.predict_proba(X))
+    np.testing.assert_array_equal(_run(session, X, "label"), empty.predict(X))
+
+
 def test_what_onnx_refuses(tmp_path, monkeypatch):
     rng = np.random.default_rng(9)
     X = rng.normal(size=(300, 3))
     data = cbudget.Dataset(X, (X[:, 0] > 0).astype(float))
-    forest = cbudget.train({"objective": "binary:logistic", "algorithm": "budget_rf"}, data,
-                           3, verbose_eval=False)
-    with pytest.raises(ValueError, match="a Forest is saved in cbudget's format only, not 'onnx'"):
-        forest.save_model(tmp_path / "f.onnx", format="onnx")
+    linear_tree = cbudget.train({"objective": "binary:logistic", "algorithm": "cstc"}, data,
+                                3, verbose_eval=False)
+    with pytest.raises(ValueError, match="saved in cbudget's format only, not 'onnx'"):
+        linear_tree.save_model(tmp_path / "t.onnx", format="onnx")
     booster = cbudget.train({"objective": "binary:logistic"}, data, 3, verbose_eval=False)
     with pytest.raises(ValueError, match="dtype must be one of"):
         booster.save_model(tmp_path / "b.onnx", format="onnx", dtype="float16")

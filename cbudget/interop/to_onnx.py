@@ -168,7 +168,7 @@ class _Ensemble:
         if self.dtype == np.float32:
             # x <= float32_floor(t) iff x <= t, for every float32 x
             splits = np.where(np.isfinite(splits), float32_floor(splits), splits)
-        typed = {"nodes_splits": splits.astype(self.dtype),
+        typed: dict[str, np.ndarray] = {"nodes_splits": splits.astype(self.dtype),
                  "leaf_weights": np.asarray(self.leaf_weights, dtype=self.dtype)}
         attributes: dict[str, Any] = {
             "n_targets": n_outputs, "aggregate_function": AGGREGATE_SUM,

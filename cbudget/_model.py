@@ -438,14 +438,19 @@ class Model:
     # -- files --------------------------------------------------------------------------
     def save_model(self, path: str | os.PathLike, format: str = "cbudget",
                    **options: Any) -> None:
-        """Write the model to ``path``.
+        """Write the model to ``path``, whole or not at all.
 
         ``format``: "cbudget" (every model): cbudget's JSON model file
         (docs/architecture.md, "Model files"), read back by :func:`cbudget.load_model`
-        with everything. "xgboost" (a :class:`cbudget.Booster` of gbdt, cegb,
-        greedy_miser or an imported one): an XGBoost model, UBJSON for a ``.ubj`` path,
-        else JSON, without the cost model (option ``levels``; see
-        :func:`cbudget.interop.to_xgboost.save_xgboost`). The formats are registered in
-        :mod:`cbudget.model_io` (``register_exporter``); ValueError for an unknown one
-        or one that cannot hold this model. The file is written whole or not at all."""
+        with everything. For the runtimes that serve models (docs/architecture.md,
+        "Interoperability"): "xgboost" (a :class:`cbudget.Booster`): XGBoost's JSON, or
+        UBJSON for a ``.ubj`` path (option ``levels``;
+        :func:`cbudget.interop.to_xgboost.save_xgboost`); "lightgbm" (a Booster):
+        LightGBM's text format (:func:`cbudget.interop.to_lightgbm.save_lightgbm`);
+        "onnx" (a Booster or :class:`cbudget.Forest`; option ``dtype``, "float64" or
+        "float32"; needs the onnx package): :func:`cbudget.interop.to_onnx.save_onnx`.
+        These hold the trees, not the cost model, cost stages or exit rules: saving a
+        model that has them warns (:class:`cbudget.ExportWarning`). The formats are
+        registered in :mod:`cbudget.model_io` (``register_exporter``); ValueError for an
+        unknown one or one that cannot hold this model."""
         export_model(self, path, format, **options)

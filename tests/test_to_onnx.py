@@ -88,6 +88,12 @@ def test_float32_graph_routes_imported_thresholds_exactly(tmp_path):
     np.testing.assert_allclose(_run(session, probe), model.predict(probe), rtol=0, atol=1e-5)
     session = _session(model, tmp_path)                   # float64: exact
     np.testing.assert_allclose(_run(session, probe), model.predict(probe), rtol=0, atol=1e-12)
+    # onnx's reference evaluator (the operator's specification in Python) agrees (not
+    # on set-membership splits: it reads their sets in another order, and stops a set
+    # at the code 0)
+    reference = pytest.importorskip("onnx.reference").ReferenceEvaluator(onnx_model(model))
+    np.testing.assert_allclose(reference.run(["prediction"], {"input": X[:200]})[0],
+                               model.predict(X[:200]), rtol=0, atol=1e-12)
 
 
 def test_ranking_early_stopping_and_no_trees(tmp_path):

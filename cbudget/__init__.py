@@ -47,8 +47,10 @@ from .cstc import Cascade, ClassifierTree
 from .dataset import Dataset
 from .exits import ExitChoice, ExitRules
 from .forest import Forest
-from .interop import to_xgboost  # noqa: F401 - registers the "xgboost" model format
-from .interop import to_lightgbm  # noqa: F401 - registers the "lightgbm" model format
+from .interop import (
+    to_lightgbm,  # noqa: F401 - registers the "lightgbm" model format
+    to_xgboost,  # noqa: F401 - registers the "xgboost" model format
+)
 from .interop.from_lightgbm import from_lightgbm
 from .interop.from_sklearn import from_sklearn
 from .interop.from_xgboost import from_xgboost

@@ -196,10 +196,9 @@ def _check_exportable(booster: Any) -> None:
 
 
 def exported_trees(booster: Booster) -> list[ExportedTree]:
-    """The trees of the LightGBM file of ``booster``, in file order: iteration by
-    iteration, one tree per output (class) in output order, as LightGBM requires. A
-    round of cbudget that lacks a tree of some output gets a one-leaf tree of 0 there; a
-    round with more trees of one output becomes as many iterations. Each output's base
+    """The trees of the LightGBM file of ``booster``, in file order: round by
+    round, one tree per output (class) in output order, as LightGBM requires: a round
+    that lacks a tree of some output gets a one-leaf tree of 0 there. Each output's base
     score is added to the leaves of its first tree."""
     _check_exportable(booster)
     n_outputs = booster.n_outputs
@@ -207,13 +206,13 @@ def exported_trees(booster: Booster) -> list[ExportedTree]:
     # stopping): LightGBM predicts with every tree of the file
     _, end = booster.iterations_used()
     indptr = booster.iteration_indptr
+    # a round holds at most one tree per output (Booster.add_round)
     iterations: list[list[int]] = []          # cbudget tree per output, -1: none
     for r in range(end):
-        per_output: list[list[int]] = [[] for _ in range(n_outputs)]
+        sources = [-1] * n_outputs
         for t in range(indptr[r], indptr[r + 1]):
-            per_output[int(booster.tree_outputs[t])].append(t)
-        for i in range(max(map(len, per_output))):
-            iterations.append([ts[i] if i < len(ts) else -1 for ts in per_output])
+            sources[int(booster.tree_outputs[t])] = t
+        iterations.append(sources)
     if not iterations:
         iterations.append([-1] * n_outputs)   # a model of no rounds: the base scores
     base = np.asarray(booster.base_score, dtype=np.float64)

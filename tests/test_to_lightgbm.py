@@ -24,7 +24,7 @@ CAT = 4                 # the categorical feature's column
 # values of the categorical feature that test LightGBM's rules against cbudget's: NaN,
 # negative ones (missing in cbudget, category 0 or right in LightGBM), non-integers
 # (truncated), codes beyond every bitset, huge and infinite values
-CAT_PROBES = [np.nan, -0.5, -1.0, -1.5, -0.0, 0.0, 0.5, 1.0, 2.7, 3.0, 5.99, 6.0, 31.0,
+CAT_PROBES = [np.nan, -0.5, -1.0, -1.5, -0.0, 0.0, -1e-36, 1e-36, 0.5, 1.0, 2.7, 3.0, 5.99, 6.0, 31.0,
               32.0, 1000.0, 2.0**31, 2.0**32 + 1, 1e300, np.inf, -np.inf, -1e300]
 
 
@@ -131,6 +131,10 @@ def test_lightgbm_predicts_as_cbudget(models, algorithm, key, tmp_path):
     assert booster.num_trees() == len(exported_trees(model))
     assert booster.num_model_per_iteration() == model.n_outputs
     _check_same(model, booster, _probes(model, X, np.random.default_rng(1)))
+    # LightGBM's JSON dump reads the header (feature_infos) and every tree
+    dumped = booster.dump_model()
+    assert len(dumped["tree_info"]) == booster.num_trees()
+    assert dumped["feature_names"] == model.feature_names
 
 
 def test_categorical_splits_need_guards(models):
@@ -230,11 +234,32 @@ def test_multiclass_rounds_are_filled_with_one_leaf_trees(models, tmp_path):
                 _probes(rebuilt, X, np.random.default_rng(6)))
 
 
+def test_model_of_no_rounds_predicts_its_base_scores(models, tmp_path):
+    """No round: one iteration of one-leaf trees holding the base scores (LightGBM's
+    one-leaf layout, which Treelite reads too)."""
+    gtil = pytest.importorskip("treelite.gtil")
+    import treelite
+    model, X = models["gbdt", "multiclass"]
+    empty = model[:0]
+    booster = _save(empty, tmp_path / "empty.txt")
+    assert booster.num_trees() == 3
+    _check_same(empty, booster, X)
+    tl = treelite.frontend.load_lightgbm_model(str(tmp_path / "empty.txt"))
+    np.testing.assert_allclose(gtil.predict(tl, X, pred_margin=True).reshape(len(X), -1),
+                               empty.predict(X, output_margin=True), rtol=1e-12)
+
+
+def test_cost_model_does_not_travel(models, tmp_path):
+    model, _ = models["cegb", "binary"]
+    with pytest.warns(cbudget.ExportWarning, match="'lightgbm' format without the cost"):
+        model.save_model(tmp_path / "cegb.txt", format="lightgbm")
+
+
 def test_dataframe_with_levels(tmp_path):
     """A model trained on a DataFrame's category column: the file's
     pandas_categorical maps a DataFrame by level, in any order of its categories."""
     rng, X, z = _data(7)
-    levels = ["red", "green", "blue", "teal", "gray", "plum"]
+    levels = ["red", "green", "blue", "teal", "grå", "rød"]
     df = pd.DataFrame(X[:, :CAT], columns=list("abcd"))
     codes = np.nan_to_num(X[:, CAT], nan=-1).astype(int)
     df["colour"] = pd.Categorical.from_codes(codes, categories=levels)

@@ -16,8 +16,12 @@ cbudget (missing values go left, or category 0 goes left) a numeric split on the
 feature goes first (:data:`GUARD_THRESHOLD`): NaN and negative values to a copy of the
 subtree that cbudget sends missing values to, other values to the categorical split.
 
-This module does not import :mod:`cbudget.booster` for its own use beyond the class it
-registers; it reads the model through its public attributes.
+LightGBM's ``predict`` reads a dense input with ``|x| <= 1e-35`` as 0 (its
+``kZeroThreshold``): such a value routes as 0 does, which differs from cbudget only at a
+threshold between it and 0 (cbudget's lie between training values) or, for a tiny
+negative value, at a guarded categorical split (category 0 to LightGBM, missing to
+cbudget). The module reads the model through its public attributes, as
+:mod:`.to_xgboost` does.
 """
 from __future__ import annotations
 
@@ -55,7 +59,8 @@ REFUSED_IN_NAMES = string.whitespace + '",:[]{}'
 # (NaN and negative values, in cbudget) must not follow LightGBM's categorical rule: NaN
 # (missing type NaN, default left) and ``x <= -DBL_MIN`` go left. The negative subnormal
 # numbers, above it, would need the threshold -5e-324, which Treelite refuses (a
-# subnormal number is a range error to strtod): LightGBM reads them as category 0.
+# subnormal number is a range error to strtod); LightGBM's predict reads them as 0
+# anyway (as every |x| <= 1e-35), Treelite sends them right.
 GUARD_THRESHOLD = -sys.float_info.min
 
 # LightGBM's decision_type bits
@@ -320,10 +325,10 @@ def save_lightgbm(booster: Booster, path: str | os.PathLike) -> None:
     -----
     LightGBM compares float64 inputs with float64 thresholds, as cbudget: every input
     reaches the leaf it reaches in cbudget, NaN included, and the raw scores equal
-    cbudget's up to the order of the float64 sum. The exceptions: a negative subnormal
-    value (between -2.2e-308 and 0) of a categorical feature is category 0 to LightGBM,
-    missing to cbudget (see :data:`GUARD_THRESHOLD`); Treelite sends every negative value
-    at a categorical split right. LightGBM has no base score: each output's is added
+    cbudget's up to the order of the float64 sum. The exceptions: LightGBM's predict
+    reads a dense input with ``|x| <= 1e-35`` as 0 (it then routes as 0 does in cbudget);
+    Treelite reads a negative subnormal value (between -2.2e-308 and 0) of a
+    categorical feature as missing-goes-right (see :data:`GUARD_THRESHOLD`). LightGBM has no base score: each output's is added
     to the leaves of its first tree. The rounds written are those ``predict`` uses by
     default (up to ``best_iteration`` after early stopping); slice the model
     (``booster[:n]``) to write others. A multiclass model has one tree per class in

@@ -24,8 +24,8 @@ CAT = 4                 # the categorical feature's column
 # values of the categorical feature that test LightGBM's rules against cbudget's: NaN,
 # negative ones (missing in cbudget, category 0 or right in LightGBM), non-integers
 # (truncated), codes beyond every bitset, huge and infinite values
-CAT_PROBES = [np.nan, -0.5, -1.0, -1.5, -0.0, 0.0, -1e-36, 1e-36, 0.5, 1.0, 2.7, 3.0, 5.99, 6.0, 31.0,
-              32.0, 1000.0, 2.0**31, 2.0**32 + 1, 1e300, np.inf, -np.inf, -1e300]
+CAT_PROBES = [np.nan, -0.5, -1.0, -1.5, -0.0, 0.0, -1e-36, 1e-36, 0.5, 1.0, 2.7, 3.0,
+              5.99, 6.0, 31.0, 32.0, 1000.0, 2.0**31, 2.0**32 + 1, 1e300, np.inf, -np.inf, -1e300]
 
 
 def _data(seed, n=400):
@@ -273,6 +273,13 @@ def test_dataframe_with_levels(tmp_path):
     for frame in (df, shuffled):
         np.testing.assert_allclose(booster.predict(frame, raw_score=True),
                                    model.predict(frame, output_margin=True), rtol=1e-12)
+    # a level the model lacks is missing to LightGBM (cbudget: code 6, right), as
+    # documented
+    unseen, missing = df.copy(), df.copy()
+    unseen["colour"] = pd.Categorical(["mauve"] * len(df), categories=[*levels, "mauve"])
+    missing["colour"] = pd.Categorical([None] * len(df), categories=levels)
+    np.testing.assert_allclose(booster.predict(unseen, raw_score=True),
+                               model.predict(missing, output_margin=True), rtol=1e-12)
 
 
 def test_round_trip_of_a_lightgbm_model(tmp_path):

@@ -326,22 +326,24 @@ def save_lightgbm(booster: Booster, path: str | os.PathLike) -> None:
     LightGBM compares float64 inputs with float64 thresholds, as cbudget: every input
     reaches the leaf it reaches in cbudget, NaN included, and the raw scores equal
     cbudget's up to the order of the float64 sum. The exceptions: LightGBM's predict
-    reads a dense input with ``|x| <= 1e-35`` as 0 (it then routes as 0 does in cbudget);
-    Treelite reads a negative subnormal value (between -2.2e-308 and 0) of a
-    categorical feature as missing-goes-right (see :data:`GUARD_THRESHOLD`). LightGBM has no base score: each output's is added
-    to the leaves of its first tree. The rounds written are those ``predict`` uses by
-    default (up to ``best_iteration`` after early stopping); slice the model
-    (``booster[:n]``) to write others. A multiclass model has one tree per class in
-    every iteration (one-leaf trees of 0 fill the gaps). Categorical splits whose
-    missing values go left, or whose set holds category 0, get a numeric split on the
-    same feature before them (NaN and negative values to a copy of the missing values'
-    subtree): lleaves compiles a feature as either numeric or categorical and refuses
-    such a file. The levels of categorical features that have some are written as
-    ``pandas_categorical``, so ``lightgbm.Booster.predict`` maps a DataFrame's
-    ``category`` columns by level; LightGBM makes a level the model lacks missing (the
-    split's missing direction), where cbudget sends it right. Not carried: the cost
-    model and per-node cost metadata, exit rules, the training parameters and, for
-    ranking, the objective's settings.
+    reads a dense input with ``|x| <= 1e-35`` as 0 (it then routes as 0 does in
+    cbudget); Treelite sends a negative subnormal value (between -2.2e-308 and 0) of a
+    categorical feature right (see :data:`GUARD_THRESHOLD`).
+
+    LightGBM has no base score: each output's is added to the leaves of its first tree.
+    The rounds written are those ``predict`` uses by default (up to ``best_iteration``
+    after early stopping); slice the model (``booster[:n]``) to write others. A
+    multiclass model has one tree per class in every iteration (one-leaf trees of 0 fill
+    the gaps). Categorical splits whose missing values go left, or whose set holds
+    category 0, get a numeric split on the same feature before them (NaN and negative
+    values to a copy of the missing values' subtree): lleaves compiles a feature as
+    either numeric or categorical and cannot compile such a file. The levels of the
+    categorical features that have some are written as ``pandas_categorical``, so
+    ``lightgbm.Booster.predict`` maps a DataFrame's ``category`` columns by level;
+    LightGBM makes a level the model lacks missing (the split's missing direction),
+    where cbudget sends it right. Not carried: the cost model and per-node cost
+    metadata, exit rules, the training parameters and, for ranking, the objective's
+    settings.
 
     Raises
     ------

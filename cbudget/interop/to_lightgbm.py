@@ -336,9 +336,11 @@ def save_lightgbm(booster: Booster, path: str | os.PathLike) -> None:
     multiclass model has one tree per class in every iteration (one-leaf trees of 0 fill
     the gaps). Categorical splits whose missing values go left, or whose set holds
     category 0, get a numeric split on the same feature before them (NaN and negative
-    values to a copy of the missing values' subtree): lleaves compiles a feature as
-    either numeric or categorical and cannot compile such a file. The levels of the
-    categorical features that have some are written as ``pandas_categorical``, so
+    values to a copy of the missing values' subtree): lleaves 1.3 compiles a feature as
+    either numeric or categorical and cannot compile such a file, nor one with a
+    threshold of exactly 0 (an assertion of its parser; LightGBM writes 1e-35 there).
+    The levels of the categorical features that have some are written as
+    ``pandas_categorical``, so
     ``lightgbm.Booster.predict`` maps a DataFrame's ``category`` columns by level;
     LightGBM makes a level the model lacks missing (the split's missing direction),
     where cbudget sends it right. Not carried: the cost model and per-node cost

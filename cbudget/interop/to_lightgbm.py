@@ -10,7 +10,7 @@ ordinary number), its ``default_left`` bit cbudget's.
 
 A categorical split (cbudget: the codes of its bitset go left, other codes right, NaN and
 negative values the ``default_left`` way; a value is truncated to its code) becomes a
-LightGBM categorical split over the same bitset. LightGBM sends NaN and values below -1
+LightGBM categorical split over the same bitset. LightGBM sends NaN and values <= -1
 right and truncates a value in ``(-1, 0)`` to category 0, so where that differs from
 cbudget (missing values go left, or category 0 goes left) a numeric split on the same
 feature goes first (:data:`GUARD_THRESHOLD`): NaN and negative values to a copy of the
@@ -126,7 +126,7 @@ def _tree_text(tree: np.ndarray, bitsets: list[np.ndarray], shift: float
         return len(split["split_feature"]) - 1
 
     # (cbudget node, LightGBM parent, its side, copy: a second copy carries no gain so
-    # that gain importance adds up, unguarded: a categorical node's guard is written)
+    # that gain importance adds up, guarded: the categorical node's guard is written)
     stack: list[tuple[int, int, str, bool, bool]] = [(0, -1, "", False, False)]
     while stack:
         n, parent, side, copy, guarded = stack.pop()
@@ -340,12 +340,11 @@ def save_lightgbm(booster: Booster, path: str | os.PathLike) -> None:
     either numeric or categorical and cannot compile such a file, nor one with a
     threshold of exactly 0 (an assertion of its parser; LightGBM writes 1e-35 there).
     The levels of the categorical features that have some are written as
-    ``pandas_categorical``, so
-    ``lightgbm.Booster.predict`` maps a DataFrame's ``category`` columns by level;
-    LightGBM makes a level the model lacks missing (the split's missing direction),
-    where cbudget sends it right. Not carried: the cost model and per-node cost
-    metadata, exit rules, the training parameters and, for ranking, the objective's
-    settings.
+    ``pandas_categorical``, so ``lightgbm.Booster.predict`` maps a DataFrame's
+    ``category`` columns by level; LightGBM makes a level the model lacks missing (the
+    split's missing direction), where cbudget sends it right. Not carried: the cost
+    model and per-node cost metadata, exit rules, the training parameters and, for
+    ranking, the objective's settings.
 
     Raises
     ------

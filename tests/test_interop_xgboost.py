@@ -581,12 +581,13 @@ def test_export_refusals(tmp_path):
     y = _labels(rng, X, "binary:logistic")
     forest = cbudget.train({"objective": "binary:logistic", "algorithm": "budget_rf"},
                            cbudget.Dataset(X, y), 3)
-    with pytest.raises(ValueError, match="Forest is saved in cbudget's format only"):
+    with pytest.raises(ValueError, match="a Forest is saved in the formats 'cbudget', 'onnx' "
+                                         "only, not 'xgboost'"):
         forest.save_model(tmp_path / "f.json", format="xgboost")
     assert not (tmp_path / "f.json").exists()
     model = cbudget.train({"objective": "binary:logistic"}, cbudget.Dataset(X, y), 2)
     with pytest.raises(ValueError, match="unknown model format"):
-        model.save_model(tmp_path / "m.txt", format="lightgbm")
+        model.save_model(tmp_path / "m.txt", format="catboost")
     assert not (tmp_path / "m.txt").exists()
     model.save_model(tmp_path / "m.json")            # the default stays cbudget's
     assert cbudget.load_model(tmp_path / "m.json").objective == "binary:logistic"

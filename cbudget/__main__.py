@@ -152,20 +152,52 @@ def categorical_columns(text: str, feature_names: list[str]) -> Any:
     return names
 
 
-def label_column(frame: Any, label: str, path: str) -> np.ndarray:
-    """The label column of ``frame`` as float64; CommandError when it is missing, has
-    missing values or is not numeric."""
+def label_column(frame: Any, label: str, path: str,
+                 classes: list[str] | None = None) -> tuple[np.ndarray, list[str] | None]:
+    """The label column of ``frame`` as float64, and the class labels when it holds text
+    (or booleans): those of ``classes`` (the training file's), else its own, sorted; a
+    label's value is its class's index. CommandError when the column is missing, has
+    missing values, or holds a class ``classes`` lacks."""
     if label not in frame.columns:
         raise CommandError(f"{path} has no label column {label!r}; its columns: "
                            f"{', '.join(frame.columns)}")
     column = frame[label]
-    if column.dtype.kind not in "biuf":
-        raise CommandError(f"{path}: label column {label!r} is not numeric (dtype "
-                           f"{column.dtype}); classes must be numbered 0..K-1")
-    values = column.to_numpy(dtype=np.float64)
-    if not np.all(np.isfinite(values)):
-        raise CommandError(f"{path}: label column {label!r} has missing or infinite values")
-    return values
+    if column.isna().any():
+        raise CommandError(f"{path}: label column {label!r} has missing values")
+    if column.dtype.kind in "biuf" and classes is None:
+        values = column.to_numpy(dtype=np.float64)
+        if not np.all(np.isfinite(values)):
+            raise CommandError(f"{path}: label column {label!r} has infinite values")
+        return values, None
+    text = column.astype(str).to_numpy()
+    if classes is None:
+        classes = sorted(set(text.tolist()))
+    index = {c: k for k, c in enumerate(classes)}
+    unknown = sorted(set(text.tolist()) - set(index))
+    if unknown:
+        raise CommandError(f"{path}: label column {label!r} holds classes the training "
+                           f"file lacks: {', '.join(map(repr, unknown[:5]))}")
+    return np.array([index[t] for t in text], dtype=np.float64), classes
+
+
+def classification_params(params: dict[str, Any], classes: list[str]) -> dict[str, Any]:
+    """``params`` for a label of the classes ``classes``: binary:logistic for two,
+    multi:softprob (num_class) for more, unless an objective is given; CommandError for
+    a regression or ranking objective."""
+    if len(classes) < 2:
+        raise CommandError(f"the label holds one class ({classes[0]!r}): a classifier "
+                           "needs two or more")
+    params = dict(params)
+    objective = params.get("objective")
+    if objective is None:
+        params["objective"] = "binary:logistic" if len(classes) == 2 else "multi:softprob"
+        if len(classes) > 2:
+            params.setdefault("num_class", len(classes))
+    elif objective not in ("binary:logistic", "multi:softprob"):
+        raise CommandError(f"the label holds classes ({', '.join(classes[:5])}), not "
+                           f"numbers: objective {objective!r} needs numeric labels (use "
+                           "binary:logistic or multi:softprob, the default)")
+    return params
 
 
 def query_column(frame: Any, query: str | None, path: str) -> np.ndarray | None:
@@ -287,7 +319,9 @@ def train_command(args: argparse.Namespace) -> None:
     check_replaceable(args.output)      # refuse a device, FIFO or link before training
     params = training_params(args)
     frame = read_table(args.data)
-    label = label_column(frame, args.label, args.data)
+    label, classes = label_column(frame, args.label, args.data)
+    if classes is not None:
+        params = classification_params(params, classes)
     feature_names = [c for c in frame.columns if c not in (args.label, args.query)]
     if not feature_names:
         raise CommandError(f"{args.data} has no feature columns besides the label")
@@ -302,7 +336,8 @@ def train_command(args: argparse.Namespace) -> None:
     if args.valid is not None:
         valid_frame = read_table(args.valid, text_columns(dtrain.categories, feature_names))
         eval_data = cbudget.Dataset(feature_frame(valid_frame, feature_names, args.valid),
-                                    label_column(valid_frame, args.label, args.valid),
+                                    label_column(valid_frame, args.label, args.valid,
+                                                 classes)[0],
                                     qid=query_column(valid_frame, args.query, args.valid),
                                     reference=dtrain)
         evals, eval_path = [(eval_data, "valid")], args.valid
@@ -317,9 +352,13 @@ def train_command(args: argparse.Namespace) -> None:
                           evals_result=evals_result,
                           verbose_eval=False if args.quiet else max(1, args.rounds // 10),
                           callbacks=[counter], expensive_model=expensive_model)
+    if classes is not None:     # cbudget predict names the classes
+        model.summary["class_labels"] = classes
     # boosters and forests keep the iterations after the best one, but predict (and
     # report costs) up to the best by default, as the other models are cut to it
     model.save_model(args.output)
+    if classes is not None:
+        print(f"classes {', '.join(classes)} (numbered 0..{len(classes) - 1} in that order)")
 
     best = model.best_iteration
     best_text = "" if best is None else f", the best on validation: {best + 1}"
@@ -384,14 +423,26 @@ def read_model_file(path: str, args: argparse.Namespace, *,
         raise CommandError(f"{named}{exc}{hint}") from None
 
 
-def prediction_columns(predictions: np.ndarray) -> dict[str, np.ndarray]:
+def prediction_columns(model: cbudget.Model, X: Any) -> dict[str, np.ndarray]:
     """The model's ``predict`` output as named columns: ``prediction`` (regression value,
     probability of class 1, or a forest's class), or ``proba_0 .. proba_{K-1}`` (a
-    multi-class model's probability per class)."""
-    predictions = np.asarray(predictions)
-    if predictions.ndim == 1:
-        return {"prediction": predictions}
-    return {f"proba_{k}": predictions[:, k] for k in range(predictions.shape[1])}
+    multi-class model's probability per class); for a model trained on text labels
+    (``summary["class_labels"]``), ``proba_<class>`` and the predicted class,
+    ``label``."""
+    predictions = np.asarray(model.predict(X))
+    classes = (model.summary or {}).get("class_labels")
+    names = classes if classes is not None else list(range(predictions.shape[-1]))
+    columns = ({"prediction": predictions} if predictions.ndim == 1 else
+               {f"proba_{names[k]}": predictions[:, k] for k in range(predictions.shape[1])})
+    if classes is not None:
+        if predictions.ndim == 2:
+            chosen = np.argmax(predictions, axis=1)
+        elif predictions.dtype.kind in "iu":        # a forest's classes
+            chosen = predictions
+        else:                                        # the probability of class 1
+            chosen = (predictions > 0.5).astype(np.int64)
+        columns["label"] = np.asarray(classes, dtype=object)[chosen]
+    return columns
 
 
 def predict_command(args: argparse.Namespace) -> None:
@@ -410,7 +461,7 @@ def predict_command(args: argparse.Namespace) -> None:
             raise CommandError(f"{args.model}: {exc}") from None
     text = text_columns(model.categories, model.feature_names)
     X = feature_frame(read_table(args.data, text), model.feature_names, args.data)
-    columns = prediction_columns(model.predict(X))
+    columns = prediction_columns(model, X)
     if args.cost:
         columns["cost"] = model.predict_cost(X)
     write_table(columns, args.output)
@@ -469,6 +520,12 @@ def cost_summary(model: cbudget.Model, X: Any) -> dict[str, Any]:
     }
 
 
+def percent(share: float) -> str:
+    """A share as a percentage with one decimal; a share that rounds to zero is "0.0%",
+    whatever its sign."""
+    return f"{round(100 * share, 1) + 0.0:.1f}%"     # + 0.0 turns -0.0 into 0.0
+
+
 def print_cost_summary(summary: dict[str, Any], model_path: str, data_path: str) -> None:
     """The text form of :func:`cost_summary`."""
     per_input = summary["cost_per_input"]
@@ -497,7 +554,7 @@ def print_cost_summary(summary: dict[str, Any], model_path: str, data_path: str)
             print(f"  {stage_line(stage)}")
     saving = summary["on_demand"]
     print(f"computing every used feature would cost {saving['eager_cost']:.6g} per input; "
-          f"on demand {saving['on_demand_cost']:.6g} ({100 * saving['saved_share']:.1f}% "
+          f"on demand {saving['on_demand_cost']:.6g} ({percent(saving['saved_share'])} "
           "saved)")
 
 
@@ -745,7 +802,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "iterations, the validation metric and the mean cost per input.")
     train_parser.add_argument("data", metavar="DATA", help=data_help)
     train_parser.add_argument("--label", required=True, metavar="COL",
-                              help="the label column (classes numbered 0..K-1)")
+                              help="the label column: numbers (classes numbered 0..K-1), or "
+                                   "text classes (binary:logistic or multi:softprob by "
+                                   "default; cbudget predict names them)")
     train_parser.add_argument("--categorical", default="auto", metavar="COLS",
                               help="the categorical feature columns: 'auto' (default: the "
                                    "columns of strings; Parquet dictionary columns too), "

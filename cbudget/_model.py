@@ -223,7 +223,8 @@ class Model:
             return np.zeros(X.shape[0])
         return costs.structural_costs(*self._cost_and_acquired(X, **reads))
 
-    def next_features(self, known_values: Mapping[int | str, float]) -> list[int]:
+    def next_features(self, known_values: Mapping[int | str, float], *,
+                      names: bool | None = None) -> list[int] | list[str]:
         """For one input, the features to acquire next, given those known so far.
 
         Parameters
@@ -231,14 +232,18 @@ class Model:
         known_values : mapping {feature index or name: value}
             The features known so far (NaN: known to be missing); a categorical
             feature's level as a DataFrame holds it (see :attr:`categories`).
+        names : bool, optional
+            Return feature names (True) or indices (False). Default: names when the
+            keys of ``known_values`` are names, indices when they are indices (or
+            there are none).
 
         Returns
         -------
-        list of int
-            Indices of the features the prediction needs next (all trees, or the
-            current node, at once), sorted; [] when the prediction is ready: then
-            ``predict`` on a row holding the known values (anything elsewhere, e.g. NaN)
-            gives it, reading only known values.
+        list of int or list of str
+            The features the prediction needs next (all trees, or the current node, at
+            once), sorted by index; [] when the prediction is ready: then ``predict``
+            on a row holding the known values (anything elsewhere, e.g. NaN) gives it,
+            reading only known values.
 
         Examples
         --------
@@ -251,7 +256,10 @@ class Model:
         source = FeatureSource(_fetch_nothing, 1,
                                known={key: [value] for key, value in known_values.items()})
         source.bind(self.feature_names, self.cost_model, self.categories)
-        return source.first_requests(self.read_steps(source, np.zeros(1, dtype=np.int64)))
+        needed = source.first_requests(self.read_steps(source, np.zeros(1, dtype=np.int64)))
+        if names is None:
+            names = bool(known_values) and all(isinstance(k, str) for k in known_values)
+        return [self.feature_names[m] for m in needed] if names else needed
 
     def n_threads(self) -> int:
         """Threads the model predicts with (its ``n_jobs`` parameter; None: all cores)."""

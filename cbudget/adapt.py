@@ -28,6 +28,7 @@ from .costs import CostModel, CostReport, resolve_feature
 from .dataset import (
     Dataset,
     InputData,
+    labelled_data,
     prediction_input,
     zero_one_labels,
 )
@@ -516,6 +517,7 @@ class GatedModel(Model):
             ``{"gate": ExitRules, "predictor": ExitRules}`` (the boosted parts; the
             predictor's None when the gate keeps none of ``data``'s inputs).
         """
+        data = labelled_data(data, self.feature_names)   # (X, y) as a Dataset
         if options:
             raise TypeError(unused_exit_options(options))
         parts = {name: part for name, part in (("gate", self.gate),

@@ -26,7 +26,7 @@ from ._ensemble import (
 from ._model import NotApplicableError
 from .category_bins import bitset_codes
 from .costs import CostModel, CostReport, resolve_feature
-from .dataset import Dataset, InputData
+from .dataset import Dataset, InputData, labelled_data
 from .exits import (
     BAND,
     EPSILON_GRID,
@@ -645,6 +645,7 @@ class Booster(TreeEnsemble):
         ExitRules
             Also in :attr:`exit_rules`, saved with the model.
         """
+        data = labelled_data(data, self.feature_names)   # (X, y) as a Dataset
         if max_metric_drop is None:
             rules = self.exit_rules_for(
                 data, [0.01 if epsilon is None else epsilon], every=every, tolerance=tolerance,
@@ -669,6 +670,7 @@ class Booster(TreeEnsemble):
         ``epsilons`` (the other options as there), in one pass over the partial scores
         for them all; the model's own rules (:attr:`exit_rules`) stay as they are. Set
         one with ``model.exit_rules = rules`` (on a :meth:`copy` to keep several)."""
+        data = labelled_data(data, self.feature_names)   # (X, y) as a Dataset
         epsilons = [check_epsilon(e) for e in epsilons]
         if not epsilons:
             raise ValueError("epsilons is empty")
@@ -686,6 +688,7 @@ class Booster(TreeEnsemble):
         exits disagree with the full model on at most epsilon of them by construction:
         these figures are what a choice among epsilons should go by. ValueError for
         fewer than ``2 * EXIT_FOLDS`` rows."""
+        data = labelled_data(data, self.feature_names)   # (X, y) as a Dataset
         if not isinstance(data, Dataset):
             raise TypeError("data must be a cbudget.Dataset")
         n = data.num_data()
@@ -985,6 +988,7 @@ class Booster(TreeEnsemble):
         ValueError
             If no pair is within ``budget``.
         """
+        data = labelled_data(data, self.feature_names)   # (X, y) as a Dataset
         if not isinstance(data, Dataset) or data.label is None:
             raise TypeError("data must be a cbudget.Dataset with labels")
         budget = float(budget)

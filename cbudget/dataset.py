@@ -198,10 +198,38 @@ def prediction_input(X: InputData, feature_names: Sequence[str],
     else:
         if len(categories):
             X = as_pandas(X)
+        X = in_model_order(X, feature_names)
+        if len(categories):
             check_columns(X, feature_names, "X", "the model")     # before mapping levels
         X, names = read_matrix(X, "X", categories, check=False)
     check_columns(X, feature_names, "X", "the model", names)
     return X
+
+
+def in_model_order(data: Any, feature_names: Sequence[str]) -> Any:
+    """A DataFrame whose columns are the model's features in another order, with its
+    columns in the model's order (matched by name, as the CLI matches a file's); any
+    other data as it is."""
+    if not is_table(data):
+        return data
+    names = [str(c) for c in data.columns]
+    if names == list(feature_names) or sorted(names) != sorted(feature_names) \
+            or len(set(names)) != len(names):
+        return data
+    position = {name: j for j, name in enumerate(names)}
+    return data.iloc[:, [position[name] for name in feature_names]]
+
+
+def labelled_data(data: Any, feature_names: Sequence[str]) -> Any:
+    """``(X, y)`` or ``(X, y, weight)`` (a 2-D ``X``, as scikit-learn's ``eval_set``
+    pairs) as a Dataset, for the methods that score validation data (an array's columns
+    named ``feature_names``, the model's); any other data as it is."""
+    if (isinstance(data, tuple) and len(data) in (2, 3)
+            and getattr(data[0], "ndim", np.ndim(data[0])) == 2 and np.ndim(data[1]) == 1):
+        return Dataset(in_model_order(data[0], feature_names), data[1],
+                       weight=data[2] if len(data) == 3 else None,
+                       feature_names=None if is_table(data[0]) else feature_names)
+    return data
 
 
 def check_columns(data: Any, feature_names: Sequence[str], what: str, owner: str,

@@ -317,7 +317,7 @@ def _bad_inputs(files):
           *out], "--categorical names nope"),
         (["train", str(files / "missing.csv"), "--label", "label", *out], "no such file"),
         (["train", str(files / "text_label.csv"), "--label", "label", *out],
-         "label column 'label' is not numeric"),
+         "the label holds one class ('yes'): a classifier needs two or more"),
         (["train", train, "--label", "label", "--params-json", "[1, 2]", *out],
          "--params-json must hold a JSON object"),
         (["predict", model, str(files / "no_mri.csv"), *out],

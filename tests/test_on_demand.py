@@ -401,7 +401,12 @@ def test_next_features_takes_names(setting):
     first = model.next_features({})
     assert first == [model.trees[0]["feature"][0]] or len(first) > 1
     by_name = model.next_features({model.feature_names[m]: X[0, m] for m in first})
-    assert by_name == model.next_features({m: X[0, m] for m in first})
+    by_index = model.next_features({m: X[0, m] for m in first})
+    # asked by name, answered by name (issue 47); by index, by index
+    assert by_name == [model.feature_names[m] for m in by_index]
+    assert model.next_features({model.feature_names[m]: X[0, m] for m in first},
+                               names=False) == by_index
+    assert model.next_features({}, names=True) == [model.feature_names[m] for m in first]
     with pytest.raises(ValueError, match="unknown feature name"):
         model.next_features({"nope": 1.0})
     with pytest.raises(TypeError, match="mapping"):

@@ -976,10 +976,12 @@ def test_predict_dataframe_columns():
     booster = train(dict(FAST), Dataset(df, y), 5, verbose_eval=False)
     assert booster.feature_names == cols
     np.testing.assert_array_equal(booster.predict(df), booster.predict(X))
+    # columns in another order: matched by name (issue 47), as the CLI matches them
+    np.testing.assert_array_equal(booster.predict(df[cols[::-1]]), booster.predict(X))
+    np.testing.assert_array_equal(booster.predict_cost(df[[cols[1], cols[0]] + cols[2:]]),
+                                  booster.predict_cost(X))
     with pytest.raises(ValueError, match="feature names differ"):
-        booster.predict(df[cols[::-1]])
-    with pytest.raises(ValueError, match="feature names differ"):
-        booster.predict_cost(df[[cols[1], cols[0]] + cols[2:]])
+        booster.predict(df[cols[1:] + ["c0"]].rename(columns={"c0": "c0_"}))
     renamed = df.rename(columns={"c3": "zz"})
     with pytest.raises(ValueError, match="feature names differ"):
         booster.predict(renamed)

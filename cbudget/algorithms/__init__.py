@@ -16,6 +16,7 @@ package; see docs/architecture.md, "Adding an algorithm").
 """
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from ..engine import Algorithm
@@ -94,7 +95,10 @@ def resolve_params(params: dict | None) -> dict:
         name = ALIASES.get(key, key)
         if name not in takers:
             valid = sorted(set(takers) | set(ALIASES))
-            raise ValueError(f"unknown parameter {key!r}; valid parameters: {', '.join(valid)}")
+            close = difflib.get_close_matches(str(key), valid, n=3, cutoff=0.6)
+            hint = (f"; did you mean {' or '.join(map(repr, close))}?" if close else "")
+            raise ValueError(f"unknown parameter {key!r}{hint} (valid parameters: "
+                             f"{', '.join(valid)})")
         if name in seen:
             raise ValueError(f"parameter {name!r} given twice (as {seen[name]!r} and {key!r})")
         seen[name] = key

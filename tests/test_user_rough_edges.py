@@ -1,0 +1,100 @@
+"""The rough edges a new user hit (issue 47): a misspelt parameter gets a suggestion,
+validation data as an ``(X, y)`` pair, a DataFrame's columns matched by name, the
+report's percentages, and the CLI's string labels."""
+import numpy as np
+import pytest
+
+import cbudget
+from cbudget.__main__ import main, percent
+
+pd = pytest.importorskip("pandas")
+
+
+@pytest.fixture(scope="module")
+def binary():
+    rng = np.random.default_rng(47)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=len(X)) > 0).astype(float)
+    frame = pd.DataFrame(X, columns=["age", "income", "score"])
+    model = cbudget.train({"objective": "binary:logistic"}, cbudget.Dataset(frame, y), 15,
+                          verbose_eval=False)
+    return frame, y, model
+
+
+def test_a_misspelt_parameter_gets_a_suggestion():
+    data = cbudget.Dataset(np.zeros((10, 2)), np.zeros(10))
+    with pytest.raises(ValueError, match=r"unknown parameter 'num_leave'; did you mean "
+                                         r"'num_leaves'"):
+        cbudget.train({"num_leave": 3}, data, 1)
+    with pytest.raises(ValueError, match=r"unknown parameter 'zzz' \(valid parameters: "):
+        cbudget.train({"zzz": 3}, data, 1)
+
+
+def test_percentages_never_read_minus_zero():
+    assert percent(-1e-9) == "0.0%" and percent(-0.0) == "0.0%"
+    assert percent(0.1234) == "12.3%" and percent(-0.5) == "-50.0%"
+
+
+def test_validation_data_as_a_pair(binary):
+    frame, y, model = binary
+    as_dataset = model.exit_rules_for(cbudget.Dataset(frame, y), [0.05])[0]
+    for data in ((frame, y), (frame.to_numpy(), y), (frame[["score", "age", "income"]], y),
+                 (frame, y, np.ones(len(y)))):
+        assert model.exit_rules_for(data, [0.05])[0].to_dict() == as_dataset.to_dict()
+    by_metric = model.calibrate_exits((frame, y), max_metric_drop=0.01)
+    assert by_metric.to_dict() == model.calibrate_exits(cbudget.Dataset(frame, y),
+                                                        max_metric_drop=0.01).to_dict()
+    with pytest.raises(TypeError, match="Dataset with labels"):
+        model.calibrate_exits(frame, max_metric_drop=0.01)
+
+
+def test_columns_in_another_order_are_matched_by_name(binary):
+    frame, _, model = binary
+    shuffled = frame[["score", "age", "income"]]
+    np.testing.assert_array_equal(model.predict(shuffled), model.predict(frame))
+    np.testing.assert_array_equal(model.predict_cost(shuffled), model.predict_cost(frame))
+    with pytest.raises(ValueError, match="feature names differ"):
+        model.predict(frame.rename(columns={"age": "Age"}))
+    with pytest.raises(ValueError, match="2 features but the model was trained on 3"):
+        model.predict(frame[["age", "income"]])
+
+
+def test_next_features_answers_in_the_keys_it_was_asked_in(binary):
+    frame, _, model = binary
+    first = model.next_features({})
+    assert all(isinstance(m, int) for m in first)
+    row = frame.iloc[0]
+    by_name = model.next_features({model.feature_names[m]: row.iloc[m] for m in first})
+    assert all(isinstance(name, str) for name in by_name)
+    assert by_name == [model.feature_names[m] for m in model.next_features(
+        {m: row.iloc[m] for m in first})]
+
+
+@pytest.mark.parametrize("levels", [["no", "yes"], ["cat", "dog", "emu"]])
+def test_cli_trains_on_string_labels(levels, tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3))
+    classes = np.digitize(X[:, 0], np.linspace(-0.5, 0.5, len(levels) - 1))
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame["y"] = np.asarray(levels, dtype=object)[classes]
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    frame.iloc[:100].to_csv(tmp_path / "valid.csv", index=False)
+    assert main(["train", str(tmp_path / "train.csv"), "--label", "y", "--rounds", "5",
+                 "--valid", str(tmp_path / "valid.csv"), "-o", str(tmp_path / "m.json"),
+                 "--quiet"]) in (0, None)
+    assert f"classes {', '.join(levels)}" in capsys.readouterr().out
+    model = cbudget.load_model(tmp_path / "m.json")
+    assert model.objective == ("binary:logistic" if len(levels) == 2 else "multi:softprob")
+    assert model.summary["class_labels"] == levels
+    frame.drop(columns="y").to_csv(tmp_path / "new.csv", index=False)
+    main(["predict", str(tmp_path / "m.json"), str(tmp_path / "new.csv"), "-o",
+          str(tmp_path / "out.csv")])
+    out = pd.read_csv(tmp_path / "out.csv")
+    assert set(out["label"]) <= set(levels)
+    assert (out["label"] == frame["y"]).mean() > 0.8
+    # a validation label the training labels lack is refused, naming it
+    frame.loc[0, "y"] = "unseen"
+    frame.iloc[:100].to_csv(tmp_path / "valid.csv", index=False)
+    assert main(["train", str(tmp_path / "train.csv"), "--label", "y", "--rounds", "2",
+                 "--valid", str(tmp_path / "valid.csv"), "-o", str(tmp_path / "m2.json")]) == 2
+    assert "'unseen'" in capsys.readouterr().err

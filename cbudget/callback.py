@@ -15,8 +15,8 @@ if TYPE_CHECKING:  # only for type hints: the loop imports this module and the m
     from ._model import CostTracker, Model
     from .dataset import InputData
 
-__all__ = ["TrainingCallback", "EvaluationMonitor", "ProgressMonitor", "EarlyStopping",
-           "BudgetStopping", "CallbackContainer"]
+__all__ = ["TrainingCallback", "EvaluationMonitor", "ProgressMonitor", "ProgressLines",
+           "EarlyStopping", "BudgetStopping", "CallbackContainer"]
 
 # {data name: {metric name: [value per iteration]}}
 EvalsLog: TypeAlias = dict[str, dict[str, list[float]]]
@@ -136,6 +136,49 @@ class EvaluationMonitor(TrainingCallback):
         return model
 
 
+class ProgressLines:
+    """While a long job runs, a line every ``interval`` seconds with the steps done of
+    ``total`` and an estimate of the time left; nothing for a job done within
+    ``interval``.
+
+    Parameters
+    ----------
+    total : int
+        The steps the job takes at most.
+    what : str
+        What a step is, in the plural ("iterations", "models").
+    interval : float, default 10
+        Seconds between lines.
+    stream : text stream, default sys.stdout
+    clock : callable, default time.perf_counter
+        Seconds (for tests).
+    """
+
+    def __init__(self, total: int, what: str, interval: float = 10.0,
+                 stream: TextIO | None = None, clock=time.perf_counter) -> None:
+        if not interval > 0:
+            raise ValueError(f"interval must be > 0, got {interval!r}")
+        self.total, self.what = int(total), what
+        self.interval = float(interval)
+        self.stream = stream
+        self.clock = clock
+        self._start = self._last = clock()
+
+    def start(self) -> None:
+        """(Re)start the clock: the job begins."""
+        self._start = self._last = self.clock()
+
+    def step(self, done: int, prefix: str = "") -> None:
+        """``done`` steps are done: a line if ``interval`` has passed since the last."""
+        now = self.clock()
+        if now - self._last >= self.interval:
+            elapsed = now - self._start
+            left = elapsed / max(done, 1) * max(self.total - done, 0)
+            print(f"{prefix}{done}/{self.total} {self.what} in {elapsed:.0f} s, about "
+                  f"{left:.0f} s left at most", file=self.stream or sys.stdout, flush=True)
+            self._last = now
+
+
 class ProgressMonitor(TrainingCallback):
     """On long training, a line every ``interval`` seconds with the iterations done and
     an estimate of the time left (nothing when training takes less than ``interval``):
@@ -154,32 +197,19 @@ class ProgressMonitor(TrainingCallback):
 
     def __init__(self, n_iterations: int, interval: float = 10.0, stream: TextIO | None = None,
                  clock=time.perf_counter) -> None:
-        if not interval > 0:
-            raise ValueError(f"interval must be > 0, got {interval!r}")
         self.n_iterations = int(n_iterations)
-        self.interval = float(interval)
-        self.stream = stream
-        self.clock = clock
-        self._start = self._last = 0.0
+        self._lines = ProgressLines(n_iterations, "iterations", interval, stream, clock)
         self._first_epoch = 0
 
     def before_training(self, model: Model) -> Model:
-        self._start = self._last = self.clock()
+        self._lines.start()
         self._first_epoch = -1
         return model
 
     def after_iteration(self, model: Model, epoch: int, evals_log: EvalsLog) -> bool:
         if self._first_epoch < 0:   # a continued model's iterations are numbered on
             self._first_epoch = epoch
-        now = self.clock()
-        if now - self._last >= self.interval:
-            done = epoch - self._first_epoch + 1
-            elapsed = now - self._start
-            left = elapsed / done * max(self.n_iterations - done, 0)
-            print(f"[{epoch}] {done}/{self.n_iterations} iterations in {elapsed:.0f} s, "
-                  f"about {left:.0f} s left at most", file=self.stream or sys.stdout,
-                  flush=True)
-            self._last = now
+        self._lines.step(epoch - self._first_epoch + 1, prefix=f"[{epoch}] ")
         return False
 
 

@@ -26,6 +26,7 @@ from ._core._openmp_helpers import resolve_n_threads
 from ._model import Model, NotApplicableError
 from .algorithms import taken_by
 from .booster import Booster
+from .callback import ProgressLines
 from .dataset import Dataset
 from .exits import EXIT_FOLDS, check_epsilon
 from .metrics import RANKING_OBJECTIVES, evaluate_on, metric_maximize
@@ -226,7 +227,7 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
               n_jobs: int = 1, executor: Executor | None = None,
               exit_epsilons=None, exit_every: int = 1, exit_tolerance: float | None = None,
               exit_scoring: str = "cross_fitted", cascades: bool | int = False,
-              cascade_every: int | None = None,
+              cascade_every: int | None = None, verbose: bool = True,
               **train_kwargs) -> CostPath:
     """Train one model per trade-off from ``lambda_max`` down and return the frontier.
 
@@ -315,6 +316,9 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         The iterations between two exit checks of a cascade (default
         ``num_boost_round // 20``, at least 1); ``r1`` is rounded to a multiple of it,
         so that a check falls on the stage boundary.
+    verbose : bool, default True
+        On a long path, a line every 10 seconds with the models trained and an
+        estimate of the time left (nothing for a path trained within 10 seconds).
 
     Returns
     -------
@@ -384,13 +388,29 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
         with _no_lambda_max_warning():   # the filter below does not reach the executor
             return fit(lam)
 
-    def fit_all(lams: list[float]) -> dict[float, ScoredModel]:
+    # a line every 10 s on a long path (the refinements may stop early: "at most")
+    progress = ProgressLines(len(grid) + n_refine, "models",
+                             interval=10.0 if verbose else math.inf)
+    done = 0
+
+    def trained(lams: list[float]) -> Iterator[ScoredModel]:
+        """The models of ``lams``, in order, each as soon as it and those before are."""
         if executor is not None:
-            return dict(zip(lams, executor.map(fit_elsewhere, lams)))
-        if workers > 1 and len(lams) > 1:
+            yield from executor.map(fit_elsewhere, lams)
+        elif workers > 1 and len(lams) > 1:
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                return dict(zip(lams, pool.map(fit, lams)))
-        return {lam: fit(lam) for lam in lams}
+                yield from pool.map(fit, lams)
+        else:
+            yield from map(fit, lams)
+
+    def fit_all(lams: list[float]) -> dict[float, ScoredModel]:
+        nonlocal done
+        fitted = {}
+        for lam, scored in zip(lams, trained(lams)):
+            fitted[lam] = scored
+            done += 1
+            progress.step(done, prefix="cost_path: ")
+        return fitted
 
     with _no_lambda_max_warning():
         fitted = fit_all(grid.tolist())

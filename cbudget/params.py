@@ -27,6 +27,7 @@ ALIASES = {
     "random_state": "seed",
     "min_child_samples": "min_data_in_leaf",
     "cegb_tradeoff": "cost_tradeoff",
+    "verbose": "verbosity",
 }
 
 
@@ -154,8 +155,9 @@ COMMON_PARAMS = (
     Param("seed", 0, number(integer=True, low=0, high=2 ** 63 - 1), "random seed"),
     Param("n_jobs", None, any_integer,
           "threads; None / -1: all the CPUs this process may use (more are capped)"),
-    Param("verbosity", 1, number(integer=True, low=0),
-          "0: no progress messages of the algorithms (verbose_eval prints the metrics)"),
+    Param("verbosity", 1, number(integer=True, low=-1),
+          "0 or -1 (LightGBM's 'fatal only'): no progress messages of the algorithms "
+          "(verbose_eval prints the metrics)"),
 )
 
 

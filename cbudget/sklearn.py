@@ -44,6 +44,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from ._model import Model
 from .adapt import ExternalModel, GatedModel
+from .callback import ProgressMonitor, TrainingCallback
 from .categories import as_pandas, auto_columns, parse_categorical_feature
 from .cost_path import CostPath, cost_path
 from .costs import CostGroups, CostReport, FeatureCosts, GroupCosts
@@ -325,7 +326,9 @@ class _CostAwareEstimator(BaseEstimator):
                 self.expensive_model_ = expensive
             self.model_ = train(params, dtrain, self.n_estimators, evals=evals,
                                 early_stopping_rounds=self.early_stopping_rounds,
-                                evals_result=evals_result, verbose_eval=self.verbose,
+                                evals_result=evals_result,
+                                verbose_eval=max(self.verbose, 0),
+                                callbacks=self._progress(),
                                 expensive_model=expensive)
             if self._cost_tradeoff_from_path():   # nothing to search: the one model
                 self.cost_path_: CostPath | None = None
@@ -350,6 +353,11 @@ class _CostAwareEstimator(BaseEstimator):
         """Whether ``cost_tradeoff="path"`` asks for the trade-off to be chosen on a
         cost path (the boosters that have a ``lambda_max``)."""
         return False
+
+    def _progress(self) -> list[TrainingCallback]:
+        """verbose False (0): a line every 10 s on a long fit only (verbose True prints
+        the metrics, and those lines too); -1: nothing."""
+        return [ProgressMonitor(self.n_estimators)] if self.verbose == 0 else []
 
     def _model_on_cost_path(self, params: dict[str, Any], dtrain: Dataset, evals: list,
                             seed: int) -> Model | dict[str, Any]:
@@ -395,7 +403,7 @@ class _CostAwareEstimator(BaseEstimator):
             early_stopping_rounds=self.early_stopping_rounds,
             exit_epsilons=getattr(self, "exit_epsilons", None),
             exit_tolerance=getattr(self, "exit_tolerance", None),
-            cascades=self._searches_cascades())
+            cascades=self._searches_cascades(), verbose=self.verbose >= 0)
         chosen = path.best_index(np.inf, 0.0) if self.cost_budget is None \
             else path.best_index(self.cost_budget, BUDGET_MARGIN)
         lam = float(path.lambdas[chosen])
@@ -900,6 +908,8 @@ n_jobs : int, optional
     Threads (None or -1: all cores).
 verbose : bool or int, default False
     Print the evaluation metrics every iteration (or every ``verbose`` iterations).
+    False: only on a long fit, a line every 10 seconds with the iterations done (or
+    the cost path's models trained) and the time left; -1: nothing.
 params : dict, optional
     Any other parameter of the algorithm by its cbudget name
     (``cbudget.algorithms.parameter_docs(name)`` lists them); unknown names raise.

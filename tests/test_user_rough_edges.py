@@ -30,6 +30,16 @@ def test_a_misspelt_parameter_gets_a_suggestion():
         cbudget.train({"zzz": 3}, data, 1)
 
 
+def test_lightgbm_users_verbosity_is_taken(capsys):
+    data = cbudget.Dataset(np.arange(40.0).reshape(20, 2), np.arange(20.0) % 2)
+    for params in ({"verbosity": -1}, {"verbose": -1}):
+        model = cbudget.train({"algorithm": "cegb", **params}, data, 2)
+        assert model.params["verbosity"] == -1
+    assert capsys.readouterr().out == ""
+    with pytest.raises(ValueError, match="given twice"):
+        cbudget.train({"verbose": 0, "verbosity": 0}, data, 1)
+
+
 def test_percentages_never_read_minus_zero():
     assert percent(-1e-9) == "0.0%" and percent(-0.0) == "0.0%"
     assert percent(0.1234) == "12.3%" and percent(-0.5) == "-50.0%"
@@ -98,3 +108,30 @@ def test_cli_trains_on_string_labels(levels, tmp_path, capsys):
     assert main(["train", str(tmp_path / "train.csv"), "--label", "y", "--rounds", "2",
                  "--valid", str(tmp_path / "valid.csv"), "-o", str(tmp_path / "m2.json")]) == 2
     assert "'unseen'" in capsys.readouterr().err
+
+
+def test_progress_lines_on_long_jobs_only():
+    import io
+
+    from cbudget.callback import ProgressLines
+    ticks = iter([0.0, 0.0, 4.0, 11.0, 12.0, 25.0])
+    out = io.StringIO()
+    lines = ProgressLines(10, "models", interval=10, stream=out, clock=lambda: next(ticks))
+    lines.start()
+    for done in range(1, 5):
+        lines.step(done, prefix="cost_path: ")
+    assert out.getvalue().splitlines() == [
+        "cost_path: 2/10 models in 11 s, about 44 s left at most",
+        "cost_path: 4/10 models in 25 s, about 38 s left at most"]
+
+
+def test_estimators_and_cost_path_are_quiet_on_short_runs(capsys):
+    sklearn = pytest.importorskip("cbudget.sklearn")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    estimator = sklearn.CEGBClassifier(n_estimators=5, feature_costs=[1.0, 2.0, 3.0])
+    assert [type(c).__name__ for c in estimator._progress()] == ["ProgressMonitor"]
+    assert sklearn.CEGBClassifier(verbose=-1)._progress() == []
+    estimator.fit(X, y)
+    assert capsys.readouterr().out == ""

@@ -71,16 +71,52 @@ def _finish(ax: Axes, new_figure: Figure | None) -> Axes:
 
 
 def _check_model(model: Any) -> Model:
+    """The cbudget model of ``model``: itself, or a fitted cbudget estimator's
+    (``cbudget.sklearn``, its ``model_``)."""
+    if not isinstance(model, Model) and isinstance(getattr(model, "model_", None), Model):
+        return model.model_
     if not isinstance(model, Model):
+        hint = ""
+        if hasattr(model, "steps"):
+            hint = ("; for a pipeline, give its last step (pipeline[-1]) and the data "
+                    "transformed by the others (pipeline[:-1].transform(X))")
+        elif type(model).__module__.startswith("cbudget"):
+            hint = "; fit the estimator first"
         raise TypeError(f"model must be a cbudget model (Booster, Forest, ClassifierTree, "
-                        f"Cascade, GatedModel), got {type(model).__name__}")
+                        f"Cascade, GatedModel) or a fitted cbudget.sklearn estimator, got "
+                        f"{type(model).__name__}{hint}")
     return model
+
+
+# cost axes: a linear axis squeezes cheap models into a spike when the costs span more
+# than this ratio (largest to smallest positive)
+LOG_SCALE_SPAN = 30.0
+XSCALES = ("auto", "linear", "log", "symlog")
+
+
+def _set_cost_scale(ax: Axes, costs: np.ndarray, xscale: str) -> None:
+    """The cost axis's scale: ``xscale``, or for "auto" chosen by the costs: log when
+    they are positive and span more than :data:`LOG_SCALE_SPAN`, symlog (linear below
+    the smallest positive cost) when some are 0, else linear (an axis another call made
+    logarithmic stays so)."""
+    if xscale not in XSCALES:
+        raise ValueError(f"xscale must be one of {XSCALES}, got {xscale!r}")
+    positive = costs[np.isfinite(costs) & (costs > 0)]
+    if xscale == "auto":
+        if ax.get_xscale() != "linear" or positive.size == 0 \
+                or positive.max() <= LOG_SCALE_SPAN * positive.min():
+            return
+        xscale = "log" if positive.size == costs.size else "symlog"
+    if xscale == "symlog":
+        ax.set_xscale("symlog", linthresh=float(positive.min()) if positive.size else 1.0)
+    else:
+        ax.set_xscale(xscale)
 
 
 # -- accuracy against cost ---------------------------------------------------------------
 def plot_cost_curve(model: Model, data: Dataset, *, metric: str | None = None,
                     ax: Axes | None = None, label: str | None = None,
-                    **plot_kwargs: Any) -> Axes:
+                    xscale: str = "auto", **plot_kwargs: Any) -> Axes:
     """The metric on ``data`` against the mean prediction cost per input of ``data``.
 
     For a model built in stages (a Booster's rounds, a Forest's trees) one point per
@@ -101,6 +137,9 @@ def plot_cost_curve(model: Model, data: Dataset, *, metric: str | None = None,
         Drawn on a new figure when not given.
     label : str, optional
         Legend entry. Default: the model's algorithm.
+    xscale : {"auto", "linear", "log", "symlog"}, default "auto"
+        The cost axis's scale; "auto": logarithmic when the costs span more than 30x
+        (symlog when some are 0), so that cheap models are not squeezed together.
     **plot_kwargs
         Passed to ``ax.plot`` (color, linestyle, marker...).
 
@@ -133,6 +172,7 @@ def plot_cost_curve(model: Model, data: Dataset, *, metric: str | None = None,
     ax, new_figure = _axes(ax)
     ax.plot(costs, scores, label=label if label is not None else model.algorithm,
             **plot_kwargs)
+    _set_cost_scale(ax, np.asarray(costs, dtype=float), xscale)
     ax.set_xlabel(COST_LABEL)
     ax.set_ylabel(metric)
     ax.legend()
@@ -192,7 +232,7 @@ def _metric_direction(metric: str | None, maximize: bool | None) -> bool | None:
 
 def plot_frontier(paths: Mapping[str, Any], *, ax: Axes | None = None,
                   metric: str | None = None, pareto_only: bool = False,
-                  maximize: bool | None = None) -> Axes:
+                  maximize: bool | None = None, xscale: str = "auto") -> Axes:
     """Score-against-cost frontiers of several models or libraries, one colour each: the
     Pareto-optimal points as a line with markers, the others faint.
 
@@ -213,6 +253,8 @@ def plot_frontier(paths: Mapping[str, Any], *, ax: Axes | None = None,
         Whether a higher score is better. Default: known for cbudget's metrics
         (``auc``: higher; ``error``, ``logloss``...: lower) and "accuracy" (higher).
         Needed only to find the Pareto-optimal points of a path that does not give them.
+    xscale : {"auto", "linear", "log", "symlog"}, default "auto"
+        As for :func:`plot_cost_curve`: logarithmic when the costs span more than 30x.
 
     Returns
     -------
@@ -254,6 +296,7 @@ def plot_frontier(paths: Mapping[str, Any], *, ax: Axes | None = None,
         if not pareto_only and not pareto.all():
             ax.plot(path.costs[~pareto], path.scores[~pareto], linestyle="none", marker="o",
                     color=line.get_color(), alpha=0.3)
+    _set_cost_scale(ax, np.concatenate([p.costs for p in checked.values()]), xscale)
     ax.set_xlabel(COST_LABEL)
     ax.set_ylabel(metric or "score")
     ax.legend()
@@ -520,13 +563,13 @@ def _tree_nodes(model: Model, tree_index: int, X: np.ndarray | None, n_inputs: i
     raise NotApplicableError(f"plot_tree does not know how to draw a {type(model).__name__}")
 
 
-def _drawn_tree(model: Any, tree_index: int, X: InputData | None, max_depth: int | None,
-                part: str | None) -> tuple[list[DrawnNode], str]:
+def _drawn_tree(model: Any, tree_index: int, X: InputData | None,
+                max_depth: int | str | None, part: str | None) -> tuple[list[DrawnNode], str]:
     model = _check_model(model)
-    if max_depth is not None and (isinstance(max_depth, bool)
-                                  or not isinstance(max_depth, (int, np.integer))
-                                  or max_depth < 0):
-        raise ValueError(f"max_depth must be an int >= 0 or None, got {max_depth!r}")
+    if max_depth is not None and max_depth != "auto" and (
+            isinstance(max_depth, bool) or not isinstance(max_depth, (int, np.integer))
+            or max_depth < 0):
+        raise ValueError(f"max_depth must be an int >= 0, 'auto' or None, got {max_depth!r}")
     prepared = None if X is None else model.prepare_input(X)
     return _tree_nodes(model, tree_index, prepared,
                        0 if prepared is None else prepared.shape[0], part)
@@ -539,6 +582,24 @@ class TreeLayout:
     x: dict[int, float]
     depth: dict[int, int]
     hidden: dict[int, int]
+
+
+# plot_tree's max_depth="auto": the deepest drawing at most this many nodes wide (about
+# 16 inches at the default font size: readable on a screen)
+READABLE_COLUMNS = 10
+
+
+def _readable_layout(nodes: list[DrawnNode], max_depth: int | str | None) -> TreeLayout:
+    """The layout of ``max_depth``; for "auto", of the deepest ``max_depth`` whose
+    drawing is at most :data:`READABLE_COLUMNS` nodes wide (at least the root's split)."""
+    if max_depth != "auto":
+        return _layout(nodes, max_depth)   # type: ignore[arg-type]
+    layout = _layout(nodes, None)
+    depth = max(layout.depth.values())
+    while depth > 1 and len(layout.x) and 1 + max(layout.x.values()) > READABLE_COLUMNS:
+        depth -= 1
+        layout = _layout(nodes, depth)
+    return layout
 
 
 def _layout(nodes: list[DrawnNode], max_depth: int | None) -> TreeLayout:
@@ -572,7 +633,7 @@ def _layout(nodes: list[DrawnNode], max_depth: int | None) -> TreeLayout:
 
 
 def plot_tree(model: Model, tree_index: int = 0, *, X: InputData | None = None,
-              ax: Axes | None = None, max_depth: int | None = None,
+              ax: Axes | None = None, max_depth: int | str | None = "auto",
               part: str | None = None, fontsize: float = 8) -> Axes:
     """Draw one tree with what its nodes cost and how many inputs reach them.
 
@@ -600,9 +661,10 @@ def plot_tree(model: Model, tree_index: int = 0, *, X: InputData | None = None,
         traversal of training).
     ax : matplotlib Axes, optional
         Default: a new figure sized to the tree.
-    max_depth : int, optional
+    max_depth : int, "auto" or None, default "auto"
         Draw the nodes down to this depth (the root is depth 0); a node with nodes cut
-        off below says how many.
+        off below says how many. "auto": as deep as a drawing 10 nodes wide allows (a
+        deep tree drawn whole is thousands of pixels wide); None: every node.
     part : {"gate", "predictor", "expensive"}
         For a gated model (required): the booster to draw. The reach counts the inputs
         the gate sends to that part, as a share of all of ``X``.
@@ -623,7 +685,7 @@ def plot_tree(model: Model, tree_index: int = 0, *, X: InputData | None = None,
         external expensive model).
     """
     nodes, title = _drawn_tree(model, tree_index, X, max_depth, part)
-    layout = _layout(nodes, max_depth)
+    layout = _readable_layout(nodes, max_depth)
     n_columns = 1 + max(layout.x.values())
     n_levels = 1 + max(layout.depth.values())
     ax, new_figure = _axes(ax, figsize=(min(40.0, max(6.0, 1.6 * n_columns)),
@@ -677,7 +739,7 @@ def to_graphviz(model: Model, tree_index: int = 0, *, X: InputData | None = None
     str
     """
     nodes, title = _drawn_tree(model, tree_index, X, max_depth, part)
-    layout = _layout(nodes, max_depth)
+    layout = _readable_layout(nodes, max_depth)
     lines = ["digraph tree {", f'  label="{_dot_escape(title)}";', "  labelloc=t;",
              '  node [shape=box, style="rounded,filled", fillcolor="#dde8f5", fontsize=10];']
     for k in sorted(layout.x):

@@ -252,7 +252,7 @@ def test_acquisition_keeps_the_top_features(models, data):
 def test_tree_of_an_ensemble(models, data, algorithm, tmp_path):
     model, Xv = models[algorithm], data[2]
     tree = model.trees[1]
-    ax = plotting.plot_tree(model, 1)
+    ax = plotting.plot_tree(model, 1, max_depth=None)      # every node
     texts = _node_texts(ax)
     assert len(texts) == tree.shape[0]
     root = texts[0]         # nodes are drawn in id order; the root first
@@ -265,12 +265,21 @@ def test_tree_of_an_ensemble(models, data, algorithm, tmp_path):
     # reach over X: the share of X's inputs reaching each leaf
     leaves = model.predict(Xv, pred_leaf=True, iteration_range=(1, 2))[:, 0]
     counts = np.bincount(leaves, minlength=tree.shape[0])
-    texts = _node_texts(plotting.plot_tree(model, 1, X=Xv))
+    texts = _node_texts(plotting.plot_tree(model, 1, X=Xv, max_depth=None))
     for k in np.flatnonzero(tree["left"] == -1):
         assert texts[k].endswith(f"reach {counts[k] / Xv.shape[0]:.1%}")
 
     shallow = plotting.plot_tree(model, 1, max_depth=1)
     assert len(_node_texts(shallow)) == np.count_nonzero(tree["depth"] <= 1)
+    # by default as deep as a drawing 10 nodes wide allows: the deepest such depth
+    readable = plotting.plot_tree(model, 1)
+    shown = len(_node_texts(readable))
+    widths = {d: np.count_nonzero((tree["depth"] == d) | ((tree["depth"] < d)
+                                                          & (tree["left"] == -1)))
+              for d in range(int(tree["depth"].max()) + 1)}
+    depth = max([d for d, w in widths.items() if w <= plotting.READABLE_COLUMNS] + [1])
+    assert shown == np.count_nonzero(tree["depth"] <= depth)
+    assert readable.figure.get_figwidth() <= 1.6 * plotting.READABLE_COLUMNS
     with pytest.raises(IndexError, match="out of range"):
         plotting.plot_tree(model, len(model.trees))
     with pytest.raises(ValueError, match="part applies to gated models"):
@@ -352,3 +361,38 @@ def test_plots_need_matplotlib(models, data, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)   # as if not installed
     with pytest.raises(ImportError, match=r"pip install matplotlib \(or cbudget\[plot\]\)"):
         plotting.plot_acquisition(models["gbdt"], data[2])
+
+
+def test_fitted_estimators_are_plotted_pipelines_explained(data):
+    sklearn = pytest.importorskip("cbudget.sklearn")
+    pipeline_module = pytest.importorskip("sklearn.pipeline")
+    preprocessing = pytest.importorskip("sklearn.preprocessing")
+    dtrain, dvalid, Xv = data
+    estimator = sklearn.CEGBClassifier(n_estimators=5, feature_costs=COSTS["feature_costs"],
+                                       cost_tradeoff=0.01).fit(dtrain.data, dtrain.label)
+    assert plotting.plot_cost_curve(estimator, cbudget.Dataset(Xv, dvalid.label)).get_lines()
+    assert _node_texts(plotting.plot_tree(estimator, 0))
+    plotting.plot_acquisition(estimator, Xv)
+    with pytest.raises(TypeError, match="fit the estimator first"):
+        plotting.plot_tree(sklearn.CEGBClassifier(), 0)
+    pipeline = pipeline_module.make_pipeline(preprocessing.StandardScaler(), estimator)
+    with pytest.raises(TypeError, match=r"pipeline\[-1\]"):
+        plotting.plot_tree(pipeline, 0)
+    plt.close("all")
+
+
+@pytest.mark.parametrize("costs, scale", [
+    ([0.1, 0.5, 3.0, 40.0, 720.0], "log"),        # cheap models apart, not in a spike
+    ([0.0, 0.1, 3.0, 720.0], "symlog"),           # a model that buys nothing: 0
+    ([10.0, 12.0, 15.0, 20.0], "linear")])
+def test_cost_axes_scale_by_the_costs(costs, scale):
+    scores = np.linspace(0.6, 0.9, len(costs))
+    ax = plotting.plot_frontier({"path": (np.array(costs), scores)}, maximize=True)
+    assert ax.get_xscale() == scale
+    forced = plotting.plot_frontier({"path": (np.array(costs), scores)}, maximize=True,
+                                    xscale="linear")
+    assert forced.get_xscale() == "linear"
+    with pytest.raises(ValueError, match="xscale must be one of"):
+        plotting.plot_frontier({"path": (np.array(costs), scores)}, maximize=True,
+                               xscale="loglog")
+    plt.close("all")

@@ -23,9 +23,10 @@ cbudget`` does not import this module.
 """
 from __future__ import annotations
 
+import math
 import numbers
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeVar, Union
 
 import numpy as np
@@ -35,6 +36,8 @@ from numpy.typing import ArrayLike
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_regressor
     from sklearn.exceptions import NotFittedError
+    from sklearn.metrics import get_scorer
+    from sklearn.pipeline import Pipeline
     from sklearn.utils import check_random_state
     from sklearn.utils.multiclass import check_classification_targets
     from sklearn.utils.validation import check_is_fitted, validate_data
@@ -60,7 +63,7 @@ from .training import train
 __all__ = ["GBDTClassifier", "GBDTRegressor", "CEGBClassifier", "CEGBRegressor",
            "GreedyMiserClassifier", "GreedyMiserRegressor", "BudgetRFClassifier",
            "CSTCClassifier", "CSTCRegressor", "ADAPTClassifier", "GBDTRanker", "CEGBRanker",
-           "GreedyMiserRanker"]
+           "GreedyMiserRanker", "predict_cost", "make_cost_scorer"]
 
 # what validate_data accepts: cbudget reads NaN as a missing value, and densifies sparse
 # input as cbudget.Dataset does (implicit zeros are zeros)
@@ -1339,3 +1342,86 @@ class ADAPTClassifier(_Classifier, _CostAwareEstimator):
                              f"not {self.classes_.tolist()}")
         model = getattr(f0, "model_", None)     # a fitted cbudget estimator
         return model if isinstance(model, Model) else ExternalModel(f0, features="all")
+
+
+# -- cost-aware model selection ------------------------------------------------------------
+def predict_cost(estimator: Any, X: MatrixLike) -> np.ndarray:
+    """The prediction cost of each input of a fitted estimator that ends in a cbudget
+    one: a cbudget estimator or model; a ``Pipeline`` (``X`` through its transforming
+    steps, then its last step's cost: scikit-learn's meta-estimators forward
+    ``predict`` but no other method); a fitted search (``GridSearchCV``...: its
+    ``best_estimator_``).
+
+    Raises
+    ------
+    TypeError
+        For an estimator that does not end in a cbudget estimator or model.
+    """
+    while True:
+        if isinstance(estimator, (Model, _CostAwareEstimator)):
+            return estimator.predict_cost(X)
+        if isinstance(estimator, Pipeline):
+            for _, step in estimator.steps[:-1]:
+                if step is not None and step != "passthrough":
+                    X = step.transform(X)
+            estimator = estimator.steps[-1][1]
+        elif hasattr(estimator, "best_estimator_"):
+            estimator = estimator.best_estimator_
+        else:
+            raise TypeError(f"predict_cost needs a cbudget estimator or model, or a "
+                            f"pipeline or fitted search ending in one; got "
+                            f"{type(estimator).__name__}")
+
+
+# how far below every candidate within the budget one over it scores (make_cost_scorer):
+# finite (a search averages the folds' scores), and more the dearer the candidate
+OVER_BUDGET = 1e6
+
+
+def make_cost_scorer(metric: str | Callable[..., float] = "accuracy", *,
+                     cost_weight: float | None = None,
+                     budget: float | None = None) -> Callable[..., float]:
+    """A scorer for scikit-learn's model selection (``GridSearchCV(scoring=...)``,
+    ``cross_val_score``) that weighs the mean prediction cost against ``metric``, through
+    pipelines and searches (:func:`predict_cost`).
+
+    Parameters
+    ----------
+    metric : str or callable, default "accuracy"
+        A scikit-learn scorer name (``"roc_auc"``, ``"neg_log_loss"``, ...) or a scorer
+        ``metric(estimator, X, y) -> float`` (higher is better).
+    cost_weight : float, optional
+        The score is ``metric - cost_weight * mean cost``.
+    budget : float, optional
+        The score is ``metric`` for a candidate whose mean cost on the scored inputs is
+        within ``budget``; a candidate over it scores about ``-1e6`` (:data:`OVER_BUDGET`,
+        lower the dearer it is), below every candidate within it. Give ``cost_weight``
+        or ``budget``.
+
+    Returns
+    -------
+    callable
+        ``scorer(estimator, X, y) -> float``.
+    """
+    if (cost_weight is None) == (budget is None):
+        raise ValueError("give cost_weight or budget (one of them)")
+    limit = cost_weight if budget is None else budget
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) \
+            or not math.isfinite(limit) or limit < 0:
+        raise ValueError(f"{'cost_weight' if budget is None else 'budget'} must be a "
+                         f"finite number >= 0, got {limit!r}")
+    scorer = get_scorer(metric) if isinstance(metric, str) else metric
+    if not callable(scorer):
+        raise TypeError(f"metric must be a scorer name or a callable, got {metric!r}")
+
+    def cost_scorer(estimator: Any, X: MatrixLike, y: ArrayLike) -> float:
+        score = float(scorer(estimator, X, y))
+        cost = float(np.mean(predict_cost(estimator, X)))
+        if budget is None:
+            return score - float(cost_weight) * cost   # type: ignore[arg-type]
+        if cost <= budget:
+            return score
+        return score - OVER_BUDGET * (1.0 + (cost - budget) / (cost + budget))
+
+    return cost_scorer
+

@@ -5,6 +5,7 @@ models."""
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -32,8 +33,10 @@ from cbudget.sklearn import (  # noqa: E402
     CSTCClassifier,
     CSTCRegressor,
     GBDTClassifier,
+    GBDTRanker,
     GBDTRegressor,
     GreedyMiserClassifier,
+    GreedyMiserRanker,
     GreedyMiserRegressor,
 )
 
@@ -463,3 +466,60 @@ def test_string_columns_not_categorical_are_named():
     numeric = GBDTClassifier(n_estimators=2).fit(X[["grade", "x"]], y)
     with pytest.raises(TypeError, match="column 'grade' has dtype"):
         numeric.predict(X[["grade", "x"]].assign(grade="a"))
+
+
+@pytest.mark.parametrize("ranker", [GBDTRanker, CEGBRanker, GreedyMiserRanker])
+def test_rankers_fail_only_the_checks_that_fit_without_groups(ranker):
+    """scikit-learn's estimator checks fit without query groups, which a ranker needs (as
+    LightGBM's LGBMRanker): each check a ranker fails, fails for that reason only (as
+    README says), and the others pass."""
+    from sklearn.utils.estimator_checks import check_estimator
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(ranker(n_estimators=3), on_fail=None)
+    failed = [r for r in results if r["status"] == "failed"]
+
+    def chain(exc):
+        while exc is not None:
+            yield str(exc)
+            exc = exc.__cause__ or exc.__context__
+    assert failed and len(failed) < len(results)
+    for r in failed:
+        assert any("group" in text for text in chain(r["exception"])), r["check_name"]
+
+
+def test_cost_scorer_works_through_pipelines_and_searches():
+    """A cost-aware scorer in a GridSearchCV of a pipeline (issue 47: predict_cost
+    failed inside a Pipeline, the search chose among NaN scores)."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.model_selection import cross_val_score
+
+    from cbudget.sklearn import make_cost_scorer, predict_cost
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(400, 4))
+    y = (X[:, 0] + X[:, 3] + 0.3 * rng.normal(size=len(X)) > 0).astype(int)
+    costs = [1.0, 1.0, 1.0, 50.0]
+    pipeline = make_pipeline(
+        ColumnTransformer([("scaled", StandardScaler(), [0, 1, 2, 3])]),
+        CEGBClassifier(n_estimators=10, feature_costs=costs, cost_tradeoff=0.0))
+    pipeline.fit(X, y)
+    model = pipeline[-1]
+    expected = model.predict_cost(pipeline[:-1].transform(X))
+    np.testing.assert_array_equal(predict_cost(pipeline, X), expected)
+    weighted = make_cost_scorer("accuracy", cost_weight=0.01)
+    assert weighted(pipeline, X, y) == pytest.approx(
+        pipeline.score(X, y) - 0.01 * expected.mean())
+    # a budget the cost-blind models exceed: the search picks the cheap one
+    search = GridSearchCV(pipeline, {"cegbclassifier__cost_tradeoff": [0.0, 0.01]}, cv=3,
+                          scoring=make_cost_scorer("accuracy", budget=20.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no NaN score, no failed fit
+        search.fit(X, y)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    assert search.best_params_ == {"cegbclassifier__cost_tradeoff": 0.01}
+    assert predict_cost(search, X).mean() <= 20.0
+    assert np.all(cross_val_score(pipeline, X, y, cv=3, scoring=weighted) < 1.0)
+    with pytest.raises(ValueError, match="give cost_weight or budget"):
+        make_cost_scorer("accuracy")
+    with pytest.raises(TypeError, match="ending in one"):
+        predict_cost(StandardScaler().fit(X), X)

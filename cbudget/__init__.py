@@ -57,6 +57,7 @@ from .interop.from_sklearn import from_sklearn
 from .interop.from_xgboost import from_xgboost
 from .model_io import ExportWarning, load_model
 from .on_demand import FeatureSource, FetchCall, FetchFailure
+from .plotting import plot_acquisition, plot_cost_curve, plot_frontier, plot_tree, to_graphviz
 from .training import lambda_max, train
 
 __all__ = [
@@ -85,6 +86,11 @@ __all__ = [
     "Model",
     "NotApplicableError",
     "ExportWarning",
+    "plot_tree",
+    "plot_cost_curve",
+    "plot_frontier",
+    "plot_acquisition",
+    "to_graphviz",
     "ProgressMonitor",
     "TrainingCallback",
     "cost_path",

@@ -396,3 +396,8 @@ def test_cost_axes_scale_by_the_costs(costs, scale):
         plotting.plot_frontier({"path": (np.array(costs), scores)}, maximize=True,
                                xscale="loglog")
     plt.close("all")
+
+
+def test_the_plots_are_top_level_as_in_lightgbm():
+    for name in plotting.__all__:
+        assert getattr(cbudget, name) is getattr(plotting, name)

@@ -135,3 +135,15 @@ def test_estimators_and_cost_path_are_quiet_on_short_runs(capsys):
     assert sklearn.CEGBClassifier(verbose=-1)._progress() == []
     estimator.fit(X, y)
     assert capsys.readouterr().out == ""
+
+
+def test_cli_names_the_output_it_cannot_write_not_a_temporary_file(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame(rng.normal(size=(60, 2)), columns=["a", "b"])
+    frame["y"] = (frame["a"] > 0).astype(int)
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    target = tmp_path / "no" / "such" / "m.json"
+    assert main(["train", str(tmp_path / "train.csv"), "--label", "y", "--rounds", "2",
+                 "-o", str(target), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot save {str(target)!r}" in err and ".tmp" not in err

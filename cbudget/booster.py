@@ -164,7 +164,9 @@ class Booster(TreeEnsemble):
         super().__init__(feature_names=feature_names, cost_model=cost_model, params=params,
                          default_algorithm="gbdt")
         self.objective = objective
-        self._objective = get_objective(objective, num_class if num_class > 1 else None)
+        # the parameters give the objective's own (quantile_alpha, huber_slope, ...)
+        self._objective = get_objective(objective, num_class if num_class > 1 else None,
+                                        params)
         self.num_class = int(num_class)
         self.base_score = np.asarray(base_score, dtype=np.float64)
         self._exit_rules: ExitRules | None = None
@@ -188,8 +190,9 @@ class Booster(TreeEnsemble):
 
     @property
     def default_metric(self) -> str:
-        """The objective's metric: rmse, logloss or mlogloss."""
-        return self._objective.default_metric
+        """The objective's metric: rmse, logloss, mlogloss, mae, ... (with the
+        objective's parameter where it takes one: quantile@0.9)."""
+        return self._objective.metric
 
     def num_boosted_rounds(self) -> int:
         """Number of boosting rounds."""

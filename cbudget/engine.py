@@ -282,7 +282,7 @@ class Algorithm:
         """Defaults and checks that depend on several parameters (subclasses)."""
 
     def default_metric(self, p: dict, objective: Objective) -> str:
-        return objective.default_metric
+        return objective.metric
 
     def lambda_max(self, p: dict, dtrain: Dataset, setup: TrainingSetup) -> float:
         """The smallest ``cost_tradeoff`` at which training makes no costly split

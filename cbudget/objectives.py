@@ -10,7 +10,7 @@ from ._core._loss import logistic_gradients, softmax, softmax_gradients, squared
 from ._core._rank import ranking_gradients
 
 __all__ = ["get_objective", "OBJECTIVES", "OBJECTIVE_ALIASES", "objective_name",
-           "CustomObjective", "weighted_quantile"]
+           "CustomObjective", "weighted_quantile", "REGRESSION_OBJECTIVES"]
 
 class Objective:
     """Base class. Raw scores have shape (n_samples, n_outputs)."""
@@ -485,6 +485,10 @@ OBJECTIVES: dict[str, type[Objective]] = {
     cls.name: cls for cls in (SquaredError, BinaryLogistic, Softprob, LambdaRank,
                               PairwiseRank, AbsoluteError, PseudoHuberError, QuantileError,
                               Poisson, Tweedie, Gamma)}
+
+# the objectives of one real prediction per input that is no class probability
+REGRESSION_OBJECTIVES = ("reg:squarederror", "reg:absoluteerror", "reg:pseudohubererror",
+                         "reg:quantileerror", "count:poisson", "reg:tweedie", "reg:gamma")
 
 # LightGBM's names (and XGBoost's older ones) for the same objectives: training takes
 # them and saves the model under the canonical name. LightGBM's ``huber`` is the true

@@ -58,7 +58,7 @@ from .._core._types import HISTOGRAM_DTYPE
 from ..booster import Booster
 from ..category_bins import grown_tree_bitsets
 from ..engine import Algorithm, MemoryNeed, Trainer, model_to_continue
-from ..objectives import objective_name, weighted_quantile
+from ..objectives import CustomObjective, objective_name, weighted_quantile
 from ..params import CATEGORICAL_PARAMS, SQRT_FLOAT_MAX, Param, choice, depth_limit, flag, number
 
 __all__ = ["ALGORITHMS", "GREEDY_MISER", "TREE_PARAMS", "BoostingTrainer", "RoundSampler",
@@ -711,6 +711,13 @@ class BoostingTrainer(Trainer):
         transform = self.setup.objective.transform
         return [(name, data, transform(raw)) for name, data, _, raw in self.eval_state]
 
+    def custom_metric_inputs(self):
+        if not isinstance(self.setup.objective, CustomObjective):
+            return self.eval_predictions()
+        # a custom objective: the raw scores, as XGBoost and LightGBM give them
+        return [(name, data, raw[:, 0].copy() if raw.shape[1] == 1 else raw.copy())
+                for name, data, _, raw in self.eval_state]
+
     def finish(self, n_keep):
         return self.model if n_keep is None else self.model[:n_keep]
 
@@ -773,7 +780,7 @@ class Boosting(Algorithm):
     def __init__(self, name, params, doc, *, depthwise_depth=6):
         super().__init__(name, params, BoostingTrainer, doc, model_class=Booster,
                          section=name if any(param.name == "cost_tradeoff" for param in params)
-                         else None)
+                         else None, takes_callables=True)
         self.depthwise_depth = depthwise_depth
 
     def resolve(self, given):

@@ -10,7 +10,8 @@ from ._core._loss import logistic_gradients, softmax, softmax_gradients, squared
 from ._core._rank import ranking_gradients
 
 __all__ = ["get_objective", "OBJECTIVES", "OBJECTIVE_ALIASES", "objective_name",
-           "CustomObjective", "weighted_quantile", "REGRESSION_OBJECTIVES"]
+           "CustomObjective", "weighted_quantile", "REGRESSION_OBJECTIVES",
+           "LOG_LINK_OBJECTIVES", "objective_params"]
 
 class Objective:
     """Base class. Raw scores have shape (n_samples, n_outputs)."""
@@ -530,6 +531,21 @@ _OBJECTIVE_PARAMS = {
 }
 
 
+def objective_params(name: str, params: dict | None) -> dict[str, float]:
+    """The parameter of objective ``name`` that has one (``quantile_alpha``,
+    ``huber_slope``, ``tweedie_variance_power``, ``poisson_max_delta_step``) as
+    ``params`` give it, else its default: ``{}`` for the other objectives."""
+    if name not in _OBJECTIVE_PARAMS:
+        return {}
+    _, param, default = _OBJECTIVE_PARAMS[name]
+    value = (params or {}).get(param)
+    return {param: float(default if value is None else value)}
+
+
+# the objectives whose predictions are exp(raw score)
+LOG_LINK_OBJECTIVES = ("count:poisson", "reg:tweedie", "reg:gamma")
+
+
 def get_objective(name: str, num_class: int | None, params: dict | None = None) -> Objective:
     """Objective instance for ``name`` (ValueError for an unknown one).
 
@@ -563,8 +579,7 @@ def get_objective(name: str, num_class: int | None, params: dict | None = None) 
         return OBJECTIVES[name](1, params.get("lambdarank_truncation_level", 30),  # type: ignore[call-arg]
                                 params.get("lambdarank_norm", True))
     if name in _OBJECTIVE_PARAMS:
-        keyword, param, default = _OBJECTIVE_PARAMS[name]
-        value = params.get(param)
-        return OBJECTIVES[name](1, **{keyword: default if value is None else value})  # type: ignore[arg-type]
+        (value,) = objective_params(name, params).values()
+        return OBJECTIVES[name](1, **{_OBJECTIVE_PARAMS[name][0]: value})  # type: ignore[arg-type]
     # num_class is an int >= 2 for multi:softprob (checked above)
     return OBJECTIVES[name](num_class if name == "multi:softprob" else 1)  # type: ignore[arg-type]

@@ -299,17 +299,18 @@ class QuantileError(_Regression):
 
     def __init__(self, num_class: int = 1, alpha: float = 0.5) -> None:
         super().__init__(num_class)
-        self.leaf_quantile = float(alpha)      # type: ignore[misc]
+        self.alpha = float(alpha)
+        self.leaf_quantile = self.alpha
 
     @property
     def metric(self) -> str:
-        return metric_name_with("quantile", self.leaf_quantile, 0.5)
+        return metric_name_with("quantile", self.alpha, 0.5)
 
     def base_score(self, y: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
-        return np.array([weighted_quantile(y, weight, self.leaf_quantile)])
+        return np.array([weighted_quantile(y, weight, self.alpha)])
 
     def loss_gradients(self, raw, y):
-        alpha = self.leaf_quantile
+        alpha = self.alpha
         return np.where(y >= raw, -alpha, 1.0 - alpha), np.ones_like(y)
 
 
@@ -442,7 +443,7 @@ class CustomObjective(Objective):
         self.base, self.function, self.dtrain = base, function, dtrain
         self.name = base.name                       # type: ignore[misc]
         self.default_metric = base.default_metric   # type: ignore[misc]
-        self.leaf_quantile = None                   # type: ignore[misc]
+        self.leaf_quantile = None
 
     @property
     def n_outputs(self) -> int:

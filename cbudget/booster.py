@@ -60,7 +60,7 @@ from .model_io import (
     register_model_type,
     require,
 )
-from .objectives import get_objective
+from .objectives import LOG_LINK_OBJECTIVES, get_objective
 from .on_demand import FeatureSource, ReadSteps
 
 __all__ = ["Booster", "CostStage"]
@@ -763,6 +763,11 @@ class Booster(TreeEnsemble):
             raise ValueError("the model has no iterations to exit from")
         gap = self.n_outputs > 1
         regression = not gap and self.objective != "binary:logistic"
+        if self.objective in LOG_LINK_OBJECTIVES:
+            # the exit bounds are on the raw score; a tolerance on exp of it is not one
+            raise NotApplicableError(
+                f"exit rules are not calibrated for {self.objective} yet: it predicts "
+                "exp(raw score), and the exits bound the raw score's distance")
         if regression:
             if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float, np.number)) \
                     or not (math.isfinite(tolerance) and tolerance >= 0):

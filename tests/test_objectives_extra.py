@@ -298,6 +298,18 @@ def test_onnx_graph_applies_exp_for_the_log_link(tmp_path):
         np.testing.assert_allclose(prediction, model.predict(X), rtol=1e-12)
 
 
+def test_exits_refused_for_the_log_link():
+    X, y = _data("count:poisson", n=300)
+    data = cbudget.Dataset(X, y)
+    model = cbudget.train({"objective": "count:poisson"}, data, 5)
+    with pytest.raises(cbudget.NotApplicableError, match="predicts exp\\(raw score\\)"):
+        model.calibrate_exits(data, epsilon=0.05, tolerance=0.5)
+    # the identity-link ones take regression exits
+    X, y = _data("reg:absoluteerror", n=300)
+    model = cbudget.train({"objective": "reg:absoluteerror"}, cbudget.Dataset(X, y), 5)
+    model.calibrate_exits(cbudget.Dataset(X, y), epsilon=0.05, tolerance=0.5)
+
+
 # -- callables ------------------------------------------------------------------------
 def _squared_error(preds, dtrain):
     return preds - dtrain.get_label(), np.ones_like(preds)

@@ -226,20 +226,21 @@ def weighted_quantile(values: np.ndarray, weight: np.ndarray | None, alpha: floa
     n = values.shape[0]
     if n == 0:
         return float("nan")
-    order = np.argsort(values, kind="stable")
-    ordered = values[order]
     if weight is None:
+        # two order statistics: a partial sort (O(n)) finds them
         if alpha <= 1.0 / (n + 1):
-            return float(ordered[0])
+            return float(values.min())
         if alpha >= n / (n + 1.0):
-            return float(ordered[-1])
+            return float(values.max())
         x = alpha * (n + 1)
         k = int(np.floor(x)) - 1
         d = x - 1 - k
-        return float(ordered[k] + d * (ordered[k + 1] - ordered[k]))
+        low, high = np.partition(values, (k, k + 1))[k:k + 2]
+        return float(low + d * (high - low))
+    order = np.argsort(values, kind="stable")
     cdf = np.cumsum(weight[order])
     index = min(int(np.searchsorted(cdf, alpha * cdf[-1], side="left")), n - 1)
-    return float(ordered[index])
+    return float(values[order[index]])
 
 
 def _fill(grad: np.ndarray, hess: np.ndarray, g: np.ndarray, h: np.ndarray,

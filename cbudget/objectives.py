@@ -444,6 +444,8 @@ class CustomObjective(Objective):
         self.base, self.function, self.dtrain = base, function, dtrain
         self.name = base.name                       # type: ignore[misc]
         self.default_metric = base.default_metric   # type: ignore[misc]
+        # a ranking objective's queries still count (sampling, the groups check)
+        self.needs_groups = base.needs_groups       # type: ignore[misc]
         self.leaf_quantile = None
 
     @property

@@ -60,7 +60,7 @@ from .model_io import (
     register_model_type,
     require,
 )
-from .objectives import get_objective
+from .objectives import LOG_LINK_OBJECTIVES, get_objective
 from .on_demand import FeatureSource, ReadSteps
 
 __all__ = ["Booster", "CostStage"]
@@ -164,7 +164,9 @@ class Booster(TreeEnsemble):
         super().__init__(feature_names=feature_names, cost_model=cost_model, params=params,
                          default_algorithm="gbdt")
         self.objective = objective
-        self._objective = get_objective(objective, num_class if num_class > 1 else None)
+        # the parameters give the objective's own (quantile_alpha, huber_slope, ...)
+        self._objective = get_objective(objective, num_class if num_class > 1 else None,
+                                        params)
         self.num_class = int(num_class)
         self.base_score = np.asarray(base_score, dtype=np.float64)
         self._exit_rules: ExitRules | None = None
@@ -188,8 +190,9 @@ class Booster(TreeEnsemble):
 
     @property
     def default_metric(self) -> str:
-        """The objective's metric: rmse, logloss or mlogloss."""
-        return self._objective.default_metric
+        """The objective's metric: rmse, logloss, mlogloss, mae, ... (with the
+        objective's parameter where it takes one: quantile@0.9)."""
+        return self._objective.metric
 
     def num_boosted_rounds(self) -> int:
         """Number of boosting rounds."""
@@ -763,6 +766,11 @@ class Booster(TreeEnsemble):
             raise ValueError("the model has no iterations to exit from")
         gap = self.n_outputs > 1
         regression = not gap and self.objective != "binary:logistic"
+        if self.objective in LOG_LINK_OBJECTIVES:
+            # the exit bounds are on the raw score; a tolerance on exp of it is not one
+            raise NotApplicableError(
+                f"exit rules are not calibrated for {self.objective} yet: it predicts "
+                "exp(raw score), and the exits bound the raw score's distance")
         if regression:
             if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float, np.number)) \
                     or not (math.isfinite(tolerance) and tolerance >= 0):

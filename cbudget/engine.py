@@ -113,6 +113,7 @@ class TrainingSetup(NamedTuple):
     verbose: bool
     xgb_model: Any = None  # a model to continue (algorithms with ``continues``)
     expensive_model: Any = None  # the gated models' f0
+    custom_metric: Any = None    # a callable (preds, data) -> (name, value) or a list
 
     def without_evals(self) -> TrainingSetup:
         """The same set-up with no evaluation sets (a trainer built to inspect data)."""
@@ -163,6 +164,34 @@ class Trainer:
                         for metric in metrics})
                 for name, data, predictions in self.eval_predictions()]
 
+    def custom_metric_inputs(self) -> list:
+        """(name, data, predictions) of each evaluation set that the custom metric
+        reads (the trainers that take callables: raw scores with a custom objective)."""
+        return self.eval_predictions()
+
+    def custom_scores(self, metrics) -> list:
+        """(name, {metric: value}) of the custom metric (``setup.custom_metric``) on each
+        evaluation set; its names must differ from the built-in ``metrics``."""
+        function = self.setup.custom_metric
+        if function is None:
+            return []
+        scores = []
+        for name, data, predictions in self.custom_metric_inputs():
+            result = function(predictions, data)
+            pairs = result if isinstance(result, list) else [result]
+            values = {}
+            for pair in pairs:
+                if not (isinstance(pair, tuple) and len(pair) == 2
+                        and isinstance(pair[0], str)):
+                    raise TypeError("custom_metric must return (name, value) or a list of "
+                                    f"such pairs, got {pair!r}")
+                if pair[0] in metrics:
+                    raise ValueError(f"custom_metric's name {pair[0]!r} is a built-in "
+                                     "metric's: name it otherwise")
+                values[pair[0]] = float(pair[1])
+            scores.append((name, values))
+        return scores
+
     def finish(self, n_keep: int | None) -> Model:
         """The trained model, of its first ``n_keep`` iterations (None: all; 0: the
         model before the first iteration)."""
@@ -191,7 +220,9 @@ def run_training(trainer: Trainer, container: CallbackContainer,
                 break
             converged = trainer.iterate(iteration)
             model = trainer.model
-            for name, scores in trainer.eval_scores(trainer.setup.metrics):
+            metrics = trainer.setup.metrics
+            for name, scores in (trainer.eval_scores(metrics)
+                                 + trainer.custom_scores(metrics)):
                 log = evals_log.setdefault(name, {})
                 for metric, value in scores.items():
                     log.setdefault(metric, []).append(value)
@@ -239,6 +270,9 @@ class Algorithm:
         Why it cannot continue a model (``xgb_model``); None if it can.
     takes_expensive_model : bool
         Whether it approximates an expensive model (``expensive_model``).
+    takes_callables : bool
+        Whether it trains with a Python objective and metric (``train``'s ``obj`` and
+        ``custom_metric``).
     retired_params : dict, optional
         Parameters it no longer takes -> the value it always used, which older model
         files may still list (reading them drops those entries).
@@ -251,7 +285,7 @@ class Algorithm:
     def __init__(self, name: str, params: tuple, trainer: type, doc: str, *,
                  model_class: type[Model], section: str | None = None,
                  cannot_continue: str | None = None, takes_expensive_model: bool = False,
-                 retired_params: dict | None = None):
+                 retired_params: dict | None = None, takes_callables: bool = False):
         self.name = name
         self.model_class = model_class
         self.section = section
@@ -261,6 +295,7 @@ class Algorithm:
         self.doc = doc
         self.cannot_continue = cannot_continue
         self.takes_expensive_model = takes_expensive_model
+        self.takes_callables = takes_callables
         self.retired_params = retired_params or {}
 
     @property
@@ -282,7 +317,7 @@ class Algorithm:
         """Defaults and checks that depend on several parameters (subclasses)."""
 
     def default_metric(self, p: dict, objective: Objective) -> str:
-        return objective.default_metric
+        return objective.metric
 
     def lambda_max(self, p: dict, dtrain: Dataset, setup: TrainingSetup) -> float:
         """The smallest ``cost_tradeoff`` at which training makes no costly split

@@ -5,6 +5,11 @@ the predictions -- values for regression, P(y = 1) of shape (n_samples,) for bin
 classification, class probabilities (n_samples, n_classes) for multi-class; sample
 weights (n_samples,) or None (all 1). It returns a float.
 
+The regression metrics are XGBoost's: ``rmse``, ``mae``, ``mphe`` (pseudo-Huber),
+``quantile`` (pinball), ``poisson-nloglik``, ``gamma-nloglik``, ``gamma-deviance`` and
+``tweedie-nloglik``; those with a parameter take it after ``@`` (``mphe@2``,
+``quantile@0.9``, ``tweedie-nloglik@1.2``; the bare name has the default 1, 0.5, 1.5).
+
 The ranking metrics score each query's documents in the order of ``pred`` (highest
 first; ties in row order) and average over the queries (docs/architecture.md,
 "Learning to rank"); they need the query groups. Their names:
@@ -30,7 +35,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 __all__ = ["METRICS", "RANKING_OBJECTIVES", "evaluate_metric", "evaluate_on",
-           "metric_maximize", "is_metric", "check_metric", "ranking_metric", "ranking_hint"]
+           "metric_maximize", "is_metric", "check_metric", "ranking_metric", "ranking_hint",
+           "parametric_metric"]
 
 _EPS = 1e-15
 
@@ -94,18 +100,110 @@ def merror(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
     return _avg(np.argmax(pred, axis=1) != y.astype(np.int64), weight)
 
 
+def mae(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
+    """Mean absolute error."""
+    return _avg(np.abs(pred - y), weight)
+
+
+def mphe(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None,
+         slope: float = 1.0) -> float:
+    """Mean pseudo-Huber error ``s^2 (sqrt(1 + ((pred - y) / s)^2) - 1)``, slope ``s``
+    (``mphe@s``; XGBoost's ``huber_slope``, default 1)."""
+    return _avg(slope ** 2 * (np.sqrt(1.0 + ((pred - y) / slope) ** 2) - 1.0), weight)
+
+
+def quantile(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None,
+             alpha: float = 0.5) -> float:
+    """Mean pinball loss of quantile ``alpha`` (``quantile@alpha``, default 0.5):
+    ``alpha (y - pred)`` where ``y >= pred``, else ``(1 - alpha) (pred - y)``."""
+    d = y - pred
+    return _avg(np.where(d >= 0, alpha * d, (alpha - 1.0) * d), weight)
+
+
+def poisson_nloglik(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
+    """Poisson negative log-likelihood ``lgamma(y + 1) + p - y log(p)`` of means ``p``
+    (clipped below at 1e-16), XGBoost's ``poisson-nloglik``."""
+    from scipy.special import gammaln
+    p = np.maximum(pred, 1e-16)
+    return _avg(gammaln(y + 1.0) + p - np.log(p) * y, weight)
+
+
+def gamma_nloglik(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
+    """Gamma negative log-likelihood with dispersion 1, ``y / p + log(p)`` of means
+    ``p`` (clipped below at 1e-6), XGBoost's ``gamma-nloglik``."""
+    p = np.maximum(pred, 1e-6)
+    return _avg(y / p + np.log(p), weight)
+
+
+def gamma_deviance(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None) -> float:
+    """Gamma deviance ``2 (log(p / y) + y / p - 1)`` (1e-6 added to both), XGBoost's
+    ``gamma-deviance``."""
+    p, t = pred + 1e-6, y + 1e-6
+    return 2.0 * _avg(np.log(p / t) + t / p - 1.0, weight)
+
+
+def tweedie_nloglik(y: np.ndarray, pred: np.ndarray, weight: np.ndarray | None,
+                    rho: float = 1.5) -> float:
+    """Tweedie negative log-likelihood (the terms with the prediction) of means ``p``
+    and variance power ``rho`` (``tweedie-nloglik@rho``): ``-y p^(1 - rho) / (1 - rho)
+    + p^(2 - rho) / (2 - rho)``."""
+    log_p = np.log(np.maximum(pred, 1e-16))
+    if rho == 1.0:      # the limit: Poisson's terms with the prediction
+        return _avg(np.exp(log_p) - y * log_p, weight)
+    return _avg(-y * np.exp((1.0 - rho) * log_p) / (1.0 - rho)
+                + np.exp((2.0 - rho) * log_p) / (2.0 - rho), weight)
+
+
 METRICS: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray | None], float]] = {
     "rmse": rmse, "logloss": logloss, "error": error, "auc": auc,
-           "mlogloss": mlogloss, "merror": merror}
+    "mlogloss": mlogloss, "merror": merror, "mae": mae, "mphe": mphe, "quantile": quantile,
+    "poisson-nloglik": poisson_nloglik, "gamma-nloglik": gamma_nloglik,
+    "gamma-deviance": gamma_deviance, "tweedie-nloglik": tweedie_nloglik}
+# metrics with a parameter, ``name@value``: its check and its default (the bare name)
+_PARAMETRIC: dict[str, tuple[Callable[[float], bool], str, float]] = {
+    "mphe": (lambda s: s > 0, "> 0 (the slope)", 1.0),
+    "quantile": (lambda a: 0 < a < 1, "in (0, 1) (the quantile)", 0.5),
+    "tweedie-nloglik": (lambda r: 1 <= r < 2, "in [1, 2) (the variance power)", 1.5),
+}
 _MAXIMIZE = {"auc"}
 RANKING_OBJECTIVES = ("rank:ndcg", "rank:pairwise")
-_FOR_OBJECTIVE = {"reg:squarederror": {"rmse"},
+# any single-output prediction of a value takes these
+_VALUE_METRICS = {"rmse", "mae", "mphe", "quantile"}
+_LOG_LINK_METRICS = _VALUE_METRICS | {"poisson-nloglik", "tweedie-nloglik"}
+_FOR_OBJECTIVE = {"reg:squarederror": _VALUE_METRICS,
+                  "reg:absoluteerror": _VALUE_METRICS,
+                  "reg:pseudohubererror": _VALUE_METRICS,
+                  "reg:quantileerror": _VALUE_METRICS,
+                  "count:poisson": _LOG_LINK_METRICS,
+                  "reg:tweedie": _LOG_LINK_METRICS,
+                  "reg:gamma": _LOG_LINK_METRICS | {"gamma-nloglik", "gamma-deviance"},
                   "binary:logistic": {"logloss", "error", "auc", "rmse"},
                   "multi:softprob": {"mlogloss", "merror"},
                   **{name: set() for name in RANKING_OBJECTIVES}}
 # objectives whose single score per document can rank a query's documents: regression
 # on the relevance (CSTC's and Greedy Miser's papers), P(relevant), the ranking ones
 _RANKABLE = ("reg:squarederror", "binary:logistic", *RANKING_OBJECTIVES)
+
+
+def parametric_metric(name: str) -> tuple[str, float] | None:
+    """``(base name, parameter)`` of a metric with a parameter (``quantile@0.9``,
+    ``mphe@2``, ``tweedie-nloglik@1.2``; the bare name has the default); None for
+    another name; ValueError for a bad parameter."""
+    if not isinstance(name, str):
+        return None
+    base, at, text = name.partition("@")
+    if base not in _PARAMETRIC:
+        return None
+    check, what, default = _PARAMETRIC[base]
+    if not at:
+        return base, default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not check(value):
+        raise ValueError(f"eval_metric {name!r}: the value after @ must be {what}")
+    return base, value
 
 
 # -- ranking metrics ------------------------------------------------------------------
@@ -206,7 +304,8 @@ def is_metric(name: Any) -> bool:
     """Whether ``name`` is a metric cbudget knows (a key of :data:`METRICS` or a
     ranking metric name)."""
     try:
-        return name in METRICS or ranking_metric(name) is not None
+        return (name in METRICS or ranking_metric(name) is not None
+                or parametric_metric(name) is not None)
     except (TypeError, ValueError):
         return False
 
@@ -227,11 +326,14 @@ def check_metric(name: str, objective_name: str) -> None:
                              f"{objective_name} predicts one per class: use one of "
                              f"{sorted(_FOR_OBJECTIVE[objective_name])}")
         return
-    if name not in METRICS:
-        raise ValueError(f"unknown eval_metric {name!r}; valid: {sorted(METRICS)} and the "
-                         "ranking metrics ndcg@k, map@k, precision@k (>=t: the least "
+    parametric = parametric_metric(name)
+    base = name if parametric is None else parametric[0]
+    if base not in METRICS:
+        raise ValueError(f"unknown eval_metric {name!r}; valid: {sorted(METRICS)} (mphe@s, "
+                         "quantile@alpha, tweedie-nloglik@rho: with their parameter) and "
+                         "the ranking metrics ndcg@k, map@k, precision@k (>=t: the least "
                          "relevant label)")
-    if name not in _FOR_OBJECTIVE[objective_name]:
+    if base not in _FOR_OBJECTIVE[objective_name]:
         valid = sorted(_FOR_OBJECTIVE[objective_name]) or ["ndcg@k", "map@k", "precision@k"]
         raise ValueError(f"eval_metric {name!r} does not apply to {objective_name}; use one "
                          f"of {valid}")
@@ -257,6 +359,9 @@ def _evaluate(name: str, y: np.ndarray, pred: np.ndarray, weight: np.ndarray | N
     ranking = ranking_metric(name)
     if ranking is not None:
         return _ranking_value(ranking, name, y, pred, weight, group_ptr)
+    parametric = parametric_metric(name)
+    if parametric is not None:
+        return METRICS[parametric[0]](y, pred, weight, parametric[1])  # type: ignore[call-arg]
     if name not in METRICS:
         raise ValueError(f"unknown metric {name!r}")
     return METRICS[name](y, pred, weight)

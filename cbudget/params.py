@@ -148,7 +148,8 @@ def metric_list(value, name):
 COMMON_PARAMS = (
     Param("algorithm", "gbdt", None, "the learner (see cbudget.algorithms)"),
     Param("objective", None, None,
-          "reg:squarederror, binary:logistic or multi:softprob; default: the algorithm's"),
+          "reg:squarederror, binary:logistic, multi:softprob, ... (the algorithm's "
+          "declaration lists the ones it takes); default: the algorithm's"),
     Param("num_class", None, number(integer=True, low=1, allow_none=True),
           "number of classes (multi:softprob)"),
     Param("eval_metric", None, metric_list, "metric(s) to evaluate; default: the model's"),

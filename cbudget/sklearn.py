@@ -23,6 +23,7 @@ cbudget`` does not import this module.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 import textwrap
@@ -56,6 +57,7 @@ from .dataset import Dataset, MatrixLike, check_row_count, query_boundaries
 from .forest import Forest
 from .metrics import RANKING_OBJECTIVES, evaluate_metric
 from .model_io import algorithms_of
+from .objectives import REGRESSION_OBJECTIVES, objective_name
 from .params import ALIASES, metric_list
 from .training import lambda_max as find_lambda_max
 from .training import train
@@ -97,6 +99,24 @@ def _evals_result_of(model: Model, evals: list, params: dict[str, Any]) -> dict:
     metrics = metric_list(params.get("eval_metric"), "eval_metric") or [model.default_metric]
     return {name: {metric: model.staged_scores(data, metric).tolist() for metric in metrics}
             for data, name in evals}
+
+
+def _custom_objective(function: Any) -> Callable | None:
+    """A LightGBM-style callable objective, ``function(y_true, y_pred)`` (or ``(y_true,
+    y_pred, weight)``, ``(y_true, y_pred, weight, group)``) returning ``(grad, hess)``
+    of the raw scores, as :func:`cbudget.train`'s ``obj(preds, dtrain)``; None for
+    anything else."""
+    if not callable(function):
+        return None
+    argc = len(inspect.signature(function).parameters)
+    if argc not in (2, 3, 4):
+        raise TypeError(f"a callable objective takes (y_true, y_pred), (y_true, y_pred, "
+                        f"weight) or (y_true, y_pred, weight, group), got {argc} parameters")
+
+    def obj(preds: np.ndarray, dtrain: Dataset) -> Any:
+        more = (dtrain.weight, None if dtrain.group_ptr is None else np.diff(dtrain.group_ptr))
+        return function(dtrain.label, preds, *more[:argc - 2])
+    return obj
 
 
 def _dense(X: Any) -> np.ndarray:
@@ -203,6 +223,24 @@ class _CostAwareEstimator(BaseEstimator):
     def _encode_eval_target(self, y: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def _objectives_taken(self, from_y: dict[str, Any]) -> tuple[str, ...]:
+        """The objectives a string ``objective`` parameter may name."""
+        return (from_y["objective"],)
+
+    def _chosen_objective(self, from_y: dict[str, Any]) -> dict[str, Any]:
+        """The objective parameters of training: those the labels imply, or the
+        estimator's ``objective`` where it names one of :meth:`_objectives_taken` (a
+        callable is trained as ``cbudget.train(obj=)``, see :func:`_custom_objective`)."""
+        chosen = getattr(self, "objective", None)
+        if chosen is None or callable(chosen):
+            return from_y
+        name = objective_name(chosen)
+        taken = self._objectives_taken(from_y)
+        if name not in taken:
+            raise ValueError(f"{type(self).__name__}(objective={chosen!r}): it trains with "
+                             f"{list(taken)} (or a callable objective)")
+        return {**from_y, "objective": name}
+
     def _eval_set_needed_for(self) -> list[str]:
         """The parameters set that need ``eval_set`` (their cost or metric is measured
         on its last data set)."""
@@ -302,6 +340,7 @@ class _CostAwareEstimator(BaseEstimator):
                                      **(_CATEGORICAL_X_CHECKS if categorical else _X_CHECKS))
         self.is_categorical_ = np.isin(np.arange(self.n_features_in_), categorical)
         label, objective = self._encode_target(target)
+        objective = self._chosen_objective(objective)
         self._check_names_available()
         # categorical columns: the DataFrame itself, whose levels and dtypes the Dataset
         # reads (validate_data's object array would lose the pandas categories' order);
@@ -317,6 +356,11 @@ class _CostAwareEstimator(BaseEstimator):
         # fixed cost_tradeoff): its results go
         for name in ("cost_path_", "cost_tradeoff_", "cost_stages_"):
             self.__dict__.pop(name, None)
+        custom = _custom_objective(getattr(self, "objective", None))
+        if custom is not None and self._cost_tradeoff_from_path():
+            raise ValueError(f"{type(self).__name__}: a callable objective trains one model; "
+                             "give cost_tradeoff a number (the cost-path search trains "
+                             "with the built-in objectives)")
         searched = self._model_on_cost_path(params, dtrain, evals, seed) \
             if self._cost_tradeoff_from_path() else params
         if isinstance(searched, Model):
@@ -332,7 +376,7 @@ class _CostAwareEstimator(BaseEstimator):
                                 evals_result=evals_result,
                                 verbose_eval=max(self.verbose, 0),
                                 callbacks=self._progress(),
-                                expensive_model=expensive)
+                                expensive_model=expensive, obj=custom)
             if self._cost_tradeoff_from_path():   # nothing to search: the one model
                 self.cost_path_: CostPath | None = None
                 self.cost_tradeoff_: float | None = float(self.model_.params["cost_tradeoff"])
@@ -647,6 +691,9 @@ class _Regressor(RegressorMixin, _RealValued):
     def _encode_target(self, y: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
         return np.asarray(y, dtype=np.float64), {"objective": "reg:squarederror"}
 
+    def _objectives_taken(self, from_y: dict[str, Any]) -> tuple[str, ...]:
+        return REGRESSION_OBJECTIVES
+
 
 def _queries(group: ArrayLike | None, qid: ArrayLike | None, what: str) -> dict[str, Any]:
     """The Dataset keyword of a ranker's query groups: ``group`` or ``qid``, exactly one."""
@@ -665,6 +712,9 @@ class _Ranker(_RealValued):
     def _encode_target(self, y: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
         # the objective may come from params: the one thing y does not decide here
         return np.asarray(y, dtype=np.float64), {}
+
+    def _objectives_taken(self, from_y: dict[str, Any]) -> tuple[str, ...]:
+        return RANKING_OBJECTIVES
 
     def _training_params(self, objective: dict[str, Any], seed: int) -> dict[str, Any]:
         params = super()._training_params(objective, seed)
@@ -757,7 +807,8 @@ class _GradientBoosting(_CostAwareEstimator):
                  split_cost: float | None = None, tree_cost: float | None = None,
                  early_stopping_rounds: int | None = None, random_state: RandomStateLike = None,
                  n_jobs: int | None = None, verbose: bool | int = False,
-                 params: dict[str, Any] | None = None) -> None:
+                 params: dict[str, Any] | None = None,
+                 objective: str | Callable | None = None) -> None:
         super().__init__(n_estimators=n_estimators, feature_costs=feature_costs,
                          cost_groups=cost_groups, group_costs=group_costs,
                          default_cost=default_cost, coupled_costs=coupled_costs,
@@ -765,6 +816,7 @@ class _GradientBoosting(_CostAwareEstimator):
                          early_stopping_rounds=early_stopping_rounds,
                          random_state=random_state, n_jobs=n_jobs, verbose=verbose,
                          params=params)
+        self.objective = objective
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
         self.max_depth = max_depth
@@ -789,7 +841,8 @@ class _CostAwareBoosting(_CostAwareEstimator):
                  split_cost: float | None = None, tree_cost: float | None = None,
                  early_stopping_rounds: int | None = None, random_state: RandomStateLike = None,
                  n_jobs: int | None = None, verbose: bool | int = False,
-                 params: dict[str, Any] | None = None) -> None:
+                 params: dict[str, Any] | None = None,
+                 objective: str | Callable | None = None) -> None:
         super().__init__(n_estimators=n_estimators, feature_costs=feature_costs,
                          cost_groups=cost_groups, group_costs=group_costs,
                          default_cost=default_cost, coupled_costs=coupled_costs,
@@ -797,6 +850,7 @@ class _CostAwareBoosting(_CostAwareEstimator):
                          early_stopping_rounds=early_stopping_rounds,
                          random_state=random_state, n_jobs=n_jobs, verbose=verbose,
                          params=params)
+        self.objective = objective
         self.cost_tradeoff = cost_tradeoff
         self.cost_budget = cost_budget
         self.path_points = path_points
@@ -945,12 +999,23 @@ def _documented(iterations: str, model: str, importance: str) -> Any:
         if issubclass(cls, _CostAwareBoosting):
             common = _COST_STAGES_DOC + common
         if issubclass(cls, (_GradientBoosting, _CostAwareBoosting)):
-            common = _CATEGORICAL_DOC + common
+            common = _CATEGORICAL_DOC + _OBJECTIVE_DOC + common
         cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n" + textwrap.indent(common, "    ")
         return cls
     return document
 
 
+_OBJECTIVE_DOC = """\
+objective : str or callable, optional
+    Regressors: reg:squarederror (None), reg:absoluteerror, reg:pseudohubererror,
+    reg:quantileerror, count:poisson, reg:tweedie, reg:gamma (or LightGBM's names;
+    their parameters in ``params``, e.g. ``{"quantile_alpha": 0.9}``); rankers:
+    rank:ndcg or rank:pairwise; classifiers: the one the labels imply. A callable, as
+    LightGBM's: ``objective(y_true, y_pred[, weight[, group]]) -> (grad, hess)`` of the
+    raw scores (with the weights applied), the labels' objective giving the base score
+    and the prediction transform; a cost-aware estimator then needs a number for
+    ``cost_tradeoff``.
+"""
 _CATEGORICAL_DOC = """\
 categorical_features : "from_dtype", array-like of int, str or bool, or None
     The categorical columns, as in scikit-learn's HistGradientBoosting (whose default,

@@ -2,10 +2,12 @@
 (in the style of ``xgboost.train``)."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ._core._openmp_helpers import resolve_n_threads
-from ._model import Model
+from ._model import Model, NotApplicableError
 from .algorithms import REGISTRY, get_algorithm, resolve_params
 from .callback import (
     CallbackContainer,
@@ -17,7 +19,7 @@ from .callback import (
 from .dataset import Dataset
 from .engine import TrainingSetup, check_memory, run_training
 from .metrics import check_metric, ranking_metric
-from .objectives import get_objective
+from .objectives import CustomObjective, get_objective
 from .params import INT_MAX
 
 __all__ = ["train", "lambda_max", "root_split_terms"]
@@ -59,7 +61,8 @@ def check_evals(evals, dtrain: Dataset) -> list:
 def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals=(),
           early_stopping_rounds: int | None = None, evals_result: dict | None = None,
           verbose_eval: bool | int = True, callbacks: list[TrainingCallback] | None = None,
-          xgb_model=None, expensive_model=None) -> Model:
+          xgb_model=None, expensive_model=None, obj: Callable | None = None,
+          custom_metric: Callable | None = None, maximize: bool | None = None) -> Model:
     """Train a cost-aware model.
 
     Parameters
@@ -98,6 +101,22 @@ def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals=()
         objective, features and costs).
     expensive_model : cbudget model or ExternalModel
         adapt_gbrt / adapt_lin only: the expensive model the gate sends hard inputs to.
+    obj : callable, optional
+        gbdt, cegb, greedy_miser: a custom objective, as ``xgboost.train`` takes it,
+        ``obj(preds, dtrain) -> (grad, hess)``: ``preds`` the raw scores ((n,), or (n,
+        num_class) for multi:softprob), ``dtrain`` the training Dataset, ``grad`` and
+        ``hess`` of the same shape with the sample weights applied. ``params``'
+        objective (default reg:squarederror) still gives the base score, the label
+        check, the prediction transform, the built-in metrics and the name the model is
+        saved under.
+    custom_metric : callable, optional
+        gbdt, cegb, greedy_miser: ``custom_metric(preds, data) -> (name, value)`` (or a
+        list of such pairs), evaluated on each eval set after the built-in metrics (so
+        early stopping uses it). ``preds`` are the predictions (probabilities, means),
+        or the raw scores when ``obj`` is given (as in XGBoost and LightGBM).
+    maximize : bool, optional
+        Early stopping: whether a larger metric is better (default: known for the
+        built-in metrics, False for a custom one).
 
     Returns
     -------
@@ -105,16 +124,17 @@ def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals=()
         Booster, Forest, ClassifierTree, Cascade or GatedModel (see ``algorithm``).
     """
     algorithm, p, dtrain, setup = set_up_training(params, dtrain, num_boost_round, evals,
-                                                  verbose_eval, xgb_model, expensive_model)
+                                                  verbose_eval, xgb_model, expensive_model,
+                                                  obj=obj, custom_metric=custom_metric)
     monitors = training_callbacks(callbacks, verbose_eval, early_stopping_rounds,
-                                  num_boost_round)
+                                  num_boost_round, maximize)
     trainer = algorithm.trainer(p, dtrain, int(num_boost_round), setup)
     return run_training(trainer, CallbackContainer(monitors + trainer.callbacks()),
                         evals_result)
 
 
 def training_callbacks(callbacks, verbose_eval, early_stopping_rounds,
-                       num_boost_round: int) -> list:
+                       num_boost_round: int, maximize: bool | None = None) -> list:
     """The user's callbacks and those that ``verbose_eval`` and ``early_stopping_rounds``
     ask for, checked (before the trainer's set-up work)."""
     monitors = list(callbacks or [])
@@ -122,7 +142,7 @@ def training_callbacks(callbacks, verbose_eval, early_stopping_rounds,
         monitors.append(EvaluationMonitor(period=10 if verbose_eval is True else int(verbose_eval)))
         monitors.append(ProgressMonitor(int(num_boost_round)))
     if early_stopping_rounds is not None:
-        monitors.append(EarlyStopping(early_stopping_rounds))
+        monitors.append(EarlyStopping(early_stopping_rounds, maximize=maximize))
     CallbackContainer(monitors)
     return monitors
 
@@ -187,7 +207,7 @@ def check_categorical_support(algorithm, dtrain: Dataset) -> None:
 
 
 def set_up_training(params, dtrain, num_boost_round, evals, verbose_eval, xgb_model,
-                    expensive_model):
+                    expensive_model, *, obj=None, custom_metric=None):
     """The checks of :func:`train`: (algorithm, resolved params, training data as the
     algorithm reads it, TrainingSetup)."""
     p = resolve_params(params)
@@ -215,6 +235,17 @@ def set_up_training(params, dtrain, num_boost_round, evals, verbose_eval, xgb_mo
         # no bin edge either (dataset.binning_rows), so this is the model without it
         dtrain = dtrain.subset(np.flatnonzero(dtrain.weight > 0))
     objective = get_objective(p["objective"], p["num_class"], p)
+    for what, function in (("obj", obj), ("custom_metric", custom_metric)):
+        if function is None:
+            continue
+        if not callable(function):
+            raise TypeError(f"{what} must be a callable, got {type(function).__name__}")
+        if not algorithm.takes_callables:
+            takers = [name for name, a in REGISTRY.items() if a.takes_callables]
+            raise NotApplicableError(f"{what} (a Python callable) applies to algorithms "
+                                     f"{takers}, not to {algorithm.name!r}")
+    if obj is not None:
+        objective = CustomObjective(objective, obj, dtrain)
     if objective.needs_groups and dtrain.group_ptr is None:
         raise ValueError(f"objective {objective.name} ranks the documents of each query: "
                          "build dtrain with its query groups, Dataset(..., group=sizes) or "
@@ -235,7 +266,8 @@ def set_up_training(params, dtrain, num_boost_round, evals, verbose_eval, xgb_mo
     setup = TrainingSetup(objective=objective, metrics=metrics, evals=evals,
                           n_threads=resolve_n_threads(p["n_jobs"]),
                           verbose=bool(verbose_eval) and p["verbosity"] > 0,
-                          xgb_model=xgb_model, expensive_model=expensive_model)
+                          xgb_model=xgb_model, expensive_model=expensive_model,
+                          custom_metric=custom_metric)
     # before anything large is allocated: a clear error instead of a failing allocation
     # (or swapping) deep in the training
     check_memory(algorithm, p, dtrain, setup)

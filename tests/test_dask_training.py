@@ -167,6 +167,16 @@ def test_dask_dataframe_input_keeps_the_column_names(dask_client):
         assert ours.tobytes() == theirs.tobytes()
 
 
+def test_log_link_objectives_train_as_locally(dask_client):
+    X, y = make_data("regression")
+    counts = np.round(np.exp(0.3 * y))
+    local, distributed_model = both(dask_client, params_for("gbdt", "regression",
+                                                            objective="count:poisson"),
+                                    X, counts, 600)
+    assert distributed_model.objective == "count:poisson"
+    np.testing.assert_allclose(distributed_model.predict(X), local.predict(X), rtol=1e-9)
+
+
 def test_clear_errors(dask_client):
     X, y = make_data("binary")
     ddata = DaskDataset(dask_client, da.from_array(X, chunks=(600, N_FEATURES)),
@@ -177,6 +187,9 @@ def test_clear_errors(dask_client):
         train(dask_client, {"algorithm": "cegb", "not_a_param": 1}, ddata, 2)
     with pytest.raises(TypeError, match="DaskDataset"):
         train(dask_client, {}, cbudget.Dataset(X, y), 2)
+    for objective in ("reg:absoluteerror", "reg:quantileerror"):    # leaves re-fitted
+        with pytest.raises(ValueError, match="re-fits each leaf to a quantile"):
+            train(dask_client, {"objective": objective}, ddata, 2)
     with pytest.raises(TypeError, match="Dask array or DataFrame"):
         DaskDataset(dask_client, X, da.from_array(y, chunks=600))
     with pytest.raises(ValueError, match="partitioned alike"):

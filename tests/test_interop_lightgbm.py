@@ -39,6 +39,8 @@ def _labels(kind, signal):
         return np.digitize(signal, np.quantile(signal, [0.25, 0.5, 0.75]))
     if kind == "rank":
         return np.digitize(signal, np.quantile(signal, [0.4, 0.7, 0.9]))
+    if kind == "positive":        # a mean exp(signal / 2): poisson, gamma, tweedie
+        return np.exp(0.5 * signal) * (1.0 + 0.5 * np.cos(7.0 * signal))
     return signal
 
 
@@ -109,7 +111,14 @@ CASES = {
     "rf-binary-no-missing": ("binary", {"objective": "binary", "boosting": "rf",
                                         "bagging_freq": 1, "bagging_fraction": 0.7,
                                         "use_missing": False}),
+    "quantile": ("regression", {"objective": "quantile", "alpha": 0.8}),
+    "poisson": ("positive", {"objective": "poisson", "num_leaves": 9}),
+    "gamma": ("positive", {"objective": "gamma", "max_depth": 3}),
+    "tweedie": ("positive", {"objective": "tweedie", "tweedie_variance_power": 1.3}),
 }
+# the cbudget objective each imports as (others: reg:squarederror, binary:logistic, ...)
+IMPORTED_AS = {"l1-depth3": "reg:absoluteerror", "quantile": "reg:quantileerror",
+               "poisson": "count:poisson", "gamma": "reg:gamma", "tweedie": "reg:tweedie"}
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -125,6 +134,8 @@ def test_predictions_equal_lightgbm(case, seed, tmp_path):
     for source in (booster, path, str(path), booster.model_to_string()):
         model = from_lightgbm(source)
         assert model.algorithm == "imported"
+        if case in IMPORTED_AS:
+            assert model.objective == IMPORTED_AS[case]
         _assert_same(model, booster, T, average=average)
 
 
@@ -368,8 +379,6 @@ def test_save_load_costs_and_on_demand(tmp_path):
 
 # -- refusals ------------------------------------------------------------------------
 @pytest.mark.parametrize(("params", "message"), [
-    ({"objective": "poisson"}, "'poisson' predicts exp"),
-    ({"objective": "tweedie"}, "'tweedie' predicts exp"),
     ({"objective": "cross_entropy_lambda"}, "log\\(1 \\+ exp"),
     ({"objective": "binary", "sigmoid": 2.0}, "only sigmoid:1"),
     ({"objective": "regression", "reg_sqrt": True}, "reg_sqrt"),
@@ -383,8 +392,6 @@ def test_unsupported_models_refused(params, message):
         y = np.digitize(signal, [0, 1])
     elif params["objective"] in ("binary", "cross_entropy_lambda"):
         y = (signal > 0).astype(int)
-    elif params["objective"] in ("poisson", "tweedie"):
-        y = np.abs(signal)
     booster = _train({**params, "num_leaves": 4}, np.nan_to_num(X), y, rounds=2)
     with pytest.raises(ValueError, match=message):
         from_lightgbm(booster)

@@ -58,6 +58,7 @@ from .._core._types import HISTOGRAM_DTYPE
 from ..booster import Booster
 from ..category_bins import grown_tree_bitsets
 from ..engine import Algorithm, MemoryNeed, Trainer, model_to_continue
+from ..objectives import CustomObjective, objective_name, weighted_quantile
 from ..params import CATEGORICAL_PARAMS, SQRT_FLOAT_MAX, Param, choice, depth_limit, flag, number
 
 __all__ = ["ALGORITHMS", "GREEDY_MISER", "TREE_PARAMS", "BoostingTrainer", "RoundSampler",
@@ -90,12 +91,28 @@ SAMPLING_PARAMS = (
     Param("colsample_bytree", 1.0, number(low=0, low_open=True, high=1),
           "features sampled per tree"),
     Param("base_score", None, number(allow_none=True),
-          "initial score (a probability for binary:logistic); default fitted to the labels"),
+          "initial score, a prediction (a probability for binary:logistic, a mean for "
+          "count:poisson, reg:tweedie, reg:gamma); default fitted to the labels"),
 )
-OBJECTIVE = Param("objective", "reg:squarederror", None,
-                  "reg:squarederror, binary:logistic, multi:softprob, or the ranking "
-                  "objectives rank:ndcg (LambdaMART) and rank:pairwise (they need "
-                  "Dataset(..., group=) or qid=)")
+OBJECTIVE = Param("objective", "reg:squarederror", objective_name,
+                  "reg:squarederror, reg:absoluteerror, reg:pseudohubererror, "
+                  "reg:quantileerror, count:poisson, reg:tweedie, reg:gamma, "
+                  "binary:logistic, multi:softprob, or the ranking objectives rank:ndcg "
+                  "(LambdaMART) and rank:pairwise (they need Dataset(..., group=) or qid=); "
+                  "LightGBM's names (regression_l1, quantile, poisson, tweedie, gamma, ...) "
+                  "are taken too")
+# the parameters of the objectives that have one (XGBoost's names; LightGBM's for the
+# Poisson safeguard, whose XGBoost name max_delta_step is also a tree limit there)
+OBJECTIVE_PARAMS = (
+    Param("quantile_alpha", 0.5, number(low=0, low_open=True, high=1),
+          "reg:quantileerror: the quantile, in (0, 1)"),
+    Param("huber_slope", 1.0, number(low=0, low_open=True),
+          "reg:pseudohubererror: the slope (delta) of the pseudo-Huber loss"),
+    Param("tweedie_variance_power", 1.5, number(low=1, high=1.999999),
+          "reg:tweedie: the variance power rho, in [1, 2)"),
+    Param("poisson_max_delta_step", 0.7, number(low=0, low_open=True),
+          "count:poisson: the hessian is exp(raw + this), damping the steps"),
+)
 RANKING_PARAMS = (
     Param("lambdarank_truncation_level", 30, number(integer=True, low=1),
           "rank:ndcg: the pairs it weighs have a document among this many top ones"),
@@ -263,12 +280,8 @@ def penalty_costs(kind: str, costs) -> tuple:
 def initial_base_score(p, objective, y, weight) -> np.ndarray:
     if p["base_score"] is None:
         return objective.base_score(y, weight)
-    value = p["base_score"]
-    if objective.name == "binary:logistic":
-        if not 0 < value < 1:
-            raise ValueError("base_score for binary:logistic is a probability in (0, 1)")
-        value = np.log(value / (1 - value))
-    return np.full(objective.n_outputs, value, dtype=np.float64)
+    # a prediction (a probability, a mean), as XGBoost takes it: its raw score
+    return np.full(objective.n_outputs, objective.margin(p["base_score"]), dtype=np.float64)
 
 
 # A split's gain squares a node's gradient sum (_split.pyx: g * g / (h + reg_lambda)); a
@@ -313,6 +326,42 @@ def add_checked_round(model: Booster, trees, p: dict, cost_tradeoff: float | Non
                         [grown_tree_bitsets(tree, bin_codes) for tree in trees])
     except ValueError as exc:
         raise ValueError(f"{exc}: {diverging_hint(p)}") from None
+
+
+def leaf_ranges(tree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(leaf ids, start, stop) of each leaf's rows in the partition the grower leaves
+    its rows in: a node's left child holds the first ``n_samples`` of its rows."""
+    start = np.zeros(tree.shape[0], dtype=np.int64)
+    for node in range(tree.shape[0]):        # children come after their parent
+        left = tree["left"][node]
+        if left != -1:
+            start[left] = start[node]
+            start[tree["right"][node]] = start[node] + tree["n_samples"][left]
+    leaves = np.flatnonzero(tree["left"] == -1)
+    return leaves, start[leaves], start[leaves] + tree["n_samples"][leaves]
+
+
+def renew_leaf_values(tree, rows: np.ndarray, residual: np.ndarray,
+                      weight: np.ndarray | None, quantile: float,
+                      learning_rate: float) -> None:
+    """Set each leaf's value to ``learning_rate`` times the ``quantile`` of its rows'
+    residuals ``y - raw`` (weighted; :func:`cbudget.objectives.weighted_quantile`):
+    the exact minimiser of absolute / pinball loss in the leaf, where a Newton step of
+    hessian 1 is not (XGBoost's adaptive leaves, LightGBM's RenewTreeOutput)."""
+    for leaf, begin, end in zip(*leaf_ranges(tree)):
+        members = rows[begin:end]
+        value = weighted_quantile(residual[members],
+                                  None if weight is None else weight[members], quantile)
+        if np.isfinite(value):          # a leaf always holds rows; kept if not
+            tree["value"][leaf] = learning_rate * value
+
+
+def partition_values(tree) -> np.ndarray:
+    """The tree's leaf value of each position of its partition (the order
+    :func:`leaf_ranges` describes)."""
+    leaves, begin, end = leaf_ranges(tree)
+    order = np.argsort(begin)
+    return np.repeat(tree["value"][leaves[order]], (end - begin)[order])
 
 
 def initial_raw(init, data, base_score) -> np.ndarray:
@@ -497,7 +546,7 @@ class BoostingTrainer(Trainer):
         grower = self.growers[grower_index]
         rows = self.rows_buffers[grower_index][:in_bag.shape[0]]
         rows[:] = in_bag      # the grower reorders its rows: never in_bag itself
-        tree = grower.grow(self.grad[:, k], self.grow_hess[:, k], rows, feature_mask)
+        tree = self.grow_on(grower, k, rows, feature_mask)
         # the partition of the last tree grown, for record_acquisitions; the buffer is
         # reused by this grower's next tree: trees growing in parallel keep a copy
         partition = rows if self.pool is None else rows.copy()
@@ -505,6 +554,17 @@ class BoostingTrainer(Trainer):
             self.record_acquisitions(tree, partition, out_of_bag, not self.penalised)
         self.add_scores(grower, tree, rows, k, in_bag, self.threads_per_tree)
         return tree, partition, out_of_bag
+
+    def grow_on(self, grower, k, rows, feature_mask):
+        """A tree of output k grown by ``grower`` on ``rows`` (left in the order of its
+        partition); with an objective that renews leaves (absolute error, quantile),
+        its leaf values re-fitted to the quantile of their rows' residuals."""
+        tree = grower.grow(self.grad[:, k], self.grow_hess[:, k], rows, feature_mask)
+        quantile = self.setup.objective.leaf_quantile
+        if quantile is not None:
+            renew_leaf_values(tree, rows, self.dtrain.label - self.raw_train[:, k],
+                              self.dtrain.weight, quantile, self.p["learning_rate"])
+        return tree
 
     def score_arrays(self) -> list:
         """The raw scores a tree is added to: the training set's, then each evaluation
@@ -518,7 +578,10 @@ class BoostingTrainer(Trainer):
         dtrain = self.dtrain
         train, *evals = self.score_arrays() if targets is None else targets
         if in_bag is self.all_rows:   # every row sits in a leaf of the partition
-            grower.add_leaf_values(rows, train, k)
+            if self.setup.objective.leaf_quantile is None:
+                grower.add_leaf_values(rows, train, k)
+            else:     # the renewed values: the tree's, not the grower's sums
+                train[rows, k] += partition_values(tree)
         else:
             predict_binned_add(dtrain.binned, tree, dtrain.missing_bin, train, k, n_threads,
                                cat_bin_words=bin_words(tree))
@@ -559,7 +622,7 @@ class BoostingTrainer(Trainer):
         for k, in_bag, out_of_bag, feature_mask in jobs:
             rows = self.rows_buffers[grower_index][:in_bag.shape[0]]
             rows[:] = in_bag
-            tree = grower.grow(self.grad[:, k], self.grow_hess[:, k], rows, feature_mask)
+            tree = self.grow_on(grower, k, rows, feature_mask)
             speculated.append((tree, rows.copy(), out_of_bag,
                                self.tree_values(grower, tree, rows, in_bag)))
         return speculated
@@ -578,7 +641,7 @@ class BoostingTrainer(Trainer):
                 grower = self.sequential_grower
                 rows = self.rows_buffers[0][:in_bag.shape[0]]
                 rows[:] = in_bag
-                tree = grower.grow(self.grad[:, k], self.grow_hess[:, k], rows, feature_mask)
+                tree = self.grow_on(grower, k, rows, feature_mask)
                 self.record_acquisitions(tree, rows, out_of_bag, False)
                 self.add_scores(grower, tree, rows, k, in_bag, self.setup.n_threads)
             else:
@@ -648,6 +711,13 @@ class BoostingTrainer(Trainer):
         transform = self.setup.objective.transform
         return [(name, data, transform(raw)) for name, data, _, raw in self.eval_state]
 
+    def custom_metric_inputs(self):
+        if not isinstance(self.setup.objective, CustomObjective):
+            return self.eval_predictions()
+        # a custom objective: the raw scores, as XGBoost and LightGBM give them
+        return [(name, data, raw[:, 0].copy() if raw.shape[1] == 1 else raw.copy())
+                for name, data, _, raw in self.eval_state]
+
     def finish(self, n_keep):
         return self.model if n_keep is None else self.model[:n_keep]
 
@@ -710,7 +780,7 @@ class Boosting(Algorithm):
     def __init__(self, name, params, doc, *, depthwise_depth=6):
         super().__init__(name, params, BoostingTrainer, doc, model_class=Booster,
                          section=name if any(param.name == "cost_tradeoff" for param in params)
-                         else None)
+                         else None, takes_callables=True)
         self.depthwise_depth = depthwise_depth
 
     def resolve(self, given):
@@ -746,14 +816,15 @@ class Boosting(Algorithm):
         return smallest_blocking_tradeoff(p, dtrain, setup)
 
 
-GBDT = Boosting("gbdt", (OBJECTIVE,) + TREE_PARAMS + CATEGORICAL_PARAMS + SAMPLING_PARAMS
-                + RANKING_PARAMS,
+GBDT = Boosting("gbdt", (OBJECTIVE,) + OBJECTIVE_PARAMS + TREE_PARAMS + CATEGORICAL_PARAMS
+                + SAMPLING_PARAMS + RANKING_PARAMS,
                 "gradient boosting (second-order histogram trees)")
-CEGB = Boosting("cegb", (OBJECTIVE, COST_TRADEOFF, COST_STAGES) + TREE_PARAMS
+CEGB = Boosting("cegb", (OBJECTIVE, COST_TRADEOFF, COST_STAGES) + OBJECTIVE_PARAMS + TREE_PARAMS
                 + CATEGORICAL_PARAMS + SAMPLING_PARAMS + RANKING_PARAMS,
                 "cost-efficient gradient boosting (Peter et al., NIPS 2017)")
 GREEDY_MISER = Boosting(
-    "greedy_miser", (OBJECTIVE, COST_TRADEOFF, COST_STAGES) + greedy_miser_trees(TREE_PARAMS)
+    "greedy_miser", (OBJECTIVE, COST_TRADEOFF, COST_STAGES) + OBJECTIVE_PARAMS
+    + greedy_miser_trees(TREE_PARAMS)
     + CATEGORICAL_PARAMS + SAMPLING_PARAMS + RANKING_PARAMS,
     "Greedy Miser, stage-wise regression (Xu et al., ICML 2012)",
     depthwise_depth=4)

@@ -658,6 +658,11 @@ def train(client, params: dict[str, Any], dtrain: DaskDataset, num_boost_round: 
     if setup.objective.needs_groups:
         raise ValueError(f"objective {setup.objective.name} ranks the documents of each "
                          "query: cbudget.dask.train does not keep queries together")
+    if setup.objective.leaf_quantile is not None:
+        raise ValueError(f"objective {setup.objective.name} re-fits each leaf to a quantile "
+                         "of its rows' residuals, which cbudget.dask.train does not compute "
+                         "across workers: train it with cbudget.train, or use "
+                         "reg:pseudohubererror (a smooth stand-in for absolute error)")
     monitors = training_callbacks(callbacks, verbose_eval, early_stopping_rounds,
                                   num_boost_round)
     trainer = DaskBoostingTrainer(p, dtrain, int(num_boost_round), setup, traffic)

@@ -85,14 +85,15 @@ MISSING_ZERO, MISSING_NAN = 1, 2     # bits 2-3; 0 is None
 FORMAT_VERSIONS = ("v2", "v3", "v4")
 
 # objectives whose prediction is the raw score
-IDENTITY_OBJECTIVES = ("regression", "regression_l2", "regression_l1", "huber", "fair",
-                       "quantile", "mape")
+IDENTITY_OBJECTIVES = ("regression", "regression_l2", "huber", "fair", "mape")
+# LightGBM objectives cbudget has (those of LightGBM's names it takes as aliases):
+# regression_l1 and quantile predict the raw score, poisson, gamma and tweedie exp of it
+SAME_OBJECTIVES = {"regression_l1": "reg:absoluteerror", "quantile": "reg:quantileerror",
+                   "poisson": "count:poisson", "gamma": "reg:gamma",
+                   "tweedie": "reg:tweedie"}
 RANKING_OBJECTIVES = ("lambdarank", "rank_xendcg")
 # objectives refused, with the output transform cbudget has no objective for
 OTHER_TRANSFORMS = {
-    "poisson": "exp(raw score)",
-    "gamma": "exp(raw score)",
-    "tweedie": "exp(raw score)",
     "cross_entropy_lambda": "log(1 + exp(raw score))",
     "xentlambda": "log(1 + exp(raw score))",
     "multiclassova": "a separate sigmoid per class",
@@ -160,16 +161,20 @@ def from_lightgbm(model: Any, *, feature_costs: FeatureCosts | None = None,
 
     Notes
     -----
-    Objectives: the regression family with identity output (``regression``,
-    ``regression_l1``, ``huber``, ``fair``, ``quantile``, ``mape``) and a model with no
-    objective (a custom one: LightGBM predicts raw scores) become ``reg:squarederror``;
+    Objectives: ``regression_l1``, ``quantile``, ``poisson``, ``gamma`` and ``tweedie``
+    become cbudget's ``reg:absoluteerror``, ``reg:quantileerror``, ``count:poisson``,
+    ``reg:gamma`` and ``reg:tweedie`` (the last three predict ``exp(raw score)``, as
+    LightGBM; their parameters, e.g. the Tweedie power, are not carried); the other
+    regression objectives with identity output (``regression``, ``huber``, ``fair``,
+    ``mape``) and a model with no objective (a custom one: LightGBM predicts raw
+    scores) become ``reg:squarederror``;
     ``binary`` with ``sigmoid:1`` and ``cross_entropy`` (a plain sigmoid) become
     ``binary:logistic``; ``multiclass`` becomes ``multi:softprob`` (tree ``i`` is class
     ``i % num_class``); ``lambdarank`` and ``rank_xendcg`` become ``rank:ndcg``.
 
-    Refused (ValueError): other output transforms (poisson, gamma, tweedie,
-    cross_entropy_lambda, multiclassova, binary with another sigmoid, ``reg_sqrt``),
-    linear trees, categorical splits that send a category above 65,535 left, a
+    Refused (ValueError): other output transforms (cross_entropy_lambda, multiclassova,
+    binary with another sigmoid, ``reg_sqrt``), linear trees, categorical splits that
+    send a category above 65,535 left, a
     ``pandas_categorical`` list that does not pair with the categorical features (an
     ordered or numeric-coded pandas ``category`` column), and trees that the
     zero-as-missing rewrite would grow beyond ``MAX_NODES_PER_TREE`` nodes.
@@ -327,6 +332,8 @@ def _objective(line: str, n_outputs: int, num_class: int) -> tuple[str, int]:
                          "sign(raw) * raw**2, an output transform no cbudget objective has")
     if name in ("", "none", "custom") or name in IDENTITY_OBJECTIVES:
         return "reg:squarederror", 1     # LightGBM predicts the raw score
+    if name in SAME_OBJECTIVES:
+        return SAME_OBJECTIVES[name], 1
     if name == "binary":
         if _option_float(settings.get("sigmoid")) != 1.0:
             raise ValueError(f"LightGBM objective {line!r}: only sigmoid:1 is supported "

@@ -33,6 +33,7 @@ import numpy as np
 from ..booster import Booster
 from ..categories import MAX_LEVELS, NO_CATEGORIES, Categories
 from ..costs import CostGroups, FeatureCosts, GroupCosts
+from ..objectives import LOG_LINK_OBJECTIVES
 from .trees import (
     COST_ARGUMENTS,
     bitset_of_codes,
@@ -53,9 +54,12 @@ __all__ = ["from_xgboost", "read_xgboost_document", "XGBOOST_OBJECTIVES"]
 XGBOOST_OBJECTIVES = {
     "reg:squarederror": "reg:squarederror",
     "reg:squaredlogerror": "reg:squarederror",
-    "reg:absoluteerror": "reg:squarederror",
-    "reg:pseudohubererror": "reg:squarederror",
-    "reg:quantileerror": "reg:squarederror",
+    "reg:absoluteerror": "reg:absoluteerror",
+    "reg:pseudohubererror": "reg:pseudohubererror",
+    "reg:quantileerror": "reg:quantileerror",
+    "count:poisson": "count:poisson",        # predictions exp(margin), as cbudget's
+    "reg:tweedie": "reg:tweedie",
+    "reg:gamma": "reg:gamma",
     "binary:logitraw": "reg:squarederror",   # its predictions are the raw margins
     "binary:logistic": "binary:logistic",
     "reg:logistic": "binary:logistic",
@@ -182,6 +186,11 @@ def _base_score(learner_param: dict, objective: str, n_outputs: int) -> np.ndarr
             raise ValueError("XGBoost model: a logistic model's base_score must lie in (0, 1)")
         one = np.float32(1)
         values = -np.log(one / values - one)
+    elif XGBOOST_OBJECTIVES[objective] in LOG_LINK_OBJECTIVES:
+        if np.any(values <= 0):
+            raise ValueError(f"XGBoost model: a {objective} model's base_score (a mean) must "
+                             "be > 0")
+        values = np.log(values)
     return np.broadcast_to(values.astype(np.float64), (n_outputs,)).copy()
 
 
@@ -450,10 +459,13 @@ from_xgboost.__doc__ = f"""A cbudget Booster that predicts as an XGBoost model, 
     ``x <= T`` for the largest float64 ``T`` left of it, so every float32 and float64
     input routes as in XGBoost, NaN to the default side.
 
-    Objectives: the regression objectives whose predictions are the margins
-    (``reg:squarederror``, ``reg:squaredlogerror``, ``reg:absoluteerror``,
-    ``reg:pseudohubererror``, ``reg:quantileerror`` of one quantile) and
-    ``binary:logitraw`` become ``reg:squarederror``; ``binary:logistic`` and
+    Objectives: ``reg:squarederror``, ``reg:absoluteerror``, ``reg:pseudohubererror``,
+    ``reg:quantileerror`` (of one quantile), ``count:poisson``, ``reg:tweedie`` and
+    ``reg:gamma`` stay (the last three predict ``exp(margin)``; their ``base_score`` is
+    a mean, its log the raw base score; the objectives' own parameters, e.g. the
+    Tweedie power, are not carried: an imported model has no training parameters);
+    ``reg:squaredlogerror`` and ``binary:logitraw`` (margins) become
+    ``reg:squarederror``; ``binary:logistic`` and
     ``reg:logistic`` become ``binary:logistic``; ``multi:softprob`` and
     ``multi:softmax`` become ``multi:softprob`` (cbudget then predicts probabilities,
     not XGBoost's softmax class labels); ``rank:pairwise`` stays, ``rank:ndcg`` and
@@ -465,9 +477,9 @@ from_xgboost.__doc__ = f"""A cbudget Booster that predicts as an XGBoost model, 
     Raises
     ------
     ValueError
-        For a model cbudget cannot represent: other objectives (``count:poisson``,
-        ``reg:gamma``, ``reg:tweedie``, ``survival:*``, ``binary:hinge``: their
-        output transforms have no cbudget counterpart), categorical splits listing a
+        For a model cbudget cannot represent: other objectives (``survival:*``,
+        ``binary:hinge``, ``multi:softmax`` aside: their output transforms have no
+        cbudget counterpart), categorical splits listing a
         category above 65,535, vector
         leaves (``multi_strategy="multi_output_tree"``), several targets, ``gblinear``;
         and for any malformed model. Declared sizes are checked against what the file

@@ -48,6 +48,14 @@ LIGHTGBM_OBJECTIVES = {
     "multi:softprob": "multiclass",
     "rank:pairwise": "lambdarank",
     "rank:ndcg": "lambdarank",
+    "reg:absoluteerror": "regression_l1",
+    # LightGBM's huber is the true Huber loss: the same prediction (the raw score)
+    "reg:pseudohubererror": "huber",
+    "reg:quantileerror": "quantile",
+    # LightGBM predicts exp(raw score) for these, as cbudget
+    "count:poisson": "poisson",
+    "reg:tweedie": "tweedie",
+    "reg:gamma": "gamma",
 }
 
 # characters a LightGBM feature name cannot hold: the file separates names with spaces
@@ -315,7 +323,11 @@ def save_lightgbm(booster: Booster, path: str | os.PathLike) -> None:
     booster : cbudget.Booster
         Of algorithm gbdt, cegb, greedy_miser or imported; objective
         reg:squarederror (LightGBM's regression), binary:logistic (binary), multi:softprob
-        (multiclass) or rank:pairwise / rank:ndcg (lambdarank: raw scores).
+        (multiclass), rank:pairwise / rank:ndcg (lambdarank: raw scores),
+        reg:absoluteerror (regression_l1), reg:pseudohubererror (huber: LightGBM's true
+        Huber loss, the same raw-score prediction), reg:quantileerror (quantile), or
+        count:poisson, reg:tweedie, reg:gamma (poisson, tweedie, gamma: exp of the raw
+        score).
     path : str or os.PathLike
         Written whole or not at all (a temporary file in the same folder, then
         renamed), over a regular file or none: a link, device, FIFO, socket or folder

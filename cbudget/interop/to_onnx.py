@@ -58,7 +58,10 @@ BRANCH_LEQ, BRANCH_LT, BRANCH_GT, BRANCH_MEMBER = 0, 1, 3, 6
 AGGREGATE_SUM = 1
 # each objective's transform of the margins: an operator of the default domain, or none
 TRANSFORMS = {"reg:squarederror": None, "binary:logistic": "Sigmoid",
-              "multi:softprob": "Softmax", "rank:pairwise": None, "rank:ndcg": None}
+              "multi:softprob": "Softmax", "rank:pairwise": None, "rank:ndcg": None,
+              "reg:absoluteerror": None, "reg:pseudohubererror": None,
+              "reg:quantileerror": None, "count:poisson": "Exp", "reg:tweedie": "Exp",
+              "reg:gamma": "Exp"}
 DTYPES = {"float64": np.float64, "float32": np.float32}
 
 
@@ -357,8 +360,10 @@ def save_onnx(model: TreeEnsemble, path: str | os.PathLike, *,
     ----------
     model : cbudget.Booster or cbudget.Forest
         A booster of algorithm gbdt, cegb, greedy_miser or imported, of objective
-        reg:squarederror, binary:logistic, multi:softprob, rank:pairwise or rank:ndcg;
-        a forest of budget_rf or imported from scikit-learn.
+        reg:squarederror, binary:logistic, multi:softprob, rank:pairwise, rank:ndcg,
+        reg:absoluteerror, reg:pseudohubererror, reg:quantileerror, or count:poisson,
+        reg:tweedie, reg:gamma (an ``Exp`` after the margin); a forest of budget_rf or
+        imported from scikit-learn.
     path : str or os.PathLike
         Written whole or not at all (as :func:`cbudget.model_io.save_model`).
     dtype : {"float64", "float32"}, default "float64"

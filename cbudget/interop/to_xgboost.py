@@ -36,6 +36,7 @@ from ..booster import Booster
 from ..category_bins import bitset_codes
 from ..dataset import float32_floor
 from ..model_io import register_exporter
+from ..objectives import LOG_LINK_OBJECTIVES, objective_params
 from .trees import leaf_tree
 from .ubjson import encode
 
@@ -54,9 +55,34 @@ EXPORTED_OBJECTIVES: dict[str, dict[str, Any]] = {
     "multi:softprob": {},          # softmax_multiclass_param: filled with num_class
     "rank:pairwise": {"lambdarank_param": _LAMBDARANK_PARAM},
     "rank:ndcg": {"lambdarank_param": _LAMBDARANK_PARAM},
+    "reg:absoluteerror": {},
+    "reg:gamma": {"reg_loss_param": {"scale_pos_weight": "1"}},
+    # with the objective's parameter (objective_settings)
+    "reg:pseudohubererror": {}, "reg:quantileerror": {}, "count:poisson": {},
+    "reg:tweedie": {},
 }
+# the section (and key) of an objective's parameter in XGBoost's file
+_PARAMETER_SECTIONS = {"huber_slope": ("pseudo_huber_param", "huber_slope"),
+                       "quantile_alpha": ("quantile_loss_param", "quantile_alpha"),
+                       "poisson_max_delta_step": ("poisson_regression_param",
+                                                  "max_delta_step"),
+                       "tweedie_variance_power": ("tweedie_regression_param",
+                                                  "tweedie_variance_power")}
 # the base_score (output space) whose margin is 0: the base scores go into the trees
-ZERO_MARGIN_BASE_SCORE = {"binary:logistic": "5E-1"}
+ZERO_MARGIN_BASE_SCORE = {"binary:logistic": "5E-1",
+                          **{name: "1E0" for name in LOG_LINK_OBJECTIVES}}
+
+
+def objective_settings(booster: Booster) -> dict[str, Any]:
+    """XGBoost's ``learner.objective`` section of ``booster``: the name, the settings
+    XGBoost 2.1 writes, and the objective's parameter (the model's, else the default)."""
+    section: dict[str, Any] = {"name": booster.objective,
+                               **EXPORTED_OBJECTIVES[booster.objective]}
+    for param, value in objective_params(booster.objective, booster.params).items():
+        name, key = _PARAMETER_SECTIONS[param]
+        # XGBoost lists the quantiles of a quantile model
+        section[name] = {key: f"[{value!r}]" if param == "quantile_alpha" else repr(value)}
+    return section
 
 # the version written: the oldest XGBoost that reads these files
 WRITTEN_VERSION = [2, 1, 0]
@@ -234,8 +260,7 @@ def xgboost_document(booster: Booster, levels: bool = True) -> dict[str, Any]:
                                booster.tree_bitsets(tree))
                  for i, (tree, k) in enumerate(trees)]
     num_class = booster.num_class if booster.objective == "multi:softprob" else 0
-    objective: dict[str, Any] = {"name": booster.objective,
-                                 **EXPORTED_OBJECTIVES[booster.objective]}
+    objective = objective_settings(booster)
     if booster.objective == "multi:softprob":
         objective["softmax_multiclass_param"] = {"num_class": str(num_class)}
     default_names = [f"f{i}" for i in range(n_features)]
@@ -293,7 +318,10 @@ def save_xgboost(booster: Booster, path: str | os.PathLike, *, levels: bool = Tr
     ----------
     booster : cbudget.Booster
         Of algorithm gbdt, cegb, greedy_miser or imported; objective
-        reg:squarederror, binary:logistic, multi:softprob, rank:pairwise or rank:ndcg.
+        reg:squarederror, binary:logistic, multi:softprob, rank:pairwise, rank:ndcg,
+        or the regression objectives reg:absoluteerror, reg:pseudohubererror,
+        reg:quantileerror, count:poisson, reg:tweedie, reg:gamma (with their parameter:
+        huber_slope, quantile_alpha, max_delta_step, tweedie_variance_power).
     path : str or os.PathLike
         Written whole or not at all (a temporary file in the same folder, then
         renamed), over a regular file or none: a link, device, FIFO, socket or folder

@@ -37,6 +37,7 @@ from .._files import write_file_atomically
 from ..booster import Booster
 from ..category_bins import bitset_codes
 from ..model_io import register_exporter
+from .trees import check_exportable
 
 __all__ = ["save_lightgbm", "lightgbm_model_text", "exported_trees", "ExportedTree",
            "LIGHTGBM_OBJECTIVES", "REFUSED_IN_NAMES", "GUARD_THRESHOLD"]
@@ -192,20 +193,9 @@ def _leaf_tree(value: float) -> str:
 
 def _check_exportable(booster: Any) -> None:
     """ValueError for a model LightGBM's format cannot hold: not a booster, another
-    objective, feature names that the file cannot separate."""
-    if getattr(booster, "model_type", None) != "booster":
-        raise ValueError(f"only a cbudget Booster can be saved as a LightGBM model, not a "
-                         f"{type(booster).__name__}")
-    if booster.objective not in LIGHTGBM_OBJECTIVES:
-        raise ValueError(f"objective {booster.objective!r} cannot be saved as a LightGBM "
-                         f"model (supported: {', '.join(LIGHTGBM_OBJECTIVES)})")
-    refused = [name for name in booster.feature_names
-               if not name or set(name) & set(REFUSED_IN_NAMES)]
-    if refused:
-        raise ValueError(f"LightGBM refuses empty feature names and names containing "
-                         f"whitespace or any of {' '.join(REFUSED_IN_NAMES.strip())}: "
-                         f"{refused[:5]}; rename them (model.feature_names) before saving "
-                         "in its format")
+    objective, feature names that the file cannot separate (or empty ones)."""
+    check_exportable(booster, "LightGBM", LIGHTGBM_OBJECTIVES, REFUSED_IN_NAMES,
+                     empty_names=False)
 
 
 def exported_trees(booster: Booster) -> list[ExportedTree]:

@@ -44,7 +44,7 @@ from ..category_bins import bitset_codes
 from ..dataset import float32_floor
 from ..forest import Forest
 from ..model_io import register_exporter
-from .trees import leaf_tree
+from .trees import check_exportable, leaf_tree
 
 __all__ = ["save_onnx", "onnx_model", "ML_OPSET", "ONNX_OPSET"]
 
@@ -266,9 +266,7 @@ class _Graph:
 def _booster_graph(booster: Booster, graph: _Graph) -> str:
     """The graph of a booster: the trees' sums plus the base scores (``margin``), and
     the objective's transform of them (``prediction``)."""
-    if booster.objective not in TRANSFORMS:
-        raise ValueError(f"objective {booster.objective!r} cannot be saved as an ONNX "
-                         f"model (supported: {', '.join(TRANSFORMS)})")
+    check_exportable(booster, "ONNX", TRANSFORMS)
     n_outputs = booster.n_outputs
     # the rounds cbudget predicts with by default (up to best_iteration)
     _, end = booster.iterations_used()

@@ -37,7 +37,7 @@ from ..category_bins import bitset_codes
 from ..dataset import float32_floor
 from ..model_io import register_exporter
 from ..objectives import LOG_LINK_OBJECTIVES, objective_params
-from .trees import leaf_tree
+from .trees import check_exportable, leaf_tree
 from .ubjson import encode
 
 __all__ = ["save_xgboost", "xgboost_file_content", "float32_split_conditions",
@@ -229,17 +229,7 @@ def _cats_section(booster: Booster, n_features: int) -> dict[str, Any] | None:
 def xgboost_document(booster: Booster, levels: bool = True) -> dict[str, Any]:
     """The XGBoost JSON document of ``booster`` (see :func:`save_xgboost`)."""
     # every booster, whatever its algorithm, is additive regression trees: XGBoost's
-    if getattr(booster, "model_type", None) != "booster":
-        raise ValueError(f"only a cbudget Booster can be saved as an XGBoost model, not a "
-                         f"{type(booster).__name__}")
-    if booster.objective not in EXPORTED_OBJECTIVES:
-        raise ValueError(f"objective {booster.objective!r} cannot be saved as an XGBoost "
-                         f"model (supported: {', '.join(EXPORTED_OBJECTIVES)})")
-    refused = [name for name in booster.feature_names if set(name) & set(REFUSED_IN_NAMES)]
-    if refused:
-        raise ValueError(f"XGBoost refuses feature names containing '[', ']' or '<': "
-                         f"{refused[:5]}; rename them (model.feature_names) before saving "
-                         "in its format")
+    check_exportable(booster, "XGBoost", EXPORTED_OBJECTIVES, REFUSED_IN_NAMES)
     n_outputs = booster.n_outputs
     n_features = len(booster.feature_names)
     # the rounds cbudget predicts with by default (up to best_iteration after early

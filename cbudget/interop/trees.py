@@ -26,7 +26,7 @@ and cbudget's file layout), and :func:`imported_booster` the lists
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -166,6 +166,31 @@ def build_tree(left: ArrayLike, right: ArrayLike, feature: ArrayLike, threshold:
         if not np.all(np.isfinite(tree[field])):
             raise ValueError(f"{where}: {field} holds a value that is not finite")
     return tree
+
+
+def check_exportable(booster: Any, library: str, objectives: Iterable[str],
+                     refused_in_names: str = "", empty_names: bool = True) -> None:
+    """ValueError for a model ``library``'s format cannot hold (what every exporter
+    checks first): one that is not a booster, of an objective not in ``objectives``, or
+    with feature names ``library`` refuses: holding a character of ``refused_in_names``,
+    or empty (unless ``empty_names``)."""
+    a_model = f"{'an' if library[0] in 'AEIOX' else 'a'} {library} model"
+    if getattr(booster, "model_type", None) != "booster":
+        raise ValueError(f"only a cbudget Booster can be saved as {a_model}, not a "
+                         f"{type(booster).__name__}")
+    objectives = list(objectives)
+    if booster.objective not in objectives:
+        raise ValueError(f"objective {booster.objective!r} cannot be saved as {a_model} "
+                         f"(supported: {', '.join(objectives)})")
+    refused = [name for name in booster.feature_names
+               if set(name) & set(refused_in_names) or not (name or empty_names)]
+    if refused:
+        shown = " ".join(repr(c) if c.isprintable() and not c.isspace() else "whitespace"
+                         for c in dict.fromkeys(refused_in_names))
+        empty = "" if empty_names else " or empty"
+        raise ValueError(f"{library} refuses feature names containing {shown}{empty}: "
+                         f"{refused[:5]}; rename them (model.feature_names) before saving "
+                         "in its format")
 
 
 def leaf_tree(value: float) -> np.ndarray:

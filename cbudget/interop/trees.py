@@ -185,8 +185,9 @@ def check_exportable(booster: Any, library: str, objectives: Iterable[str],
     refused = [name for name in booster.feature_names
                if set(name) & set(refused_in_names) or not (name or empty_names)]
     if refused:
-        shown = " ".join(repr(c) if c.isprintable() and not c.isspace() else "whitespace"
-                         for c in dict.fromkeys(refused_in_names))
+        shown = " ".join(dict.fromkeys(
+            repr(c) if c.isprintable() and not c.isspace() else "whitespace"
+            for c in refused_in_names))
         empty = "" if empty_names else " or empty"
         raise ValueError(f"{library} refuses feature names containing {shown}{empty}: "
                          f"{refused[:5]}; rename them (model.feature_names) before saving "

@@ -142,7 +142,8 @@ def summarise(results):
             if not rows:
                 continue
             m = np.array([r["metric"] for r in rows])
-            print(f"| {dataset} | {setting} | {system} | {m.mean():.4f} ({m.std(ddof=1) if m.size > 1 else 0:.4f}) | "
+            sd = m.std(ddof=1) if m.size > 1 else 0.0
+            print(f"| {dataset} | {setting} | {system} | {m.mean():.4f} ({sd:.4f}) | "
                   f"{np.median([r['seconds'] for r in rows]):.3f} | "
                   f"{max(r['worst_step'] for r in rows):.2g} |")
 

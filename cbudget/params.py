@@ -143,7 +143,7 @@ def metric_list(value, name):
     return list(value)
 
 
-def monotone_constraints(value, name):
+def monotone_constraints(value: Any, name: str) -> list[int] | dict[str, int] | None:
     """Monotone constraints as LightGBM and XGBoost take them: a list (tuple, array) of
     -1 / 0 / +1, one per feature, also as a string ``"(1,0,-1)"`` or ``"1,0,-1"``, or a
     dict of feature name -> direction (features left out: 0). Returns a list of ints or a

@@ -88,6 +88,14 @@ def test_all_zero_constraints_are_no_constraints():
         np.testing.assert_array_equal(free.predict(X), zero.predict(X))
 
 
+def subtree_leaf_values(tree, node):
+    """The values of the leaves under ``node``."""
+    if tree["left"][node] == -1:
+        return [tree["value"][node]]
+    return (subtree_leaf_values(tree, tree["left"][node])
+            + subtree_leaf_values(tree, tree["right"][node]))
+
+
 @pytest.mark.parametrize("algorithm,extra", [
     ("gbdt", {"grow_policy": "depthwise", "max_depth": 5}),
     ("gbdt", {"grow_policy": "lossguide", "num_leaves": 20}),
@@ -105,14 +113,11 @@ def test_every_constrained_split_orders_its_subtrees(algorithm, extra):
                           cbudget.Dataset(X, y), 8)
     checked = 0
     for tree in model.trees:
-        def leaves(node):
-            if tree["left"][node] == -1:
-                return [tree["value"][node]]
-            return leaves(tree["left"][node]) + leaves(tree["right"][node])
         for node in np.flatnonzero(tree["left"] != -1):
             direction = DIRECTIONS[tree["feature"][node]]
             if direction:
-                left, right = leaves(tree["left"][node]), leaves(tree["right"][node])
+                left = subtree_leaf_values(tree, tree["left"][node])
+                right = subtree_leaf_values(tree, tree["right"][node])
                 gap = min(right) - max(left) if direction > 0 else min(left) - max(right)
                 assert gap >= 0.0
                 checked += 1
@@ -298,3 +303,20 @@ def test_sklearn_estimators_pass_it_through():
     base = np.repeat(X[:20], GRID.size, axis=0)
     base[:, 0] = np.tile(GRID, 20)
     assert np.diff(model.predict(base).reshape(20, -1), axis=1).min() >= 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_dask_training_keeps_the_constraints(dask_client, algorithm):
+    """cbudget.dask's driver grows with the same bounds: on two partitions the trees of
+    single-machine training, up to summation order, and monotone."""
+    da = pytest.importorskip("dask.array")
+    from cbudget.dask import DaskDataset
+    from cbudget.dask import train as dask_train
+    X, y = make_data("regression", seed=2)
+    p = params(algorithm, "regression", DIRECTIONS)
+    local = cbudget.train(p, cbudget.Dataset(X, y), 10)
+    remote = dask_train(dask_client, p, DaskDataset(dask_client, da.from_array(X, chunks=(350, 3)),
+                                                    da.from_array(y, chunks=350)), 10)
+    np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=1e-9, atol=1e-12)
+    assert worst_step(remote, X, 0, 1) <= 0.0 and worst_step(remote, X, 1, -1) <= 0.0

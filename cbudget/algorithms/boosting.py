@@ -58,8 +58,16 @@ from .._core._types import HISTOGRAM_DTYPE
 from ..booster import Booster
 from ..category_bins import grown_tree_bitsets
 from ..engine import Algorithm, MemoryNeed, Trainer, model_to_continue
-from ..params import (CATEGORICAL_PARAMS, SQRT_FLOAT_MAX, Param, choice, depth_limit, flag,
-                      monotone_constraints, number)
+from ..params import (
+    CATEGORICAL_PARAMS,
+    SQRT_FLOAT_MAX,
+    Param,
+    choice,
+    depth_limit,
+    flag,
+    monotone_constraints,
+    number,
+)
 
 __all__ = ["ALGORITHMS", "GREEDY_MISER", "TREE_PARAMS", "BoostingTrainer", "RoundSampler",
            "binned_like", "penalty_costs", "tree_grower", "complete_tree_params",

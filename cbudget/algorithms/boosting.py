@@ -35,6 +35,11 @@ training in stages grows the trees of training the first stage and continuing it
 (``xgb_model``) at the next trade-off. The model records its stages
 (:attr:`cbudget.Booster.cost_stages`).
 
+Monotone constraints (``monotone_constraints``, all three): LightGBM's basic method, in
+the grower (:class:`TreeGrower`'s ``monotone``, from :func:`monotone_directions`), so
+Greedy Miser's first-order trees and CEGB's cost-penalised splits choose among the
+admissible splits only.
+
 Continuing a model (``xgb_model``): its trees are kept and new rounds added; the
 acquisition state (and, for CEGB and Greedy Miser, the penalty) is restored by routing
 the training inputs through the existing trees. ``cost_stages`` then counts the new
@@ -98,8 +103,8 @@ MONOTONE_CONSTRAINTS = Param(
     "monotone_constraints", None, monotone_constraints,
     "per feature -1 / 0 / +1 (a list, a string '(1,0,-1)', or a dict of feature name -> "
     "direction): the model's output is non-increasing / free / non-decreasing in it "
-    "(LightGBM's basic method; numeric features only; docs/architecture.md, \"Monotone "
-    "constraints\")")
+    "(LightGBM's basic method; numeric features only; docs/architecture.md, "
+    "\"Training\")")
 SAMPLING_PARAMS = (
     Param("subsample", 1.0, number(low=0, low_open=True, high=1),
           "rows sampled per round (whole queries for the ranking objectives)"),

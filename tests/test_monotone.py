@@ -205,6 +205,19 @@ def test_leaf_values_are_clipped_to_the_midpoint():
         assert model.trees[0].shape[0] == n_nodes
 
 
+def test_lambda_max_weighs_the_admissible_root_splits_only():
+    """lambda_max (the root splits' gain / cost ratios) with a constraint that forbids
+    the one informative split: 0, no costly split has a gain."""
+    X = np.linspace(0, 1, 200)[:, None]
+    d = cbudget.Dataset(X, -X[:, 0], feature_costs=[1.0])
+    for algorithm in ("cegb", "greedy_miser"):
+        assert cbudget.lambda_max({"algorithm": algorithm}, d) > 0
+        assert cbudget.lambda_max({"algorithm": algorithm, "monotone_constraints": [1]},
+                                  d) == 0
+        assert cbudget.lambda_max({"algorithm": algorithm, "monotone_constraints": [-1]},
+                                  d) > 0
+
+
 def test_grower_refuses_bad_directions():
     rng = np.random.default_rng(0)
     binned = np.asfortranarray(rng.integers(0, 4, (50, 2)).astype(np.uint8))

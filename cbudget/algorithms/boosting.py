@@ -245,7 +245,8 @@ def monotone_directions(p: dict, dtrain) -> np.ndarray | None:
         for name, direction in given.items():
             directions[names.index(name)] = direction
     elif len(given) != len(names):
-        raise ValueError(f"monotone_constraints has {len(given)} entries for the data's "
+        raise ValueError(f"monotone_constraints has {len(given)} "
+                         f"entr{'y' if len(given) == 1 else 'ies'} for the data's "
                          f"{len(names)} features: give one -1 / 0 / 1 per feature, or a "
                          f"dict of feature name -> direction")
     else:

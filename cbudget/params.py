@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 __all__ = ["Param", "ALIASES", "COMMON_PARAMS", "CATEGORICAL_PARAMS", "INT_MAX",
            "SQRT_FLOAT_MAX", "number", "any_integer", "choice", "flag", "int_tuple",
-           "metric_list", "depth_limit", "resolve_declared"]
+           "metric_list", "depth_limit", "monotone_constraints", "resolve_declared"]
 
 ALIASES = {
     "eta": "learning_rate",
@@ -142,6 +142,42 @@ def metric_list(value, name):
     if not isinstance(value, (list, tuple)) or not all(isinstance(m, str) for m in value):
         raise TypeError(f"{name} must be a str or a list of str")
     return list(value)
+
+
+def monotone_constraints(value: Any, name: str) -> list[int] | dict[str, int] | None:
+    """Monotone constraints as LightGBM and XGBoost take them: a list (tuple, array) of
+    -1 / 0 / +1, one per feature, also as a string ``"(1,0,-1)"`` or ``"1,0,-1"``, or a
+    dict of feature name -> direction (features left out: 0). Returns a list of ints or a
+    dict of str -> int (what a model file keeps); None for none. Checked against the
+    data's features when training starts."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip().strip("()[]").strip()
+        try:
+            value = [int(item) for item in text.split(",")] if text else []
+        except ValueError:
+            raise ValueError(f"parameter {name} must be integers -1, 0 or 1 separated by "
+                             f"commas, e.g. '(1,0,-1)', got {value!r}") from None
+    if isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):
+            raise TypeError(f"parameter {name}: a dict's keys are feature names (str); give "
+                            f"a list for positions, got keys {list(value)[:5]}")
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)) or hasattr(value, "__array__"):
+        items = list(enumerate(list(value)))
+    else:
+        raise TypeError(f"parameter {name} must be a list of -1 / 0 / 1 per feature, a dict "
+                        f"of feature name -> direction or a string '(1,0,-1)', got "
+                        f"{type(value).__name__}")
+    for key, direction in items:
+        if isinstance(direction, bool) or not isinstance(direction, numbers.Integral) \
+                or direction not in (-1, 0, 1):
+            raise ValueError(f"parameter {name}[{key!r}] must be -1 (decreasing), 0 (none) "
+                             f"or 1 (increasing), got {direction!r}")
+    if isinstance(value, dict):
+        return {key: int(direction) for key, direction in items}
+    return [int(direction) for _, direction in items]
 
 
 # -- what every algorithm takes ---------------------------------------------------------

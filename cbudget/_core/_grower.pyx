@@ -35,8 +35,8 @@ from ._partition cimport split_rows_parallel
 from ._path cimport mark_feature
 from ._safety cimport (check_bitset, check_n_threads, check_rows_in_range, checked_calloc,
                       checked_malloc, first_out_of_range_32)
-from ._split cimport (cat_params_struct, cat_words_of, find_best_split_core, leaf_value_core,
-                     split_struct)
+from ._split cimport (bounded_output, cat_params_struct, cat_words_of, find_best_split_core,
+                     monotone_struct, split_struct)
 from ._types cimport MAX_ROWS_C, hist_struct, node_struct
 from ._types import NODE_DTYPE
 
@@ -59,6 +59,8 @@ cdef struct grow_node:
     int64_t new_acquisitions  # in-bag rows that first acquire the split feature
     double extra_lambda       # added to reg_lambda in the leaf value: cat_l2 below a
                               # many-vs-many categorical split (LightGBM's leaf output)
+    double lower              # the bounds of the node's output (monotone constraints;
+    double upper              # -inf, inf without): its value is clipped to them
 
 
 cdef inline void _init_child(grow_node * child, int depth, int32_t parent) noexcept nogil:
@@ -66,6 +68,8 @@ cdef inline void _init_child(grow_node * child, int depth, int32_t parent) noexc
     child.parent = parent
     child.new_acquisitions = 0
     child.extra_lambda = 0.0
+    child.lower = -INFINITY
+    child.upper = INFINITY
     child.histograms = NULL
     child.split.feature = -1
     child.left = -1
@@ -130,6 +134,16 @@ cdef class TreeGrower:
     n_tree_rows : int, optional
         The rows of the whole training set, when they are spread over workers: the
         driver's, and each worker's grower (:meth:`begin_tree`) is sized for it.
+    monotone : int8 array (n_features,), optional
+        Monotone constraints, LightGBM's "basic" method: +1 (-1) makes the trees'
+        outputs non-decreasing (non-increasing) in the feature. Every node has bounds
+        on its output (none at the root); a split on a constrained feature is
+        admissible only if its children's outputs, clipped to the node's bounds, follow
+        the direction, and then bounds the left child's output by their midpoint from
+        above (+1; below for -1) and the right child's from below; every split's
+        children inherit the node's bounds, and every node's value is clipped to its
+        bounds. Missing values follow their split's default side. None (or all 0):
+        unconstrained. A categorical feature takes no direction (ValueError).
 
     ValueError when the arrays disagree with ``binned`` or with each other (every value
     bin must have its edge, every bin of ``binned`` must be at most ``missing_bin``), or
@@ -148,6 +162,8 @@ cdef class TreeGrower:
     cdef const unsigned char * categorical  # NULL: every feature numeric
     cdef object categorical_array           # ... keeps its memory alive
     cdef cat_params_struct cat_params
+    cdef const signed char * monotone       # NULL: no monotone constraints
+    cdef object monotone_array              # ... keeps its memory alive
     # Categorical splits' bin bitsets (_bitset.pxd): the scan writes its candidates'
     # into ``cat_scratch`` (``cat_words`` a feature; 0 without categorical features);
     # a leaf's chosen split keeps its bitset in ``cat_pool`` (per tree, grown on demand)
@@ -210,9 +226,10 @@ cdef class TreeGrower:
                   SparseBins sparse_bins=None, exchange=None, Py_ssize_t n_tree_rows=0,
                   categorical=None, int max_cat_to_onehot=4, int max_cat_threshold=32,
                   double cat_l2=10.0, double cat_smooth=10.0,
-                  uint32_t min_data_per_group=100):
+                  uint32_t min_data_per_group=100, monotone=None):
         cdef Py_ssize_t f, n_edges
         cdef const unsigned char[::1] cat_view
+        cdef const signed char[::1] monotone_view
         cdef const uint8_t[::1, :] narrow
         cdef const uint16_t[::1, :] wide
         # pointers are NULL until allocated: __dealloc__ frees whatever was, also when
@@ -261,6 +278,19 @@ cdef class TreeGrower:
             if binned.shape[1]:
                 self.categorical = &cat_view[0]
         self.cat_words = cat_words_of(missing_bin + 1) if self.categorical != NULL else 0
+        self.monotone = NULL
+        if monotone is not None:
+            directions = np.asarray(monotone)
+            if directions.shape != (binned.shape[1],) or not np.isin(directions,
+                                                                     (-1, 0, 1)).all():
+                raise ValueError("monotone must hold one of -1, 0, +1 per feature of binned")
+            if categorical is not None and np.any(directions[self.categorical_array != 0]):
+                raise ValueError("monotone: a categorical feature has no order, so it takes "
+                                 "no monotone constraint")
+            if np.any(directions):
+                self.monotone_array = directions.astype(np.int8)
+                monotone_view = self.monotone_array
+                self.monotone = &monotone_view[0]
         self.cat_params.max_cat_to_onehot = max_cat_to_onehot
         self.cat_params.max_cat_threshold = max_cat_threshold
         self.cat_params.cat_l2 = cat_l2
@@ -519,13 +549,15 @@ cdef class TreeGrower:
                                   const unsigned char * feature_mask) noexcept nogil:
         """The node's best split among the masked-in features, ``feature == -1`` if
         none has a net gain above ``gamma``."""
+        cdef monotone_struct bounds
+        bounds.direction, bounds.lower, bounds.upper = self.monotone, node.lower, node.upper
         cdef split_struct best = find_best_split_core(
             node.histograms, self.n_features, self.n_bins, &self.n_value_bins[0],
             self.missing_bin, feature_mask, node.sum_gradients, node.sum_hessians,
             <uint32_t> (node.stop - node.start), self.reg_lambda, self.min_child_weight,
             self.min_data_in_leaf, self.penalty if self.has_penalty else NULL,
             self.categorical, &self.cat_params, self.per_feature, self.cat_scratch,
-            self.cat_words, self.n_threads)
+            self.cat_words, &bounds if self.monotone != NULL else NULL, self.n_threads)
         if best.feature >= 0 and not best.gain > self.gamma:
             best.feature = -1
         return best
@@ -552,6 +584,41 @@ cdef class TreeGrower:
         node.split.cat_at = self.cat_pool_used
         node.split.cat_bins = NULL      # the scratch is the next scan's
         self.cat_pool_used += n
+
+    cdef inline double _node_value(self, const grow_node * node) noexcept nogil:
+        """The node's output: its Newton step, clipped to its monotone bounds, shrunk."""
+        return self.learning_rate * bounded_output(
+            node.sum_gradients, node.sum_hessians, self.reg_lambda + node.extra_lambda,
+            node.lower, node.upper)
+
+    cdef void _bound_children(self, const grow_node * node, grow_node * left,
+                              grow_node * right) noexcept nogil:
+        """The children's output bounds (LightGBM's basic method): the node's, and,
+        for a split on a constrained feature, the midpoint of their outputs (clipped to
+        the node's bounds, as the split search scored them) as the left child's upper
+        bound and the right child's lower bound (+1; the other way round for -1), so
+        that every leaf below the left child stays on its side of every leaf below the
+        right one."""
+        cdef double mid
+        cdef signed char direction
+        left.lower = right.lower = node.lower
+        left.upper = right.upper = node.upper
+        if self.monotone == NULL or node.split.categorical:
+            return
+        direction = self.monotone[node.split.feature]
+        if direction == 0:
+            return
+        mid = 0.5 * (
+            bounded_output(left.sum_gradients, left.sum_hessians, self.reg_lambda,
+                           node.lower, node.upper)
+            + bounded_output(right.sum_gradients, right.sum_hessians, self.reg_lambda,
+                             node.lower, node.upper))
+        if direction > 0:
+            left.upper = min(left.upper, mid)
+            right.lower = max(right.lower, mid)
+        else:
+            left.lower = max(left.lower, mid)
+            right.upper = min(right.upper, mid)
 
     cdef inline const uint32_t * _bins_left(self, grow_node * node) noexcept nogil:
         """The bin bitset of the node's categorical split (NULL for a numeric one)."""
@@ -822,13 +889,9 @@ cdef class TreeGrower:
                 sum_h += h[row_ptr[i]]
             self.n_rows_grown = n_rows
             node = &self.nodes[0]
-            node.start, node.stop, node.depth = 0, n_rows, 0
+            _init_child(node, 0, -1)
+            node.start, node.stop = 0, n_rows
             node.sum_gradients, node.sum_hessians = sum_g, sum_h
-            node.histograms = NULL
-            node.split.feature = -1
-            node.left = node.right = node.parent = -1
-            node.new_acquisitions = 0
-            node.extra_lambda = 0.0
             if not remote_failed and self._can_split(node):
                 self._build(node, row_ptr, g, h, mask)
                 if node.histograms == NULL:
@@ -909,6 +972,7 @@ cdef class TreeGrower:
                 _init_child(right, node.depth + 1, <int32_t> (node - self.nodes))
                 if node.split.categorical == 2:
                     left.extra_lambda = right.extra_lambda = self.cat_params.cat_l2
+                self._bound_children(node, left, right)
 
                 # Histograms: build the smaller child's, subtract for the sibling.
                 if build_id >= 0:
@@ -1119,13 +1183,13 @@ cdef class TreeGrower:
         cdef const unsigned char * mask = &feature_mask[0]
         cdef double sum_g = 0.0, sum_h = 0.0, tradeoff = self.cost_tradeoff
         cdef Py_ssize_t i, f
+        cdef monotone_struct bounds
         for i in range(rows.shape[0]):
             sum_g += gradients[rows[i]]
             sum_h += hessians[rows[i]]
-        node.start, node.stop, node.depth = 0, rows.shape[0], 0
+        _init_child(node, 0, -1)
+        node.start, node.stop = 0, rows.shape[0]
         node.sum_gradients, node.sum_hessians = sum_g, sum_h
-        node.histograms = NULL
-        node.left = node.right = node.parent = -1
         if not self._can_split(node):
             return raw_gain, increment
         if self.has_penalty:
@@ -1134,12 +1198,13 @@ cdef class TreeGrower:
         if node.histograms == NULL:
             raise MemoryError(f"cannot allocate a leaf's histograms: "
                               f"{self.histograms_bytes} bytes")
+        bounds.direction, bounds.lower, bounds.upper = self.monotone, node.lower, node.upper
         find_best_split_core(
             node.histograms, self.n_features, self.n_bins, &self.n_value_bins[0],
             self.missing_bin, mask, sum_g, sum_h, <uint32_t> rows.shape[0], self.reg_lambda,
             self.min_child_weight, self.min_data_in_leaf, NULL, self.categorical,
             &self.cat_params, self.per_feature, self.cat_scratch, self.cat_words,
-            self.n_threads)
+            &bounds if self.monotone != NULL else NULL, self.n_threads)
         if self.has_penalty:
             self.cost_tradeoff = 1.0
             self._fill_penalty(node, 0, self.n_features)
@@ -1174,9 +1239,7 @@ cdef class TreeGrower:
                            num_threads=n_threads):
             if self.nodes[node].left != -1:
                 continue
-            value = self.learning_rate * leaf_value_core(
-                self.nodes[node].sum_gradients, self.nodes[node].sum_hessians,
-                self.reg_lambda + self.nodes[node].extra_lambda)
+            value = self._node_value(&self.nodes[node])
             for i in range(self.nodes[node].start, self.nodes[node].stop):
                 raw[rows[i], output] += value
 
@@ -1195,9 +1258,7 @@ cdef class TreeGrower:
         with nogil:
             for i in range(n_nodes):
                 node = &self.nodes[i]
-                view[i].value = self.learning_rate * leaf_value_core(
-                    node.sum_gradients, node.sum_hessians,
-                    self.reg_lambda + node.extra_lambda)
+                view[i].value = self._node_value(node)
                 view[i].sum_hessian = node.sum_hessians
                 view[i].n_samples = <int32_t> (node.stop - node.start)
                 view[i].depth = node.depth

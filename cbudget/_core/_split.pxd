@@ -18,6 +18,14 @@ cdef struct split_struct:
     uint32_t * cat_bins         # ... a bitset (_bitset.pxd) in the scan's scratch
     int64_t cat_at              # ... or, kept by the grower, at this offset of its pool
 
+# Monotone constraints of a leaf's split search (LightGBM's "basic" method): the
+# features' directions and the bounds of the leaf's output, which its children's outputs
+# are clipped to
+cdef struct monotone_struct:
+    const signed char * direction   # per feature: +1 increasing, -1 decreasing, 0 free
+    double lower
+    double upper
+
 # LightGBM's categorical split parameters (cbudget.params.CATEGORICAL_PARAMS)
 cdef struct cat_params_struct:
     int max_cat_to_onehot
@@ -33,9 +41,12 @@ cdef split_struct find_best_split_core(
     double reg_lambda, double min_child_weight, uint32_t min_data_in_leaf,
     const double * cost_penalty, const unsigned char * categorical,
     const cat_params_struct * cat, split_struct * per_feature, uint32_t * cat_scratch,
-    Py_ssize_t cat_words, int n_threads) noexcept nogil
+    Py_ssize_t cat_words, const monotone_struct * monotone, int n_threads) noexcept nogil
 
 cdef Py_ssize_t cat_words_of(Py_ssize_t n_bins) noexcept nogil
 
 cdef double leaf_value_core(double sum_gradients, double sum_hessians,
                             double reg_lambda) noexcept nogil
+
+cdef double bounded_output(double sum_gradients, double sum_hessians, double reg_lambda,
+                           double lower, double upper) noexcept nogil

@@ -49,6 +49,46 @@ cdef double leaf_value_core(double sum_gradients, double sum_hessians,
     return -sum_gradients / (sum_hessians + reg_lambda)
 
 
+cdef double bounded_output(double sum_gradients, double sum_hessians, double reg_lambda,
+                           double lower, double upper) noexcept nogil:
+    """The leaf value clipped to ``[lower, upper]`` (a leaf's monotone bounds)."""
+    cdef double value = leaf_value_core(sum_gradients, sum_hessians, reg_lambda)
+    if value < lower:
+        return lower
+    if value > upper:
+        return upper
+    return value
+
+
+cdef inline const monotone_struct * _bounds_for(const monotone_struct * monotone,
+                                                Py_ssize_t f) noexcept nogil:
+    """The constraints a split of feature ``f`` must meet: NULL (none: the plain gain)
+    unless ``f`` has a direction or the leaf's output is bounded."""
+    if monotone == NULL or (monotone.direction[f] == 0 and monotone.lower == -INFINITY
+                            and monotone.upper == INFINITY):
+        return NULL
+    return monotone
+
+
+cdef inline double _split_gain(double gl, double hl, double gr, double hr, double reg_lambda,
+                               double parent_score, const monotone_struct * monotone,
+                               int direction) noexcept nogil:
+    """``0.5 * (G_L^2/(H_L+lambda) + G_R^2/(H_R+lambda) - parent_score)``; with
+    ``monotone`` (LightGBM's basic method), the children's outputs are clipped to the
+    leaf's bounds and the gain is that of the clipped outputs, ``-(2 G v + (H + lambda)
+    v^2)`` per child (the same at an unclipped optimum); -inf (never chosen) when the
+    outputs go against ``direction`` (+1: left <= right, -1: left >= right)."""
+    cdef double left, right
+    if monotone == NULL:
+        return 0.5 * (_score(gl, hl, reg_lambda) + _score(gr, hr, reg_lambda) - parent_score)
+    left = bounded_output(gl, hl, reg_lambda, monotone.lower, monotone.upper)
+    right = bounded_output(gr, hr, reg_lambda, monotone.lower, monotone.upper)
+    if (direction > 0 and left > right) or (direction < 0 and left < right):
+        return -INFINITY
+    return 0.5 * (-(2.0 * gl * left + (hl + reg_lambda) * left * left)
+                  - (2.0 * gr * right + (hr + reg_lambda) * right * right) - parent_score)
+
+
 def leaf_value(double sum_gradients, double sum_hessians, double reg_lambda):
     """Newton step ``-G / (H + lambda)`` of a leaf (before the learning rate)."""
     return leaf_value_core(sum_gradients, sum_hessians, reg_lambda)
@@ -58,7 +98,8 @@ cdef inline void _scan_feature(
     Py_ssize_t f, const hist_struct * h, uint32_t n_value_bins, int missing_bin,
     double sum_gradients, double sum_hessians, uint32_t count, double parent_score,
     double reg_lambda, double min_child_weight, uint32_t min_data_in_leaf,
-    double penalty, split_struct * s) noexcept nogil:
+    double penalty, const monotone_struct * monotone, split_struct * s) noexcept nogil:
+    """Feature ``f``'s best threshold into ``s`` (``monotone``: see _split_gain)."""
     cdef double gl, hl, gr, hr, gain
     cdef uint32_t cl, cr
     cdef Py_ssize_t b
@@ -96,8 +137,8 @@ cdef inline void _scan_feature(
             if cr < min_data_in_leaf or hr < min_child_weight:
                 break   # the right side only shrinks from here on
             gr = sum_gradients - gl
-            gain = 0.5 * (_score(gl, hl, reg_lambda) + _score(gr, hr, reg_lambda)
-                          - parent_score)
+            gain = _split_gain(gl, hl, gr, hr, reg_lambda, parent_score, monotone,
+                               monotone.direction[f] if monotone != NULL else 0)
             if gain - penalty > s.gain:
                 s.gain = gain - penalty
                 s.raw_gain = gain
@@ -239,7 +280,8 @@ cdef inline void _consider(
     double gl, double hl, uint32_t cl, double sum_gradients, double sum_hessians,
     uint32_t count, double parent_score, double child_lambda, double penalty,
     Py_ssize_t f, bint missing_left, int choice, int * best_choice, split_struct * s,
-    uint32_t min_data_in_leaf, double min_child_weight, unsigned char kind) noexcept nogil:
+    uint32_t min_data_in_leaf, double min_child_weight, unsigned char kind,
+    const monotone_struct * monotone) noexcept nogil:
     """Score one candidate left side (sums ``gl, hl, cl``); keep it in ``s`` when its net
     gain beats the best so far (``best_choice`` records which candidate it was)."""
     cdef double gr = sum_gradients - gl, hr = sum_hessians - hl, gain
@@ -247,7 +289,8 @@ cdef inline void _consider(
     if cl < min_data_in_leaf or hl < min_child_weight or cr < min_data_in_leaf \
             or hr < min_child_weight:
         return
-    gain = 0.5 * (_score(gl, hl, child_lambda) + _score(gr, hr, child_lambda) - parent_score)
+    # a categorical feature has no direction: its children only keep the leaf's bounds
+    gain = _split_gain(gl, hl, gr, hr, child_lambda, parent_score, monotone, 0)
     if gain - penalty > s.gain:
         s.gain = gain - penalty
         s.raw_gain = gain
@@ -266,7 +309,8 @@ cdef inline void _scan_categorical(
     Py_ssize_t f, const hist_struct * h, uint32_t n_value_bins, int missing_bin,
     double sum_gradients, double sum_hessians, uint32_t count, double parent_score,
     double reg_lambda, double min_child_weight, uint32_t min_data_in_leaf,
-    double penalty, const cat_params_struct * cat, split_struct * s) noexcept nogil:
+    double penalty, const cat_params_struct * cat, const monotone_struct * monotone,
+    split_struct * s) noexcept nogil:
     """LightGBM's categorical split search (FindBestThresholdCategoricalInner), on bins
     ``0 .. n_value_bins - 2`` (one level each; the last value bin holds the levels
     without a bin of their own and always goes right), with the missing bin tried on
@@ -327,7 +371,7 @@ cdef inline void _scan_categorical(
                           sum_hessians, count, parent_score, reg_lambda, penalty, f,
                           direction == 1, direction * CHOICE_DIRECTION + <int> b,
                           &best_choice, s,
-                          min_data_in_leaf, min_child_weight, 1)
+                          min_data_in_leaf, min_child_weight, 1, monotone)
             continue
         for dir_index in range(2):      # from the low end, then from the high end
             gl = mg if direction else 0.0
@@ -352,7 +396,7 @@ cdef inline void _scan_categorical(
                           child_lambda, penalty, f, direction == 1,
                           direction * CHOICE_DIRECTION + dir_index * CHOICE_END + <int> i,
                           &best_choice, s,
-                          min_data_in_leaf, min_child_weight, 2)
+                          min_data_in_leaf, min_child_weight, 2, monotone)
     if best_choice >= 0:
         n_words = (n_levels + 31) // 32
         memset(s.cat_bins, 0, (n_words + 1) * sizeof(uint32_t))
@@ -383,7 +427,8 @@ cdef inline void _scan_one(
     double sum_gradients, double sum_hessians, uint32_t count, double parent_score,
     double reg_lambda, double min_child_weight, uint32_t min_data_in_leaf,
     const double * cost_penalty, const unsigned char * categorical,
-    const cat_params_struct * cat, split_struct * per_feature) noexcept nogil:
+    const cat_params_struct * cat, const monotone_struct * monotone,
+    split_struct * per_feature) noexcept nogil:
     """Feature ``f``'s best split into ``per_feature[f]`` (if masked in and splittable)."""
     if not (feature_mask[f] and n_value_bins[f] >= 2):
         return
@@ -392,12 +437,13 @@ cdef inline void _scan_one(
             f, &histograms[f * n_bins], n_value_bins[f], missing_bin, sum_gradients,
             sum_hessians, count, parent_score, reg_lambda, min_child_weight,
             min_data_in_leaf, cost_penalty[f] if cost_penalty != NULL else 0.0, cat,
-            &per_feature[f])
+            _bounds_for(monotone, f), &per_feature[f])
     else:
         _scan_feature(f, &histograms[f * n_bins], n_value_bins[f], missing_bin,
                       sum_gradients, sum_hessians, count, parent_score, reg_lambda,
                       min_child_weight, min_data_in_leaf,
-                      cost_penalty[f] if cost_penalty != NULL else 0.0, &per_feature[f])
+                      cost_penalty[f] if cost_penalty != NULL else 0.0,
+                      _bounds_for(monotone, f), &per_feature[f])
 
 
 cdef split_struct find_best_split_core(
@@ -407,13 +453,15 @@ cdef split_struct find_best_split_core(
     double reg_lambda, double min_child_weight, uint32_t min_data_in_leaf,
     const double * cost_penalty, const unsigned char * categorical,
     const cat_params_struct * cat, split_struct * per_feature, uint32_t * cat_scratch,
-    Py_ssize_t cat_words, int n_threads) noexcept nogil:
+    Py_ssize_t cat_words, const monotone_struct * monotone, int n_threads) noexcept nogil:
     """Best split over the masked-in features; ``per_feature`` is scratch space for
     ``n_features`` results; ``cost_penalty == NULL``: no penalty; ``categorical ==
     NULL``: every feature numeric (else ``cat`` holds the categorical parameters, and
     ``cat_scratch`` ``cat_words`` words per feature -- :func:`cat_words_of` -- where the
     bin bitsets of the categorical candidates go: the best split's ``cat_bins`` points
-    there)."""
+    there); ``monotone == NULL``: no monotone constraints (else only the splits whose
+    clipped children's outputs follow their feature's direction are admissible, see
+    _split_gain: the cost-penalised best is chosen among them)."""
     cdef Py_ssize_t f, work = 0
     cdef double parent_score = _score(sum_gradients, sum_hessians, reg_lambda)
     cdef split_struct best
@@ -433,13 +481,13 @@ cdef split_struct find_best_split_core(
             _scan_one(f, histograms, n_bins, n_value_bins, missing_bin, feature_mask,
                       sum_gradients, sum_hessians, count, parent_score, reg_lambda,
                       min_child_weight, min_data_in_leaf, cost_penalty, categorical, cat,
-                      per_feature)
+                      monotone, per_feature)
     else:
         for f in prange(n_features, schedule="dynamic", num_threads=n_threads):
             _scan_one(f, histograms, n_bins, n_value_bins, missing_bin, feature_mask,
                       sum_gradients, sum_hessians, count, parent_score, reg_lambda,
                       min_child_weight, min_data_in_leaf, cost_penalty, categorical, cat,
-                      per_feature)
+                      monotone, per_feature)
     # Deterministic reduction: ties go to the lowest feature (within a feature, see
     # _scan_feature: missing-right first, then the lowest bin).
     best.feature = -1
@@ -469,6 +517,9 @@ def find_best_split(
     double cat_l2=10.0,
     double cat_smooth=10.0,
     uint32_t min_data_per_group=100,
+    monotone=None,
+    double lower=-INFINITY,
+    double upper=INFINITY,
 ):
     """Scan every masked-in feature's histogram for the split of largest net gain.
 
@@ -479,6 +530,11 @@ def find_best_split(
     ``min_data_in_leaf`` rows and ``min_child_weight`` hessian. Ties go to the lowest
     feature index, then to missing values going right, then to the lowest bin: the
     result does not depend on ``n_threads``.
+
+    ``monotone`` (int8 per feature, -1 / 0 / +1, or None for none) and the leaf's output
+    bounds ``lower <= upper``: LightGBM's basic monotone constraints (the children's
+    outputs clipped to the bounds, a split of a constrained feature admissible only if
+    they follow its direction).
 
     ``histograms`` is (n_features, n_bins); ``n_value_bins``, ``feature_mask`` and
     ``cost_penalty`` have one entry per feature, and ``missing_bin`` is a bin above every
@@ -501,6 +557,17 @@ def find_best_split(
         raise ValueError(f"categorical must have one entry per feature ({n_features})")
     cdef Py_ssize_t cat_words = cat_words_of(histograms.shape[1]) \
         if categorical is not None else 0
+    cdef const signed char[::1] directions
+    cdef monotone_struct bounds
+    cdef const monotone_struct * bounded = NULL
+    if monotone is not None:
+        directions = np.ascontiguousarray(monotone, dtype=np.int8)
+        if directions.shape[0] != n_features or not lower <= upper:
+            raise ValueError(f"monotone must have one direction per feature "
+                             f"({n_features}) and lower <= upper")
+        if n_features:
+            bounds.direction, bounds.lower, bounds.upper = &directions[0], lower, upper
+            bounded = &bounds
     cdef const double * penalty = &cost_penalty[0] if cost_penalty is not None else NULL
     cdef const unsigned char * is_cat = &categorical[0] if categorical is not None else NULL
     cdef cat_params_struct cat
@@ -518,7 +585,7 @@ def find_best_split(
             &histograms[0, 0], n_features, histograms.shape[1], &n_value_bins[0],
             missing_bin, &feature_mask[0], sum_gradients, sum_hessians, count, reg_lambda,
             min_child_weight, min_data_in_leaf, penalty, is_cat, &cat, scratch,
-            &cat_scratch[0] if cat_words else NULL, cat_words, n_threads)
+            &cat_scratch[0] if cat_words else NULL, cat_words, bounded, n_threads)
     free(scratch)
     result = SplitInfo()
     result.feature = best.feature

@@ -35,6 +35,11 @@ training in stages grows the trees of training the first stage and continuing it
 (``xgb_model``) at the next trade-off. The model records its stages
 (:attr:`cbudget.Booster.cost_stages`).
 
+Monotone constraints (``monotone_constraints``, all three): LightGBM's basic method, in
+the grower (:class:`TreeGrower`'s ``monotone``, from :func:`monotone_directions`), so
+Greedy Miser's first-order trees and CEGB's cost-penalised splits choose among the
+admissible splits only.
+
 Continuing a model (``xgb_model``): its trees are kept and new rounds added; the
 acquisition state (and, for CEGB and Greedy Miser, the penalty) is restored by routing
 the training inputs through the existing trees. ``cost_stages`` then counts the new
@@ -59,13 +64,23 @@ from ..booster import Booster
 from ..category_bins import grown_tree_bitsets
 from ..engine import Algorithm, MemoryNeed, Trainer, model_to_continue
 from ..objectives import CustomObjective, objective_name, weighted_quantile
-from ..params import CATEGORICAL_PARAMS, SQRT_FLOAT_MAX, Param, choice, depth_limit, flag, number
+from ..params import (
+    CATEGORICAL_PARAMS,
+    SQRT_FLOAT_MAX,
+    Param,
+    choice,
+    depth_limit,
+    flag,
+    monotone_constraints,
+    number,
+)
 
 __all__ = ["ALGORITHMS", "GREEDY_MISER", "TREE_PARAMS", "BoostingTrainer", "RoundSampler",
            "binned_like", "penalty_costs", "tree_grower", "complete_tree_params",
            "greedy_miser_trees", "initial_base_score", "mean_training_cost",
            "check_gradient_sums", "add_checked_round", "grower_memory_needs",
-           "COST_STAGES", "check_cost_stages", "stage_tradeoffs"]
+           "COST_STAGES", "check_cost_stages", "stage_tradeoffs", "MONOTONE_CONSTRAINTS",
+           "monotone_directions"]
 
 # LightGBM's limit too: more leaves than this is never a useful tree, and the grower's
 # per-leaf arrays are sized by it
@@ -85,6 +100,12 @@ TREE_PARAMS = (
     Param("reg_lambda", 1.0, number(low=0), "L2 regularisation of the leaf values"),
     Param("gamma", 0.0, number(low=0), "least net gain of a split"),
 )
+MONOTONE_CONSTRAINTS = Param(
+    "monotone_constraints", None, monotone_constraints,
+    "per feature -1 / 0 / +1 (a list, a string '(1,0,-1)', or a dict of feature name -> "
+    "direction): the model's output is non-increasing / free / non-decreasing in it "
+    "(LightGBM's basic method; numeric features only; docs/architecture.md, "
+    "\"Training\")")
 SAMPLING_PARAMS = (
     Param("subsample", 1.0, number(low=0, low_open=True, high=1),
           "rows sampled per round (whole queries for the ranking objectives)"),
@@ -218,7 +239,41 @@ def tree_grower(dtrain, p: dict, n_threads: int, *, exchange=None,
         p["min_data_in_leaf"], p["num_leaves"] or -1,
         -1 if p["max_depth"] is None else p["max_depth"], p["grow_policy"] == "lossguide",
         n_threads, dtrain.sparse_bins() if exchange is None else None, exchange=exchange,
-        n_tree_rows=n_tree_rows, categorical=categorical, **cat_params)
+        n_tree_rows=n_tree_rows, categorical=categorical,
+        monotone=monotone_directions(p, dtrain), **cat_params)
+
+
+def monotone_directions(p: dict, dtrain) -> np.ndarray | None:
+    """The ``monotone_constraints`` of ``p`` as one int8 direction per feature of
+    ``dtrain`` (None: none given, or all 0). ValueError when a list's length is not the
+    number of features, a dict names a feature ``dtrain`` has not, or a categorical
+    feature gets a direction (it has no order: LightGBM refuses it too)."""
+    given = p.get("monotone_constraints")
+    if given is None:
+        return None
+    names = list(dtrain.feature_names)
+    directions = np.zeros(len(names), dtype=np.int8)
+    if isinstance(given, dict):
+        unknown = [name for name in given if name not in names]
+        if unknown:
+            raise ValueError(f"monotone_constraints names features the data has not: "
+                             f"{unknown[:5]}; its features are {names[:10]}"
+                             f"{' ...' if len(names) > 10 else ''}")
+        for name, direction in given.items():
+            directions[names.index(name)] = direction
+    elif len(given) != len(names):
+        raise ValueError(f"monotone_constraints has {len(given)} "
+                         f"entr{'y' if len(given) == 1 else 'ies'} for the data's "
+                         f"{len(names)} features: give one -1 / 0 / 1 per feature, or a "
+                         f"dict of feature name -> direction")
+    else:
+        directions[:] = given
+    on_categories = [names[f] for f in dtrain.categorical_features if directions[f]]
+    if on_categories:
+        raise ValueError(f"monotone_constraints on categorical features {on_categories}: "
+                         f"their levels have no order, so the output cannot be monotone "
+                         f"in them; give them 0")
+    return directions if directions.any() else None
 
 
 def round_growers(p: dict, n_outputs: int, n_threads: int) -> tuple[int, bool]:
@@ -816,15 +871,15 @@ class Boosting(Algorithm):
         return smallest_blocking_tradeoff(p, dtrain, setup)
 
 
-GBDT = Boosting("gbdt", (OBJECTIVE,) + OBJECTIVE_PARAMS + TREE_PARAMS + CATEGORICAL_PARAMS
-                + SAMPLING_PARAMS + RANKING_PARAMS,
+GBDT = Boosting("gbdt", (OBJECTIVE,) + OBJECTIVE_PARAMS + TREE_PARAMS + (MONOTONE_CONSTRAINTS,)
+                + CATEGORICAL_PARAMS + SAMPLING_PARAMS + RANKING_PARAMS,
                 "gradient boosting (second-order histogram trees)")
 CEGB = Boosting("cegb", (OBJECTIVE, COST_TRADEOFF, COST_STAGES) + OBJECTIVE_PARAMS + TREE_PARAMS
-                + CATEGORICAL_PARAMS + SAMPLING_PARAMS + RANKING_PARAMS,
+                + (MONOTONE_CONSTRAINTS,) + CATEGORICAL_PARAMS + SAMPLING_PARAMS + RANKING_PARAMS,
                 "cost-efficient gradient boosting (Peter et al., NIPS 2017)")
 GREEDY_MISER = Boosting(
     "greedy_miser", (OBJECTIVE, COST_TRADEOFF, COST_STAGES) + OBJECTIVE_PARAMS
-    + greedy_miser_trees(TREE_PARAMS)
+    + greedy_miser_trees(TREE_PARAMS) + (MONOTONE_CONSTRAINTS,)
     + CATEGORICAL_PARAMS + SAMPLING_PARAMS + RANKING_PARAMS,
     "Greedy Miser, stage-wise regression (Xu et al., ICML 2012)",
     depthwise_depth=4)

@@ -333,3 +333,16 @@ def test_dask_training_keeps_the_constraints(dask_client, algorithm):
                                                     da.from_array(y, chunks=350)), 10)
     np.testing.assert_allclose(remote.predict(X), local.predict(X), rtol=1e-9, atol=1e-12)
     assert worst_step(remote, X, 0, 1) <= 0.0 and worst_step(remote, X, 1, -1) <= 0.0
+
+
+@pytest.mark.parametrize("objective", ["reg:absoluteerror", "reg:quantileerror"])
+def test_renewed_leaves_keep_the_constraints(objective):
+    """Absolute error and quantile re-fit their leaves after growth: the re-fitted
+    values stay within the leaves' monotone bounds (they broke the direction before)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 2))
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=len(X))
+    model = cbudget.train({"objective": objective, "monotone_constraints": [1, 0]},
+                          cbudget.Dataset(X, y), 30, verbose_eval=False)
+    grid = np.column_stack([np.linspace(-2, 2, 400), np.zeros(400)])
+    assert np.all(np.diff(model.predict(grid)) >= -1e-12)

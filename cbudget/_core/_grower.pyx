@@ -1243,6 +1243,20 @@ cdef class TreeGrower:
             for i in range(self.nodes[node].start, self.nodes[node].stop):
                 raw[rows[i], output] += value
 
+    def output_bounds(self):
+        """The monotone bounds of each node of the last tree grown (``lower``,
+        ``upper``: its output before the learning rate lies within them; -inf and inf
+        without constraints), for leaf values set after growth to stay within them."""
+        if self.n_nodes == 0:
+            raise ValueError("no tree: grow one first")
+        lower = np.empty(self.n_nodes, dtype=np.float64)
+        upper = np.empty(self.n_nodes, dtype=np.float64)
+        cdef Py_ssize_t i
+        for i in range(self.n_nodes):
+            lower[i] = self.nodes[i].lower
+            upper[i] = self.nodes[i].upper
+        return lower, upper
+
     cdef _to_array(self, Py_ssize_t n_nodes):
         out = np.zeros(n_nodes, dtype=NODE_DTYPE).view(GrownTree)
         cdef node_struct[::1] view = out

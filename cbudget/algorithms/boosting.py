@@ -398,17 +398,20 @@ def leaf_ranges(tree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def renew_leaf_values(tree, rows: np.ndarray, residual: np.ndarray,
                       weight: np.ndarray | None, quantile: float,
-                      learning_rate: float) -> None:
+                      learning_rate: float, bounds: tuple[np.ndarray, np.ndarray]) -> None:
     """Set each leaf's value to ``learning_rate`` times the ``quantile`` of its rows'
     residuals ``y - raw`` (weighted; :func:`cbudget.objectives.weighted_quantile`):
     the exact minimiser of absolute / pinball loss in the leaf, where a Newton step of
-    hessian 1 is not (XGBoost's adaptive leaves, LightGBM's RenewTreeOutput)."""
+    hessian 1 is not (XGBoost's adaptive leaves, LightGBM's RenewTreeOutput); clipped
+    to the leaf's monotone ``bounds`` (:meth:`TreeGrower.output_bounds`), as the
+    grower clips its Newton steps."""
+    lower, upper = bounds
     for leaf, begin, end in zip(*leaf_ranges(tree)):
         members = rows[begin:end]
         value = weighted_quantile(residual[members],
                                   None if weight is None else weight[members], quantile)
         if np.isfinite(value):          # a leaf always holds rows; kept if not
-            tree["value"][leaf] = learning_rate * value
+            tree["value"][leaf] = learning_rate * min(max(value, lower[leaf]), upper[leaf])
 
 
 def partition_values(tree) -> np.ndarray:
@@ -618,7 +621,8 @@ class BoostingTrainer(Trainer):
         quantile = self.setup.objective.leaf_quantile
         if quantile is not None:
             renew_leaf_values(tree, rows, self.dtrain.label - self.raw_train[:, k],
-                              self.dtrain.weight, quantile, self.p["learning_rate"])
+                              self.dtrain.weight, quantile, self.p["learning_rate"],
+                              grower.output_bounds())
         return tree
 
     def score_arrays(self) -> list:

@@ -324,6 +324,20 @@ class Model:
         raise NotApplicableError(f"calibrate_exits does not apply to a {type(self).__name__} "
                                  f"({self.algorithm}): {self.no_exit_reason}")
 
+    # -- explanations -------------------------------------------------------------------
+    def _no_contributions(self, what: str) -> NotApplicableError:
+        return NotApplicableError(
+            f"{what} does not apply to a {type(self).__name__} ({self.algorithm}): TreeSHAP "
+            "explains tree ensembles whose trees add up to the prediction (a Booster, a "
+            "Forest), and this model routes each input to linear classifiers or, through "
+            "a gate, to one of its models")
+
+    def explain(self, X, **options: Any) -> Any:
+        """Per input and feature, the contribution to the prediction and the cost paid
+        for it (see :meth:`cbudget.Booster.explain`); NotApplicableError for the models
+        that are not sums of trees."""
+        raise self._no_contributions("explain")
+
     # -- stages -------------------------------------------------------------------------
     def _no_stages(self, what: str) -> NotApplicableError:
         return NotApplicableError(

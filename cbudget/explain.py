@@ -84,9 +84,9 @@ class Explanation:
         return self.feature_cost.sum(axis=1) + self.other_cost
 
     def top_features(self, index: int, output: int = 0, k: int = 10
-                     ) -> list[tuple[str, float, float]]:
+                     ) -> list[tuple[str, float, float, bool]]:
         """The ``k`` features of input ``index`` with the largest absolute contribution
-        to ``output``: (name, contribution, cost paid), largest first."""
+        to ``output``: (name, contribution, cost paid, acquired), largest first."""
         n_samples, n_outputs, _ = self.contributions.shape
         if not -n_samples <= index < n_samples:
             raise IndexError(f"input {index} out of range for {n_samples} inputs")
@@ -94,5 +94,5 @@ class Explanation:
             raise IndexError(f"output {output} out of range for {n_outputs} outputs")
         values = self.contributions[index, output]
         order = np.argsort(-np.abs(values), kind="stable")[:max(int(k), 0)]
-        return [(self.feature_names[m], float(values[m]), float(self.feature_cost[index, m]))
-                for m in order.tolist()]
+        return [(self.feature_names[m], float(values[m]), float(self.feature_cost[index, m]),
+                 bool(self.acquired[index, m])) for m in order.tolist()]

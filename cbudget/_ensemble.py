@@ -550,7 +550,7 @@ class TreeEnsemble(Model):
             [contributions, np.broadcast_to(bias[:, None], (n_samples, n_outputs, 1))], axis=2)
         return full.reshape(n_samples, -1)
 
-    def explain(self, X, *, iteration_range=None) -> Explanation:
+    def explain(self, X, *, iteration_range: tuple[int, int] | None = None) -> Explanation:
         """Per input and feature, the contribution to the prediction (TreeSHAP: what
         ``pred_contrib`` gives) and the acquisition cost the input paid for it.
 

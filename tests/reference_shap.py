@@ -8,7 +8,6 @@ import itertools
 import math
 
 import numpy as np
-
 from reference_predict import child
 
 

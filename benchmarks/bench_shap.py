@@ -136,6 +136,10 @@ def _seconds(r, way):
     return f"{s['median_s']:.3f} ({s['min_s']:.3f}-{s['max_s']:.3f})"
 
 
+def _ratio(r, way, reference):
+    return f"{r['times'][way]['median_s'] / r['times'][reference]['median_s']:.2f}"
+
+
 def render(doc):
     ok = [r for rs in doc["results"].values() for r in h.ok_results(rs)]
     lines = [f"Settings: {doc['settings']}.", "",
@@ -159,10 +163,9 @@ def render(doc):
                       "cbudget / XGBoost", "cbudget (LightGBM's trees)", "LightGBM",
                       "cbudget / LightGBM"],
                      [[r["dataset"], r["threads"], _seconds(r, "cbudget_on_xgboost"),
-                       _seconds(r, "xgboost"),
-                       f"{r['times']['cbudget_on_xgboost']['median_s'] / r['times']['xgboost']['median_s']:.2f}",
+                       _seconds(r, "xgboost"), _ratio(r, "cbudget_on_xgboost", "xgboost"),
                        _seconds(r, "cbudget_on_lightgbm"), _seconds(r, "lightgbm"),
-                       f"{r['times']['cbudget_on_lightgbm']['median_s'] / r['times']['lightgbm']['median_s']:.2f}"]
+                       _ratio(r, "cbudget_on_lightgbm", "lightgbm")]
                       for r in ok], "lrrrrrrr")
     return lines + [""]
 

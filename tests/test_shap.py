@@ -119,6 +119,20 @@ def test_kernel_refuses_malformed_trees_and_shapes():
         tree_shap(X, nodes, offsets, np.ones(1, np.int32), *args[1:], np.zeros((2, 1, 3)), 1)
 
 
+def test_kernel_refuses_trees_too_deep_for_its_recursion():
+    depth = 1025
+    nodes = np.zeros(2 * depth + 1, dtype=cbudget._core._types.PREDICT_NODE_DTYPE)
+    nodes["left"] = nodes["right"] = -1
+    split = np.arange(0, 2 * depth, 2)      # a chain: a leaf on the left at each level
+    nodes["left"][split] = split + 1
+    nodes["right"][split] = split + 2
+    offsets = np.array([0, nodes.shape[0]], dtype=np.int64)
+    with pytest.raises(ValueError, match="1025 levels deep"):
+        tree_shap(np.zeros((1, 1)), nodes, offsets, np.zeros(1, np.int32),
+                  np.ones(nodes.shape[0]), np.zeros((nodes.shape[0], 1)),
+                  np.zeros((1, 1, 2)), 1)
+
+
 # -- additivity on every model type ----------------------------------------------------------
 @pytest.fixture(scope="module")
 def data():
@@ -188,6 +202,28 @@ def test_models_that_are_not_sums_of_trees_refuse_with_a_reason(data, algorithm)
     for call in (lambda: model.predict(Xv, pred_contrib=True), lambda: model.explain(Xv)):
         with pytest.raises(cbudget.NotApplicableError, match="not sums? of trees|add up"):
             call()
+
+
+def test_pred_contrib_explains_every_tree_whatever_the_exit_rules(data):
+    dtrain, Xv = data
+    model = cbudget.train({"objective": "binary:logistic", "n_jobs": 1, "max_depth": 3},
+                          dtrain, 12, verbose_eval=False)
+    model.calibrate_exits(dtrain, epsilon=0.2)
+    assert model.exit_rules is not None
+    full = model.predict(Xv, output_margin=True, early_exit=False)
+    assert not np.allclose(model.predict(Xv, output_margin=True), full)   # inputs exit
+    np.testing.assert_allclose(model.predict(Xv, pred_contrib=True).sum(axis=1), full,
+                               atol=1e-12)
+    np.testing.assert_allclose(model.explain(Xv).cost, model.predict_cost(Xv, early_exit=False))
+
+
+def test_pred_contrib_reads_float32_inputs_as_prediction_does(data):
+    dtrain, Xv = data
+    model = cbudget.train({"objective": "binary:logistic", "n_jobs": 1, "max_depth": 3},
+                          dtrain, 4, verbose_eval=False)
+    X32 = Xv.astype(np.float32)
+    np.testing.assert_allclose(model.predict(X32, pred_contrib=True).sum(axis=1),
+                               model.predict(X32, output_margin=True), atol=1e-12)
 
 
 def test_pred_contrib_refuses_pred_leaf_and_feature_sources(data):

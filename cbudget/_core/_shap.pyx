@@ -27,6 +27,10 @@ from ._predict cimport child_of
 from ._safety cimport check_n_threads, check_offsets, checked_malloc, first_out_of_range_32
 from ._types cimport predict_node_struct
 
+# the recursion takes one C call per level on an OpenMP thread's stack (512 kB by default
+# on macOS): deeper trees are refused, not crashed on
+MAX_DEPTH = 1024
+
 ctypedef fused floating_t:
     float
     double
@@ -271,6 +275,9 @@ def tree_shap(
     if n_samples == 0 or n_trees == 0:
         return
     max_depth = int(depths.max(initial=0))
+    if max_depth > MAX_DEPTH:
+        raise ValueError(f"tree_shap: a tree {max_depth} levels deep (more than "
+                         f"{MAX_DEPTH}): its recursion would overflow a thread's stack")
     # one level's path copies its parent's and adds one element: levels 0..max_depth + 1
     path_size = (max_depth + 2) * (max_depth + 3) // 2
     paths = <path_element *> checked_malloc(n_threads * path_size, sizeof(path_element),

@@ -5,7 +5,7 @@ expectation given ``x_S``: at a split on a feature in ``S`` the input's branch, 
 other split the children weighted by their training cover.
 
 The cover of a node is the caller's (``node_cover``: counts or sums of hessians, see
-``TreeEnsemble.node_cover``); a split weights child ``c`` by ``cover[c] / (cover[left] +
+``TreeEnsemble.cover_field``); a split weights child ``c`` by ``cover[c] / (cover[left] +
 cover[right])`` -- the node's own cover in a consistent tree, and still a distribution
 where an importer copied a subtree with its statistics (``from_lightgbm``'s rewritten
 zero-as-missing splits) -- or 1/2 each when both children have cover 0. The branch an

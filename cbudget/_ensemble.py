@@ -10,9 +10,11 @@ from typing import Any
 import numpy as np
 
 from ._core._predict import predict_leaf
+from ._core._shap import expected_values, tree_shap
 from ._core._types import NODE_DTYPE, compact_nodes
 from ._model import CostParts, CostTracker, Model, NotApplicableError
 from .category_bins import MAX_CATEGORY_CODE
+from .explain import Explanation, paid_per_feature
 from .model_io import check_integer_range, invalid, require
 from .on_demand import FeatureSource, ReadSteps, global_node_ids, root_features, walk_trees
 
@@ -492,6 +494,81 @@ class TreeEnsemble(Model):
         offsets, nodes, first = self._flat_cache[key]
         return walk_trees(source, rows, offsets, nodes, self.n_threads(), self.cat_words,
                           first)
+
+    # -- explanations (TreeSHAP) --------------------------------------------------------
+    @property
+    def cover_field(self) -> str:
+        """The node statistic TreeSHAP weighs a split's children by (their training
+        cover): ``sum_hessian`` for a model imported from XGBoost (XGBoost's cover),
+        else ``n_samples``, the training rows that reached the node (LightGBM's data
+        counts; a forest's bootstrap rows)."""
+        library = (self.imported_from or {}).get("library")
+        return "sum_hessian" if library == "xgboost" else "n_samples"
+
+    def _explained_input(self, X) -> np.ndarray:
+        """The prepared matrix of ``X`` for TreeSHAP, which reads every feature the
+        trees split on (the branches an input does not take too): not a FeatureSource."""
+        if isinstance(X, FeatureSource):
+            raise TypeError("pred_contrib / explain read every feature the trees split on, "
+                            "not only those an input's paths test: pass the inputs as an "
+                            "array or DataFrame, not a FeatureSource")
+        return self.prepare_input(X)
+
+    def _tree_shap(self, X: np.ndarray, t0: int, t1: int, node_values: np.ndarray,
+                   columns: np.ndarray, n_columns: int) -> tuple[np.ndarray, np.ndarray]:
+        """TreeSHAP values of the prepared ``X`` for trees ``[t0, t1)``, (n_samples,
+        n_columns, n_features), and the trees' summed expectations, (n_columns,) (the
+        bias): tree ``t`` adds its leaves' ``node_values`` rows (one row per node of the
+        trees) to columns ``columns[t]`` onwards."""
+        full, offsets, _, nodes = self._flat(t0, t1)
+        cover = np.ascontiguousarray(full[self.cover_field], dtype=np.float64)
+        node_values = np.ascontiguousarray(node_values, dtype=np.float64)
+        columns = np.ascontiguousarray(columns, dtype=np.int32)
+        out = np.zeros((X.shape[0], n_columns, X.shape[1] + 1))
+        tree_shap(X, nodes, offsets, columns, cover, node_values, out, self.n_threads(),
+                  self.cat_words)
+        means = np.zeros((t1 - t0, node_values.shape[1]))
+        expected_values(nodes, offsets, cover, node_values, means)
+        bias = np.zeros(n_columns)
+        for k in range(node_values.shape[1]):
+            np.add.at(bias, columns + k, means[:, k])
+        return out[:, :, :-1], bias
+
+    def _contributions(self, X: np.ndarray, iteration_range=None, **options: Any
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """TreeSHAP values of the prepared ``X``, (n_samples, n_outputs, n_features),
+        and the bias, (n_outputs,) (the model type says what its outputs are)."""
+        raise NotImplementedError
+
+    def _pred_contrib(self, X, iteration_range=None, **options: Any) -> np.ndarray:
+        """``pred_contrib``'s array, LightGBM's layout: (n_samples, n_outputs *
+        (n_features + 1)), each output's contributions then its bias."""
+        X = self._explained_input(X)
+        contributions, bias = self._contributions(X, iteration_range, **options)
+        n_samples, n_outputs, _ = contributions.shape
+        full = np.concatenate(
+            [contributions, np.broadcast_to(bias[:, None], (n_samples, n_outputs, 1))], axis=2)
+        return full.reshape(n_samples, -1)
+
+    def explain(self, X, *, iteration_range: tuple[int, int] | None = None) -> Explanation:
+        """Per input and feature, the contribution to the prediction (TreeSHAP: what
+        ``pred_contrib`` gives) and the acquisition cost the input paid for it.
+
+        Exit rules are not used (as ``pred_leaf``): the contributions explain every
+        tree of ``iteration_range`` and the costs are those of evaluating them all
+        (``early_exit=False``).
+
+        Returns
+        -------
+        cbudget.explain.Explanation
+        """
+        contributions, bias = self._contributions(self._explained_input(X), iteration_range)
+        parts = self.cost_parts(X, iteration_range=iteration_range, early_exit=False)
+        return Explanation(feature_names=list(self.feature_names),
+                           contributions=contributions, expected_value=bias,
+                           acquired=parts.acquired,
+                           feature_cost=paid_per_feature(self.cost_model, parts.acquired),
+                           other_cost=parts.other)
 
     # -- early exit ---------------------------------------------------------------------
     def _exit_tree_ends(self, X, iteration_range, early_exit):

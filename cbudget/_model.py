@@ -28,6 +28,7 @@ from ._core._openmp_helpers import resolve_n_threads
 from .categories import NO_CATEGORIES, Categories
 from .costs import CostModel, CostReport
 from .dataset import Dataset, prediction_input, query_boundaries_of
+from .explain import Explanation
 from .metrics import check_metric, metric_maximize
 from .model_io import export_model
 from .on_demand import FeatureSource, ReadSteps
@@ -331,6 +332,20 @@ class Model:
         :meth:`GatedModel.calibrate_exits`); NotApplicableError for the other models."""
         raise NotApplicableError(f"calibrate_exits does not apply to a {type(self).__name__} "
                                  f"({self.algorithm}): {self.no_exit_reason}")
+
+    # -- explanations -------------------------------------------------------------------
+    def _no_contributions(self, what: str) -> NotApplicableError:
+        return NotApplicableError(
+            f"{what} does not apply to a {type(self).__name__} ({self.algorithm}): TreeSHAP "
+            "explains tree ensembles whose trees add up to the prediction (a Booster, a "
+            "Forest), and this model routes each input to linear classifiers or, through "
+            "a gate, to one of its models")
+
+    def explain(self, X, *, iteration_range: tuple[int, int] | None = None) -> Explanation:
+        """Per input and feature, the contribution to the prediction and the cost paid
+        for it (see :meth:`cbudget.Booster.explain`); NotApplicableError for the models
+        that are not sums of trees."""
+        raise self._no_contributions("explain")
 
     # -- stages -------------------------------------------------------------------------
     def _no_stages(self, what: str) -> NotApplicableError:

@@ -614,21 +614,22 @@ class GatedModel(Model):
 
     @overload  # type: ignore[override]
     def predict(self, X: InputData, *, output_margin: bool = ...,
-                return_route: Literal[False] = ..., early_exit: bool | None = ...
-                ) -> np.ndarray: ...
+                return_route: Literal[False] = ..., early_exit: bool | None = ...,
+                pred_contrib: bool = ...) -> np.ndarray: ...
     @overload
     def predict(self, X: InputData, *, output_margin: bool = ...,
-                return_route: Literal[True], early_exit: bool | None = ...
-                ) -> tuple[np.ndarray, np.ndarray]: ...
+                return_route: Literal[True], early_exit: bool | None = ...,
+                pred_contrib: bool = ...) -> tuple[np.ndarray, np.ndarray]: ...
     @overload
     def predict(self, X: InputData, *, output_margin: bool = ...,
-                return_route: bool, early_exit: bool | None = ...
-                ) -> np.ndarray | tuple[np.ndarray, np.ndarray]: ...
+                return_route: bool, early_exit: bool | None = ...,
+                pred_contrib: bool = ...) -> np.ndarray | tuple[np.ndarray, np.ndarray]: ...
 
     # Model.predict(X, **options) -> ndarray: each model type takes its own options, and
     # this one returns the route too on request
     def predict(self, X: InputData, *, output_margin: bool = False, return_route: bool = False,
-                early_exit: bool | None = None) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+                early_exit: bool | None = None, pred_contrib: bool = False
+                ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """P(y = 1) of each input, from the model its gate chooses.
 
         Parameters
@@ -643,11 +644,16 @@ class GatedModel(Model):
             Whether the boosted parts stop an input at their exits
             (:meth:`calibrate_exits`); default: where they have exit rules. False: the
             full parts. The cost methods take the same argument.
+        pred_contrib : bool
+            NotApplicableError: TreeSHAP explains sums of trees, and a gate picks one
+            model per input.
 
         Returns
         -------
         ndarray of shape (n_samples,), or (predictions, route)
         """
+        if pred_contrib:
+            raise self._no_contributions("pred_contrib")
         X = self.prepare_input(X, early_exit=early_exit)
         route = self._route(X, early_exit)
         low, high = np.flatnonzero(route == 1), np.flatnonzero(route == 0)

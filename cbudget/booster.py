@@ -285,7 +285,7 @@ class Booster(TreeEnsemble):
     def predict(self, X: InputData, *,
                 output_margin: bool = False, pred_leaf: bool = False,
                 iteration_range: tuple[int, int] | None = None,
-                early_exit: bool | None = None) -> np.ndarray:
+                early_exit: bool | None = None, pred_contrib: bool = False) -> np.ndarray:
         """Predict.
 
         Parameters
@@ -305,7 +305,15 @@ class Booster(TreeEnsemble):
             exit and its prediction is its scores there (default, None: when the rules
             apply to ``iteration_range``'s iterations). False: the full model. True:
             exits, or ValueError when the model has no rules for these iterations.
-            ``pred_leaf`` ignores exits. The cost methods take the same argument.
+            ``pred_leaf`` and ``pred_contrib`` ignore exits. The cost methods take the
+            same argument.
+        pred_contrib : bool
+            Each feature's contribution to the raw score (exact path-dependent
+            TreeSHAP, as LightGBM's ``pred_contrib`` and XGBoost's ``pred_contribs``),
+            float64 (n_samples, n_outputs * (n_features + 1)) in LightGBM's layout: per
+            output its feature contributions, then its expected value (the bias). Each
+            output's block sums to ``predict(X, output_margin=True, early_exit=False)``.
+            :meth:`explain` adds what each input paid for each feature.
 
         Returns
         -------
@@ -313,8 +321,12 @@ class Booster(TreeEnsemble):
             (n_samples,) for regression and binary:logistic (probabilities),
             (n_samples, num_class) for multi:softprob.
         """
+        if pred_leaf and pred_contrib:
+            raise ValueError("pred_leaf and pred_contrib cannot both be set")
         if pred_leaf:
             return self._leaf_indices(X, iteration_range)
+        if pred_contrib:
+            return self._pred_contrib(X, iteration_range)
         rules = self._exits_for(iteration_range, early_exit)
         t0, t1 = self._tree_range(iteration_range)
         _, offsets, outputs, nodes = self._flat(t0, t1)
@@ -335,6 +347,16 @@ class Booster(TreeEnsemble):
         if output_margin:
             return raw[:, 0].copy() if raw.shape[1] == 1 else raw
         return self.transform(raw)
+
+    def _contributions(self, X: np.ndarray, iteration_range=None, **options: Any
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """TreeSHAP values of the raw scores (one column per output) and their bias: the
+        trees' expectations plus the base score."""
+        t0, t1 = self._tree_range(iteration_range)
+        nodes, _, outputs, _ = self._flat(t0, t1)
+        contributions, bias = self._tree_shap(X, t0, t1, nodes["value"][:, None], outputs,
+                                              self.n_outputs)
+        return contributions, bias + self.base_score
 
     # -- early exit ---------------------------------------------------------------------
     @property

@@ -331,8 +331,8 @@ class ClassifierTree(Model):
         return score_transform(self.objective, self.loss, score)
 
     # Model.predict(X, **options): each model type takes its own options
-    def predict(self, X: InputData, *,
-                output_margin: bool = False, pred_exit: bool = False) -> np.ndarray:
+    def predict(self, X: InputData, *, output_margin: bool = False, pred_exit: bool = False,
+                pred_contrib: bool = False) -> np.ndarray:
         """Predict with hard thresholds.
 
         Parameters
@@ -342,11 +342,15 @@ class ClassifierTree(Model):
             Return the exit node's score ``f(x)`` (no transformation).
         pred_exit : bool
             Return the node each input exits at, int32 (n_samples,).
+        pred_contrib : bool
+            NotApplicableError: TreeSHAP explains sums of trees (Booster, Forest).
 
         Returns
         -------
         ndarray of shape (n_samples,): values (regression) or P(y = 1)
         """
+        if pred_contrib:
+            raise self._no_contributions("pred_contrib")
         score, exit_node = self._route(self.prepare_input(X))
         if pred_exit:
             return exit_node

@@ -197,7 +197,7 @@ class Forest(TreeEnsemble):
 
     def predict_proba(self, X: InputData, *,
                       iteration_range: tuple[int, int] | None = None,
-                      votes: bool = False) -> np.ndarray:
+                      votes: bool = False, pred_contrib: bool = False) -> np.ndarray:
         """Class probabilities: the training examples of each class in the leaves the
         input reaches, summed over the trees and normalised (the paper's confidence).
 
@@ -209,16 +209,39 @@ class Forest(TreeEnsemble):
         votes : bool, default False
             The share of the trees voting for each class instead, whose argmax is
             :meth:`predict`.
+        pred_contrib : bool
+            Each feature's contribution (exact path-dependent TreeSHAP) to each class's
+            leaf class counts (``votes``: votes) averaged over the trees -- the forest's
+            sum of trees, which the normalisation of the probabilities is not --,
+            float64 (n_samples, num_class * (n_features + 1)) in LightGBM's layout: per
+            class its contributions, then its bias. With ``votes`` (or for a forest
+            imported from scikit-learn, whose leaves hold class distributions) a class's
+            block sums to its probability.
 
         Returns
         -------
         ndarray of float64, shape (n_samples, num_class)
             A forest without trees gives the training class frequencies.
         """
+        if pred_contrib:
+            return self._pred_contrib(X, iteration_range, votes=votes)
         if not isinstance(X, FeatureSource):
             X = self.prepare_input(X)
         return self._normalise(self.leaf_sums(X, "votes" if votes else "counts",
                                               iteration_range))
+
+    def _contributions(self, X: np.ndarray, iteration_range=None, *, votes: bool = False,
+                       **options: Any) -> tuple[np.ndarray, np.ndarray]:
+        """TreeSHAP values of each class's leaf class counts (``votes``: one-hot votes)
+        averaged over the trees, and their bias; a forest without trees: no
+        contributions, the class frequencies as the bias (what it predicts)."""
+        t0, t1 = self._tree_range(iteration_range)
+        if t1 == t0:
+            return np.zeros((X.shape[0], self.num_class, X.shape[1])), self.class_prior.copy()
+        contributions, bias = self._tree_shap(
+            X, t0, t1, self._node_table(t0, t1, "votes" if votes else "counts"),
+            np.zeros(t1 - t0, dtype=np.int32), self.num_class)
+        return contributions / (t1 - t0), bias / (t1 - t0)
 
     def _normalise(self, table):
         """Rows of summed class counts or votes -> probabilities; the class prior where

@@ -27,6 +27,7 @@ from .category_bins import bitset_codes
 from .cost_path import pareto_mask
 from .cstc import ClassifierTree
 from .dataset import Dataset, InputData
+from .explain import Explanation
 from .forest import Forest
 from .metrics import METRICS, check_metric, evaluate_on, is_metric, metric_maximize
 
@@ -34,7 +35,8 @@ if TYPE_CHECKING:  # only for type hints: matplotlib is imported when a plot is 
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_cost_curve", "plot_frontier", "plot_acquisition", "plot_tree", "to_graphviz"]
+__all__ = ["plot_cost_curve", "plot_frontier", "plot_acquisition", "plot_tree", "to_graphviz",
+           "plot_explanation"]
 
 COST_LABEL = "mean cost per input"
 GATED_PARTS = ("gate", "predictor", "expensive")
@@ -755,3 +757,56 @@ def to_graphviz(model: Model, tree_index: int = 0, *, X: InputData | None = None
             lines.append(f'  n{k} -> n{child} [label="{_dot_escape(edge_label)}"];')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+# -- one input's explanation -------------------------------------------------------------
+def plot_explanation(explanation: Explanation, index: int = 0, *, output: int = 0,
+                     top: int = 10, ax: Axes | None = None) -> Axes:
+    """What each feature contributed to input ``index``'s ``output`` and what the input
+    paid for it: one horizontal bar per feature (its TreeSHAP contribution, the ``top``
+    largest in absolute value, largest on top), labelled with the cost paid ("not
+    bought" where the input's paths do not test it); the title gives the explained
+    output as bias plus contributions, and the input's prediction cost.
+
+    Parameters
+    ----------
+    explanation : cbudget.explain.Explanation
+        From ``model.explain(X)`` (a Booster or a Forest).
+    index : int
+        The input (row of ``X``).
+    output : int
+        The output to explain (a class of a multi-class model or a forest).
+    top : int, default 10
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    if not isinstance(explanation, Explanation):
+        raise TypeError(f"explanation must be a cbudget.explain.Explanation (from "
+                        f"model.explain(X)), got {type(explanation).__name__}")
+    if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
+        raise ValueError(f"top must be a positive int, got {top!r}")
+    rows = explanation.top_features(index, output, top)
+    ax, new_figure = _axes(ax, figsize=(6.4, max(3.0, 0.35 * len(rows) + 1.6)))
+    values = [value for _, value, _, _ in rows]
+    positions = np.arange(len(rows))
+    bars = ax.barh(positions, values, color=["tab:red" if v > 0 else "tab:blue"
+                                             for v in values])
+    ax.bar_label(bars, labels=[f"paid {cost:.3g}" if bought else "not bought"
+                               for _, _, cost, bought in rows],
+                 padding=2, fontsize="small")
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    ax.set_yticks(positions)
+    ax.set_yticklabels([name for name, _, _, _ in rows], parse_math=False)
+    ax.invert_yaxis()
+    ax.margins(x=0.25)      # room for the cost labels on either side
+    ax.set_xlabel("contribution (TreeSHAP)")
+    bias = float(explanation.expected_value[output])
+    ax.set_title(f"input {index}, output {output}: "
+                 f"{float(explanation.output[index, output]):.4g} = {bias:.4g} (bias) + "
+                 f"contributions\ncost {float(explanation.cost[index]):.4g}, "
+                 f"{int(explanation.acquired[index].sum())} features bought",
+                 fontsize="medium")
+    return _finish(ax, new_figure)

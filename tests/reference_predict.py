@@ -5,24 +5,28 @@ import math
 import numpy as np
 
 
+def child(tree, node, x):
+    """The child of split ``node`` (of a tree document) that input x goes to."""
+    v = x[tree["split_features"][node]]
+    categorical = tree.get("categorical", [0] * len(tree["left_children"]))[node]
+    if math.isnan(v) or (categorical and v < 0):
+        go_left = bool(tree["default_left"][node])
+    elif categorical:       # the node's codes: bits of its words in cat_threshold
+        k = int(tree["thresholds"][node])
+        bounds = tree["cat_boundaries"]
+        words = tree["cat_threshold"][bounds[k]:bounds[k + 1]]
+        code = int(v)
+        go_left = code < 32 * len(words) and bool(words[code // 32] >> (code % 32) & 1)
+    else:
+        go_left = v <= tree["thresholds"][node]
+    return tree["left_children"][node] if go_left else tree["right_children"][node]
+
+
 def tree_walk(tree, x):
     """Node ids visited by input x (root first, the leaf last)."""
     node, path = 0, [0]
-    left, right = tree["left_children"], tree["right_children"]
-    while left[node] != -1:
-        v = x[tree["split_features"][node]]
-        categorical = tree.get("categorical", [0] * len(left))[node]
-        if math.isnan(v) or (categorical and v < 0):
-            go_left = bool(tree["default_left"][node])
-        elif categorical:       # the node's codes: bits of its words in cat_threshold
-            k = int(tree["thresholds"][node])
-            bounds = tree["cat_boundaries"]
-            words = tree["cat_threshold"][bounds[k]:bounds[k + 1]]
-            code = int(v)
-            go_left = code < 32 * len(words) and bool(words[code // 32] >> (code % 32) & 1)
-        else:
-            go_left = v <= tree["thresholds"][node]
-        node = left[node] if go_left else right[node]
+    while tree["left_children"][node] != -1:
+        node = child(tree, node, x)
         path.append(node)
     return path
 

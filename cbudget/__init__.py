@@ -46,6 +46,7 @@ from .costs import CostModel, CostReport
 from .cstc import Cascade, ClassifierTree
 from .dataset import Dataset
 from .exits import ExitChoice, ExitRules
+from .explain import Explanation
 from .forest import Forest
 from .interop import (  # noqa: F401 - the exporters register their model formats
     to_lightgbm,
@@ -57,7 +58,14 @@ from .interop.from_sklearn import from_sklearn
 from .interop.from_xgboost import from_xgboost
 from .model_io import ExportWarning, load_model
 from .on_demand import FeatureSource, FetchCall, FetchFailure
-from .plotting import plot_acquisition, plot_cost_curve, plot_frontier, plot_tree, to_graphviz
+from .plotting import (
+    plot_acquisition,
+    plot_cost_curve,
+    plot_explanation,
+    plot_frontier,
+    plot_tree,
+    to_graphviz,
+)
 from .training import lambda_max, train
 
 __all__ = [
@@ -91,6 +99,8 @@ __all__ = [
     "plot_frontier",
     "plot_acquisition",
     "to_graphviz",
+    "plot_explanation",
+    "Explanation",
     "ProgressMonitor",
     "TrainingCallback",
     "cost_path",

@@ -542,6 +542,16 @@ class _CostAwareEstimator(BaseEstimator):
             return np.flatnonzero(mask).tolist()
         return parse_categorical_feature(spec, names, []).tolist()
 
+    def contributions(self, X: MatrixLike) -> np.ndarray:
+        """Each feature's contribution to each input's raw score (TreeSHAP), then the
+        bias, per output, in LightGBM's layout (``predict(X, pred_contrib=True)`` of
+        :class:`cbudget.Booster`, or ``predict_proba`` of a :class:`cbudget.Forest`);
+        NotApplicableError for the models that are not sums of trees."""
+        X = self._prediction_input(X)
+        if isinstance(self.model_, Forest):
+            return self.model_.predict_proba(X, pred_contrib=True)
+        return self.model_.predict(X, pred_contrib=True)
+
     def predict_cost(self, X: MatrixLike) -> np.ndarray:
         """The prediction cost of each input (docs/architecture.md, "Cost model"); with
         early stopping, of the model up to the best iteration.
@@ -649,18 +659,23 @@ class _Classifier(ClassifierMixin, _CostAwareEstimator):
         """
         return self._class_probabilities(self._prediction_input(X))
 
-    def predict(self, X: MatrixLike) -> np.ndarray:
+    def predict(self, X: MatrixLike, pred_contrib: bool = False) -> np.ndarray:
         """The class of highest probability (ties: the first in ``classes_``).
 
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features)
+        pred_contrib : bool, default False
+            Each feature's contribution instead (TreeSHAP, as LightGBM's
+            ``predict(pred_contrib=True)``): see :meth:`_CostAwareEstimator.contributions`.
 
         Returns
         -------
         ndarray of shape (n_samples,)
             Labels of ``classes_``.
         """
+        if pred_contrib:
+            return self.contributions(X)
         proba = self.predict_proba(X)      # first: NotFittedError before fit
         return self.classes_[np.argmax(proba, axis=1)]
 
@@ -671,18 +686,23 @@ class _RealValued(_CostAwareEstimator):
     def _encode_eval_target(self, y: np.ndarray) -> np.ndarray:
         return np.asarray(y, dtype=np.float64)
 
-    def predict(self, X: MatrixLike) -> np.ndarray:
+    def predict(self, X: MatrixLike, pred_contrib: bool = False) -> np.ndarray:
         """Predicted values (regressors), or ranking scores: sort each query's documents
         by them, highest first (rankers).
 
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features)
+        pred_contrib : bool, default False
+            Each feature's contribution instead (TreeSHAP, as LightGBM's
+            ``predict(pred_contrib=True)``): see :meth:`_CostAwareEstimator.contributions`.
 
         Returns
         -------
         ndarray of float64, shape (n_samples,)
         """
+        if pred_contrib:
+            return self.contributions(X)
         X = self._prediction_input(X)     # first: NotFittedError before fit
         return self.model_.predict(X)
 

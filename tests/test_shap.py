@@ -373,3 +373,22 @@ def test_plot_explanation_draws_the_contributions_with_their_costs(data, tmp_pat
         plot_explanation(model, 0)
     with pytest.raises(IndexError, match="out of range"):
         plot_explanation(e, 500)
+
+
+def test_estimators_give_contributions_as_lightgbm_estimators_do():
+    sklearn = pytest.importorskip("cbudget.sklearn")
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    for estimator in (sklearn.GBDTClassifier(n_estimators=5),
+                      sklearn.CEGBRegressor(n_estimators=5, cost_tradeoff=0.0),
+                      sklearn.BudgetRFClassifier(n_estimators=3)):
+        estimator.fit(X, y)
+        contributions = estimator.predict(X, pred_contrib=True)
+        model = estimator.model_
+        expected = (model.predict_proba(X, pred_contrib=True)
+                    if isinstance(model, cbudget.Forest)
+                    else model.predict(X, pred_contrib=True))
+        np.testing.assert_array_equal(contributions, expected)
+    with pytest.raises(cbudget.NotApplicableError):
+        sklearn.CSTCClassifier(n_estimators=2).fit(X, y).predict(X, pred_contrib=True)

@@ -48,6 +48,7 @@ from .dataset import Dataset
 from .exits import ExitChoice, ExitRules
 from .forest import Forest
 from .interop import (  # noqa: F401 - the exporters register their model formats
+    to_lightgbm,
     to_onnx,
     to_xgboost,
 )

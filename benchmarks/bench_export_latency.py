@@ -13,8 +13,8 @@ LightGBM text; load each in its runtime and time, interleaved: cbudget ``predict
 ``xgboost.Booster(model_file).inplace_predict``; ``treelite.gtil.predict``;
 onnxruntime ``InferenceSession.run(["prediction"], ...)`` of the float64 graph (float64
 rows) and of the float32 graph (the rows as float32); ``lightgbm.Booster(model_file)
-.predict`` of the exported text; ``lleaves.Model`` (compiled once per model, the compile
-time reported; cached by the model file's hash in ``--workdir``) ``.predict``; LightGBM's
+.predict`` of the exported text; ``lleaves.Model`` (compiled once per model and cached by the
+model file's hash in ``--workdir``, the compile time reported) ``.predict``; LightGBM's
 own model's ``predict``. Every format's predictions are first checked equal to cbudget's
 (to 1e-5, the largest difference reported). Single row: ``--single-calls`` calls, each
 way once per call in turn, the test rows in order, median and p10-p90 microseconds per
@@ -44,7 +44,7 @@ FULL = {"rounds": {"lending_club": 100, "letters": 20}, "single_calls": 2000,
         "thread_counts": (1, 2)}
 QUICK = {"rounds": 10, "single_calls": 200, "batch_calls": 3, "batch_rows": 1_000}
 METHODS = ("gbdt", "cegb")
-LAMBDAS = {"lending_club": 0.001, "letters": 0.01}   # CEGB's cost_tradeoff per data set
+LAMBDAS = {"lending_club": 0.01, "letters": 0.1}   # CEGB's cost_tradeoff per data set
 TOLERANCE = 1e-5
 # (key, label, dtype of the rows it gets); cbudget first (the ratios' reference), then
 # the served formats, LightGBM's own model last (the other reference)
@@ -127,14 +127,16 @@ def export(model, folder):
     return paths
 
 
-def compiled_lleaves(path, workdir, threads):
-    """lleaves' model of the exported text, compiled into ``workdir`` (by the file's hash;
-    a cached library is reused): (model, compile seconds or None when cached)."""
+def compiled_lleaves(path, workdir):
+    """lleaves' model of the exported text, compiled into ``workdir`` (named by the file's
+    hash, the compile time beside it; a cached library is reused): (model, the seconds
+    its compilation took, here or in the run that cached it)."""
     import lleaves
     text = Path(path).read_bytes()
     cache = Path(workdir) / f"lleaves_{hashlib.sha256(text).hexdigest()[:16]}.so"
+    seconds = cache.with_suffix(".seconds")
     cache.parent.mkdir(parents=True, exist_ok=True)
-    cached = cache.exists()
+    cached = cache.exists() and seconds.exists()
     ll = lleaves.Model(model_file=str(path))
     with h.Timer() as t:
         try:
@@ -142,7 +144,9 @@ def compiled_lleaves(path, workdir, threads):
         except AttributeError as exc:       # llvmlite 0.45 dropped the legacy pass manager
             raise RuntimeError(f"lleaves cannot compile with this llvmlite ({exc}): "
                                "pip install 'llvmlite<0.45'") from exc
-    return ll, (None if cached else t.wall)
+    if not cached:
+        seconds.write_text(f"{t.wall}\n")
+    return ll, float(seconds.read_text())
 
 
 def predictors(model, own, paths, spec):
@@ -162,7 +166,7 @@ def predictors(model, own, paths, spec):
                                         providers=["CPUExecutionProvider"])
                 for k in ("onnx_float64", "onnx_float32")}
     text = lgb.Booster(model_file=str(paths["lightgbm_text"]))
-    ll, compile_s = compiled_lleaves(paths["lightgbm_text"], spec["workdir"], threads)
+    ll, compile_s = compiled_lleaves(paths["lightgbm_text"], spec["workdir"])
     ways = {"cbudget": model.predict,
             "xgboost": xgb.inplace_predict,
             "treelite": lambda X: treelite.gtil.predict(tl, X, nthread=threads),
@@ -316,15 +320,12 @@ def render(doc):
              "cbudget `predict`'s and over LightGBM's own model's (trained with the same "
              f"settings: not the same trees). Serving libraries: {_versions()}.", ""]
     for r in ok:
-        compile_s = next((q["lleaves_compile_s"] for q in ok
-                          if q["dataset"] == r["dataset"] and q["algorithm"] == r["algorithm"]
-                          and q["lleaves_compile_s"] is not None), None)
         files = ", ".join(f"{k} {v / 1e6:.2f}" for k, v in r["file_bytes"].items())
         lines += [f"### {r['dataset']} / {r['algorithm']} / {r['threads']} thread"
                   + "s" * (r["threads"] > 1) + f" / {_machine(r)}", "",
                   f"{r['trees']} trees ({r['leaves']:,} leaves, {r['features_used']} of "
                   f"{r['n_features']} features; LightGBM's own model {r['lightgbm_own_trees']}"
-                  f" trees); lleaves compile {h.fmt(compile_s, '.1f')} s; files (MB): "
+                  f" trees); lleaves compile {r['lleaves_compile_s']:.1f} s; files (MB): "
                   f"{files}; other processes' cores while timing "
                   f"{r['other_cores_during_train']:.2f}.", ""]
         lines += point_table(r) + [""]

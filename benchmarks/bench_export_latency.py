@@ -36,6 +36,12 @@ from pathlib import Path
 import harness as h
 import numpy as np
 
+# OpenMP threads sleep at barriers (unless the caller chose): the formats' runtimes (each
+# library ships its own OpenMP) take turns in one process, and spinning workers of one
+# starve the next on 2 busy cores (2 threads: 20-90 ms per single-row call instead of
+# 0.1-1 ms); set before the libraries load, inherited by the children
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 DATASETS = ("lending_club", "letters")
 IDENT = ("dataset", "algorithm", "threads", "busy")
 ROWS = ()
@@ -259,6 +265,7 @@ def run_point(spec):
             "lleaves_compile_s": compile_s,
             "single_us": {k: us(v[0]) for k, v in one.items()},
             "batch_ms": {k: ms(v[0]) for k, v in many.items()},
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
             "model_train_s": t_train.wall, "train_s": t.wall, "train_cpu_s": t.cpu,
             "other_cores_during_train": t.other}
 
@@ -314,7 +321,8 @@ def render(doc):
              f"call); batch: {s['batch_rows']:,} rows (the test rows repeated), "
              f"{s['batch_calls']} calls per format (median and min-max milliseconds); "
              "every format interleaved with the others, on the run's thread count "
-             "(onnxruntime: intra_op_num_threads, inter_op_num_threads 1). Max difference: "
+             "(onnxruntime: intra_op_num_threads, inter_op_num_threads 1), OpenMP waits "
+             f"{ok[0].get('omp_wait_policy')}. Max difference: "
              "largest absolute difference of the format's predictions from cbudget's on the "
              f"batch rows (checked <= {TOLERANCE:g}). Ratios: the format's median over "
              "cbudget `predict`'s and over LightGBM's own model's (trained with the same "

@@ -143,6 +143,8 @@ def compiled_lleaves(path, workdir):
     seconds = cache.with_suffix(".seconds")
     cache.parent.mkdir(parents=True, exist_ok=True)
     cached = cache.exists() and seconds.exists()
+    if not cached:                  # a library without its time: compile it again
+        cache.unlink(missing_ok=True)
     ll = lleaves.Model(model_file=str(path))
     with h.Timer() as t:
         try:

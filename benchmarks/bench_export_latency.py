@@ -24,7 +24,7 @@ thread count (cbudget ``n_jobs``, XGBoost ``nthread``, Treelite ``nthread``, onn
 ``intra_op_num_threads`` with ``inter_op_num_threads`` 1, LightGBM ``num_threads``,
 lleaves ``n_jobs``), for each of ``--thread-counts``; idle and, for the
 ``--busy-methods`` models, beside ``--busy`` spinning processes (started by the child
-for the timed part only).
+for the timed part only). OpenMP waits are passive (``OMP_WAIT_POLICY``, unless set).
 """
 import hashlib
 import os

@@ -1,10 +1,14 @@
-"""Export agreement: cbudget models saved as XGBoost models, predicting on float64 data.
+"""Export agreement: exported cbudget models (XGBoost, ONNX, LightGBM) on float64 data.
 
 Per data set, task and algorithm (gbdt, cegb, greedy_miser): train a cbudget Booster,
 save it with ``save_model(path, format="xgboost")``, load it with ``xgboost.Booster``
 and predict the held-out rows, given as float64 (XGBoost rounds them to float32), with
 both; Treelite (``treelite.frontend.load_xgboost_model`` and ``treelite.gtil``) reads the
-same file. Data with repeated float64 values: ``grid3`` (generated: 8 features of three
+same file. The model is also saved as ONNX graphs (``format="onnx"``, ``dtype`` float64
+and float32), run by onnxruntime (output ``prediction``: the float64 graph on float64
+rows, the float32 graph on float32 rows and on the float64 rows cast to float32 by the
+caller), and as LightGBM text (``format="lightgbm"``), read by ``lightgbm.Booster``
+(float64 rows). Data with repeated float64 values: ``grid3`` (generated: 8 features of three
 decimals, uniform on [0, 1) and normal, so every value repeats; binary, multiclass and
 regression labels of a documented rule) and two real sets of ``../shared/data`` with
 their numeric columns (missing values kept as NaN): Lending Club (binary, ``Class ==
@@ -17,7 +21,11 @@ reported); a row routed to another leaf moves by a leaf value (1e-3 or more here
 is *within float32 rounding of a threshold* when one of its inputs ``x`` and one of the
 model's thresholds ``T`` on that feature have ``x <= T`` but ``float32(x) >=`` the
 exported condition, or the reverse: XGBoost cannot route it as cbudget does at such a
-split (whether or not the row reaches it); only those rows may differ. Thresholds are
+split (whether or not the row reaches it); only those rows may differ. For the float32
+ONNX graph the exported threshold is ``float32_floor(T)``, the largest float32 at most
+``T``, and the test is ``x <= T`` against ``float32(x) <= float32_floor(T)``. The float64
+ONNX graph, LightGBM's text and every runtime on float32 rows must route every row as
+cbudget does (0 rows differ). Thresholds are
 also counted when they sit on a training value and when float32 cannot tell their two
 neighbouring training values apart. Protocol: benchmarks/README.md.
 """
@@ -115,18 +123,30 @@ def splits(model):
     return features, thresholds
 
 
-def within_float32_rounding(X, features, thresholds):
-    """Per row: whether some input and some threshold of its feature route differently
-    in float32 (XGBoost's ``float32(x) < c``) and float64 (``x <= T``)."""
+def xgboost_left(x32, thresholds):
+    """Whether XGBoost sends float32 inputs left at the exported splits of
+    ``thresholds``: ``float32(x) < c``, the exported condition."""
     from cbudget.interop.to_xgboost import float32_split_conditions
-    conditions = float32_split_conditions(thresholds)
+    return x32 < float32_split_conditions(thresholds)
+
+
+def onnx_float32_left(x32, thresholds):
+    """Whether the float32 ONNX graph sends float32 inputs left: ``float32(x) <=
+    float32_floor(T)`` (BRANCH_LEQ on the largest float32 at most ``T``)."""
+    from cbudget.dataset import float32_floor
+    return x32 <= float32_floor(thresholds)
+
+
+def within_float32_rounding(X, features, thresholds, float32_left=xgboost_left):
+    """Per row: whether some input and some threshold of its feature route differently
+    in float32 (``float32_left``) and in float64 (cbudget's ``x <= T``)."""
     flagged = np.zeros(X.shape[0], dtype=bool)
     with np.errstate(over="ignore"):
         X32 = X.astype(np.float32)
     for f in np.unique(features):
-        t, c = thresholds[features == f], conditions[features == f]
-        x, x32 = X[:, f][:, None], X32[:, f][:, None]
-        flagged |= np.any((x <= t) != (x32 < c), axis=1)
+        t = thresholds[features == f]
+        flagged |= np.any((X[:, f][:, None] <= t) != float32_left(X32[:, f][:, None], t),
+                          axis=1)
     return flagged
 
 
@@ -160,7 +180,30 @@ def agreement(expected, got, within):
             "rows_differ_not_within": int((differs & ~within).sum())}
 
 
+def exported(model, folder):
+    """The runtimes' models of ``model`` saved in every format: XGBoost, Treelite (the
+    XGBoost file), onnxruntime sessions of the float64 and float32 graphs, LightGBM."""
+    import lightgbm
+    import onnxruntime
+    import treelite
+    import xgboost
+    paths = {k: os.path.join(folder, name) for k, name in (
+        ("xgboost", "model.json"), ("onnx64", "model64.onnx"), ("onnx32", "model32.onnx"),
+        ("lightgbm", "model.txt"))}
+    model.save_model(paths["xgboost"], format="xgboost")
+    model.save_model(paths["onnx64"], format="onnx", dtype="float64")
+    model.save_model(paths["onnx32"], format="onnx", dtype="float32")
+    model.save_model(paths["lightgbm"], format="lightgbm")
+    return {"xgboost": xgboost.Booster(model_file=paths["xgboost"]),
+            "treelite": treelite.frontend.load_xgboost_model(paths["xgboost"]),
+            **{k: onnxruntime.InferenceSession(paths[k], providers=["CPUExecutionProvider"])
+               for k in ("onnx64", "onnx32")},
+            "lightgbm": lightgbm.Booster(model_file=paths["lightgbm"])}
+
+
 def run_point(spec):
+    import lightgbm
+    import onnxruntime
     import treelite
     import xgboost
 
@@ -178,14 +221,14 @@ def run_point(spec):
         model = cbudget.train(params, cbudget.Dataset(X_train, y_train, feature_costs=costs),
                               spec["rounds"])
     with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "model.json")
-        model.save_model(path, format="xgboost")
-        booster = xgboost.Booster(model_file=path)
-        tl_model = treelite.frontend.load_xgboost_model(path)
+        runtimes = exported(model, folder)
     expected = model.predict(X_test)
     features, thresholds = splits(model)
     within = within_float32_rounding(X_test, features, thresholds)
+    within_onnx = within_float32_rounding(X_test, features, thresholds, onnx_float32_left)
     X32 = X_test.astype(np.float32)
+    expected32 = model.predict(X32.astype(np.float64))   # float32 rows route exactly
+    none = np.zeros(len(X32), dtype=bool)
     result = {"dataset": spec["dataset"], "task": spec["task"],
               "algorithm": spec["algorithm"], "rounds": spec["rounds"],
               "n_train": len(y_train), "n_test": len(y_test), "n_features": X_test.shape[1],
@@ -193,19 +236,25 @@ def run_point(spec):
                                                    / max(1, np.isfinite(c).sum())
                                                    for c in X_train.T])),
               "train_s": t.wall, "other_cores_during_train": t.other,
-              "xgboost": xgboost.__version__,
-              "treelite": treelite.__version__,
+              "xgboost": xgboost.__version__, "treelite": treelite.__version__,
+              "onnxruntime": onnxruntime.__version__, "lightgbm": lightgbm.__version__,
               "rows_within": int(within.sum()), "share_within": float(within.mean()),
+              "rows_within_onnx_float32": int(within_onnx.sum()),
               **threshold_counts(X_train, features, thresholds)}
-    result["xgboost_float64"] = agreement(expected, booster.predict(xgboost.DMatrix(X_test)),
-                                          within)
-    result["xgboost_float32"] = agreement(model.predict(X32.astype(np.float64)),
-                                          booster.predict(xgboost.DMatrix(X32)),
-                                          np.zeros(len(X32), dtype=bool))
-    for name, data in (("treelite_float64", X_test), ("treelite_float32", X32)):
-        reference = expected if data is X_test else model.predict(X32.astype(np.float64))
-        result[name] = agreement(reference, np.asarray(treelite.gtil.predict(tl_model, data)),
-                                 within if data is X_test else np.zeros(len(X32), bool))
+    xgb, tl = runtimes["xgboost"], runtimes["treelite"]
+    onnx64, onnx32 = runtimes["onnx64"], runtimes["onnx32"]
+    checks = {  # name: (cbudget's predictions, the runtime's, rows allowed to differ)
+        "xgboost_float64": (expected, xgb.predict(xgboost.DMatrix(X_test)), within),
+        "xgboost_float32": (expected32, xgb.predict(xgboost.DMatrix(X32)), none),
+        "treelite_float64": (expected, treelite.gtil.predict(tl, X_test), within),
+        "treelite_float32": (expected32, treelite.gtil.predict(tl, X32), none),
+        "onnx64_float64": (expected, onnx64.run(["prediction"], {"input": X_test})[0], none),
+        "onnx32_float32": (expected32, onnx32.run(["prediction"], {"input": X32})[0], none),
+        "onnx32_float64": (expected, onnx32.run(["prediction"], {"input": X32})[0],
+                           within_onnx),
+        "lightgbm_float64": (expected, runtimes["lightgbm"].predict(X_test), none)}
+    for name, (reference, got, allowed) in checks.items():
+        result[name] = agreement(reference, np.asarray(got), allowed)
     return result
 
 
@@ -218,6 +267,10 @@ def _agree(key):
     return text
 
 
+def _label(r):
+    return f"{r['dataset']} / {r['task']} / {r['algorithm']}"
+
+
 def render(doc):
     points = [r for results in doc["results"].values() for r in h.ok_results(results)]
     if not points:
@@ -226,10 +279,11 @@ def render(doc):
              "(share), largest difference, and how many of them are not within float32 "
              "rounding of a threshold (must be 0). Thresholds: distinct (feature, "
              "threshold) pairs of the model, those on a training value, those whose "
-             "neighbouring training values float32 cannot separate.", ""]
+             "neighbouring training values float32 cannot separate.", "",
+             "**XGBoost and Treelite** (the XGBoost JSON file; rows within float32 rounding: "
+             "`x <= T` but not `float32(x) < c`, the exported condition, or the reverse).", ""]
     lines += h.points_table(points, [
-        ("data / task / algorithm", lambda r: f"{r['dataset']} / {r['task']} / "
-                                              f"{r['algorithm']}"),
+        ("data / task / algorithm", _label),
         ("rows train / test", lambda r: f"{r['n_train']:,} / {r['n_test']:,}"),
         ("repeated values", lambda r: f"{100 * r['repeated_share']:.0f}%"),
         ("thresholds (on a value, inseparable)",
@@ -241,6 +295,19 @@ def render(doc):
         ("XGBoost, float32 rows", _agree("xgboost_float32")),
         ("Treelite, float64 rows", _agree("treelite_float64")),
         ("Treelite, float32 rows", _agree("treelite_float32"))], "l")
+    lines += ["", "**onnxruntime and LightGBM** (`save_model(format=\"onnx\", dtype=...)`, "
+              "output `prediction`; `format=\"lightgbm\"` read by `lightgbm.Booster`). The "
+              "float32 graph on float64 rows: the caller casts them to float32; rows within "
+              "float32 rounding for it: `x <= T` but not `float32(x) <= float32_floor(T)` "
+              "(the graph's threshold), or the reverse. Every other column allows none.", ""]
+    lines += h.points_table(points, [
+        ("data / task / algorithm", _label),
+        ("rows within float32 rounding (float32 graph)",
+         lambda r: str(r.get("rows_within_onnx_float32", "n/a"))),
+        ("onnxruntime float64 graph, float64 rows", _agree("onnx64_float64")),
+        ("float32 graph, float32 rows", _agree("onnx32_float32")),
+        ("float32 graph, float64 rows cast", _agree("onnx32_float64")),
+        ("LightGBM text, float64 rows", _agree("lightgbm_float64"))], "l")
     return lines + [""]
 
 

@@ -367,7 +367,8 @@ def save_onnx(model: TreeEnsemble, path: str | os.PathLike, *,
     dtype : {"float64", "float32"}, default "float64"
         The type of the graph's input, thresholds, leaf values and outputs. float64:
         every float64 input routes exactly as in cbudget. float32 (for runtimes or
-        callers that feed float32): every float32 input does; sums are float32.
+        callers that feed float32): every float32 input does; sums are float32. The
+        caller casts its input to the graph's type (onnxruntime refuses another).
 
     Notes
     -----

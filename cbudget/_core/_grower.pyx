@@ -24,7 +24,7 @@ from cython.parallel cimport prange
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memcpy
 
 import numpy as np
 
@@ -624,7 +624,8 @@ cdef class TreeGrower:
         """The bin bitset of the node's categorical split (NULL for a numeric one)."""
         return &self.cat_pool[node.split.cat_at] if node.split.categorical else NULL
 
-    cdef void _find_split(self, grow_node * node, const unsigned char * feature_mask) noexcept nogil:
+    cdef void _find_split(self, grow_node * node,
+                          const unsigned char * feature_mask) noexcept nogil:
         if self.has_penalty:
             self._fill_penalty(node, 0, self.n_features)
         self._keep_split(node, self._best_split(node, feature_mask))
@@ -770,7 +771,8 @@ cdef class TreeGrower:
             return -1
 
     cdef void _subtract_counts(self, grow_node * parent, grow_node * small,
-                               grow_node * large, const unsigned char * feature_mask) noexcept nogil:
+                               grow_node * large,
+                               const unsigned char * feature_mask) noexcept nogil:
         """The sibling's acquisition counts: parent minus the built child, except for
         the split feature (and its group), which every row of the parent now has."""
         cdef Py_ssize_t f
@@ -805,7 +807,8 @@ cdef class TreeGrower:
             costly = ((self.feature_costs[f] > 0 and self.state.n_acquired[f] < self.n_samples)
                       or (group >= 0 and self.group_costs[group] > 0
                           and self.state.n_touched[group] < self.n_samples))
-            fresh = self.state.n_acquired[f] == 0 and (group < 0 or self.state.n_touched[group] == 0)
+            fresh = (self.state.n_acquired[f] == 0
+                     and (group < 0 or self.state.n_touched[group] == 0))
             self.count_mask[f] = costly and not fresh
             self.fresh_mask[f] = costly and fresh
             if feature_mask[f] and self.cost_tradeoff > 0 and (
@@ -1083,8 +1086,8 @@ cdef class TreeGrower:
         """Split this worker's rows of a node (children ``left_id``, ``left_id + 1``);
         with ``acquire``, the rows acquire ``feature``. ``cat_bins``: for a split of a
         categorical feature (and only then), the bitset of the bins going left (uint32:
-        a length word ``n``, then ``n`` words; ``bin_threshold`` unused). Returns (rows sent left, rows that newly acquired
-        the feature, rows that newly touched its group)."""
+        a length word ``n``, then ``n`` words; ``bin_threshold`` unused). Returns (rows sent
+        left, rows that newly acquired the feature, rows that newly touched its group)."""
         cdef grow_node * node = self._tree_node(node_id)
         cdef const uint32_t[::1] bins_left
         cdef const uint32_t * cat_ptr = NULL

@@ -175,7 +175,7 @@ def node_objective(const double[::1] f, const double[::1] y, const double[::1] s
     cdef Py_ssize_t block, i, stop
     cdef double[::1] value_parts = np.zeros(max(n_blocks, 1))
     cdef double[::1] theta_parts = np.zeros(max(n_blocks, 1))
-    cdef double s, ds, l, w, dl, slope_term, v, t
+    cdef double s, ds, loss_i, w, dl, slope_term, v, t
     check_n_threads(n_threads)
     if (y.shape[0] != n or sample_weight.shape[0] != n or own_weight.shape[0] != n
             or grad_f.shape[0] != n
@@ -189,20 +189,20 @@ def node_objective(const double[::1] f, const double[::1] y, const double[::1] s
         v = 0.0
         t = 0.0
         for i in range(block * ROW_BLOCK, stop):
-            l = _loss(f[i], y[i], loss)
+            loss_i = _loss(f[i], y[i], loss)
             dl = _loss_derivative(f[i], y[i], loss)
             w = sample_weight[i]
             if splits:
                 s = _sigmoid(sharpness * (f[i] - threshold))
                 ds = sharpness * s * (1.0 - s)
-                slope_term = (own_slope[i] * l + loss_upper[i] - loss_lower[i]
+                slope_term = (own_slope[i] * loss_i + loss_upper[i] - loss_lower[i]
                               + cost_upper[i] - cost_lower[i])
-                v = v + w * ((own_weight[i] + own_slope[i] * s) * l
+                v = v + w * ((own_weight[i] + own_slope[i] * s) * loss_i
                              + s * loss_upper[i] + (1.0 - s) * loss_lower[i])
                 grad_f[i] = w * ((own_weight[i] + own_slope[i] * s) * dl + ds * slope_term)
                 t = t - w * ds * slope_term
             else:
-                v = v + w * own_weight[i] * l
+                v = v + w * own_weight[i] * loss_i
                 grad_f[i] = w * own_weight[i] * dl
         value_parts[block] = v
         theta_parts[block] = t

@@ -54,8 +54,8 @@ cdef Py_ssize_t split_rows_core(
     order (sorted rows stay sorted, keeping histogram passes cache friendly).
     ``column`` is the feature's bins, uint8 (``bin_bytes`` 1) or uint16 (2);
     ``cat_bins`` (NULL: a numeric split) the bitset of the bins of a categorical split
-    that go left (a length word, then the words: _bitset.pxd); ``buffer`` holds at least ``n_rows`` ints. Returns the number of rows
-    going left."""
+    that go left (a length word, then the words: _bitset.pxd); ``buffer`` holds at least
+    ``n_rows`` ints. Returns the number of rows going left."""
     if bin_bytes == 1:
         return _split_rows_typed(rows, n_rows, <const uint8_t *> column,
                                  <uint8_t> bin_threshold, default_left,
@@ -153,6 +153,7 @@ def split_rows(
                          f"{binned.shape[0]} samples")
     with nogil:
         n_left = split_rows_parallel(&rows[0], rows.shape[0], &binned[0, feature],
-                                     sizeof(binned_t), bin_threshold, default_left, missing_bin, bits,
+                                     sizeof(binned_t), bin_threshold, default_left, missing_bin,
+                                     bits,
                                      &buffer[0], n_threads)
     return n_left

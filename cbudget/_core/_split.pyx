@@ -321,9 +321,10 @@ cdef inline void _scan_categorical(
     * otherwise the levels with at least ``cat_smooth`` rows, sorted by
       ``sum_gradient / (sum_hessian + cat_smooth)``, are taken from either end, up to
       ``max_cat_threshold`` (and half of them) on the left; the children's scores use
-      ``reg_lambda + cat_l2`` (so do their leaf values: ``categorical == 2``); a candidate is scored only when ``min_data_per_group``
-      rows joined the left side since the last one scored, and the scan stops when the
-      right side falls below ``min_data_per_group`` rows.
+      ``reg_lambda + cat_l2`` (so do their leaf values: ``categorical == 2``); a candidate
+      is scored only when ``min_data_per_group`` rows joined the left side since the last
+      one scored, and the scan stops when the right side falls below
+      ``min_data_per_group`` rows.
 
     Ties go to missing values right first, then the earlier candidate. The bins going
     left are written to ``s.cat_bins`` (room for a bitset of ``n_value_bins`` bins): a

@@ -7,10 +7,10 @@ A node holding the examples S is split on the feature t of least risk
 by its best stump (infinite risk when an outcome does not lower the impurity F); a node
 with F(S) = 0, or without a stump of finite risk, is a leaf. Stumps are thresholds
 between value bins (the feature's bin edges), drawn at random per node and feature
-(``n_stumps`` of them, by node size) or all of them (``exhaustive``). c(t) is the feature's cost plus its cost group's
-when the node's path has not touched the group yet, plus the split cost; with
-``path_free`` a feature already tested on the path costs nothing (it is cached at
-prediction time).
+(``n_stumps`` of them, by node size) or all of them (``exhaustive``). c(t) is the
+feature's cost plus its cost group's when the node's path has not touched the group
+yet, plus the split cost; with ``path_free`` a feature already tested on the path costs
+nothing (it is cached at prediction time).
 
 Impurities: threshold-Pairs (eq. 11; admissible), Gini and entropy (not admissible; for
 comparison). Ties: lower risk, then the larger minimum impurity decrease, then the lower
@@ -206,9 +206,18 @@ cdef int _allocate_scratch(tree_scratch * s, Py_ssize_t capacity, Py_ssize_t n_r
 
 
 cdef void _free_scratch(tree_scratch * s) noexcept:
-    free(s.parent_of); free(s.stack); free(s.buffer); free(s.by_bin)
-    free(s.bin_rows); free(s.bin_start); free(s.present); free(s.marked)
-    free(s.left); free(s.right); free(s.on_path); free(s.group_on_path)
+    free(s.parent_of)
+    free(s.stack)
+    free(s.buffer)
+    free(s.by_bin)
+    free(s.bin_rows)
+    free(s.bin_start)
+    free(s.present)
+    free(s.marked)
+    free(s.left)
+    free(s.right)
+    free(s.on_path)
+    free(s.group_on_path)
 
 
 # ---------------------------------------------------------------------------------------
@@ -286,12 +295,12 @@ cdef Py_ssize_t _choose_partitions(const int32_t * present, Py_ssize_t n_candida
     try: all, or those of ``draws`` random thresholds in [present[0], top) (a
     threshold's partition is the one of the highest present bin at or below it).
     Returns the highest marked j."""
-    cdef Py_ssize_t lo = present[0], last = -1, n_marked = 0, d, j
+    cdef Py_ssize_t lo = present[0], last = -1, n_marked = 0, _d, j
     if exhaustive:
         for j in range(n_candidates):
             marked[j] = 1
         return n_candidates - 1
-    for d in range(draws):
+    for _d in range(draws):
         if n_marked == n_candidates:
             break       # every partition drawn: more add nothing
         j = _floor_index(present, n_candidates, lo + _random_below(rng, top - lo))
@@ -324,7 +333,7 @@ cdef void _sweep_partitions(
     cdef bint weighted = sample_weight != NULL
     cdef int n_classes = settings.n_classes, kind = settings.impurity, k
     cdef double alpha = settings.alpha, f_left, f_right, decrease, risk
-    cdef Py_ssize_t i, j, d, n_sorted = 0, b
+    cdef Py_ssize_t i, j, _d, n_sorted = 0, b
     cdef int32_t row
     # the rows up to the last bin to try, ordered by bin (counting sort)
     for j in range(last + 1):
@@ -339,7 +348,7 @@ cdef void _sweep_partitions(
         left[k] = 0.0
     i = 0
     for j in range(last + 1):
-        for d in range(bin_rows[present[j]]):
+        for _d in range(bin_rows[present[j]]):
             row = by_bin[i]
             i += 1
             left[y[row]] += sample_weight[row] if weighted else 1.0

@@ -6,7 +6,9 @@
   (:data:`cbudget.params.ALIASES`).
 * ``benchmarks.md``: the reports of ``benchmarks/results/`` (their titles), each linked.
 
-Sphinx calls :func:`setup`; at ``builder-inited`` the pages are written into the source
+* ``api.rst``: autosummary tables of the public names (:data:`API_SECTIONS`).
+
+Sphinx calls :func:`setup`; at ``config-inited`` the pages are written into the source
 folder (only when their text changed, so incremental builds stay incremental). The
 functions that render them take no Sphinx object, so tests/test_docs_site.py checks them
 without building the site.
@@ -147,13 +149,15 @@ def api_sections() -> list[tuple[str, list[str], str]]:
 
 
 def api_page() -> str:
-    """The API reference (autosummary tables; a page per object under api/generated)."""
-    out = [GENERATED_NOTE, "", "# API reference", "",
+    """The API reference (reStructuredText: autosummary finds its tables in .rst sources
+    only; a page per object under api/generated)."""
+    title = "API reference"
+    out = [".. " + GENERATED_NOTE[5:-4], "", title, "=" * len(title), "",
            "Generated from the docstrings (numpydoc) at every build of the site."]
-    for module_name, names, title in api_sections():
-        out += ["", f"## {title}", "", f"```{{currentmodule}} {module_name}", "```", "",
-                "```{autosummary}", ":toctree: api/generated", ""]
-        out += names + ["```"]
+    for module_name, names, heading in api_sections():
+        out += ["", heading, "-" * len(heading), "", f".. currentmodule:: {module_name}", "",
+                ".. autosummary::", "   :toctree: api/generated", ""]
+        out += [f"   {name}" for name in names]
     return "\n".join(out) + "\n"
 
 
@@ -170,17 +174,17 @@ def write_if_changed(path: str, text: str) -> None:
 def generated_pages(srcdir: str) -> Iterable[tuple[str, str]]:
     """(file name, text) of each generated page of the site whose sources are ``srcdir``."""
     yield "parameters.md", parameters_page()
-    yield "api.md", api_page()
+    yield "api.rst", api_page()
     results = os.path.join(srcdir, "..", "benchmarks", "results")
     yield "benchmarks.md", benchmarks_page(results, "../benchmarks/results/")
 
 
-def write_pages(app: Any) -> None:
+def write_pages(app: Any, config: Any) -> None:
     for name, text in generated_pages(app.srcdir):
         write_if_changed(os.path.join(app.srcdir, name), text)
 
 
 def setup(app: Any) -> dict:
-    # before autosummary (priority 500), which reads api.md at builder-inited too
-    app.connect("builder-inited", write_pages, priority=100)
+    # at config-inited: before Sphinx lists the source files and autosummary reads api.rst
+    app.connect("config-inited", write_pages)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -259,7 +259,7 @@ class ExternalModel:
 
 
 class LinearClassifier:
-    """A linear score ``x . weights + bias`` (ADAPT-LIN's gate or low-cost predictor).
+    """A linear score ``x @ weights + bias`` (ADAPT-LIN's gate or low-cost predictor).
 
     A value that is missing, infinite or of magnitude ``MAX_INPUT`` (2**512) or more
     counts as ``impute`` (the feature's training mean; see

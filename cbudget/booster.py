@@ -234,8 +234,8 @@ class Booster(TreeEnsemble):
         the bitsets of tree ``k``'s categorical splits, see ``TreeEnsemble._add_tree``).
 
         ValueError, and nothing added, for a leaf value that is not finite or a round
-        after which a raw score could leave float64's range: per output, |base_score|
-        plus the largest |leaf value| of each of its trees must stay finite, so that no
+        after which a raw score could leave float64's range: per output, ``|base_score|``
+        plus the largest ``|leaf value|`` of each of its trees must stay finite, so that no
         input's raw score (nor its prediction) can be infinite or NaN."""
         trees = list(trees)
         if len(trees) > self.n_outputs:

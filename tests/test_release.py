@@ -38,7 +38,10 @@ def ci_commands(text: str) -> list[list[str]]:
     for line in text.splitlines():
         line = line.strip()
         if line and not line.startswith("#"):
-            commands.append(shlex.split(line, comments=True))
+            try:
+                commands.append(shlex.split(line, comments=True))
+            except ValueError:      # a line of a quoted multi-line argument (python -c)
+                continue
     return commands
 
 

@@ -6,7 +6,7 @@ import math
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TextIO, TypeAlias
 
 from .metrics import metric_maximize
@@ -196,7 +196,7 @@ class ProgressMonitor(TrainingCallback):
     """
 
     def __init__(self, n_iterations: int, interval: float = 10.0, stream: TextIO | None = None,
-                 clock=time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.n_iterations = int(n_iterations)
         self._lines = ProgressLines(n_iterations, "iterations", interval, stream, clock)
         self._first_epoch = 0
@@ -327,7 +327,7 @@ class BudgetStopping(TrainingCallback):
             return None
         return self.stopped_at
 
-    def after_training(self, model):
+    def after_training(self, model: Model) -> Model:
         if self.stopped_at is not None and self.keep_within_budget:
             cost = model.cost_tracker(self.data).mean_cost(model)
             if cost > self.budget:

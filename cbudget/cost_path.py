@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -221,14 +221,15 @@ class CostPath:
 
 
 def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int = 16,
-              eps: float = 1e-3, lambdas=None, lambda_max: float | None = None,
-              num_boost_round: int = 100,
+              eps: float = 1e-3, lambdas: Sequence[float] | None = None,
+              lambda_max: float | None = None, num_boost_round: int = 100,
               early_stopping_rounds: int | None = None, metric: str | None = None,
               n_jobs: int = 1, executor: Executor | None = None,
-              exit_epsilons=None, exit_every: int = 1, exit_tolerance: float | None = None,
+              exit_epsilons: Sequence[float] | None = None, exit_every: int = 1,
+              exit_tolerance: float | None = None,
               exit_scoring: str = "cross_fitted", cascades: bool | int = False,
               cascade_every: int | None = None, verbose: bool = True,
-              **train_kwargs) -> CostPath:
+              **train_kwargs: Any) -> CostPath:
     """Train one model per trade-off from ``lambda_max`` down and return the frontier.
 
     The grid: about half of ``n_points`` geometric from ``lambda_max`` to ``lambda_max *

@@ -10,8 +10,8 @@ from numpy.typing import ArrayLike
 
 from ._core._predict import predict_node_rows, sum_node_rows
 from ._ensemble import TreeEnsemble, read_imported_from, read_scores, read_trees, tree_to_dict
+from ._model import ModelInput
 from .costs import CostModel
-from .dataset import InputData
 from .metrics import evaluate_on
 from .model_io import (
     IMPORTED,
@@ -165,7 +165,7 @@ class Forest(TreeEnsemble):
         return out
 
     # Model.predict(X, **options): each model type takes its own options
-    def predict(self, X: InputData, *,
+    def predict(self, X: ModelInput, *,
                 iteration_range: tuple[int, int] | None = None,
                 pred_leaf: bool = False) -> np.ndarray:
         """Predicted class by majority vote of the trees (each tree votes for the
@@ -195,7 +195,7 @@ class Forest(TreeEnsemble):
                               iteration_range)
         return np.argmax(self._normalise(sums), axis=1).astype(np.int64)
 
-    def predict_proba(self, X: InputData, *,
+    def predict_proba(self, X: ModelInput, *,
                       iteration_range: tuple[int, int] | None = None,
                       votes: bool = False, pred_contrib: bool = False) -> np.ndarray:
         """Class probabilities: the training examples of each class in the leaves the

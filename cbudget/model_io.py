@@ -391,7 +391,7 @@ def export_model(model: Model, path: str | os.PathLike, format: str = FORMAT_NAM
 register_exporter(FORMAT_NAME, save_model, (object,), "every cbudget model", MODEL_PARTS)
 
 
-def load_model(path: str | os.PathLike, *, expensive_model=None) -> Model:
+def load_model(path: str | os.PathLike, *, expensive_model: Any = None) -> Model:
     """Load a model saved by ``save_model``; returns the right model class.
 
     Parameters

@@ -85,3 +85,14 @@ def test_train_and_predict_types_seen_by_mypy(tmp_path):
                                 "--follow-imports=silent", "--python-version=3.11",
                                 "--cache-dir", str(tmp_path / "cache")])
     assert status == 0, out + err
+
+
+def test_kernel_stubs_are_up_to_date():
+    # the .pyi beside each .pyx is what tools/make_core_stubs.py makes of it now
+    tool = os.path.join(os.path.dirname(TOOL), "make_core_stubs.py")
+    if not os.path.isfile(tool):
+        pytest.skip("tools/ is not beside the tests (the suite runs on an installed copy)")
+    spec = importlib.util.spec_from_file_location("make_core_stubs", tool)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--check"]) == 0

@@ -75,7 +75,7 @@ class CostTracker:
         return float(model.predict_cost(self.X).mean())
 
 
-def _fetch_nothing(features, rows):
+def _fetch_nothing(features: Any, rows: Any) -> Any:
     raise AssertionError("next_features never fetches")
 
 

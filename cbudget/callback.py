@@ -115,7 +115,7 @@ class EvaluationMonitor(TrainingCallback):
         self._last_printed = -1
         self._last_line: tuple[int, str] | None = None
 
-    def _line(self, epoch, evals_log):
+    def _line(self, epoch: int, evals_log: EvalsLog) -> str:
         parts = [f"[{epoch}]"]
         for data, metrics in evals_log.items():
             for metric, values in metrics.items():
@@ -155,7 +155,8 @@ class ProgressLines:
     """
 
     def __init__(self, total: int, what: str, interval: float = 10.0,
-                 stream: TextIO | None = None, clock=time.perf_counter) -> None:
+                 stream: TextIO | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         if not interval > 0:
             raise ValueError(f"interval must be > 0, got {interval!r}")
         self.total, self.what = int(total), what

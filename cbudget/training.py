@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeAlias, TypeVar, Union, overload
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, Union, overload
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from .callback import (
     TrainingCallback,
 )
 from .dataset import Dataset
-from .engine import TrainingSetup, check_memory, run_training
+from .engine import Algorithm, TrainingSetup, check_memory, run_training
 from .metrics import check_metric, ranking_metric
 from .objectives import CustomObjective, get_objective
 from .params import INT_MAX
@@ -182,7 +182,8 @@ def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals: E
                         evals_result)
 
 
-def training_callbacks(callbacks, verbose_eval, early_stopping_rounds,
+def training_callbacks(callbacks: Sequence[TrainingCallback] | None, verbose_eval: bool | int,
+                       early_stopping_rounds: int | None,
                        num_boost_round: int, maximize: bool | None = None) -> list:
     """The user's callbacks and those that ``verbose_eval`` and ``early_stopping_rounds``
     ask for, checked (before the trainer's set-up work)."""
@@ -230,7 +231,7 @@ def lambda_max(params: dict, dtrain: Dataset, *, xgb_model: StartModel = None) -
     return algorithm.lambda_max(p, dtrain, setup)
 
 
-def root_split_terms(params: dict, dtrain: Dataset, *, xgb_model=None) -> list:
+def root_split_terms(params: dict, dtrain: Dataset, *, xgb_model: StartModel = None) -> list:
     """What :func:`lambda_max` is computed from: per tree of the first round, the best
     raw gain of a root split on each feature (``-inf``: none allowed) and its cost
     increment (the penalty at ``cost_tradeoff=1``), on all rows and features.
@@ -243,7 +244,7 @@ def root_split_terms(params: dict, dtrain: Dataset, *, xgb_model=None) -> list:
     return algorithm.root_split_terms(p, dtrain, setup)
 
 
-def check_categorical_support(algorithm, dtrain: Dataset) -> None:
+def check_categorical_support(algorithm: Algorithm, dtrain: Dataset) -> None:
     """ValueError naming the categorical columns of ``dtrain`` when ``algorithm`` does
     not split categorical features (``Algorithm.splits_categories``)."""
     if len(dtrain.categories) and not algorithm.splits_categories:
@@ -255,8 +256,11 @@ def check_categorical_support(algorithm, dtrain: Dataset) -> None:
                          "(e.g. one-hot encoded) with categorical_feature=[]")
 
 
-def set_up_training(params, dtrain, num_boost_round, evals, verbose_eval, xgb_model,
-                    expensive_model, *, obj=None, custom_metric=None):
+def set_up_training(params: dict, dtrain: Dataset, num_boost_round: int, evals: Evals,
+                    verbose_eval: bool | int, xgb_model: StartModel,
+                    expensive_model: Model | ExternalModel | None, *,
+                    obj: Callable | None = None, custom_metric: Callable | None = None
+                    ) -> tuple[Algorithm, dict[str, Any], Dataset, TrainingSetup]:
     """The checks of :func:`train`: (algorithm, resolved params, training data as the
     algorithm reads it, TrainingSetup)."""
     p = resolve_params(params)

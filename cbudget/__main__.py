@@ -307,7 +307,8 @@ class _IterationCounter(cbudget.TrainingCallback):
     def __init__(self) -> None:
         self.count = 0
 
-    def after_iteration(self, model, epoch, evals_log) -> bool:
+    def after_iteration(self, model: cbudget.Model, epoch: int,
+                        evals_log: dict[str, dict[str, list[float]]]) -> bool:
         self.count += 1
         return False
 
@@ -714,13 +715,19 @@ def demo(rounds, quick=False):
     print(f"adapt_gbrt sends {100 * np.mean(route == 0):.1f}% of the test inputs to f0")
 
 
-def _binary_row(name, model, count, X, y, seconds):
+# a row of the demo's tables: algorithm, iterations or nodes, test accuracy, cost per input,
+# features used, training seconds
+DemoRow = tuple[str, int, float, float, int, float]
+
+
+def _binary_row(name: str, model: cbudget.Model, count: int, X: np.ndarray, y: np.ndarray,
+                seconds: float) -> DemoRow:
     accuracy = float(np.mean((model.predict(X) > 0.5) == y))
     report = model.cost_report(X)
     return name, count, accuracy, report.mean_cost, len(report.features_used), seconds
 
 
-def _print_table(rows, count_name, n_features):
+def _print_table(rows: list[DemoRow], count_name: str, n_features: int) -> None:
     print()
     print(f"{'algorithm':<13} {count_name:>6} {'test accuracy':>14} {'cost/input':>11} "
           f"{'features used':>14} {'train s':>8}")

@@ -5,21 +5,26 @@ features)."""
 from __future__ import annotations
 
 import copy
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ._core._predict import predict_leaf
 from ._core._shap import expected_values, tree_shap
 from ._core._types import NODE_DTYPE, compact_nodes
-from ._model import CostParts, CostTracker, Model, NotApplicableError
+from ._model import CostParts, CostTracker, Model, ModelInput, NotApplicableError
 from .category_bins import MAX_CATEGORY_CODE
+from .costs import CostReport
+from .dataset import Dataset
 from .explain import Explanation, paid_per_feature
 from .model_io import check_integer_range, invalid, require
 from .on_demand import FeatureSource, ReadSteps, global_node_ids, root_features, walk_trees
 
 __all__ = ["TreeEnsemble", "tree_to_dict", "tree_from_dict", "read_trees", "read_scores",
            "read_imported_from", "read_tree_bitsets"]
+# what copy returns: the class it was called on
+EnsembleT = TypeVar("EnsembleT", bound="TreeEnsemble")
 
 IMPORTANCE_KINDS = ("split", "gain", "cost")
 
@@ -234,7 +239,7 @@ class StagedCostTracker(CostTracker):
     """The mean cost of fixed inputs as an ensemble grows: each new iteration's trees
     are routed once, the inputs' acquired features are kept."""
 
-    def __init__(self, model: TreeEnsemble, X):
+    def __init__(self, model: TreeEnsemble, X: ModelInput) -> None:
         super().__init__(model, X)
         self.bitsets = model.cost_model.new_bitsets(self.X.shape[0])
         self.cost = np.zeros(self.X.shape[0])
@@ -405,13 +410,14 @@ class TreeEnsemble(Model):
             self._flat_cache[key] = (nodes, offsets, outputs, compact_nodes(nodes))
         return self._flat_cache[key]
 
-    def packed_trees(self, iteration_range=None):
+    def packed_trees(self, iteration_range: tuple[int, int] | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
         """The trees of ``iteration_range`` back to back in the prediction kernels'
         layout: (int64 tree offsets, packed nodes)."""
         _, offsets, _, nodes = self._flat(*self._tree_range(iteration_range))
         return offsets, nodes
 
-    def used_features(self, iteration_range=None) -> np.ndarray:
+    def used_features(self, iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Sorted indices of the features that the trees split on."""
         t0, t1 = self._tree_range(iteration_range)
         nodes = self._flat(t0, t1)[0]
@@ -447,7 +453,7 @@ class TreeEnsemble(Model):
         sliced._slice_extra(t0, t1, begin, end)
         return sliced
 
-    def copy(self):
+    def copy(self: EnsembleT) -> EnsembleT:
         """A copy of the model that shares its (read-only) trees: setting its attributes
         (exit rules, parameters) leaves this one as it is."""
         new = copy.copy(self)
@@ -475,7 +481,8 @@ class TreeEnsemble(Model):
         predict_leaf(X, nodes, offsets, out, self.n_threads(), self.cat_words)
         return out
 
-    def read_steps(self, source: FeatureSource, rows: np.ndarray, iteration_range=None,
+    def read_steps(self, source: FeatureSource, rows: np.ndarray,
+                   iteration_range: tuple[int, int] | None = None,
                    **reads: Any) -> ReadSteps:
         """All trees of ``iteration_range`` walked together (see :func:`walk_trees`);
         returns the leaf each input reaches in each tree."""
@@ -550,7 +557,8 @@ class TreeEnsemble(Model):
             [contributions, np.broadcast_to(bias[:, None], (n_samples, n_outputs, 1))], axis=2)
         return full.reshape(n_samples, -1)
 
-    def explain(self, X, *, iteration_range: tuple[int, int] | None = None) -> Explanation:
+    def explain(self, X: ModelInput, *, iteration_range: tuple[int, int] | None = None
+                ) -> Explanation:
         """Per input and feature, the contribution to the prediction (TreeSHAP: what
         ``pred_contrib`` gives) and the acquisition cost the input paid for it.
 
@@ -593,7 +601,8 @@ class TreeEnsemble(Model):
                                                                      early_exit))
         return cost, bitsets
 
-    def acquired_bitsets(self, X, iteration_range=None, early_exit=None):
+    def acquired_bitsets(self, X: np.ndarray, iteration_range: tuple[int, int] | None = None,
+                         early_exit: bool | None = None) -> np.ndarray:
         """Per input of the prepared matrix ``X``, the bitsets (acquired features, touched
         cost groups) of :meth:`cbudget.CostModel.new_bitsets` after the trees."""
         return self._costs(X, iteration_range, early_exit=early_exit)[1]
@@ -602,7 +611,8 @@ class TreeEnsemble(Model):
         cost, bitsets = self._costs(X, iteration_range, early_exit=early_exit)
         return cost, self.cost_model.acquired_matrix(bitsets)
 
-    def predict_cost(self, X, *, iteration_range=None, early_exit: bool | None = None
+    def predict_cost(self, X: ModelInput, *, iteration_range: tuple[int, int] | None = None,
+                     early_exit: bool | None = None
                      ) -> np.ndarray:
         """Prediction cost of each input (docs/architecture.md, "Cost model"): each
         feature paid once per input across all trees, its cost group once, plus split
@@ -616,7 +626,8 @@ class TreeEnsemble(Model):
         reads = {"iteration_range": iteration_range, "early_exit": early_exit}
         return self._costs(self.prepare_input(X, **reads), **reads)[0]
 
-    def acquisitions(self, X, *, iteration_range=None, early_exit: bool | None = None
+    def acquisitions(self, X: ModelInput, *, iteration_range: tuple[int, int] | None = None,
+                     early_exit: bool | None = None
                      ) -> np.ndarray:
         """The features each input pays for: bool (n_samples, n_features), True where an
         input's paths through the trees (those before its exit) test the feature."""
@@ -624,7 +635,8 @@ class TreeEnsemble(Model):
         return self._cost_and_acquired(self.prepare_input(X, **reads), **reads)[1] \
             .astype(bool)
 
-    def cost_parts(self, X, *, iteration_range=None, early_exit: bool | None = None
+    def cost_parts(self, X: ModelInput, *, iteration_range: tuple[int, int] | None = None,
+                   early_exit: bool | None = None
                    ) -> CostParts:
         """Each input's acquired features and its split and tree costs (those before its
         exit): what a model that contains this one (a gated model) combines."""
@@ -633,7 +645,8 @@ class TreeEnsemble(Model):
         return CostParts(acquired.astype(bool),
                          self.cost_model.structural_costs(cost, acquired))
 
-    def cost_report(self, X, *, iteration_range=None, early_exit: bool | None = None):
+    def cost_report(self, X: ModelInput, *, iteration_range: tuple[int, int] | None = None,
+                    early_exit: bool | None = None) -> CostReport:
         """Mean cost, per-input cost, per-feature acquisition rates, features used and the
         fixed coupled cost of predicting ``X`` (inputs exit early as :meth:`predict_cost`
         says).
@@ -646,11 +659,11 @@ class TreeEnsemble(Model):
         cost, acquired = self._cost_and_acquired(self.prepare_input(X, **reads), **reads)
         return self._report(cost, acquired, self.used_features(iteration_range), X)
 
-    def cost_tracker(self, X) -> StagedCostTracker:
+    def cost_tracker(self, X: ModelInput) -> StagedCostTracker:
         """The mean cost of ``X`` as the ensemble grows, one pass per new iteration."""
         return StagedCostTracker(self, X)
 
-    def cost_curve(self, X) -> np.ndarray:
+    def cost_curve(self, X: ModelInput) -> np.ndarray:
         """Mean prediction cost of ``X`` using iterations ``0..r``, for each ``r``.
 
         Returns
@@ -675,7 +688,7 @@ class TreeEnsemble(Model):
             curve[r] = cost.mean()
         return curve
 
-    def training_cost_pass(self, X) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    def training_cost_pass(self, X: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """Route the training rows ``X`` (prepared, as ``Dataset.data``) through every
         tree: set each node's ``new_acquisitions`` (the rows that first acquire its
         feature there) and return the mean cost after each iteration and the rows'
@@ -693,7 +706,8 @@ class TreeEnsemble(Model):
         self._flat_cache.clear()
         return curve, bitsets
 
-    def finalize(self, dtrain, evals, train_cost_curve=None) -> None:
+    def finalize(self, dtrain: Dataset | None, evals: Iterable[tuple[str, Dataset]],
+                 train_cost_curve: np.ndarray | None = None) -> None:
         """After training: per node ``new_acquisitions`` (training inputs that first
         acquire the node's feature there) and the cost ``summary``.
 
@@ -702,6 +716,7 @@ class TreeEnsemble(Model):
         ``new_acquisitions``), else both come from routing the training data through the
         trees (:meth:`training_cost_pass`)."""
         if train_cost_curve is None:
+            assert dtrain is not None, "without a training cost curve, finalize needs dtrain"
             curve = self.training_cost_pass(dtrain.data)[0]
         else:
             curve = np.asarray(train_cost_curve[:self.num_iterations()], dtype=np.float64)
@@ -711,7 +726,8 @@ class TreeEnsemble(Model):
                               train_cost_per_iteration=curve.tolist())
 
     # -- importance ---------------------------------------------------------------------
-    def feature_importance(self, kind="split", *, iteration_range=None) -> np.ndarray:
+    def feature_importance(self, kind: str = "split", *,
+                           iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Per-feature importance.
 
         Parameters

@@ -19,15 +19,15 @@ Models built in stages (boosting rounds, forest trees) also implement
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any, ClassVar, NamedTuple
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, NamedTuple, TypeAlias, Union
 
 import numpy as np
 
 from ._core._openmp_helpers import resolve_n_threads
 from .categories import NO_CATEGORIES, Categories
 from .costs import CostModel, CostReport
-from .dataset import Dataset, prediction_input, query_boundaries_of
+from .dataset import Dataset, InputData, prediction_input, query_boundaries_of
 from .explain import Explanation
 from .metrics import check_metric, metric_maximize
 from .model_io import export_model
@@ -35,6 +35,10 @@ from .on_demand import FeatureSource, ReadSteps
 
 __all__ = ["Model", "NotApplicableError", "BudgetChoice", "CostParts", "CostTracker"]
 
+
+# What a model predicts on and reports the cost of: data in memory, or a source that
+# fetches features on demand (cbudget.on_demand)
+ModelInput: TypeAlias = Union[InputData, FeatureSource]
 
 class NotApplicableError(TypeError):
     """A helper that does not apply to this model type (e.g. ``cost_curve`` of a model
@@ -61,7 +65,7 @@ class CostTracker:
     (see :meth:`Model.cost_tracker`). This one recomputes it from scratch each time;
     models built in stages return one that only adds the new stages."""
 
-    def __init__(self, model: Model, X):
+    def __init__(self, model: Model, X: ModelInput) -> None:
         self.X = model.prepare_input(X)
 
     def mean_cost(self, model: Model) -> float:
@@ -71,7 +75,7 @@ class CostTracker:
         return float(model.predict_cost(self.X).mean())
 
 
-def _fetch_nothing(features, rows):
+def _fetch_nothing(features: Any, rows: Any) -> Any:
     raise AssertionError("next_features never fetches")
 
 
@@ -112,8 +116,8 @@ class Model:
     objective: str
     num_class: int
 
-    def __init__(self, *, feature_names, cost_model: CostModel, params: dict,
-                 default_algorithm: str):
+    def __init__(self, *, feature_names: Sequence[str], cost_model: CostModel, params: dict,
+                 default_algorithm: str) -> None:
         self.feature_names = list(feature_names)
         self.cost_model = cost_model
         self.params = dict(params)
@@ -124,7 +128,7 @@ class Model:
         self.summary: dict[str, Any] = {}
 
     # -- what each model type implements ------------------------------------------------
-    def predict(self, X, *args: Any, **options: Any) -> Any:
+    def predict(self, X: ModelInput, *args: Any, **options: Any) -> Any:
         """Predictions for ``X`` (each model type documents its options)."""
         raise NotImplementedError
 
@@ -152,7 +156,7 @@ class Model:
         raise NotImplementedError
 
     @classmethod
-    def from_dict(cls, doc: dict, *, expensive_model=None) -> Model:
+    def from_dict(cls, doc: dict, *, expensive_model: Any = None) -> Model:
         """The model of a JSON document, validated (ValueError if it is not valid)."""
         raise NotImplementedError
 
@@ -161,7 +165,7 @@ class Model:
         """Number of features the model was trained on."""
         return len(self.feature_names)
 
-    def prepare_input(self, X, **reads: Any) -> np.ndarray:
+    def prepare_input(self, X: ModelInput, **reads: Any) -> np.ndarray:
         """``X`` (array, DataFrame, sparse or Dataset) as the float matrix the model
         reads; ValueError for a wrong number of features or other feature names.
 
@@ -267,7 +271,7 @@ class Model:
         return resolve_n_threads(self.params.get("n_jobs"))
 
     # -- prediction cost ----------------------------------------------------------------
-    def predict_cost(self, X) -> np.ndarray:
+    def predict_cost(self, X: ModelInput) -> np.ndarray:
         """Prediction cost of each input (the cost model of docs/architecture.md): each
         feature it reads paid once, its cost group once, plus split, tree and declared
         costs.
@@ -278,7 +282,7 @@ class Model:
         """
         return self._cost_and_acquired(self.prepare_input(X))[0]
 
-    def acquisitions(self, X) -> np.ndarray:
+    def acquisitions(self, X: ModelInput) -> np.ndarray:
         """The features each input pays for.
 
         Returns
@@ -288,7 +292,7 @@ class Model:
         """
         return self._cost_and_acquired(self.prepare_input(X))[1].astype(bool)
 
-    def cost_parts(self, X) -> CostParts:
+    def cost_parts(self, X: ModelInput) -> CostParts:
         """Each input's acquired features and its other costs (split, tree, declared):
         what a model that contains this one (a gated model) combines with its other
         parts, paying each feature once."""
@@ -296,7 +300,7 @@ class Model:
         return CostParts(acquired.astype(bool),
                          self.cost_model.structural_costs(cost, acquired))
 
-    def cost_report(self, X) -> CostReport:
+    def cost_report(self, X: ModelInput) -> CostReport:
         """Mean cost, per-input cost, per-feature acquisition rates, features used and the
         fixed coupled cost of predicting ``X``."""
         cost, acquired = self._cost_and_acquired(self.prepare_input(X))
@@ -309,12 +313,13 @@ class Model:
         return self.cost_model.report(cost, acquired, used, self.feature_names,
                                       query_boundaries_of(X), categories=self.categories)
 
-    def cost_tracker(self, X) -> CostTracker:
+    def cost_tracker(self, X: ModelInput) -> CostTracker:
         """An object whose ``mean_cost(model)`` gives the mean cost of ``X`` as the model
         grows during training (used by :class:`cbudget.BudgetStopping`)."""
         return CostTracker(self, X)
 
-    def _summarise_costs(self, train_cost: float, evals, **extra) -> None:
+    def _summarise_costs(self, train_cost: float, evals: Iterable[tuple[str, Dataset]],
+                         **extra: Any) -> None:
         """The cost ``summary`` after training: training and validation cost, features
         used, their coupled cost, and ``extra``."""
         used = self.used_features()
@@ -327,7 +332,7 @@ class Model:
         }
 
     # -- early exit ---------------------------------------------------------------------
-    def calibrate_exits(self, data, epsilon: float = 0.01, **options: Any) -> Any:
+    def calibrate_exits(self, data: Dataset, epsilon: float = 0.01, **options: Any) -> Any:
         """Calibrate exit rules on validation ``data`` (see :meth:`Booster.calibrate_exits`,
         :meth:`GatedModel.calibrate_exits`); NotApplicableError for the other models."""
         raise NotApplicableError(f"calibrate_exits does not apply to a {type(self).__name__} "
@@ -341,7 +346,8 @@ class Model:
             "Forest), and this model routes each input to linear classifiers or, through "
             "a gate, to one of its models")
 
-    def explain(self, X, *, iteration_range: tuple[int, int] | None = None) -> Explanation:
+    def explain(self, X: ModelInput, *, iteration_range: tuple[int, int] | None = None
+                ) -> Explanation:
         """Per input and feature, the contribution to the prediction and the cost paid
         for it (see :meth:`cbudget.Booster.explain`); NotApplicableError for the models
         that are not sums of trees."""
@@ -358,10 +364,10 @@ class Model:
         """Number of iterations (boosting rounds; trees of a forest)."""
         raise self._no_stages("num_iterations")
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> Model:
         raise self._no_stages("slicing")
 
-    def cost_curve(self, X) -> np.ndarray:
+    def cost_curve(self, X: ModelInput) -> np.ndarray:
         """Mean prediction cost of ``X`` using iterations ``0..r``, for each ``r``."""
         raise self._no_stages("cost_curve")
 

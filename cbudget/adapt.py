@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from ._core._linear import readable
-from ._model import CostParts, Model, NotApplicableError
+from ._model import CostParts, Model, ModelInput, NotApplicableError
 from .booster import Booster
 from .costs import CostModel, CostReport, resolve_feature
 from .dataset import (
@@ -419,7 +419,7 @@ class GatedModel(Model):
     def _margin(self, part, X, early_exit=None):
         return part.predict(X, output_margin=True, **self._exit_options(part, early_exit))
 
-    def route(self, X: InputData, *, early_exit: bool | None = None) -> np.ndarray:
+    def route(self, X: ModelInput, *, early_exit: bool | None = None) -> np.ndarray:
         """0 where the expensive model serves the input, 1 where the low-cost predictor
         does (the paper's z), int8 of shape (n_samples,); ``early_exit`` as for
         :meth:`predict`."""
@@ -613,21 +613,21 @@ class GatedModel(Model):
         return chosen
 
     @overload  # type: ignore[override]
-    def predict(self, X: InputData, *, output_margin: bool = ...,
+    def predict(self, X: ModelInput, *, output_margin: bool = ...,
                 return_route: Literal[False] = ..., early_exit: bool | None = ...,
                 pred_contrib: bool = ...) -> np.ndarray: ...
     @overload
-    def predict(self, X: InputData, *, output_margin: bool = ...,
+    def predict(self, X: ModelInput, *, output_margin: bool = ...,
                 return_route: Literal[True], early_exit: bool | None = ...,
                 pred_contrib: bool = ...) -> tuple[np.ndarray, np.ndarray]: ...
     @overload
-    def predict(self, X: InputData, *, output_margin: bool = ...,
+    def predict(self, X: ModelInput, *, output_margin: bool = ...,
                 return_route: bool, early_exit: bool | None = ...,
                 pred_contrib: bool = ...) -> np.ndarray | tuple[np.ndarray, np.ndarray]: ...
 
     # Model.predict(X, **options) -> ndarray: each model type takes its own options, and
     # this one returns the route too on request
-    def predict(self, X: InputData, *, output_margin: bool = False, return_route: bool = False,
+    def predict(self, X: ModelInput, *, output_margin: bool = False, return_route: bool = False,
                 early_exit: bool | None = None, pred_contrib: bool = False
                 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """P(y = 1) of each input, from the model its gate chooses.
@@ -719,7 +719,7 @@ class GatedModel(Model):
             X, self._check_expensive_cost(expensive_cost, X.shape[0]), early_exit)
         return self.cost_model.acquisition_costs(acquired) + other, acquired
 
-    def predict_cost(self, X: InputData, *, expensive_cost: ArrayLike | None = None,
+    def predict_cost(self, X: ModelInput, *, expensive_cost: ArrayLike | None = None,
                      early_exit: bool | None = None) -> np.ndarray:
         """Prediction cost of each input: the gate's features, plus those of the model it
         is sent to, each once (groups included), plus split, tree and declared costs.
@@ -740,13 +740,13 @@ class GatedModel(Model):
         return self._cost_and_acquired(self.prepare_input(X, early_exit=early_exit),
                                        expensive_cost, early_exit)[0]
 
-    def acquisitions(self, X: InputData, *, early_exit: bool | None = None) -> np.ndarray:
+    def acquisitions(self, X: ModelInput, *, early_exit: bool | None = None) -> np.ndarray:
         """The features each input pays for (bool, n_samples x n_features): the gate's and
         those of the model it is sent to (``early_exit`` as for :meth:`predict`)."""
         return self._cost_and_acquired(self.prepare_input(X, early_exit=early_exit),
                                        early_exit=early_exit)[1].astype(bool)
 
-    def cost_parts(self, X: InputData, *, early_exit: bool | None = None) -> CostParts:
+    def cost_parts(self, X: ModelInput, *, early_exit: bool | None = None) -> CostParts:
         """Each input's acquired features (the gate's and its chosen model's) and its
         other costs (split, tree and declared)."""
         return CostParts(*self._combined_cost_parts(
@@ -756,7 +756,7 @@ class GatedModel(Model):
         """Sorted indices of the features the gate or the low-cost predictor reads."""
         return np.union1d(self.gate.used_features(), self.predictor.used_features())
 
-    def cost_report(self, X: InputData, *, expensive_cost: ArrayLike | None = None,
+    def cost_report(self, X: ModelInput, *, expensive_cost: ArrayLike | None = None,
                     early_exit: bool | None = None) -> CostReport:
         """Mean cost, per-input cost, acquisition rates, features used (by the gate and
         the low-cost predictor) and the coupled cost of predicting ``X``.

@@ -23,7 +23,7 @@ from ._ensemble import (
     read_trees,
     tree_to_dict,
 )
-from ._model import NotApplicableError
+from ._model import ModelInput, NotApplicableError
 from .category_bins import bitset_codes
 from .costs import CostModel, CostReport, resolve_feature
 from .dataset import Dataset, InputData, labelled_data
@@ -282,7 +282,7 @@ class Booster(TreeEnsemble):
 
     # -- prediction ---------------------------------------------------------------------
     # Model.predict(X, **options): each model type takes its own options
-    def predict(self, X: InputData, *,
+    def predict(self, X: ModelInput, *,
                 output_margin: bool = False, pred_leaf: bool = False,
                 iteration_range: tuple[int, int] | None = None,
                 early_exit: bool | None = None, pred_contrib: bool = False) -> np.ndarray:
@@ -520,7 +520,8 @@ class Booster(TreeEnsemble):
         return output_range(*later_reach(leaf_max, leaf_min, checks), tolerance,
                             self._score_magnitude(end), gap)
 
-    def read_steps(self, source: FeatureSource, rows: np.ndarray, iteration_range=None,
+    def read_steps(self, source: FeatureSource, rows: np.ndarray,
+                   iteration_range: tuple[int, int] | None = None,
                    early_exit: bool | None = None, **reads: Any) -> ReadSteps:
         """All trees walked together (:func:`cbudget.on_demand.walk_trees`); with exit
         rules, the trees between two checks that can let inputs out together, the inputs
@@ -556,7 +557,7 @@ class Booster(TreeEnsemble):
         self._map_exits(raw, trees, rules)
         return raw, trees
 
-    def exit_iterations(self, X: InputData, *, iteration_range: tuple[int, int] | None = None,
+    def exit_iterations(self, X: ModelInput, *, iteration_range: tuple[int, int] | None = None,
                         early_exit: bool | None = None) -> np.ndarray:
         """The iterations each input evaluates before it exits (all of
         ``iteration_range``'s without exit rules or with ``early_exit=False``).
@@ -729,7 +730,8 @@ class Booster(TreeEnsemble):
                                                   epsilons, **options)
             for i, rules in enumerate(rules_of_others):
                 scratch.exit_rules = rules
-                reads = {"iteration_range": (0, rules.iterations), "early_exit": True}
+                reads: dict[str, Any] = {"iteration_range": (0, rules.iterations),
+                                         "early_exit": True}
                 outputs = scratch.predict(held_out, **reads)
                 costs = scratch.predict_cost(held_out, **reads)
                 if k == 0:
@@ -1069,7 +1071,7 @@ class Booster(TreeEnsemble):
             raise ValueError(f"no model with exits is within budget {budget}")
         return best
 
-    def cost_report(self, X: InputData, *, iteration_range: tuple[int, int] | None = None,
+    def cost_report(self, X: ModelInput, *, iteration_range: tuple[int, int] | None = None,
                     early_exit: bool | None = None) -> CostReport:
         """As :meth:`TreeEnsemble.cost_report`; a model trained in cost stages also
         reports per stage the inputs that reach it and the mean cost by its end

@@ -6,7 +6,7 @@ import math
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TextIO, TypeAlias
 
 from .metrics import metric_maximize
@@ -115,7 +115,7 @@ class EvaluationMonitor(TrainingCallback):
         self._last_printed = -1
         self._last_line: tuple[int, str] | None = None
 
-    def _line(self, epoch, evals_log):
+    def _line(self, epoch: int, evals_log: EvalsLog) -> str:
         parts = [f"[{epoch}]"]
         for data, metrics in evals_log.items():
             for metric, values in metrics.items():
@@ -155,7 +155,8 @@ class ProgressLines:
     """
 
     def __init__(self, total: int, what: str, interval: float = 10.0,
-                 stream: TextIO | None = None, clock=time.perf_counter) -> None:
+                 stream: TextIO | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         if not interval > 0:
             raise ValueError(f"interval must be > 0, got {interval!r}")
         self.total, self.what = int(total), what
@@ -196,7 +197,7 @@ class ProgressMonitor(TrainingCallback):
     """
 
     def __init__(self, n_iterations: int, interval: float = 10.0, stream: TextIO | None = None,
-                 clock=time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.n_iterations = int(n_iterations)
         self._lines = ProgressLines(n_iterations, "iterations", interval, stream, clock)
         self._first_epoch = 0
@@ -327,7 +328,7 @@ class BudgetStopping(TrainingCallback):
             return None
         return self.stopped_at
 
-    def after_training(self, model):
+    def after_training(self, model: Model) -> Model:
         if self.stopped_at is not None and self.keep_within_budget:
             cost = model.cost_tracker(self.data).mean_cost(model)
             if cost > self.budget:

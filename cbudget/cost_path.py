@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -74,7 +74,8 @@ def _mean_and_se(costs: np.ndarray) -> tuple[float, float]:
 
 
 def train_scored(params: dict, dtrain: Dataset, dvalid: Dataset, num_boost_round: int = 100,
-                 *, early_stopping_rounds: int | None = None, **train_kwargs) -> ScoredModel:
+                 *, early_stopping_rounds: int | None = None, **train_kwargs: Any
+                 ) -> ScoredModel:
     """Train with ``params`` (quietly, ``dvalid`` evaluated as "valid") and score the
     model on ``dvalid``: one point of :func:`cost_path`, or of a parameter sweep.
     ``train_kwargs``: the other arguments of :func:`cbudget.train`."""
@@ -221,14 +222,15 @@ class CostPath:
 
 
 def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int = 16,
-              eps: float = 1e-3, lambdas=None, lambda_max: float | None = None,
-              num_boost_round: int = 100,
+              eps: float = 1e-3, lambdas: Sequence[float] | None = None,
+              lambda_max: float | None = None, num_boost_round: int = 100,
               early_stopping_rounds: int | None = None, metric: str | None = None,
               n_jobs: int = 1, executor: Executor | None = None,
-              exit_epsilons=None, exit_every: int = 1, exit_tolerance: float | None = None,
+              exit_epsilons: Sequence[float] | None = None, exit_every: int = 1,
+              exit_tolerance: float | None = None,
               exit_scoring: str = "cross_fitted", cascades: bool | int = False,
               cascade_every: int | None = None, verbose: bool = True,
-              **train_kwargs) -> CostPath:
+              **train_kwargs: Any) -> CostPath:
     """Train one model per trade-off from ``lambda_max`` down and return the frontier.
 
     The grid: about half of ``n_points`` geometric from ``lambda_max`` to ``lambda_max *
@@ -464,8 +466,9 @@ def cost_path(params: dict, dtrain: Dataset, dvalid: Dataset, *, n_points: int =
                     cost_ses=np.array([scored.cost_se for _, _, _, scored in points]))
 
 
-def train_cascade(params: dict, dtrain: Dataset, dvalid: Dataset, stages, first: Model,
-                  *, early_stopping_rounds: int | None = None, **train_kwargs
+def train_cascade(params: dict, dtrain: Dataset, dvalid: Dataset,
+                  stages: Sequence[tuple[int, float]], first: Model, *,
+                  early_stopping_rounds: int | None = None, **train_kwargs: Any
                   ) -> ScoredModel:
     """Train the two-stage cascade ``stages = [(r1, lambda_hi), (r2, lambda_lo)]`` and
     score it on ``dvalid`` (as :func:`train_scored`): ``first``, a model trained with
@@ -547,7 +550,7 @@ def _cascade_pairs(fitted: dict) -> list[tuple[float, list[float]]]:
     return pairs
 
 
-def _check_lambda_max(value) -> float:
+def _check_lambda_max(value: Any) -> float:
     """A ``lambda_max`` given to :func:`cost_path`, checked: a finite number > 0."""
     number = math.nan      # not a number: refused below
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
@@ -561,7 +564,7 @@ def _check_lambda_max(value) -> float:
     return number
 
 
-def _check_cascades(params: dict, cascades, train_kwargs: dict) -> int:
+def _check_cascades(params: dict, cascades: bool | int, train_kwargs: dict) -> int:
     """The number of cascades ``cascades`` asks for, once its options are checked."""
     if isinstance(cascades, (bool, np.bool_)):
         n = DEFAULT_CASCADES if cascades else 0
@@ -591,7 +594,7 @@ def _has_exits(params: dict, tolerance: float | None) -> bool:
     return objective in ("binary:logistic", "multi:softprob") or tolerance is not None
 
 
-def _check_exit_options(params: dict, epsilons, every: int, tolerance: float | None
+def _check_exit_options(params: dict, epsilons: Sequence[float], every: int, tolerance: float | None
                         ) -> list[float]:
     """The exit dimension's epsilons, sorted, once its options are checked (before any
     training)."""

@@ -40,7 +40,7 @@ CostGroups: TypeAlias = Union[Mapping[str, Iterable[Union[str, int]]],
                               Sequence[Iterable[Union[str, int]]]]
 
 
-def _n_words(n_bits):
+def _n_words(n_bits: int) -> int:
     return max(1, (int(n_bits) + 63) // 64)
 
 
@@ -49,7 +49,7 @@ def _n_words(n_bits):
 MAX_COST = 1e100
 
 
-def _check_scalar_cost(value, name):
+def _check_scalar_cost(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     value = float(value)
@@ -103,8 +103,8 @@ def resolve_feature(key: str | int | np.integer, feature_names: Sequence[str],
     raise TypeError(f"{what}: a feature is named by an int index or a str name, got {key!r}")
 
 
-def _per_feature_costs(costs, feature_names, name, default_cost: float | None = 0.0
-                       ) -> np.ndarray:
+def _per_feature_costs(costs: Any, feature_names: list[str], name: str,
+                       default_cost: float | None = 0.0) -> np.ndarray:
     """float64 array of length n_features from None, an array-like or a dict by name.
 
     A dict leaves the features it does not name at ``default_cost``; with None it must

@@ -25,9 +25,9 @@ from numpy.typing import ArrayLike
 
 from ._core._linear import predict_hard
 from ._core._types import compact_nodes
-from ._model import Model, NotApplicableError
+from ._model import Model, ModelInput, NotApplicableError
 from .costs import CostModel
-from .dataset import Dataset, InputData
+from .dataset import Dataset
 from .model_io import (
     build,
     check_integer_range,
@@ -331,7 +331,7 @@ class ClassifierTree(Model):
         return score_transform(self.objective, self.loss, score)
 
     # Model.predict(X, **options): each model type takes its own options
-    def predict(self, X: InputData, *, output_margin: bool = False, pred_exit: bool = False,
+    def predict(self, X: ModelInput, *, output_margin: bool = False, pred_exit: bool = False,
                 pred_contrib: bool = False) -> np.ndarray:
         """Predict with hard thresholds.
 

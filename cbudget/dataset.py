@@ -792,7 +792,7 @@ class Dataset:
         state["_sparse_bins"] = None    # a cache (not picklable): made again on first use
         return state
 
-    def _fit_bin_edges(self, X):
+    def _fit_bin_edges(self, X: np.ndarray) -> list[np.ndarray]:
         rows = binning_rows(X.shape[0], self.weight)
         if rows is not None:
             X = X[rows]

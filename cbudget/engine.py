@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import resource
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ._model import Model, NotApplicableError
@@ -158,7 +159,7 @@ class Trainer:
         """(name, data, predictions) of each evaluation set for the model as it is."""
         return []
 
-    def eval_scores(self, metrics) -> list:
+    def eval_scores(self, metrics: Sequence[str]) -> list:
         """(name, {metric: value}) of each evaluation set for the model as it is."""
         return [(name, {metric: evaluate_on(metric, data, predictions)
                         for metric in metrics})
@@ -169,7 +170,7 @@ class Trainer:
         reads (the trainers that take callables: raw scores with a custom objective)."""
         return self.eval_predictions()
 
-    def custom_scores(self, metrics) -> list:
+    def custom_scores(self, metrics: Sequence[str]) -> list:
         """(name, {metric: value}) of the custom metric (``setup.custom_metric``) on each
         evaluation set; its names must differ from the built-in ``metrics``."""
         function = self.setup.custom_metric
@@ -351,13 +352,13 @@ class Algorithm:
         memory there is before training starts."""
         return []
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<cbudget algorithm {self.name!r}>"
 
 
 
-def model_to_continue(xgb_model, dtrain: Dataset, objective: Objective, model_class: type[Model],
-                      num_class: int | None = None) -> Model | None:
+def model_to_continue(xgb_model: Any, dtrain: Dataset, objective: Objective,
+                      model_class: type[Model], num_class: int | None = None) -> Model | None:
     """The model to continue from (a model or a saved model's path), checked against the
     training data: its class, objective and ``num_class`` (default the objective's),
     features and costs."""

@@ -232,7 +232,7 @@ class ExitRules:
     # -- files --------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The ``exit_rules`` section of a model file (null: no exit on that side)."""
-        def finite_or_none(values):
+        def finite_or_none(values: np.ndarray) -> list[float | None]:
             return [float(v) if math.isfinite(v) else None for v in values.tolist()]
         doc = {"rule": self.rule, "iterations": int(self.iterations),
                "check_after": self.check_after.tolist(),

@@ -10,8 +10,9 @@ from numpy.typing import ArrayLike
 
 from ._core._predict import predict_node_rows, sum_node_rows
 from ._ensemble import TreeEnsemble, read_imported_from, read_scores, read_trees, tree_to_dict
+from ._model import ModelInput
 from .costs import CostModel
-from .dataset import InputData
+from .dataset import Dataset
 from .metrics import evaluate_on
 from .model_io import (
     IMPORTED,
@@ -121,7 +122,7 @@ class Forest(TreeEnsemble):
         self.class_counts.append(class_counts)
         self._end_iteration()
 
-    def _slice_extra(self, t0, t1, begin, end):
+    def _slice_extra(self, t0: int, t1: int, begin: int, end: int) -> None:
         self.class_counts = [c.copy() for c in self.class_counts[t0:t1]]
 
     def num_trees(self) -> int:
@@ -129,7 +130,7 @@ class Forest(TreeEnsemble):
         return self.num_iterations()
 
     # -- prediction -------------------------------------------------------------------
-    def _node_table(self, t0, t1, what):
+    def _node_table(self, t0: int, t1: int, what: str) -> np.ndarray:
         """Per node of trees [t0, t1): its class counts (``what="counts"``), the one-hot
         majority class stored as the leaf's ``value`` (``"votes"``; internal nodes are
         never reached as leaves), or both side by side (``"both"``, 2 x num_class
@@ -165,7 +166,7 @@ class Forest(TreeEnsemble):
         return out
 
     # Model.predict(X, **options): each model type takes its own options
-    def predict(self, X: InputData, *,
+    def predict(self, X: ModelInput, *,
                 iteration_range: tuple[int, int] | None = None,
                 pred_leaf: bool = False) -> np.ndarray:
         """Predicted class by majority vote of the trees (each tree votes for the
@@ -195,7 +196,7 @@ class Forest(TreeEnsemble):
                               iteration_range)
         return np.argmax(self._normalise(sums), axis=1).astype(np.int64)
 
-    def predict_proba(self, X: InputData, *,
+    def predict_proba(self, X: ModelInput, *,
                       iteration_range: tuple[int, int] | None = None,
                       votes: bool = False, pred_contrib: bool = False) -> np.ndarray:
         """Class probabilities: the training examples of each class in the leaves the
@@ -230,8 +231,8 @@ class Forest(TreeEnsemble):
         return self._normalise(self.leaf_sums(X, "votes" if votes else "counts",
                                               iteration_range))
 
-    def _contributions(self, X: np.ndarray, iteration_range=None, *, votes: bool = False,
-                       **options: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _contributions(self, X: np.ndarray, iteration_range: tuple[int, int] | None = None,
+                       *, votes: bool = False, **options: Any) -> tuple[np.ndarray, np.ndarray]:
         """TreeSHAP values of each class's leaf class counts (``votes``: one-hot votes)
         averaged over the trees, and their bias; a forest without trees: no
         contributions, the class frequencies as the bias (what it predicts)."""
@@ -243,7 +244,7 @@ class Forest(TreeEnsemble):
             np.zeros(t1 - t0, dtype=np.int32), self.num_class)
         return contributions / (t1 - t0), bias / (t1 - t0)
 
-    def _normalise(self, table):
+    def _normalise(self, table: np.ndarray) -> np.ndarray:
         """Rows of summed class counts or votes -> probabilities; the class prior where
         nothing was summed (no trees, or only zero-weight examples in the leaves)."""
         totals = table.sum(axis=1, keepdims=True)
@@ -259,7 +260,7 @@ class Forest(TreeEnsemble):
         proba = self._normalise(votes if by_vote else counts)
         return proba[:, 1] if self.objective == "binary:logistic" else proba
 
-    def _staged_metric(self, data, metric):
+    def _staged_metric(self, data: Dataset, metric: str) -> np.ndarray:
         """``metric`` of ``data`` using trees ``0..t``, for each tree ``t``."""
         X = self.prepare_input(data)
         sums = np.zeros((X.shape[0], 2 * self.num_class))

@@ -41,7 +41,7 @@ __all__ = ["METRICS", "RANKING_OBJECTIVES", "evaluate_metric", "evaluate_on",
 _EPS = 1e-15
 
 
-def _avg(values, weight):
+def _avg(values: np.ndarray, weight: np.ndarray | None) -> float:
     return float(np.average(values, weights=weight))
 
 

@@ -109,7 +109,7 @@ def register_params_check(check: Callable[[dict], dict]) -> None:
     _params_check = check
 
 
-def register_model_type(cls):
+def register_model_type(cls: type[ModelT]) -> type[ModelT]:
     """Class decorator: files whose ``model_type`` is ``cls.model_type`` are read by
     ``cls.from_dict(doc, expensive_model=...)``."""
     if cls.model_type in MODEL_TYPES:
@@ -199,7 +199,7 @@ def checked_params(params: dict, where: str) -> dict:
         raise invalid(f"{where}: {exc}") from None
 
 
-def build(model_class, **fields):
+def build(model_class: Callable[..., BuiltT], **fields: Any) -> BuiltT:
     """``model_class(**fields)``, its errors reported as an invalid document."""
     try:
         return model_class(**fields)
@@ -208,6 +208,8 @@ def build(model_class, **fields):
 
 
 ModelT = TypeVar("ModelT", bound="Model")
+# what build makes
+BuiltT = TypeVar("BuiltT")
 
 
 def read_categories(doc: dict, n_features: int) -> Categories:
@@ -246,7 +248,7 @@ def model_to_dict(model: Model) -> dict[str, Any]:
     return model.to_dict()
 
 
-def model_from_dict(doc: dict, *, expensive_model=None) -> Model:
+def model_from_dict(doc: dict, *, expensive_model: Any = None) -> Model:
     """Rebuild a model from its JSON document, validating everything (``expensive_model``:
     see :func:`load_model`)."""
     if not isinstance(doc, dict):
@@ -262,7 +264,7 @@ def model_from_dict(doc: dict, *, expensive_model=None) -> Model:
     return model
 
 
-def nested_model_from_dict(doc: dict, *, expensive_model=None) -> Model:
+def nested_model_from_dict(doc: dict, *, expensive_model: Any = None) -> Model:
     """A model from a document inside another model's (a gated model's parts, a basis
     booster), checked as :func:`model_from_dict` checks it but for the nesting depth and
     the final comparison, which the outer document's cover."""
@@ -391,7 +393,7 @@ def export_model(model: Model, path: str | os.PathLike, format: str = FORMAT_NAM
 register_exporter(FORMAT_NAME, save_model, (object,), "every cbudget model", MODEL_PARTS)
 
 
-def load_model(path: str | os.PathLike, *, expensive_model=None) -> Model:
+def load_model(path: str | os.PathLike, *, expensive_model: Any = None) -> Model:
     """Load a model saved by ``save_model``; returns the right model class.
 
     Parameters

@@ -287,7 +287,7 @@ class FeatureSource:
         self._values, self._status, self._free = values, status, free
         self._degraded = np.zeros(status.shape, dtype=bool)
 
-    def _known_columns(self):
+    def _known_columns(self) -> list[tuple[str, Any]]:
         known = self._known
         if known is None:
             return []
@@ -295,7 +295,8 @@ class FeatureSource:
             return [(str(c), known[c].to_numpy()) for c in known.columns]
         return list(known.items())
 
-    def _known_column(self, column, name, levels=None):
+    def _known_column(self, column: Any, name: str, levels: list[Any] | None = None
+                      ) -> np.ndarray:
         try:
             array = np.asarray(column)     # once: a column may be a list or a Series
         except Exception as exc:  # noqa: BLE001 - report any conversion failure clearly
@@ -444,7 +445,7 @@ class FeatureSource:
         return TimeoutError(f"cbudget.FeatureSource: fetch of feature(s) {features} on "
                             f"{rows.size} rows took more than {self.timeout:g} s")
 
-    def _store_round(self, calls, tries: _Tries) -> None:
+    def _store_round(self, calls: list[tuple[list[int], np.ndarray]], tries: _Tries) -> None:
         """Write a round's results in call order (same logs as the sync path). A failed
         call writes nothing; with on_error="raise" its exception propagates after the
         others are stored, with "missing" its pairs become missing values."""
@@ -645,7 +646,8 @@ class _Tries:
                 if (self.attempts[k] == 0 or exc is not None) and self.attempts[k] < self.limit
                 and not isinstance(exc, AsyncFetchInSyncPath)]
 
-    def record(self, todo: list[int], outcomes) -> None:
+    def record(self, todo: list[int], outcomes: Sequence[tuple[Any, BaseException | None]]
+               ) -> None:
         for k, outcome in zip(todo, outcomes):
             self.outcomes[k] = outcome
             self.attempts[k] += 1
@@ -692,7 +694,7 @@ def _reason(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
 
 
-def _outcome(call, *args):
+def _outcome(call: Callable[..., Any], *args: Any) -> tuple[Any, BaseException | None]:
     """(result, None) or (None, the exception) of ``call(*args)``."""
     try:
         return call(*args), None

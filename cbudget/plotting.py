@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,7 +47,7 @@ NODE_FEATURES_SHOWN = 3
 HIGHER_IS_BETTER = ("accuracy",)
 
 
-def _pyplot():
+def _pyplot() -> ModuleType:
     """matplotlib.pyplot, or an ImportError that says how to get it."""
     try:
         import matplotlib.pyplot as plt

@@ -2,7 +2,9 @@
 (in the style of ``xgboost.train``)."""
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, Union, overload
 
 import numpy as np
 
@@ -17,15 +19,25 @@ from .callback import (
     TrainingCallback,
 )
 from .dataset import Dataset
-from .engine import TrainingSetup, check_memory, run_training
+from .engine import Algorithm, TrainingSetup, check_memory, run_training
 from .metrics import check_metric, ranking_metric
 from .objectives import CustomObjective, get_objective
 from .params import INT_MAX
 
+if TYPE_CHECKING:  # only for type hints: adapt imports the training machinery
+    from .adapt import ExternalModel, GatedModel
+
+# train's evals: (Dataset, name) pairs, or one pair
+Evals: TypeAlias = Union[Sequence[tuple[Dataset, str]], tuple[Dataset, str], None]
+# a model to continue training: the model, or the path of its file
+StartModel: TypeAlias = Union[Model, str, os.PathLike, None]
+# the model continued, whose class the continued training returns
+ContinuedT = TypeVar("ContinuedT", bound=Model)
+
 __all__ = ["train", "lambda_max", "root_split_terms"]
 
 
-def check_evals(evals, dtrain: Dataset) -> list:
+def check_evals(evals: Evals, dtrain: Dataset) -> list:
     """``evals`` as a list of (Dataset, name) pairs with labels, the training data's
     features and distinct names."""
     if evals is None:
@@ -58,10 +70,43 @@ def check_evals(evals, dtrain: Dataset) -> list:
     return out
 
 
-def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals=(),
+# The algorithm is a value in `params`, which a type checker cannot read (a dict literal is
+# a dict[str, ...], not a TypedDict): what the signature can tell is that continuing a
+# model (xgb_model) returns its class, and that an expensive_model makes a GatedModel.
+@overload
+def train(params: dict, dtrain: Dataset, num_boost_round: int = ..., *, evals: Evals = ...,
+          early_stopping_rounds: int | None = ..., evals_result: dict | None = ...,
+          verbose_eval: bool | int = ..., callbacks: list[TrainingCallback] | None = ...,
+          xgb_model: ContinuedT, expensive_model: None = ...,
+          obj: Callable | None = ..., custom_metric: Callable | None = ...,
+          maximize: bool | None = ...) -> ContinuedT: ...
+
+
+@overload
+def train(params: dict, dtrain: Dataset, num_boost_round: int = ..., *, evals: Evals = ...,
+          early_stopping_rounds: int | None = ..., evals_result: dict | None = ...,
+          verbose_eval: bool | int = ..., callbacks: list[TrainingCallback] | None = ...,
+          xgb_model: str | os.PathLike | None = ...,
+          expensive_model: Model | ExternalModel,
+          obj: Callable | None = ..., custom_metric: Callable | None = ...,
+          maximize: bool | None = ...) -> GatedModel: ...
+
+
+@overload
+def train(params: dict, dtrain: Dataset, num_boost_round: int = ..., *, evals: Evals = ...,
+          early_stopping_rounds: int | None = ..., evals_result: dict | None = ...,
+          verbose_eval: bool | int = ..., callbacks: list[TrainingCallback] | None = ...,
+          xgb_model: StartModel = ...,
+          expensive_model: Model | ExternalModel | None = ...,
+          obj: Callable | None = ..., custom_metric: Callable | None = ...,
+          maximize: bool | None = ...) -> Model: ...
+
+
+def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals: Evals = (),
           early_stopping_rounds: int | None = None, evals_result: dict | None = None,
           verbose_eval: bool | int = True, callbacks: list[TrainingCallback] | None = None,
-          xgb_model=None, expensive_model=None, obj: Callable | None = None,
+          xgb_model: StartModel = None,
+          expensive_model: Model | ExternalModel | None = None, obj: Callable | None = None,
           custom_metric: Callable | None = None, maximize: bool | None = None) -> Model:
     """Train a cost-aware model.
 
@@ -121,7 +166,11 @@ def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals=()
     Returns
     -------
     Model
-        Booster, Forest, ClassifierTree, Cascade or GatedModel (see ``algorithm``).
+        Booster, Forest, ClassifierTree, Cascade or GatedModel (see ``algorithm``). For
+        a type checker the return is a :class:`Model` (the algorithm is a value in
+        ``params``), the class of ``xgb_model`` when one is continued, a
+        :class:`GatedModel` with ``expensive_model``: narrow it with ``isinstance`` (or
+        ``typing.cast``) to use a model type's own methods and options.
     """
     algorithm, p, dtrain, setup = set_up_training(params, dtrain, num_boost_round, evals,
                                                   verbose_eval, xgb_model, expensive_model,
@@ -133,7 +182,8 @@ def train(params: dict, dtrain: Dataset, num_boost_round: int = 100, *, evals=()
                         evals_result)
 
 
-def training_callbacks(callbacks, verbose_eval, early_stopping_rounds,
+def training_callbacks(callbacks: Sequence[TrainingCallback] | None, verbose_eval: bool | int,
+                       early_stopping_rounds: int | None,
                        num_boost_round: int, maximize: bool | None = None) -> list:
     """The user's callbacks and those that ``verbose_eval`` and ``early_stopping_rounds``
     ask for, checked (before the trainer's set-up work)."""
@@ -147,7 +197,7 @@ def training_callbacks(callbacks, verbose_eval, early_stopping_rounds,
     return monitors
 
 
-def lambda_max(params: dict, dtrain: Dataset, *, xgb_model=None) -> float:
+def lambda_max(params: dict, dtrain: Dataset, *, xgb_model: StartModel = None) -> float:
     """The smallest ``cost_tradeoff`` at which :func:`train` with ``params`` on
     ``dtrain`` makes no split that costs anything: no root split of the first tree can
     pay ``cost_tradeoff`` times its cost (its gain minus the penalty is at most
@@ -181,7 +231,7 @@ def lambda_max(params: dict, dtrain: Dataset, *, xgb_model=None) -> float:
     return algorithm.lambda_max(p, dtrain, setup)
 
 
-def root_split_terms(params: dict, dtrain: Dataset, *, xgb_model=None) -> list:
+def root_split_terms(params: dict, dtrain: Dataset, *, xgb_model: StartModel = None) -> list:
     """What :func:`lambda_max` is computed from: per tree of the first round, the best
     raw gain of a root split on each feature (``-inf``: none allowed) and its cost
     increment (the penalty at ``cost_tradeoff=1``), on all rows and features.
@@ -194,7 +244,7 @@ def root_split_terms(params: dict, dtrain: Dataset, *, xgb_model=None) -> list:
     return algorithm.root_split_terms(p, dtrain, setup)
 
 
-def check_categorical_support(algorithm, dtrain: Dataset) -> None:
+def check_categorical_support(algorithm: Algorithm, dtrain: Dataset) -> None:
     """ValueError naming the categorical columns of ``dtrain`` when ``algorithm`` does
     not split categorical features (``Algorithm.splits_categories``)."""
     if len(dtrain.categories) and not algorithm.splits_categories:
@@ -206,8 +256,11 @@ def check_categorical_support(algorithm, dtrain: Dataset) -> None:
                          "(e.g. one-hot encoded) with categorical_feature=[]")
 
 
-def set_up_training(params, dtrain, num_boost_round, evals, verbose_eval, xgb_model,
-                    expensive_model, *, obj=None, custom_metric=None):
+def set_up_training(params: dict, dtrain: Dataset, num_boost_round: int, evals: Evals,
+                    verbose_eval: bool | int, xgb_model: StartModel,
+                    expensive_model: Model | ExternalModel | None, *,
+                    obj: Callable | None = None, custom_metric: Callable | None = None
+                    ) -> tuple[Algorithm, dict[str, Any], Dataset, TrainingSetup]:
     """The checks of :func:`train`: (algorithm, resolved params, training data as the
     algorithm reads it, TrainingSetup)."""
     p = resolve_params(params)

@@ -53,3 +53,13 @@ def test_shipped_letters_data_loads():
                     reason="set CBUDGET_EXPECT_OPENMP=1/0 to check the build's OpenMP setting")
 def test_build_has_the_expected_openmp_setting():
     assert openmp_enabled() == (os.environ["CBUDGET_EXPECT_OPENMP"] == "1")
+
+
+def test_kernel_stubs_and_py_typed_ship():
+    # a type checker reads the kernels' signatures from the .pyi beside each compiled
+    # module (tools/make_core_stubs.py), and the package's types at all only with py.typed
+    core = os.path.dirname(cbudget._core.__file__)
+    kernels = {os.path.basename(p)[:-len(".pyx")] for p in glob.glob(f"{core}/*.pyx")}
+    stubs = {os.path.basename(p)[:-len(".pyi")] for p in glob.glob(f"{core}/*.pyi")}
+    assert kernels and kernels == stubs
+    assert os.path.isfile(os.path.join(os.path.dirname(cbudget.__file__), "py.typed"))

@@ -69,7 +69,7 @@ def taken_by() -> dict[str, list[str]]:
     return takers
 
 
-def get_algorithm(name) -> Algorithm:
+def get_algorithm(name: Any) -> Algorithm:
     """The registered algorithm ``name``; ValueError listing the valid ones."""
     if not isinstance(name, str) or name not in REGISTRY:
         raise ValueError(f"unknown algorithm {name!r}; valid: {list(REGISTRY)}")

@@ -4,10 +4,17 @@ coordinates the relaxed cost penalty charges together, and the threads a kernel 
 gets."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse
+from numpy.typing import ArrayLike
 
 from .._core._linear import MAX_INPUT, readable
+
+if TYPE_CHECKING:  # only for type hints
+    from ..booster import Booster
+    from ..costs import CostModel
 
 __all__ = ["standardize", "standardized", "cost_groups", "threads_for", "PARALLEL_WORK"]
 
@@ -19,20 +26,20 @@ PARALLEL_WORK = 1_000_000
 _BLOCK_ENTRIES = 1 << 20
 
 
-def threads_for(work, n_threads):
+def threads_for(work: float, n_threads: int) -> int:
     """``n_threads`` for a kernel call of ``work`` multiply-adds, 1 below
     ``PARALLEL_WORK`` (small calls lose more to waking threads than they gain)."""
     return n_threads if work >= PARALLEL_WORK else 1
 
 
-def _power_of_two_at_least(x):
+def _power_of_two_at_least(x: np.ndarray | float) -> np.ndarray:
     """The smallest power of two >= ``x`` (> 0), elementwise; 1 where ``x`` is 0: dividing
     by it is exact."""
     _, exponent = np.frexp(x)
     return np.where(x > 0, np.ldexp(1.0, exponent), 1.0)
 
 
-def standardize(coords, weight):
+def standardize(coords: np.ndarray, weight: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard deviation per column under the sample ``weight``, over the
     readable values (see :func:`cbudget._core._linear.readable`: NaN, +-inf and
     magnitudes from ``MAX_INPUT`` on are missing, as prediction reads them) of the rows
@@ -69,7 +76,7 @@ def standardize(coords, weight):
     return mean, std
 
 
-def standardized(coords, mean, std):
+def standardized(coords: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
     """(coords - mean) / std with unreadable values (missing, infinite, magnitudes from
     ``MAX_INPUT`` on) at 0 (the mean, what prediction imputes) and constant columns 0;
     bounded by ``MAX_INPUT`` (a value far out on a column of tiny spread would otherwise
@@ -82,7 +89,8 @@ def standardized(coords, mean, std):
     return np.ascontiguousarray(Z)
 
 
-def cost_groups(costs, basis, n_coords):
+def cost_groups(costs: CostModel, basis: Booster | None, n_coords: int
+                ) -> tuple[scipy.sparse.csr_matrix, np.ndarray]:
     """The relaxed cost's groups of coordinates (see ``cstc_solver``): per feature (its
     coordinate, or the basis trees that split on it) with ``feature_costs``, per cost
     group with ``group_costs``, and with the boosting trick one per tree with

@@ -457,7 +457,7 @@ class ShardExchange:
         counts = total[size:].view(np.uint32)
         for block in blocks[1:]:
             other = block[:size].view(HISTOGRAM_DTYPE)
-            for field in HISTOGRAM_DTYPE.names:
+            for field in HISTOGRAM_DTYPE.names or ():  # names: None only for a plain dtype
                 hist[field] += other[field]
             counts += block[size:].view(np.uint32)
         return total

@@ -17,7 +17,7 @@ import cbudget
 from cbudget.__main__ import main
 from cbudget.model_io import model_from_dict
 
-FORMATS = ["cbudget", "xgboost", "lightgbm"]
+FORMATS = ["cbudget", "xgboost", "lightgbm", "onnx"]
 
 
 @pytest.fixture(scope="module")

@@ -440,15 +440,19 @@ class CostModel:
         bitset_to_bool(bitsets[0], self.n_features, acquired)
         return acquired
 
+    def group_members(self) -> np.ndarray:
+        """(n_features, n_groups) 0/1: which features belong to which cost group."""
+        members = np.zeros((self.n_features, self.n_groups))
+        grouped = np.flatnonzero(self.feature_group >= 0)
+        members[grouped, self.feature_group[grouped]] = 1.0
+        return members
+
     def acquisition_costs(self, acquired: np.ndarray) -> np.ndarray:
         """Per input: the cost of its acquired features, and of the groups they touch,
         from the (n_samples, n_features) 0/1 matrix ``acquired``."""
         cost = acquired @ self.feature_costs
         if self.n_groups:
-            members = np.zeros((self.n_features, self.n_groups))
-            grouped = np.flatnonzero(self.feature_group >= 0)
-            members[grouped, self.feature_group[grouped]] = 1.0
-            cost += ((acquired @ members) > 0) @ self.group_costs
+            cost += ((acquired @ self.group_members()) > 0) @ self.group_costs
         return cost
 
     def structural_costs(self, cost: np.ndarray, acquired: np.ndarray) -> np.ndarray:

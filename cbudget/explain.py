@@ -27,12 +27,10 @@ def paid_per_feature(cost_model: CostModel, acquired: np.ndarray) -> np.ndarray:
     acquired = np.asarray(acquired, dtype=np.float64)
     paid = acquired * cost_model.feature_costs
     if cost_model.n_groups:
-        grouped = np.flatnonzero(cost_model.feature_group >= 0)
-        group = cost_model.feature_group[grouped]
-        members = np.zeros((acquired.shape[0], cost_model.n_groups))
-        np.add.at(members.T, group, acquired[:, grouped].T)    # acquired members per group
-        share = cost_model.group_costs / np.where(members > 0, members, 1.0)
-        paid[:, grouped] += acquired[:, grouped] * share[:, group]
+        members = cost_model.group_members()
+        bought = acquired @ members                 # acquired members per input and group
+        share = cost_model.group_costs / np.where(bought > 0, bought, 1.0)
+        paid += acquired * (share @ members.T)      # each acquired member's share
     return paid
 
 

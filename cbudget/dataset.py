@@ -753,6 +753,22 @@ class Dataset:
         light._sparse_bins = None
         return light
 
+    def with_binned_rows(self, binned: np.ndarray, label: ArrayLike | None = None,
+                         weight: ArrayLike | None = None) -> Dataset:
+        """A Dataset of rows already binned with this one's edges (:meth:`bin_data`),
+        with their labels and weights but not their float values (:attr:`data` has no
+        rows): what a Dask worker trains on, whose float rows Dask's partitions hold."""
+        shape = (binned.shape[0] if binned.ndim == 2 else -1, self.num_feature())
+        if binned.shape != shape or binned.dtype != binned_dtype(self.missing_bin):
+            raise ValueError(f"binned must be a {binned_dtype(self.missing_bin)} array of "
+                             f"{self.num_feature()} columns, as bin_data returns; got "
+                             f"{binned.dtype} {binned.shape}")
+        rows = self.without_rows()
+        rows.binned = np.asfortranarray(binned)
+        rows.label = _vector(label, binned.shape[0], "label")
+        rows.weight = _vector(weight, binned.shape[0], "weight")
+        return rows
+
     def coded_as(self, reference: Dataset) -> Dataset:
         """This data as if built with ``reference=reference``: its categorical columns
         coded with the reference's levels (a level the reference lacks on the "other"
@@ -850,7 +866,7 @@ class Dataset:
 
     def num_data(self) -> int:
         """Number of rows."""
-        return self.data.shape[0]
+        return self.binned.shape[0]      # data has none in with_binned_rows' Datasets
 
     def num_feature(self) -> int:
         """Number of features."""

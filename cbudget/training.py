@@ -269,6 +269,10 @@ def set_up_training(params: dict, dtrain: Dataset, num_boost_round: int, evals: 
         raise TypeError(f"dtrain must be a cbudget.Dataset, got {type(dtrain).__name__}")
     if dtrain.label is None:
         raise ValueError("dtrain has no label")
+    if dtrain.data.shape[0] != dtrain.num_data():
+        raise ValueError("dtrain holds bins without their float rows "
+                         "(Dataset.with_binned_rows, as on a Dask worker): train on a "
+                         "Dataset of the rows")
     check_categorical_support(algorithm, dtrain)
     if expensive_model is not None and not algorithm.takes_expensive_model:
         takers = [name for name, a in REGISTRY.items() if a.takes_expensive_model]

@@ -2,6 +2,8 @@
 a cbudget.Dataset of all the rows, and cbudget.dask.train grows the single-machine
 model's categorical splits from the workers' histograms (the session's ``dask_client``:
 two single-threaded worker processes)."""
+import pickle
+
 import numpy as np
 import pytest
 
@@ -208,33 +210,15 @@ def test_merge_levels_orders_them_as_a_dataset_of_all_the_rows():
         merge_levels([["a"], [1]], "c", False)
 
 
-class InProcess:
-    """A WorkerShard answering in this process, as its Dask actor would (a call
-    returns something with ``result()``)."""
-
-    def __init__(self, shard):
-        self.shard = shard
-
-    def __getattr__(self, method):
-        call = getattr(self.shard, method)
-
-        class Done:
-            def __init__(self, *args):
-                self.value = call(*args)
-
-            def result(self):
-                return self.value
-        return Done
-
-
 @pytest.mark.parametrize("algorithm", BOOSTERS)
 def test_remote_growth_in_process_splits_categories_as_local_growth(algorithm):
-    """Without a cluster: the driver's grower (``grow_remote``) sends each categorical
-    split's bins to a worker's grower (``split_node(cat_bins=)``), whose rows are all
-    the training rows: the first tree is the single-machine one."""
-    from cbudget._core._acquisition import AcquisitionState
-    from cbudget.algorithms.boosting import initial_base_score, penalty_costs, tree_grower
-    from cbudget.dask.training import ShardExchange, WorkerShard
+    """Without a cluster: a worker's tree grower (``grow_remote``) sends each
+    categorical split's bins to its row grower (``split_node(cat_bins=)``), whose rows
+    are all the training rows (one worker: nothing summed): the first tree is the
+    single-machine one."""
+    from cbudget.algorithms.boosting import initial_base_score
+    from cbudget.dask.collective import peer_token
+    from cbudget.dask.training import WorkerShard
     from cbudget.training import set_up_training
 
     frame, y = make_frame(seed=7, n=600)
@@ -245,17 +229,11 @@ def test_remote_growth_in_process_splits_categories_as_local_growth(algorithm):
     _, p, _, setup = set_up_training(params, dtrain, 1, None, False, None, None)
     reference = dtrain.without_rows()
     base_score = initial_base_score(p, setup.objective, y, None)
-    shard = WorkerShard(p, reference, base_score, y.size, np.arange(y.size),
-                        (dtrain.data, y, None))
-    exchange = ShardExchange([InProcess(shard)], ["here"],
-                             reference.num_feature() * (reference.missing_bin + 1))
-    driver = tree_grower(reference, p, 1, exchange=exchange, n_tree_rows=y.size)
-    if "cost_tradeoff" in p:      # the driver's penalty, as DaskBoostingTrainer sets it
-        costs = reference.cost_model
-        driver.set_cost_penalty(AcquisitionState(0, costs.feature_group, costs.n_groups),
-                                p["cost_tradeoff"], *penalty_costs(algorithm, costs))
-    exchange.ask_all("start_round", 0)
-    tree = driver.grow_remote((reference.n_value_bins >= 2).astype(np.uint8))
+    shard = WorkerShard(p, reference, base_score, y.size, np.arange(y.size), 0, 1,
+                        peer_token(), 10.0, (dtrain.data, y, None))
+    shard.connect([shard.listen_address()], ["here"])
+    pickled, *_ = shard.train_round(0, p.get("cost_tradeoff"))
+    (tree,) = pickle.loads(pickled)       # as the driver receives it
     for field in ("left", "right", "feature", "default_left", "n_samples", "categorical",
                   "cat_bins_at", "value"):
         np.testing.assert_array_equal(tree[field], local[field], err_msg=field)

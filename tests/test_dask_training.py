@@ -97,6 +97,54 @@ def test_several_partitions_grow_the_same_trees_up_to_summation_order(dask_clien
                                local.summary["train_cost_per_iteration"], rtol=1e-12)
 
 
+@pytest.mark.parametrize("algorithm", BOOSTERS)
+def test_features_of_few_bins_sum_packed_blocks_to_the_local_trees(dask_client, algorithm):
+    """Features of 2 to 6 values beside wide ones: the workers send their histogram
+    blocks without the bins no feature has, and grow the single-machine trees."""
+    X, y = make_data("binary", seed=8)
+    X[:, 1] = np.round(X[:, 1])           # about 6 values
+    X[:, 4] = X[:, 4] > 0                 # 2 values
+    local, remote = both(dask_client, params_for(algorithm, "binary"), X, y, chunks=350)
+    for ours, theirs in zip(remote.trees, local.trees):
+        for field in STRUCTURE:
+            assert np.array_equal(ours[field], theirs[field]), field
+    assert any(1 in tree["feature"][tree["left"] != -1] for tree in local.trees)
+
+
+def fail_in_start_round():
+    """Run on one worker: its next round fails there."""
+    from cbudget.dask import training
+
+    def start_round(self, iteration):
+        raise ValueError("this worker's own failure")
+    training.WorkerShard._saved_start_round = training.WorkerShard.start_round
+    training.WorkerShard.start_round = start_round
+
+
+def restore_start_round():
+    from cbudget.dask import training
+    saved = getattr(training.WorkerShard, "_saved_start_round", None)
+    if saved is not None:
+        training.WorkerShard.start_round = saved
+
+
+def test_a_failure_on_a_worker_names_it_and_its_error_not_its_peers(dask_client):
+    """The peers of the failing worker fail too (their sums lose it), but the error is
+    the failing worker's own, and no worker waits for the timeout."""
+    X, y = make_data("binary")
+    ddata = DaskDataset(dask_client, da.from_array(X, chunks=(600, N_FEATURES)),
+                        da.from_array(y, chunks=600))
+    failing = list(ddata.placement())[-1]
+    dask_client.run(fail_in_start_round, workers=[failing])
+    try:
+        with pytest.raises(RuntimeError, match="this worker's own failure") as failure:
+            train(dask_client, params_for("gbdt", "binary"), ddata, 3, timeout=60)
+        assert failing in str(failure.value)
+    finally:
+        dask_client.run(restore_start_round)
+    assert len(train(dask_client, params_for("gbdt", "binary"), ddata, 2).trees) == 2
+
+
 def test_subsampled_rows_are_the_same_and_out_of_bag_rows_are_charged(dask_client):
     """subsample < 1: each worker draws the whole data's sample for the round and keeps
     its rows; the rows left out are routed and charged, as single-machine training
@@ -187,6 +235,9 @@ def test_clear_errors(dask_client):
         train(dask_client, {"algorithm": "cegb", "not_a_param": 1}, ddata, 2)
     with pytest.raises(TypeError, match="DaskDataset"):
         train(dask_client, {}, cbudget.Dataset(X, y), 2)
+    for timeout in (0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="timeout must be a positive number"):
+            train(dask_client, {}, ddata, 2, timeout=timeout)
     for objective in ("reg:absoluteerror", "reg:quantileerror"):    # leaves re-fitted
         with pytest.raises(ValueError, match="re-fits each leaf to a quantile"):
             train(dask_client, {"objective": objective}, ddata, 2)

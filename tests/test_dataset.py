@@ -409,6 +409,24 @@ def test_binned_dtype_follows_the_bin_count(max_bin, dtype):
     assert data.without_rows().binned.dtype == dtype
 
 
+def test_with_binned_rows_trains_as_the_rows_it_was_binned_from():
+    """A Dask worker's Dataset: bins without floats, the same model as the float rows."""
+    X = make_X(300, 3)
+    y = X[:, 0] + np.random.default_rng(1).normal(size=300)
+    data = Dataset(X, y)
+    binned = data.without_rows().with_binned_rows(data.bin_data(X), y)
+    assert binned.num_data() == 300 and binned.num_feature() == 3
+    assert binned.data.shape == (0, 3)          # no float copy kept
+    assert np.array_equal(binned.binned, data.binned) and binned.label is not None
+    with pytest.raises(ValueError, match="bins without their float rows"):
+        cbudget.train({"verbosity": 0}, binned, 1)      # it needs the floats
+    for bad in (data.bin_data(X)[:, :2], data.bin_data(X).astype(np.uint16), X):
+        with pytest.raises(ValueError, match="binned must be a uint8 array of 3 columns"):
+            data.with_binned_rows(bad, y)
+    with pytest.raises(ValueError, match="label"):
+        data.with_binned_rows(data.bin_data(X), y[:10])
+
+
 def test_duplicate_feature_names():
     with pytest.raises(ValueError, match="feature_names must be unique"):
         Dataset(make_X(10, 3), feature_names=["a", "b", "a"])

@@ -3,15 +3,18 @@ of ``xgboost.dask.train`` (docs/architecture.md, "Dask").
 
 Each worker keeps its partitions' binned rows, labels, scores, gradients and CEGB
 acquisition bitsets in its memory for the whole run (a :class:`WorkerShard`, held as a
-Dask actor). The driver grows every tree with the grower of single-machine training
-(``TreeGrower.grow_remote``): per leaf, the workers build the histograms (with CEGB's
-counts of inputs lacking each feature) of their rows, the driver sums them in a fixed
-worker order, picks the split with the same code, and sends it back; the workers split
-their rows and acquire the feature. One round trip per split: the histograms of the
-smaller child come back with the split.
+Dask actor). The workers grow every tree together, each with the grower of
+single-machine training (``TreeGrower.grow_remote``): per split, each worker builds the
+histograms (with CEGB's counts of inputs lacking each feature) of its rows, the workers
+sum them among themselves (:mod:`cbudget.dask.collective`: every worker gets the same
+sum, in a fixed order), and each picks the same split with the same code and splits
+its own rows. The driver asks once per round and receives the round's trees (the same
+from every worker, checked); it never sees a histogram.
 """
 from __future__ import annotations
 
+import hashlib
+import pickle
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,10 +45,11 @@ from ..categories import (
     fit_categories,
     parse_categorical_feature,
 )
-from ..dataset import Dataset, binning_rows, read_matrix
+from ..dataset import Dataset, binned_dtype, binning_rows, read_matrix
 from ..engine import Trainer, run_training
 from ..objectives import get_objective
 from ..training import set_up_training, training_callbacks
+from .collective import PeerError, PeerGroup, peer_token
 from .scoring import check_client
 
 __all__ = ["DaskDataset", "train"]
@@ -311,24 +315,129 @@ class DaskDataset:
                 f"features in {len(self.parts)} partitions>")
 
 
+def sum_message(a: np.ndarray, b: np.ndarray, n_ints: int, n_floats: int,
+                histogram_entries: int) -> np.ndarray:
+    """``a + b`` for two workers' answers packed by :meth:`PeerExchange.pack` (int64s,
+    then float64s, then a histogram block of ``histogram_entries`` histograms and its
+    acquisition counts, or none), summed field by field."""
+    total = a.copy()
+    ints, floats = 8 * n_ints, 8 * (n_ints + n_floats)
+    total[:ints].view(np.int64)[:] += b[:ints].view(np.int64)
+    total[ints:floats].view(np.float64)[:] += b[ints:floats].view(np.float64)
+    if histogram_entries:
+        size = floats + histogram_entries * HISTOGRAM_DTYPE.itemsize
+        hist = total[floats:size].view(HISTOGRAM_DTYPE)
+        other = b[floats:size].view(HISTOGRAM_DTYPE)
+        for field in HISTOGRAM_DTYPE.names or ():   # names: None only for a plain dtype
+            hist[field] += other[field]
+        total[size:].view(np.uint32)[:] += b[size:].view(np.uint32)
+    return total
+
+
+class PeerExchange:
+    """The exchange of a worker's tree grower (``TreeGrower.grow_remote``): this
+    worker's rows answer through its row grower (:class:`WorkerShard`), and every
+    answer is summed over the workers (:meth:`PeerGroup.allreduce`, one sum per split),
+    so that every worker grows the same tree, as the driver of a single machine's rows
+    would. A histogram block travels without the bins no feature has (the grower's
+    block gives every feature as many bins as the widest), and is whole again after
+    the sum."""
+
+    def __init__(self, shard: WorkerShard, peers: PeerGroup, reference: Dataset):
+        self.shard, self.peers = shard, peers
+        self.output = 0
+        n_bins = reference.missing_bin + 1
+        n_features = reference.num_feature()
+        self.histogram_entries = n_features * n_bins
+        # each feature's value bins and its missing bin: the entries that can be non-zero
+        self.sent_entries: np.ndarray | None = np.concatenate(
+            [np.append(np.arange(count), reference.missing_bin) + m * n_bins
+             for m, count in enumerate(reference.n_value_bins.tolist())]
+        ) if n_features else np.zeros(0, dtype=np.int64)
+        if self.sent_entries is not None and self.sent_entries.size == self.histogram_entries:
+            self.sent_entries = None                # every bin used: sent as it is
+
+    def pack(self, block: np.ndarray) -> np.ndarray:
+        """A histogram block without its bins no feature has."""
+        if self.sent_entries is None:
+            return block
+        size = self.histogram_entries * HISTOGRAM_DTYPE.itemsize
+        sent = block[:size].view(HISTOGRAM_DTYPE)[self.sent_entries]
+        return np.concatenate((sent.view(np.uint8), block[size:]))
+
+    def unpack(self, packed: np.ndarray) -> np.ndarray:
+        """The whole histogram block of a :meth:`pack` ed one (zeros elsewhere)."""
+        if self.sent_entries is None:
+            return packed
+        size = self.histogram_entries * HISTOGRAM_DTYPE.itemsize
+        sent = self.sent_entries.size * HISTOGRAM_DTYPE.itemsize
+        block = np.zeros(size + packed.shape[0] - sent, dtype=np.uint8)
+        block[:size].view(HISTOGRAM_DTYPE)[self.sent_entries] = packed[:sent].view(
+            HISTOGRAM_DTYPE)
+        block[size:] = packed[sent:]
+        return block
+
+    def summed(self, ints: Sequence[int] | np.ndarray, floats: Sequence[float] = (),
+               block: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray,
+                                                          np.ndarray | None]:
+        """The sums over the workers of this worker's ``ints``, ``floats`` and
+        histogram ``block``, in one message."""
+        parts = [np.asarray(ints, dtype=np.int64).view(np.uint8),
+                 np.asarray(floats, dtype=np.float64).view(np.uint8)]
+        if block is not None:
+            parts.append(self.pack(block))
+        n_ints, n_floats = len(ints), len(floats)
+        entries = (0 if block is None else self.histogram_entries
+                   if self.sent_entries is None else self.sent_entries.size)
+        total = self.peers.allreduce(
+            np.concatenate(parts),
+            lambda a, b: sum_message(a, b, n_ints, n_floats, entries))
+        head = 8 * (n_ints + n_floats)
+        return (total[:8 * n_ints].view(np.int64), total[8 * n_ints:head].view(np.float64),
+                None if block is None else self.unpack(total[head:]))
+
+    def begin_tree(self, feature_mask, count_mask) -> tuple:
+        n_rows, sum_g, sum_h = self.shard.begin_tree(self.output, feature_mask, count_mask)
+        ints, floats, _ = self.summed([n_rows], [sum_g, sum_h])
+        return int(ints[0]), float(floats[0]), float(floats[1])
+
+    def histograms(self, node: int) -> np.ndarray | None:
+        return self.summed([], [], self.shard.grower.build_node(node))[2]
+
+    def split(self, node, feature, bin_threshold, default_left, left_id, build_id,
+              acquire, cat_bins) -> tuple:
+        n_left, newly, newly_touched = self.shard.grower.split_node(
+            node, feature, bin_threshold, default_left, left_id, acquire, cat_bins)
+        block = self.shard.grower.build_node(build_id) if build_id >= 0 else None
+        ints, _, total = self.summed([n_left, newly, newly_touched], [], block)
+        return int(ints[0]), int(ints[1]), int(ints[2]), total
+
+
 class WorkerShard:
     """A worker's rows of a Dask training, kept in its memory for the whole run (a Dask
-    actor): binned data, labels, scores, gradients, the acquisition bitsets, and the
-    worker's side of the tree growth (``TreeGrower.begin_tree`` / ``split_node`` /
-    ``build_node``)."""
+    actor): binned rows (their float values stay in Dask's partitions only), labels,
+    scores, gradients, the acquisition bitsets; and the growth of each tree, every
+    worker growing the same tree from the histograms summed among the workers
+    (:class:`PeerExchange`), so that the driver is asked once per round."""
 
     def __init__(self, p: dict, reference: Dataset, base_score: np.ndarray,
-                 n_total: int, global_rows: np.ndarray, *parts) -> None:
-        X = np.concatenate([part[0] for part in parts])
+                 n_total: int, global_rows: np.ndarray, rank: int, n_workers: int,
+                 token: bytes, timeout: float, *parts) -> None:
         y = np.concatenate([part[1] for part in parts])
         w = None if parts[0][2] is None else np.concatenate([part[2] for part in parts])
-        self.data = Dataset(X, y, weight=w, reference=reference)
+        binned = np.empty((y.shape[0], reference.num_feature()),
+                          dtype=binned_dtype(reference.missing_bin), order="F")
+        start = 0
+        for part in parts:      # bin each partition where it is: no joined float copy
+            binned[start:start + part[0].shape[0]] = reference.bin_data(part[0])
+            start += part[0].shape[0]
+        self.data = reference.with_binned_rows(binned, y, w)
         self.objective = get_objective(p["objective"], p["num_class"], p)
         self.objective.check_label(y)
         n_outputs = self.objective.n_outputs
         self.n_threads = min(resolve_n_threads(p["n_jobs"]), _worker_threads())
         self.global_rows = np.asarray(global_rows, dtype=np.int64)
-        n = X.shape[0]
+        n = y.shape[0]
         self.raw = np.asfortranarray(np.tile(base_score, (n, 1)))
         self.grad = np.empty((n, n_outputs), order="F")
         self.hess = np.empty((n, n_outputs), order="F")
@@ -341,48 +450,102 @@ class WorkerShard:
         costs = reference.cost_model
         self.state = AcquisitionState(n, costs.feature_group, costs.n_groups)
         self.grower = tree_grower(self.data, p, self.n_threads, n_tree_rows=n_total)
+        # the tree's growth, as a driver would grow it, on the sums of all the workers
+        self.peers = PeerGroup(rank, n_workers, token, _worker_host(), timeout)
+        self.exchange = PeerExchange(self, self.peers, reference)
+        self.tree_grower = tree_grower(reference, p, self.n_threads,
+                                       exchange=self.exchange, n_tree_rows=n_total)
+        self.cost_state = AcquisitionState(0, costs.feature_group, costs.n_groups)
         self.algorithm, self.costs = p["algorithm"], costs
-        if "cost_tradeoff" in p:       # the cost-aware learners (cegb, greedy_miser)
+        self.cost_tradeoff: float | None = None
+        self.penalised = "cost_tradeoff" in p
+        if self.penalised:       # the cost-aware learners (cegb, greedy_miser)
             self.set_cost_tradeoff(p["cost_tradeoff"])
         self.in_bag = self.out_of_bag = self.rows = np.zeros(0, dtype=np.int32)
 
-    def set_cost_tradeoff(self, tradeoff: float) -> None:
-        """Penalise the next splits with ``tradeoff`` (a cost stage starts)."""
-        self.grower.set_cost_penalty(self.state, tradeoff,
-                                     *penalty_costs(self.algorithm, self.costs))
+    def listen_address(self) -> tuple[str, int] | None:
+        return self.peers.address
 
-    def start_round(self, iteration: int) -> None:
+    def connect(self, addresses: list, workers: list[str]) -> None:
+        """Connect to the other workers (``addresses`` by rank; ``workers``: their Dask
+        addresses, naming them in errors)."""
+        try:
+            self.peers.connect(addresses, workers)
+        except BaseException:
+            self.peers.close()
+            raise
+
+    def set_cost_tradeoff(self, tradeoff: float) -> None:
+        """Penalise the next splits with ``tradeoff`` (a cost stage starts): the row
+        grower's penalty follows this worker's rows' acquisitions, the tree grower's
+        the whole model's acquisition counts."""
+        penalty = penalty_costs(self.algorithm, self.costs)
+        self.grower.set_cost_penalty(self.state, tradeoff, *penalty)
+        self.tree_grower.set_cost_penalty(self.cost_state, tradeoff, *penalty)
+        self.cost_tradeoff = tradeoff
+
+    def train_round(self, iteration: int, cost_tradeoff: float | None) -> tuple:
+        """Grow the round's trees with the other workers (each call of every worker at
+        once) and add them to this worker's scores. Returns the trees, the split
+        visits of every worker's out-of-bag rows, the model's acquisition counts per
+        feature and per group (over all rows), and this worker's traffic (sums,
+        bytes sent, bytes received) so far; the trees pickled (rank 0 only) and the
+        SHA-256 of that pickle (every rank). On an error this worker's connections
+        close, so that the others fail at once rather than wait."""
+        try:
+            if cost_tradeoff is not None and cost_tradeoff != self.cost_tradeoff:
+                self.set_cost_tradeoff(cost_tradeoff)
+            feature_masks = self.start_round(iteration)
+            trees, visits = [], 0
+            for k, feature_mask in enumerate(feature_masks):
+                self.exchange.output = k
+                tree = self.tree_grower.grow_remote(feature_mask)
+                new_acquisitions, tree_visits, acquired, touched = self.finish_tree(
+                    tree, k, not self.penalised)
+                n_nodes, n_features = tree.shape[0], acquired.shape[0]
+                ints, _, _ = self.exchange.summed(np.concatenate(
+                    ([tree_visits], new_acquisitions, acquired, touched)).astype(np.int64))
+                visits += int(ints[0])
+                tree["new_acquisitions"] += ints[1:1 + n_nodes]
+                self.cost_state.set_counts(ints[1 + n_nodes:1 + n_nodes + n_features],
+                                           ints[1 + n_nodes + n_features:])
+                trees.append(tree)
+            state = self.cost_state
+            # pickled here: GrownTree's pickling keeps its categorical bin bitsets, which
+            # Dask's own serialisation of an ndarray subclass drops. Rank 0 sends the
+            # trees, every worker their digest (the driver checks that all grew the same)
+            pickled = pickle.dumps(trees, protocol=5)
+            return (pickled if self.peers.rank == 0 else None,
+                    hashlib.sha256(pickled).digest(), visits, state.acquired_counts.copy(),
+                    state.touched_counts.copy(),
+                    (self.peers.messages, self.peers.bytes_sent, self.peers.bytes_received))
+        except BaseException:
+            self.peers.close()
+            raise
+
+    def start_round(self, iteration: int) -> list[np.ndarray]:
         """The round's gradients and its in-bag rows (the rows of this worker that the
-        whole data's sample for the round holds)."""
+        whole data's sample for the round holds); returns the round's feature masks."""
         self.objective.gradients(self.raw, self.data.label, self.data.weight, self.grad,
                                  self.hess, self.n_threads, None)
-        in_bag_mask, _ = self.sampler.sample(iteration)
+        in_bag_mask, feature_masks = self.sampler.sample(iteration)
         local = (np.ones(self.raw.shape[0], dtype=bool) if in_bag_mask is None
                  else in_bag_mask[self.global_rows])
         self.in_bag = np.flatnonzero(local).astype(np.int32)
         self.out_of_bag = np.flatnonzero(~local).astype(np.int32)
+        return feature_masks
 
     def begin_tree(self, k: int, feature_mask, count_mask) -> tuple:
         self.rows = self.in_bag.copy()     # the grower reorders its rows
         return self.grower.begin_tree(self.grad[:, k], self.grow_hess[:, k], self.rows,
                                       feature_mask, count_mask)
 
-    def histograms(self, node: int) -> np.ndarray:
-        return self.grower.build_node(node)
-
-    def split(self, node, feature, bin_threshold, default_left, left_id, build_id,
-              acquire, cat_bins) -> tuple:
-        n_left, newly, newly_touched = self.grower.split_node(
-            node, feature, bin_threshold, default_left, left_id, acquire, cat_bins)
-        block = self.grower.build_node(build_id) if build_id >= 0 else None
-        return n_left, newly, newly_touched, block
-
     def finish_tree(self, tree: np.ndarray, k: int, from_partition: bool) -> tuple:
-        """Add the driver's finished tree to the scores of this worker's rows and record
-        their acquisitions, as single-machine training does (the in-bag rows from the
+        """Add the finished tree to the scores of this worker's rows and record their
+        acquisitions, as single-machine training does (the in-bag rows from the
         partition unless the grower acquired while growing, the others by routing).
-        Returns the new acquisitions per node, the split nodes the out-of-bag rows
-        visit, and this worker's acquisition counts per feature and per group."""
+        Returns this worker's new acquisitions per node, the split nodes its out-of-bag
+        rows visit, and its acquisition counts per feature and per group."""
         if self.out_of_bag.shape[0] == 0:
             self.grower.add_tree_values(tree, self.raw, k)
         else:
@@ -402,10 +565,13 @@ class WorkerShard:
         return (local["new_acquisitions"].copy(), visits, self.state.acquired_counts.copy(),
                 self.state.touched_counts.copy())
 
+    def close(self) -> None:
+        self.peers.close()
+
     def memory_bytes(self) -> int:
         """The bytes of the arrays this shard keeps (binned rows, scores, gradients,
         acquisition bitsets)."""
-        arrays = (self.data.binned, self.data.data, self.data.label, self.raw, self.grad,
+        arrays = (self.data.binned, self.data.label, self.raw, self.grad,
                   self.hess, self.state.acquired_bits, self.state.groups_touched_bits)
         extra = 0 if self.grow_hess is self.hess else self.grow_hess.nbytes
         return int(sum(a.nbytes for a in arrays) + extra)
@@ -420,77 +586,26 @@ def _worker_threads() -> int:
         return resolve_n_threads(None)
 
 
-class ShardExchange:
-    """The driver's side of the growth (``TreeGrower.grow_remote``'s exchange): asks
-    every worker's shard at once and sums their answers in the fixed order of the
-    shards (sorted by worker address), so the sums do not depend on which answers first.
-    Counts the bytes of histograms received (``traffic``)."""
-
-    def __init__(self, shards: list, workers: list[str], histogram_entries: int):
-        self.shards, self.workers = shards, workers
-        self.histogram_entries = histogram_entries    # n_features * n_bins
-        self.output = 0
-        self.bytes_received = 0
-        self.round_trips = 0
-
-    def ask_all(self, method: str, *args) -> list:
-        """Call ``method`` on every shard (all at once) and wait for every answer; a
-        lost worker or a failure on one raises an error naming it."""
-        self.round_trips += 1
-        futures = [getattr(shard, method)(*args) for shard in self.shards]
-        answers = []
-        for worker, future in zip(self.workers, futures):
-            try:
-                answers.append(future.result())
-            except Exception as error:
-                raise RuntimeError(f"cbudget.dask: worker {worker} failed in {method}: "
-                                   f"{type(error).__name__}: {error}") from error
-        return answers
-
-    def sum_blocks(self, blocks: list) -> np.ndarray:
-        """The workers' histogram blocks summed (in shard order): the histograms
-        field by field, then the acquisition counts."""
-        self.bytes_received += sum(block.nbytes for block in blocks)
-        total = blocks[0].copy()
-        size = self.histogram_entries * HISTOGRAM_DTYPE.itemsize
-        hist = total[:size].view(HISTOGRAM_DTYPE)
-        counts = total[size:].view(np.uint32)
-        for block in blocks[1:]:
-            other = block[:size].view(HISTOGRAM_DTYPE)
-            for field in HISTOGRAM_DTYPE.names or ():  # names: None only for a plain dtype
-                hist[field] += other[field]
-            counts += block[size:].view(np.uint32)
-        return total
-
-    def begin_tree(self, feature_mask, count_mask) -> tuple:
-        answers = self.ask_all("begin_tree", self.output, feature_mask, count_mask)
-        n_rows, sum_g, sum_h = answers[0]
-        for n, g, h in answers[1:]:
-            n_rows, sum_g, sum_h = n_rows + n, sum_g + g, sum_h + h
-        return n_rows, sum_g, sum_h
-
-    def histograms(self, node: int) -> np.ndarray:
-        return self.sum_blocks(self.ask_all("histograms", node))
-
-    def split(self, node, feature, bin_threshold, default_left, left_id, build_id,
-              acquire, cat_bins) -> tuple:
-        answers = self.ask_all("split", node, feature, bin_threshold, default_left,
-                               left_id, build_id, acquire, cat_bins)
-        n_left = sum(a[0] for a in answers)
-        newly = sum(a[1] for a in answers)
-        newly_touched = sum(a[2] for a in answers)
-        block = None if build_id < 0 else self.sum_blocks([a[3] for a in answers])
-        return n_left, newly, newly_touched, block
+def _worker_host() -> str:
+    """The host of the Dask worker running this, where its peers reach it (outside a
+    worker: this machine's loopback)."""
+    try:
+        from distributed import get_worker
+        from distributed.comm import get_address_host
+        return get_address_host(get_worker().address)
+    except (ImportError, ValueError, AttributeError):
+        return "127.0.0.1"
 
 
 class DaskBoostingTrainer(Trainer):
-    """Boosting rounds whose trees grow on the workers' rows (module docstring), driven
-    by the one training loop (``engine.run_training``) like every trainer."""
+    """Boosting rounds whose trees the workers grow together (module docstring), driven
+    by the one training loop (``engine.run_training``) like every trainer: the driver
+    asks every worker for a round and gets the same trees from each."""
 
     model: Booster
 
     def __init__(self, p: dict, dtrain: DaskDataset, num_boost_round: int, setup,
-                 traffic: dict | None):
+                 traffic: dict | None, timeout: float):
         super().__init__(p, dtrain.reference, num_boost_round, setup)
         client, reference, objective = dtrain.client, dtrain.reference, setup.objective
         n_samples = dtrain.num_data()
@@ -503,70 +618,73 @@ class DaskBoostingTrainer(Trainer):
         offsets = np.concatenate(([0], np.cumsum(dtrain.partition_rows)))
         placement = dtrain.placement()
         self.workers = list(placement)
+        self.round_trips = 0
+        token = peer_token()
         futures = []
-        for worker, indices in placement.items():
+        for rank, (worker, indices) in enumerate(placement.items()):
             global_rows = np.concatenate([np.arange(offsets[i], offsets[i + 1])
                                           for i in indices])
             futures.append(client.submit(
-                WorkerShard, p, reference, base_score, n_samples, global_rows,
-                *[dtrain.parts[i] for i in indices], actor=True, workers=[worker],
-                allow_other_workers=False, pure=False))
-        shards = [future.result() for future in futures]
+                WorkerShard, p, reference, base_score, n_samples, global_rows, rank,
+                len(placement), token, timeout, *[dtrain.parts[i] for i in indices],
+                actor=True, workers=[worker], allow_other_workers=False, pure=False))
         self.shard_futures = futures    # the actors live while these are held
-        histogram_entries = reference.num_feature() * (reference.missing_bin + 1)
-        self.exchange = ShardExchange(shards, self.workers, histogram_entries)
+        self.shards = [future.result() for future in futures]
+        self.ask_all("connect", self.ask_all("listen_address"), self.workers)
         self.traffic = traffic
+        self.peer_totals: list | None = None     # each worker's traffic so far
         self.n_samples = n_samples
-        self.sampler = RoundSampler(p, n_samples, reference.n_value_bins, objective.n_outputs)
-        self.grower = tree_grower(reference, p, setup.n_threads, exchange=self.exchange,
-                                  n_tree_rows=n_samples)
         costs = reference.cost_model
         self.cost_state = AcquisitionState(0, costs.feature_group, costs.n_groups)
-        self.penalised = "cost_tradeoff" in p      # cegb, greedy_miser
-        # cost stages: the driver's grower and the workers' change trade-off together
-        self.stage_starts = (stage_tradeoffs(p, 0, num_boost_round) if self.penalised
-                             else {})
+        # cost stages: the workers' growers change trade-off with the round
+        self.stage_starts = (stage_tradeoffs(p, 0, num_boost_round)
+                             if "cost_tradeoff" in p else {})
         self.cost_tradeoff = p.get("cost_tradeoff")
-        if self.penalised:
-            self.set_cost_tradeoff(p["cost_tradeoff"])
         self.split_visits = 0
         self.train_cost_curve: list[float] = []
         self.eval_state = [(name, data, binned_like(data, reference),
                             np.tile(base_score, (data.num_data(), 1)))
                            for data, name in setup.evals]
 
-    def set_cost_tradeoff(self, tradeoff: float) -> None:
-        """The driver's grower penalises the next splits with ``tradeoff``."""
-        self.grower.set_cost_penalty(self.cost_state, tradeoff,
-                                     *penalty_costs(self.p["algorithm"], self.dtrain.cost_model))
-        self.cost_tradeoff = tradeoff
+    def ask_all(self, method: str, *args) -> list:
+        """Call ``method`` on every worker's shard (all at once) and wait for every
+        answer. A failure raises an error naming the worker where it began (a worker
+        that only lost its peer names the peer)."""
+        self.round_trips += 1
+        futures = [getattr(shard, method)(*args) for shard in self.shards]
+        answers, failures = [], []
+        for worker, future in zip(self.workers, futures):
+            try:
+                answers.append(future.result())
+            except Exception as error:
+                failures.append((worker, error))
+        if failures:     # a worker's own failure, rather than its peers' loss of it
+            worker, cause = next(((w, e) for w, e in failures
+                                  if not isinstance(e, PeerError)), failures[0])
+            raise RuntimeError(f"cbudget.dask: worker {worker} failed in {method}: "
+                               f"{type(cause).__name__}: {cause}") from cause
+        return answers
 
     def iterate(self, iteration: int) -> bool:
-        exchange, reference = self.exchange, self.dtrain
-        bytes_before, trips_before = exchange.bytes_received, exchange.round_trips
+        reference = self.dtrain
+        trips_before = self.round_trips
         if iteration in self.stage_starts and iteration > 0:
-            self.set_cost_tradeoff(self.stage_starts[iteration])
-            exchange.ask_all("set_cost_tradeoff", self.cost_tradeoff)
-        _, feature_masks = self.sampler.sample(iteration)
-        exchange.ask_all("start_round", iteration)
-        trees = []
-        for k, feature_mask in enumerate(feature_masks):
-            exchange.output = k
-            tree = self.grower.grow_remote(feature_mask)
-            finished = exchange.ask_all("finish_tree", tree, k, not self.penalised)
-            acquired = touched = None
-            for new_acquisitions, visits, worker_acquired, worker_touched in finished:
-                tree["new_acquisitions"] += new_acquisitions
-                self.split_visits += visits
-                acquired = worker_acquired if acquired is None else acquired + worker_acquired
-                touched = worker_touched if touched is None else touched + worker_touched
-            self.cost_state.set_counts(acquired, touched)
+            self.cost_tradeoff = self.stage_starts[iteration]
+        answers = self.ask_all("train_round", iteration, self.cost_tradeoff)
+        pickled, digest, visits, acquired, touched, _ = answers[0]
+        for worker, answer in zip(self.workers[1:], answers[1:]):
+            if answer[1] != digest:
+                raise RuntimeError(f"cbudget.dask: worker {worker} grew other trees than "
+                                   f"worker {self.workers[0]} in round {iteration}")
+        trees = pickle.loads(pickled)
+        self.cost_state.set_counts(acquired, touched)
+        self.split_visits += visits
+        for k, tree in enumerate(trees):
             self.split_visits += int(tree["n_samples"][tree["left"] != -1].sum())
             for _, _, binned, raw in self.eval_state:
                 predict_binned_add(binned, tree, reference.missing_bin, raw, k,
                                    self.setup.n_threads,
                                    cat_bin_words=bin_words(tree))
-            trees.append(tree)
         add_checked_round(self.model, trees, self.p, self.cost_tradeoff,
                           reference.categorical_bin_codes)
         state = self.cost_state
@@ -574,11 +692,22 @@ class DaskBoostingTrainer(Trainer):
             reference.cost_model, state.acquired_counts, state.touched_counts,
             self.split_visits, self.n_samples, len(self.model.trees)))
         if self.traffic is not None:
-            self.traffic.setdefault("histogram_bytes", []).append(
-                exchange.bytes_received - bytes_before)
-            self.traffic.setdefault("round_trips", []).append(
-                exchange.round_trips - trips_before)
+            self._count_traffic(self.traffic, answers, trips_before)
         return False
+
+    def _count_traffic(self, traffic: dict, answers: list, trips_before: int) -> None:
+        """Per round: the driver's round trips, the sums among the workers, the most
+        bytes one worker sent to the others, and the bytes of the trees the driver
+        received."""
+        totals = [answer[5] for answer in answers]
+        previous = self.peer_totals or [(0, 0, 0)] * len(totals)
+        self.peer_totals = totals
+        traffic.setdefault("round_trips", []).append(self.round_trips - trips_before)
+        traffic.setdefault("peer_sums", []).append(totals[0][0] - previous[0][0])
+        traffic.setdefault("peer_bytes_sent", []).append(
+            max(now[1] - before[1] for now, before in zip(totals, previous)))
+        traffic.setdefault("driver_bytes", []).append(
+            sum(len(answer[0] or b"") + len(answer[1]) for answer in answers))
 
     def eval_predictions(self) -> list:
         transform = self.setup.objective.transform
@@ -591,17 +720,19 @@ class DaskBoostingTrainer(Trainer):
         model.finalize(None, self.named_evals, self.train_cost_curve)
         if self.traffic is not None:
             self.traffic["worker_memory_bytes"] = dict(zip(
-                self.workers, self.exchange.ask_all("memory_bytes")))
+                self.workers, self.ask_all("memory_bytes")))
 
     def close(self) -> None:
-        # releasing the futures ends the actors and frees the workers' copies
+        # releasing the futures ends the actors, their connections and the workers'
+        # copies
+        self.shards = []
         self.shard_futures = []
 
 
 def train(client, params: dict[str, Any], dtrain: DaskDataset, num_boost_round: int = 10,
           *, evals=None, early_stopping_rounds: int | None = None, evals_result=None,
           verbose_eval: bool | int = False, callbacks=None,
-          traffic: dict | None = None) -> Booster:
+          traffic: dict | None = None, timeout: float = 600.0) -> Booster:
     """Train gbdt, cegb or greedy_miser on the workers that hold ``dtrain``'s partitions
     (``xgboost.dask.train`` style); returns the :class:`cbudget.Booster`, as
     :func:`cbudget.train` does.
@@ -625,10 +756,15 @@ def train(client, params: dict[str, Any], dtrain: DaskDataset, num_boost_round: 
     evals : list of (cbudget.Dataset, name), optional
         Validation data on the driver, built with ``reference=dtrain.reference``.
     traffic : dict, optional
-        Filled with what crossed the network: per round the histogram bytes the driver
-        received (``"histogram_bytes"``) and the round trips to the workers
-        (``"round_trips"``); after training the bytes each worker's shard keeps
+        Filled with what crossed the network, per round: the driver's round trips to
+        the workers (``"round_trips"``), the sums among the workers
+        (``"peer_sums"``: one per split), the most bytes one worker sent to the others
+        (``"peer_bytes_sent"``) and the bytes of the trees the driver received
+        (``"driver_bytes"``); after training, the bytes each worker's shard keeps
         (``"worker_memory_bytes"``).
+    timeout : float, default 600
+        Seconds a worker waits for another's message before training fails (a lost
+        worker's closed connection fails it at once).
 
     Raises
     ------
@@ -665,7 +801,10 @@ def train(client, params: dict[str, Any], dtrain: DaskDataset, num_boost_round: 
                          "reg:pseudohubererror (a smooth stand-in for absolute error)")
     monitors = training_callbacks(callbacks, verbose_eval, early_stopping_rounds,
                                   num_boost_round)
-    trainer = DaskBoostingTrainer(p, dtrain, int(num_boost_round), setup, traffic)
+    if not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    trainer = DaskBoostingTrainer(p, dtrain, int(num_boost_round), setup, traffic,
+                                  float(timeout))
     model = run_training(trainer, CallbackContainer(monitors + trainer.callbacks()),
                          evals_result)
     assert isinstance(model, Booster)

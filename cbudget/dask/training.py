@@ -19,12 +19,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from distributed import Client
 
 from .._core._acquisition import AcquisitionState
 from .._core._grower import bin_words
 from .._core._openmp_helpers import resolve_n_threads
 from .._core._predict import predict_binned_add
 from .._core._types import HISTOGRAM_DTYPE
+from .._model import Model
 from ..algorithms import REGISTRY
 from ..algorithms.boosting import (
     BoostingTrainer,
@@ -38,17 +40,18 @@ from ..algorithms.boosting import (
     tree_grower,
 )
 from ..booster import Booster
-from ..callback import CallbackContainer
+from ..callback import CallbackContainer, TrainingCallback
 from ..categories import (
     CategoricalSpec,
     Categories,
     fit_categories,
     parse_categorical_feature,
 )
+from ..costs import CostGroups, CostModel, FeatureCosts, GroupCosts
 from ..dataset import Dataset, binned_dtype, binning_rows, read_matrix
-from ..engine import Trainer, run_training
+from ..engine import Trainer, TrainingSetup, run_training
 from ..objectives import get_objective
-from ..training import set_up_training, training_callbacks
+from ..training import Evals, set_up_training, training_callbacks
 from .collective import PeerError, PeerGroup, peer_token
 from .scoring import check_client
 
@@ -63,7 +66,7 @@ def distributed_algorithms() -> list[str]:
             if algorithm.trainer is BoostingTrainer]
 
 
-def _is_dask_collection(value) -> bool:
+def _is_dask_collection(value: object) -> bool:
     try:
         from dask.base import is_dask_collection
     except ImportError:    # pragma: no cover - cbudget.dask needs dask to import
@@ -71,7 +74,7 @@ def _is_dask_collection(value) -> bool:
     return is_dask_collection(value)
 
 
-def _row_blocks(collection, what: str) -> list:
+def _row_blocks(collection: Any, what: str) -> list:
     """The row partitions of a Dask array (2-D: one block of columns) or DataFrame /
     Series, as delayed objects in row order."""
     if not _is_dask_collection(collection):
@@ -87,11 +90,11 @@ def _row_blocks(collection, what: str) -> list:
     return list(collection.to_delayed())
 
 
-def _is_categorical_dtype(dtype) -> bool:
+def _is_categorical_dtype(dtype: object) -> bool:
     return getattr(dtype, "name", None) == "category"
 
 
-def _check_numeric(values, name: str) -> None:
+def _check_numeric(values: Any, name: str) -> None:
     """TypeError for a Dask label or weight column that is not numeric (strings,
     categories: as cbudget.Dataset refuses them), from its metadata, before anything is
     computed."""
@@ -102,7 +105,7 @@ def _check_numeric(values, name: str) -> None:
                         "with pandas.factorize")
 
 
-def _column_dtypes(data) -> list:
+def _column_dtypes(data: Any) -> list:
     """The dtype of each column of a Dask DataFrame or 2-D array (from its metadata:
     nothing is computed)."""
     if hasattr(data, "columns"):
@@ -127,7 +130,7 @@ def merge_levels(found: list[list], name: str, categorical_dtype: bool) -> list:
     return levels
 
 
-def fit_dask_categories(client, data, partitions: list, names: list[str],
+def fit_dask_categories(client: Client, data: Any, partitions: list, names: list[str],
                         spec: CategoricalSpec) -> Categories:
     """The categorical features ``spec`` names in the Dask collection ``data`` and
     their levels over all its rows, as :class:`cbudget.Dataset` fits them on the whole
@@ -158,7 +161,8 @@ def fit_dask_categories(client, data, partitions: list, names: list[str],
     return Categories(chosen, levels)
 
 
-def _partition(X, label, weight, categories: Categories, feature_names) -> tuple:
+def _partition(X: Any, label: Any, weight: Any, categories: Categories,
+               feature_names: Sequence[str] | None) -> tuple:
     """One partition's float matrix (categorical columns as the codes of
     ``categories``' levels), labels and weights, checked to have the same rows,
     without its rows of weight 0 (no training rows, as in :func:`cbudget.train`)."""
@@ -221,9 +225,11 @@ class DaskDataset:
     partition_rows : list of int
     """
 
-    def __init__(self, client, data, label, *, weight=None,
-                 feature_names: Sequence[str] | None = None, feature_costs=None,
-                 cost_groups=None, group_costs=None, coupled_costs=None,
+    def __init__(self, client: Client, data: Any, label: Any, *, weight: Any = None,
+                 feature_names: Sequence[str] | None = None,
+                 feature_costs: FeatureCosts | None = None,
+                 cost_groups: CostGroups | None = None, group_costs: GroupCosts | None = None,
+                 coupled_costs: FeatureCosts | None = None,
                  split_cost: float = 0.0, tree_cost: float = 0.0,
                  default_cost: float | None = None, max_bin: int = 255,
                  categorical_feature: CategoricalSpec = "auto") -> None:
@@ -294,7 +300,7 @@ class DaskDataset:
         return self.reference.feature_names
 
     @property
-    def cost_model(self):
+    def cost_model(self) -> CostModel:
         return self.reference.cost_model
 
     def placement(self) -> dict[str, list[int]]:
@@ -396,7 +402,7 @@ class PeerExchange:
         return (total[:8 * n_ints].view(np.int64), total[8 * n_ints:head].view(np.float64),
                 None if block is None else self.unpack(total[head:]))
 
-    def begin_tree(self, feature_mask, count_mask) -> tuple:
+    def begin_tree(self, feature_mask: np.ndarray, count_mask: np.ndarray | None) -> tuple:
         n_rows, sum_g, sum_h = self.shard.begin_tree(self.output, feature_mask, count_mask)
         ints, floats, _ = self.summed([n_rows], [sum_g, sum_h])
         return int(ints[0]), float(floats[0]), float(floats[1])
@@ -404,8 +410,9 @@ class PeerExchange:
     def histograms(self, node: int) -> np.ndarray | None:
         return self.summed([], [], self.shard.grower.build_node(node))[2]
 
-    def split(self, node, feature, bin_threshold, default_left, left_id, build_id,
-              acquire, cat_bins) -> tuple:
+    def split(self, node: int, feature: int, bin_threshold: int, default_left: bool,
+              left_id: int, build_id: int, acquire: bool,
+              cat_bins: np.ndarray | None) -> tuple:
         n_left, newly, newly_touched = self.shard.grower.split_node(
             node, feature, bin_threshold, default_left, left_id, acquire, cat_bins)
         block = self.shard.grower.build_node(build_id) if build_id >= 0 else None
@@ -422,7 +429,7 @@ class WorkerShard:
 
     def __init__(self, p: dict, reference: Dataset, base_score: np.ndarray,
                  n_total: int, global_rows: np.ndarray, rank: int, n_workers: int,
-                 token: bytes, timeout: float, *parts) -> None:
+                 token: bytes, timeout: float, *parts: tuple) -> None:
         y = np.concatenate([part[1] for part in parts])
         w = None if parts[0][2] is None else np.concatenate([part[2] for part in parts])
         binned = np.empty((y.shape[0], reference.num_feature()),
@@ -535,7 +542,8 @@ class WorkerShard:
         self.out_of_bag = np.flatnonzero(~local).astype(np.int32)
         return feature_masks
 
-    def begin_tree(self, k: int, feature_mask, count_mask) -> tuple:
+    def begin_tree(self, k: int, feature_mask: np.ndarray,
+                   count_mask: np.ndarray | None) -> tuple:
         self.rows = self.in_bag.copy()     # the grower reorders its rows
         return self.grower.begin_tree(self.grad[:, k], self.grow_hess[:, k], self.rows,
                                       feature_mask, count_mask)
@@ -604,8 +612,8 @@ class DaskBoostingTrainer(Trainer):
 
     model: Booster
 
-    def __init__(self, p: dict, dtrain: DaskDataset, num_boost_round: int, setup,
-                 traffic: dict | None, timeout: float):
+    def __init__(self, p: dict, dtrain: DaskDataset, num_boost_round: int,
+                 setup: TrainingSetup, traffic: dict | None, timeout: float) -> None:
         super().__init__(p, dtrain.reference, num_boost_round, setup)
         client, reference, objective = dtrain.client, dtrain.reference, setup.objective
         n_samples = dtrain.num_data()
@@ -646,7 +654,7 @@ class DaskBoostingTrainer(Trainer):
                             np.tile(base_score, (data.num_data(), 1)))
                            for data, name in setup.evals]
 
-    def ask_all(self, method: str, *args) -> list:
+    def ask_all(self, method: str, *args: Any) -> list:
         """Call ``method`` on every worker's shard (all at once) and wait for every
         answer. A failure raises an error naming the worker where it began (a worker
         that only lost its peer names the peer)."""
@@ -716,8 +724,9 @@ class DaskBoostingTrainer(Trainer):
     def finish(self, n_keep: int | None) -> Booster:
         return self.model if n_keep is None else self.model[:n_keep]  # type: ignore[return-value]
 
-    def record_training(self, model) -> None:
-        model.finalize(None, self.named_evals, self.train_cost_curve)
+    def record_training(self, model: Model) -> None:
+        assert isinstance(model, Booster)      # finish returns this trainer's Booster
+        model.finalize(None, self.named_evals, np.asarray(self.train_cost_curve))
         if self.traffic is not None:
             self.traffic["worker_memory_bytes"] = dict(zip(
                 self.workers, self.ask_all("memory_bytes")))
@@ -729,9 +738,10 @@ class DaskBoostingTrainer(Trainer):
         self.shard_futures = []
 
 
-def train(client, params: dict[str, Any], dtrain: DaskDataset, num_boost_round: int = 10,
-          *, evals=None, early_stopping_rounds: int | None = None, evals_result=None,
-          verbose_eval: bool | int = False, callbacks=None,
+def train(client: Client, params: dict[str, Any], dtrain: DaskDataset,
+          num_boost_round: int = 10, *, evals: Evals = None,
+          early_stopping_rounds: int | None = None, evals_result: dict | None = None,
+          verbose_eval: bool | int = False, callbacks: list[TrainingCallback] | None = None,
           traffic: dict | None = None, timeout: float = 600.0) -> Booster:
     """Train gbdt, cegb or greedy_miser on the workers that hold ``dtrain``'s partitions
     (``xgboost.dask.train`` style); returns the :class:`cbudget.Booster`, as

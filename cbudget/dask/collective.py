@@ -189,8 +189,8 @@ class PeerGroup:
         try:
             self._transfer(conn, rank, out, into, check_header)
         except OSError as error:
-            raise PeerError(f"lost worker {self.names[rank]}: {type(error).__name__}: "
-                            f"{error}") from error
+            raise PeerError(f"worker {self.names[rank]} closed the connection (lost, or "
+                            f"failed): {type(error).__name__}: {error}") from error
         if send:
             self.bytes_sent += _HEADER.size + array.nbytes
         if receive:

@@ -356,12 +356,10 @@ class PeerExchange:
         n_features = reference.num_feature()
         self.histogram_entries = n_features * n_bins
         # each feature's value bins and its missing bin: the entries that can be non-zero
-        self.sent_entries: np.ndarray | None = np.concatenate(
-            [np.append(np.arange(count), reference.missing_bin) + m * n_bins
-             for m, count in enumerate(reference.n_value_bins.tolist())]
-        ) if n_features else np.zeros(0, dtype=np.int64)
-        if self.sent_entries is not None and self.sent_entries.size == self.histogram_entries:
-            self.sent_entries = None                # every bin used: sent as it is
+        sent = np.concatenate([np.append(np.arange(count), reference.missing_bin) + m * n_bins
+                               for m, count in enumerate(reference.n_value_bins.tolist())])
+        # None: every bin used, blocks sent as they are
+        self.sent_entries = None if sent.size == self.histogram_entries else sent
 
     def pack(self, block: np.ndarray) -> np.ndarray:
         """A histogram block without its bins no feature has."""

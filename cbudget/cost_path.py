@@ -8,7 +8,8 @@ prediction cost and validation score of each model, the Pareto-optimal ones mark
 searches two-stage cascades built from the path's models (a cheap trade-off's first
 rounds continued at a dearer one, with exits): a single trade-off buys an expensive
 feature for nearly every input or for none, a cascade with exits buys it only for the
-inputs the cheap first stage leaves undecided (docs/architecture.md, "Cost path").
+inputs the cheap first stage leaves undecided (docs/user_guide/choosing_budget.md,
+"Cascades").
 """
 from __future__ import annotations
 

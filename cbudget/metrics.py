@@ -11,8 +11,8 @@ The regression metrics are XGBoost's: ``rmse``, ``mae``, ``mphe`` (pseudo-Huber)
 ``quantile@0.9``, ``tweedie-nloglik@1.2``; the bare name has the default 1, 0.5, 1.5).
 
 The ranking metrics score each query's documents in the order of ``pred`` (highest
-first; ties in row order) and average over the queries (docs/architecture.md,
-"Learning to rank"); they need the query groups. Their names:
+first; ties in row order) and average over the queries (docs/user_guide/ranking.md,
+"How ranking works"); they need the query groups. Their names:
 
 * ``ndcg@k``: normalised discounted cumulative gain of the top ``k`` (gain
   ``2**label - 1``, discount ``1 / log2(1 + position)``); a query whose ideal DCG is 0

@@ -170,7 +170,7 @@ class LambdaRank(Objective):
     swapping them makes (gain ``2**label - 1``); with ``normalize``, the weight is divided
     by ``0.01 + |s_high - s_low|`` and each query's lambdas are scaled by
     ``log2(1 + sum) / sum``. Labels are relevance grades 0..31; base score 0;
-    predictions are the scores (docs/architecture.md, "Learning to rank")."""
+    predictions are the scores (docs/user_guide/ranking.md, "How ranking works")."""
 
     name = "rank:ndcg"
     default_metric = "ndcg@5"

@@ -104,8 +104,8 @@ MONOTONE_CONSTRAINTS = Param(
     "monotone_constraints", None, monotone_constraints,
     "per feature -1 / 0 / +1 (a list, a string '(1,0,-1)', or a dict of feature name -> "
     "direction): the model's output is non-increasing / free / non-decreasing in it "
-    "(LightGBM's basic method; numeric features only; docs/architecture.md, "
-    "\"Training\")")
+    "(LightGBM's basic method; numeric features only; "
+    "docs/user_guide/monotone.md)")
 SAMPLING_PARAMS = (
     Param("subsample", 1.0, number(low=0, low_open=True, high=1),
           "rows sampled per round (whole queries for the ranking objectives)"),
@@ -172,8 +172,8 @@ COST_STAGES = Param("cost_stages", None, check_cost_stages,
                     "[[rounds, cost_tradeoff], ...]: boosting in stages, each the next "
                     "`rounds` rounds at its own trade-off (rounds past the last stage keep "
                     "its trade-off; a stage after the last round is not trained, with a "
-                    "warning); replaces cost_tradeoff (docs/architecture.md, \"Cost "
-                    "stages\")")
+                    "warning); replaces cost_tradeoff "
+                    "(docs/user_guide/choosing_budget.md, 'Cascades')")
 
 
 def stage_tradeoffs(p: dict, first_iteration: int, num_rounds: int) -> dict[int, float]:

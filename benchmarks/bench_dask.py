@@ -20,10 +20,11 @@ a driver-centred one (the driver receives every worker's block per split):
 
 * compute per tree = c x rows / W, with c the core-seconds per row of a round measured
   single-process at the largest size run (2 threads: 2 cores' worth);
-* this design: (splits + 2) sums per tree, each ceil(log2 W) swaps of one packed block
-  (b bytes) with a peer, plus o, the CPU overhead per sum measured on this machine
-  (cbudget.dask's time per round over single-process cbudget's, per sum), plus one
-  driver round trip (a) per tree;
+* this design: (splits + 3) sums per tree, each ceil(log2 W) swaps of one packed block
+  (b bytes) with a peer over the network, plus o, the seconds one sum took in these
+  runs (cbudget.dask's ``peer_seconds`` per sum: Python, one loopback swap and waiting
+  for the slower worker, so the network time is counted twice: an upper bound), plus
+  one driver round trip (a) per tree;
 * driver-centred: (splits + 4) driver round trips per tree, each a + W blocks received
   by the driver over its link + W block sums on the driver (s per block, measured);
 * network: latency l per message and bandwidth B per link (10 GbE: 50 us, 1.25 GB/s;
@@ -218,14 +219,17 @@ def run(args, rows):
                       "cegb": dict(lgb_base, cegb_tradeoff=args.tradeoff,
                                    cegb_penalty_feature_lazy=list(costs))}
     for repeat in range(args.repeats):
+        models = {}
+        # the cluster first: the first repeat's peak memory is cbudget.dask's alone
         for name, params in algorithms.items():
-            # the cluster first: its first run's peak memory is cbudget.dask's alone
             traffic = {}
             client.run(start_rss_sampler)
             t0 = time.perf_counter()
             model = cdask.train(client, params, ddata, args.rounds, traffic=traffic)
             seconds = time.perf_counter() - t0
-            peak = client.run(stop_rss_sampler)
+            models[name] = (model, seconds, traffic, client.run(stop_rss_sampler))
+        for name, params in algorithms.items():
+            model, seconds, traffic, peak = models[name]
             # single process, 2 threads
             t0 = time.perf_counter()
             dtrain = cbudget.Dataset(X, y, feature_costs=costs)
@@ -241,6 +245,7 @@ def run(args, rows):
                    round_trips_per_round=float(np.mean(traffic["round_trips"])),
                    peer_sums_per_round=float(np.mean(traffic["peer_sums"])),
                    peer_bytes_per_round=float(np.mean(traffic["peer_bytes_sent"])),
+                   peer_seconds_per_round=float(np.mean(traffic["peer_seconds"])),
                    driver_bytes_per_round=float(np.mean(traffic["driver_bytes"])),
                    splits_per_round=splits / args.rounds,
                    shard_bytes=traffic["worker_memory_bytes"], peak_rss=peak,
@@ -296,14 +301,15 @@ def projection(records, doc):
         if not dask_runs or not local_runs or not cluster:
             continue
         local_round = np.median([r["seconds"] for r in local_runs]) / rounds
-        dask_round = np.median([r["seconds"] for r in dask_runs]) / rounds
         c = local_round * 2 / rows                        # core-seconds per row
         sums = np.median([r["peer_sums_per_round"] for r in dask_runs])
         splits = np.median([r["splits_per_round"] for r in dask_runs])
         block = np.median([r["peer_bytes_per_round"] / r["peer_sums_per_round"]
                            for r in dask_runs])
         tree_bytes = np.median([r["driver_bytes_per_round"] for r in dask_runs])
-        overhead = max(0.0, (dask_round - local_round) / sums)       # o, per sum
+        # o: a sum's seconds in these runs (one loopback swap, waiting included)
+        overhead = np.median([r["peer_seconds_per_round"] / r["peer_sums_per_round"]
+                              for r in dask_runs])
         a = cluster[0]["driver_round_trip"]
         s = block_sum_seconds(int(block))
         terms.append(f"{algorithm}: c = {c * 1e6:.2f} core-us per row, o = "
@@ -352,12 +358,13 @@ def write_markdown(doc, path):
     lines += ["", "cbudget.dask traffic per round and memory per worker (MB; the workers "
               "separated by /):", "",
               "| rows | algorithm | driver round trips | sums among the workers | splits | "
-              "bytes one worker sends | bytes per sum | bytes to the driver | "
+              "bytes one worker sends | bytes per sum | seconds in the sums | bytes to the "
+              "driver | "
               "float rows held | shard arrays | worker RSS before data | worker RSS with the "
               "DaskDataset | peak RSS (cbudget.dask) | peak RSS (lightgbm.dask) | peak RSS / "
               "float rows | (peak RSS - RSS before data) / float rows | same split features as "
               "local | train cost dask / local |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def mb(values):
         return "/".join(f"{v / 1e6:.0f}" for v in values)
@@ -381,6 +388,7 @@ def write_markdown(doc, path):
                 f"{r['peer_sums_per_round']:.0f} | {r['splits_per_round']:.0f} | "
                 f"{r['peer_bytes_per_round'] / 1e6:.2f} MB | "
                 f"{r['peer_bytes_per_round'] / r['peer_sums_per_round'] / 1e3:.0f} kB | "
+                f"{r.get('peer_seconds_per_round', float('nan')):.3f} s | "
                 f"{r['driver_bytes_per_round'] / 1e3:.1f} kB | {mb(floats)} | "
                 f"{mb(r['shard_bytes'][w] for w in workers)} | {mb(before)} | "
                 f"{mb(loaded)} | {mb(peak)} | "

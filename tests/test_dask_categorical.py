@@ -229,7 +229,7 @@ def test_remote_growth_in_process_splits_categories_as_local_growth(algorithm):
     _, p, _, setup = set_up_training(params, dtrain, 1, None, False, None, None)
     reference = dtrain.without_rows()
     base_score = initial_base_score(p, setup.objective, y, None)
-    shard = WorkerShard(p, reference, base_score, y.size, np.arange(y.size), 0, 1,
+    shard = WorkerShard(p, reference, base_score, y.size, [(0, y.size)], 0, 1,
                         peer_token(), 10.0, (dtrain.data, y, None))
     shard.connect([shard.listen_address()], ["here"])
     pickled, *_ = shard.train_round(0, p.get("cost_tradeoff"))

@@ -256,6 +256,24 @@ def test_clear_errors(dask_client):
                     da.from_array(y, chunks=600), feature_costs=[-1.0] * N_FEATURES)
 
 
+def test_three_workers_fold_the_third_in_and_grow_the_local_trees():
+    """Its own cluster of 3 workers (not a power of two: the third folds its sums into
+    the first): the same trees as one machine, on 6 partitions."""
+    from distributed import Client, LocalCluster
+    with LocalCluster(n_workers=3, threads_per_worker=1, dashboard_address=":0",
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        X, y = make_data("regression", seed=9)
+        local, remote = both(client, params_for("cegb", "regression"), X, y, chunks=200,
+                             rounds=4)
+        ddata = DaskDataset(client, da.from_array(X, chunks=(200, N_FEATURES)),
+                            da.from_array(y, chunks=200))
+        assert len(ddata.placement()) == 3
+    for ours, theirs in zip(remote.trees, local.trees):
+        for field in STRUCTURE:
+            assert np.array_equal(ours[field], theirs[field]), field
+        np.testing.assert_allclose(ours["value"], theirs["value"], rtol=1e-9, atol=1e-12)
+
+
 class KillWorker(cbudget.TrainingCallback):
     """Kills a worker process after the first round."""
 

@@ -23,6 +23,7 @@ import secrets
 import select
 import socket
 import struct
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -84,6 +85,7 @@ class PeerGroup:
         self.sockets: dict[int, socket.socket] = {}
         self.messages = 0             # sums done: numbers each message, checked on receipt
         self.bytes_sent = self.bytes_received = 0
+        self.seconds = 0.0            # spent in allreduce: sending, receiving, waiting
         self.listener: socket.socket | None = None
         if size > 1 and any(p > rank for p in partners(rank, size)):
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -152,6 +154,13 @@ class PeerGroup:
         array = np.ascontiguousarray(array)
         if self.size == 1:
             return array
+        start = time.perf_counter()
+        try:
+            return self._allreduce(array, combine)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def _allreduce(self, array: np.ndarray, combine: Combine) -> np.ndarray:
         self.messages += 1
         power = _largest_power_of_two(self.size)
         rank = self.rank

@@ -426,7 +426,7 @@ class WorkerShard:
     (:class:`PeerExchange`), so that the driver is asked once per round."""
 
     def __init__(self, p: dict, reference: Dataset, base_score: np.ndarray,
-                 n_total: int, global_rows: np.ndarray, rank: int, n_workers: int,
+                 n_total: int, row_ranges: list[tuple[int, int]], rank: int, n_workers: int,
                  token: bytes, timeout: float, *parts: tuple) -> None:
         y = np.concatenate([part[1] for part in parts])
         w = None if parts[0][2] is None else np.concatenate([part[2] for part in parts])
@@ -441,7 +441,7 @@ class WorkerShard:
         self.objective.check_label(y)
         n_outputs = self.objective.n_outputs
         self.n_threads = min(resolve_n_threads(p["n_jobs"]), _worker_threads())
-        self.global_rows = np.asarray(global_rows, dtype=np.int64)
+        self.row_ranges = row_ranges     # (start, stop) in the whole data, per partition
         n = y.shape[0]
         self.raw = np.asfortranarray(np.tile(base_score, (n, 1)))
         self.grad = np.empty((n, n_outputs), order="F")
@@ -494,9 +494,10 @@ class WorkerShard:
         once) and add them to this worker's scores. Returns the trees, the split
         visits of every worker's out-of-bag rows, the model's acquisition counts per
         feature and per group (over all rows), and this worker's traffic (sums,
-        bytes sent, bytes received) so far; the trees pickled (rank 0 only) and the
-        SHA-256 of that pickle (every rank). On an error this worker's connections
-        close, so that the others fail at once rather than wait."""
+        bytes sent, bytes received, seconds in the sums) so far; the trees pickled
+        (rank 0 only) and the SHA-256 of that pickle (every rank). On an error this
+        worker's connections close, so that the others fail at once rather than
+        wait."""
         try:
             if cost_tradeoff is not None and cost_tradeoff != self.cost_tradeoff:
                 self.set_cost_tradeoff(cost_tradeoff)
@@ -523,7 +524,8 @@ class WorkerShard:
             return (pickled if self.peers.rank == 0 else None,
                     hashlib.sha256(pickled).digest(), visits, state.acquired_counts.copy(),
                     state.touched_counts.copy(),
-                    (self.peers.messages, self.peers.bytes_sent, self.peers.bytes_received))
+                    (self.peers.messages, self.peers.bytes_sent, self.peers.bytes_received,
+                     self.peers.seconds))
         except BaseException:
             self.peers.close()
             raise
@@ -535,7 +537,7 @@ class WorkerShard:
                                  self.hess, self.n_threads, None)
         in_bag_mask, feature_masks = self.sampler.sample(iteration)
         local = (np.ones(self.raw.shape[0], dtype=bool) if in_bag_mask is None
-                 else in_bag_mask[self.global_rows])
+                 else np.concatenate([in_bag_mask[a:b] for a, b in self.row_ranges]))
         self.in_bag = np.flatnonzero(local).astype(np.int32)
         self.out_of_bag = np.flatnonzero(~local).astype(np.int32)
         return feature_masks
@@ -628,10 +630,9 @@ class DaskBoostingTrainer(Trainer):
         token = peer_token()
         futures = []
         for rank, (worker, indices) in enumerate(placement.items()):
-            global_rows = np.concatenate([np.arange(offsets[i], offsets[i + 1])
-                                          for i in indices])
+            row_ranges = [(int(offsets[i]), int(offsets[i + 1])) for i in indices]
             futures.append(client.submit(
-                WorkerShard, p, reference, base_score, n_samples, global_rows, rank,
+                WorkerShard, p, reference, base_score, n_samples, row_ranges, rank,
                 len(placement), token, timeout, *[dtrain.parts[i] for i in indices],
                 actor=True, workers=[worker], allow_other_workers=False, pure=False))
         self.shard_futures = futures    # the actors live while these are held
@@ -703,15 +704,18 @@ class DaskBoostingTrainer(Trainer):
 
     def _count_traffic(self, traffic: dict, answers: list, trips_before: int) -> None:
         """Per round: the driver's round trips, the sums among the workers, the most
-        bytes one worker sent to the others, and the bytes of the trees the driver
+        bytes one worker sent to the others and the most seconds one spent in the sums
+        (waiting for the others included), and the bytes of the trees the driver
         received."""
         totals = [answer[5] for answer in answers]
-        previous = self.peer_totals or [(0, 0, 0)] * len(totals)
+        previous = self.peer_totals or [(0, 0, 0, 0.0)] * len(totals)
         self.peer_totals = totals
         traffic.setdefault("round_trips", []).append(self.round_trips - trips_before)
         traffic.setdefault("peer_sums", []).append(totals[0][0] - previous[0][0])
         traffic.setdefault("peer_bytes_sent", []).append(
             max(now[1] - before[1] for now, before in zip(totals, previous)))
+        traffic.setdefault("peer_seconds", []).append(
+            max(now[3] - before[3] for now, before in zip(totals, previous)))
         traffic.setdefault("driver_bytes", []).append(
             sum(len(answer[0] or b"") + len(answer[1]) for answer in answers))
 
@@ -767,8 +771,9 @@ def train(client: Client, params: dict[str, Any], dtrain: DaskDataset,
         Filled with what crossed the network, per round: the driver's round trips to
         the workers (``"round_trips"``), the sums among the workers
         (``"peer_sums"``: one per split), the most bytes one worker sent to the others
-        (``"peer_bytes_sent"``) and the bytes of the trees the driver received
-        (``"driver_bytes"``); after training, the bytes each worker's shard keeps
+        (``"peer_bytes_sent"``) and the most seconds one spent in the sums, waiting for
+        the others included (``"peer_seconds"``), and the bytes of the trees the driver
+        received (``"driver_bytes"``); after training, the bytes each worker's shard keeps
         (``"worker_memory_bytes"``).
     timeout : float, default 600
         Seconds a worker waits for another's message before training fails (a lost

@@ -80,6 +80,7 @@ def start_rss_sampler(dask_worker):
     state["thread"] = threading.Thread(target=sample, daemon=True)
     state["thread"].start()
     dask_worker.bench_rss_sampler = state
+    return state["peak"]
 
 
 def stop_rss_sampler(dask_worker):
@@ -223,13 +224,14 @@ def run(args, rows):
         # the cluster first: the first repeat's peak memory is cbudget.dask's alone
         for name, params in algorithms.items():
             traffic = {}
-            client.run(start_rss_sampler)
+            start_rss = client.run(start_rss_sampler)
             t0 = time.perf_counter()
             model = cdask.train(client, params, ddata, args.rounds, traffic=traffic)
             seconds = time.perf_counter() - t0
-            models[name] = (model, seconds, traffic, client.run(stop_rss_sampler))
+            models[name] = (model, seconds, traffic, start_rss,
+                            client.run(stop_rss_sampler))
         for name, params in algorithms.items():
-            model, seconds, traffic, peak = models[name]
+            model, seconds, traffic, start_rss, peak = models[name]
             # single process, 2 threads
             t0 = time.perf_counter()
             dtrain = cbudget.Dataset(X, y, feature_costs=costs)
@@ -249,6 +251,7 @@ def run(args, rows):
                    driver_bytes_per_round=float(np.mean(traffic["driver_bytes"])),
                    splits_per_round=splits / args.rounds,
                    shard_bytes=traffic["worker_memory_bytes"], peak_rss=peak,
+                   start_rss=start_rss,
                    same_split_features=same, train_cost=model.summary["train_cost"],
                    local_train_cost=local.summary["train_cost"])
             t0 = time.perf_counter()
@@ -362,9 +365,9 @@ def write_markdown(doc, path):
               "driver | "
               "float rows held | shard arrays | worker RSS before data | worker RSS with the "
               "DaskDataset | peak RSS (cbudget.dask) | peak RSS (lightgbm.dask) | peak RSS / "
-              "float rows | (peak RSS - RSS before data) / float rows | same split features as "
-              "local | train cost dask / local |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "float rows | (peak RSS - RSS before data) / float rows | peak RSS - RSS at the "
+              "training's start | same split features as local | train cost dask / local |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def mb(values):
         return "/".join(f"{v / 1e6:.0f}" for v in values)
@@ -395,6 +398,8 @@ def write_markdown(doc, path):
                 f"{mb(lgb_runs[0]['peak_rss'][w] for w in workers) if lgb_runs else '-'} | "
                 + "/".join(f"{p / f:.2f}" for p, f in zip(peak, floats)) + " | "
                 + "/".join(f"{(p - b) / f:.2f}" for p, b, f in zip(peak, before, floats))
+                + " | " + (mb(r["peak_rss"][w] - r["start_rss"][w] for w in workers)
+                           if "start_rss" in r else "-")
                 + f" | {all(x['same_split_features'] for x in runs)} | "
                 f"{r['train_cost']:.4f} / {r['local_train_cost']:.4f} |")
     projected, terms = projection(records, doc)

@@ -170,3 +170,27 @@ def test_histogram_blocks_travel_without_the_unused_bins():
     total = exchange.unpack(sum_message(packed_a, packed_b, 0, 0, entries))
     whole = sum_message(a, b, 0, 0, 3 * n_bins)
     np.testing.assert_array_equal(total, whole)
+
+
+def test_a_shard_bins_its_partitions_block_by_block_as_a_dataset_does(monkeypatch):
+    """Partitions of 50 and 31 rows binned 7 rows at a time: the bins of a Dataset of
+    all the rows, and no float copy kept."""
+    from cbudget.algorithms.boosting import initial_base_score
+    from cbudget.dask import training
+    from cbudget.training import set_up_training
+
+    monkeypatch.setattr(training, "BINNING_BLOCK", 7)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(81, 4))
+    X[::5, 2] = np.nan
+    y = X[:, 0] + rng.normal(size=81)
+    dtrain = cbudget.Dataset(X, y)
+    params = {"objective": "reg:squarederror", "verbosity": 0}
+    _, p, _, setup = set_up_training(params, dtrain, 1, None, False, None, None)
+    shard = training.WorkerShard(
+        p, dtrain.without_rows(), initial_base_score(p, setup.objective, y, None), 81,
+        [(0, 50), (50, 81)], 0, 1, peer_token(), 10.0, (X[:50], y[:50], None),
+        (X[50:], y[50:], None))
+    np.testing.assert_array_equal(shard.data.binned, dtrain.binned)
+    assert shard.data.binned.flags.f_contiguous and shard.data.data.shape[0] == 0
+    np.testing.assert_array_equal(shard.data.label, y)

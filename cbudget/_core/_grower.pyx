@@ -129,11 +129,13 @@ cdef class TreeGrower:
     sparse_bins : SparseBins, optional
         The row-wise layout of ``binned``'s mostly-constant features.
     exchange : object, optional
-        The driver of a distributed training (:meth:`grow_remote`): the rows are on the
-        workers behind it, ``binned`` has none.
+        The rows' side of a distributed training (:meth:`grow_remote`): this grower
+        grows the tree (on a Dask worker, the same tree as every other worker's), the
+        rows are behind the exchange (each worker's row grower, sums among the
+        workers), ``binned`` has none.
     n_tree_rows : int, optional
-        The rows of the whole training set, when they are spread over workers: the
-        driver's, and each worker's grower (:meth:`begin_tree`) is sized for it.
+        The rows of the whole training set, when they are spread over workers: the tree
+        grower and each worker's row grower (:meth:`begin_tree`) are sized for it.
     monotone : int8 array (n_features,), optional
         Monotone constraints, LightGBM's "basic" method: +1 (-1) makes the trees'
         outputs non-decreasing (non-increasing) in the feature. Every node has bounds
@@ -204,10 +206,11 @@ cdef class TreeGrower:
     cdef unsigned char * group_on_path    # scratch: groups on a leaf's path
     cdef unsigned char * single_mask      # scratch: one feature masked in
     cdef double * penalty                 # scratch: per-feature penalty of one leaf
-    # Distributed growth (docs/architecture.md, "Dask"). On the driver, ``exchange``
-    # holds the rows: the grower has none of its own, sums the workers' histograms and
-    # picks the splits (the same loop as on local rows). On a worker (``begin_tree``
-    # ...), the tree's rows, gradients and mask are kept between the driver's requests.
+    # Distributed growth (docs/architecture.md, "Dask"). In a tree grower, ``exchange``
+    # holds the rows: the grower has none of its own, gets the workers' summed
+    # histograms and picks the splits (the same loop as on local rows). In a worker's
+    # row grower (``begin_tree`` ...), the tree's rows, gradients and mask are kept
+    # between the tree grower's requests.
     cdef object exchange
     cdef object remote_error              # an exception of the exchange, raised after growth
     cdef object pending                   # the histograms the last remote split brought
@@ -311,7 +314,7 @@ cdef class TreeGrower:
                 raise ValueError("a grower whose rows are on workers (exchange) takes no "
                                  "rows of its own: binned must have 0 rows")
             if not 0 < n_tree_rows <= MAX_ROWS_C:
-                raise ValueError(f"n_tree_rows must be in [1, {MAX_ROWS_C}] on a driver, "
+                raise ValueError(f"n_tree_rows must be in [1, {MAX_ROWS_C}] with an exchange, "
                                  f"got {n_tree_rows}")
             self.n_samples = n_tree_rows
         elif not 0 <= n_tree_rows <= MAX_ROWS_C:
@@ -329,7 +332,7 @@ cdef class TreeGrower:
         # Every leaf keeps >= min_data_in_leaf rows, so no tree has more nodes than this
         # (at most 2 * MAX_ROWS_C - 1: node ids fit in int32).
         # (a worker of a distributed training holds some of the rows of trees whose node
-        # ids are the driver's: sized for all of them, n_tree_rows)
+        # ids are the tree grower's: sized for all of them, n_tree_rows)
         cdef Py_ssize_t cap = 2 * max(1, max(self.n_samples, n_tree_rows)
                                       // self.min_data_in_leaf) - 1
         if num_leaves > 0:
@@ -344,7 +347,7 @@ cdef class TreeGrower:
         self.n_rows_grown = 0
         self.has_penalty = False
         self.group_on_path = NULL
-        # row scratch: none needed on the driver of a distributed growth
+        # row scratch: none needed by the tree grower of a distributed growth
         cdef Py_ssize_t n_local = binned.shape[0]
         self.buffer = <int32_t *> checked_malloc(
             n_local, sizeof(int32_t), "the row partition buffer")
@@ -833,8 +836,8 @@ cdef class TreeGrower:
                           &feature_mask[0])
 
     def grow_remote(self, const unsigned char[::1] feature_mask):
-        """Grow one tree on rows held by the workers behind ``exchange`` (the driver of
-        a distributed training): the same growth as :meth:`grow`, with the workers'
+        """Grow one tree on rows held by the workers behind ``exchange`` (each worker
+        of a Dask training grows it so): the same growth as :meth:`grow`, with the workers'
         histograms summed, and the split of a leaf's rows (and, with a cost penalty,
         their acquisitions) done by the workers. The exchange's methods:
 
@@ -1018,19 +1021,20 @@ cdef class TreeGrower:
         self.n_nodes = n_nodes
         return self._to_array(n_nodes)
 
-    # A worker's part of a distributed tree: the driver's grow_remote asks, through its
-    # exchange, for begin_tree, then build_node / split_node per leaf; add_tree_values
-    # adds the finished tree. Node ids are the driver's.
+    # A worker's rows of a distributed tree: the tree grower's grow_remote asks, through
+    # its exchange, for begin_tree, then build_node / split_node per leaf;
+    # add_tree_values adds the finished tree. Node ids are the tree grower's.
 
     def begin_tree(self, gradients, hessians, rows, feature_mask, count_mask=None):
         """Start a tree on this worker's in-bag ``rows`` (int32, reordered in place by
         the splits; may be empty), kept with the arrays until the next tree.
         ``count_mask``: the features whose acquisition counts the histograms carry (the
-        driver's, from the counts of all workers); needed with a cost penalty.
+        tree grower's, from the counts of all workers); needed with a cost penalty.
 
         Returns (number of rows, sum of gradients, sum of hessians) of the rows."""
         if self.exchange is not None:
-            raise ValueError("begin_tree is a worker's: this grower is a driver")
+            raise ValueError("begin_tree is a row grower's: this grower grows trees "
+                             "through its exchange")
         cdef const double[::1] g = gradients
         cdef const double[::1] h = hessians
         cdef int32_t[::1] r = rows
@@ -1041,7 +1045,7 @@ cdef class TreeGrower:
         self._check_inputs(g, h, r, fm, True)
         if self.has_penalty:
             if count_mask is None:
-                raise ValueError("a cost-penalised tree needs the driver's count_mask")
+                raise ValueError("a cost-penalised tree needs the tree grower's count_mask")
             counted = count_mask
             if counted.shape[0] != self.n_features:
                 raise ValueError("count_mask does not match the number of features")
@@ -1146,7 +1150,7 @@ cdef class TreeGrower:
 
     def add_tree_values(self, node_struct[::1] tree, double[:, :] raw, int output):
         """``raw[r, output] += value of r's leaf`` for this worker's rows of the tree
-        begun here (the driver's finished tree, whose nodes these are)."""
+        begun here (the tree grower's finished tree, whose nodes these are)."""
         if self.tree_arrays is None or tree.shape[0] != self.n_nodes:
             raise ValueError(f"the tree has {tree.shape[0]} nodes, {self.n_nodes} here")
         if raw.shape[0] != self.n_samples or not 0 <= output < raw.shape[1]:

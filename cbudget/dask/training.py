@@ -57,6 +57,9 @@ from .scoring import check_client
 
 __all__ = ["DaskDataset", "train"]
 
+# rows binned at a time on a worker: the bins' scratch stays small (1.8 MB at 28 features)
+BINNING_BLOCK = 1 << 16
+
 
 def distributed_algorithms() -> list[str]:
     """The registered algorithms trained data-parallel here: those of the boosting
@@ -433,9 +436,11 @@ class WorkerShard:
         binned = np.empty((y.shape[0], reference.num_feature()),
                           dtype=binned_dtype(reference.missing_bin), order="F")
         start = 0
-        for part in parts:      # bin each partition where it is: no joined float copy
-            binned[start:start + part[0].shape[0]] = reference.bin_data(part[0])
-            start += part[0].shape[0]
+        for part in parts:      # binned where they are, a block of rows at a time: no
+            for block in range(0, part[0].shape[0], BINNING_BLOCK):     # float copy
+                rows = part[0][block:block + BINNING_BLOCK]
+                binned[start:start + rows.shape[0]] = reference.bin_data(rows)
+                start += rows.shape[0]
         self.data = reference.with_binned_rows(binned, y, w)
         self.objective = get_objective(p["objective"], p["num_class"], p)
         self.objective.check_label(y)

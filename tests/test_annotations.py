@@ -72,6 +72,8 @@ def use(d: cbudget.Dataset, booster: cbudget.Booster, forest: cbudget.Forest,
     assert_type(cbudget.train({}, d, evals=[(d, "valid")]), cbudget.Model)
     assert_type(booster.predict(source), np.ndarray)
     assert_type(booster.predict_cost(source), np.ndarray)
+    # the (acquired features, touched groups) pair of CostModel.new_bitsets, not one array
+    assert_type(booster.acquired_bitsets(np.zeros((1, 1))), tuple[np.ndarray, np.ndarray])
 '''
 
 

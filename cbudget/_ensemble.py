@@ -495,8 +495,8 @@ class TreeEnsemble(Model):
                    **reads: Any) -> ReadSteps:
         """All trees of ``iteration_range`` walked together (see :func:`walk_trees`);
         returns the leaf each input reaches in each tree."""
-        if reads.get("early_exit"):
-            self._exit_tree_ends(None, iteration_range, True)   # raises
+        if reads.get("early_exit"):     # a booster walks its exits in its own read_steps
+            raise self._no_exits()
         return self._walk(source, rows, *self._tree_range(iteration_range))
 
     def _walk(self, source: FeatureSource, rows: np.ndarray, t0: int, t1: int) -> ReadSteps:
@@ -590,15 +590,18 @@ class TreeEnsemble(Model):
                            other_cost=parts.other)
 
     # -- early exit ---------------------------------------------------------------------
-    def _exit_tree_ends(self, X: np.ndarray | None, iteration_range: tuple[int, int] | None,
+    def _exit_tree_ends(self, X: np.ndarray, iteration_range: tuple[int, int] | None,
                         early_exit: bool | None) -> np.ndarray | None:
         """int64 per input of the prepared ``X``: the trees of ``iteration_range`` it
         evaluates before it exits; None when every input evaluates them all. Only
         boosters have exit rules."""
         if early_exit:
-            raise NotApplicableError(f"early exit does not apply to a {type(self).__name__}: "
-                                     f"{self.no_exit_reason}")
+            raise self._no_exits()
         return None
+
+    def _no_exits(self) -> NotApplicableError:
+        return NotApplicableError(f"early exit does not apply to a {type(self).__name__}: "
+                                  f"{self.no_exit_reason}")
 
     # -- prediction cost ----------------------------------------------------------------
     def _costs(self, X: np.ndarray, iteration_range: tuple[int, int] | None = None,

@@ -864,6 +864,14 @@ class Dataset:
         """
         return self.label
 
+    def required_label(self) -> NDArray[np.float64]:
+        """The labels, which training needs: ValueError when the Dataset was built
+        without them."""
+        if self.label is None:
+            raise ValueError("the Dataset has no label: build the training data with "
+                             "Dataset(data, label)")
+        return self.label
+
     def get_weight(self) -> np.ndarray | None:
         """The sample weights.
 

@@ -432,8 +432,7 @@ class _CostAwareEstimator(BaseEstimator):
                                      f"the training data has one {what}: pass eval_set")
                 return fallback
             (fit_rows, fit_group), (valid_rows, valid_group) = _holdout(dtrain, seed)
-            weight, label = dtrain.weight, dtrain.label
-            assert label is not None  # fit built dtrain from its y
+            weight, label = dtrain.weight, dtrain.required_label()
             full = dtrain
             dtrain = self._dataset(full.data[fit_rows], label[fit_rows],
                                    None if weight is None else weight[fit_rows],

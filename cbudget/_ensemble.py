@@ -726,7 +726,7 @@ class TreeEnsemble(Model):
         return curve, bitsets
 
     def finalize(self, dtrain: Dataset | None, evals: Iterable[tuple[str, Dataset]],
-                 train_cost_curve: np.ndarray | None = None) -> None:
+                 train_cost_curve: Sequence[float] | np.ndarray | None = None) -> None:
         """After training: per node ``new_acquisitions`` (training inputs that first
         acquire the node's feature there) and the cost ``summary``.
 

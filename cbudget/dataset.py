@@ -865,8 +865,13 @@ class Dataset:
         return self.label
 
     def required_label(self) -> NDArray[np.float64]:
-        """The labels, which training needs: ValueError when the Dataset was built
-        without them."""
+        """The labels, which training reads: ValueError when the Dataset was built
+        without them (:meth:`get_label` returns None then).
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,)
+        """
         if self.label is None:
             raise ValueError("the Dataset has no label: build the training data with "
                              "Dataset(data, label)")

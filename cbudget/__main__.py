@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 
@@ -615,11 +615,18 @@ def report_command(args: argparse.Namespace) -> None:
 # the demo's split of the 20,000 Letters rows and the boosted trees CSTC's nodes weigh;
 # --quick: the same steps on less data and fewer basis trees (a smoke test of the CLI)
 DEMO_ROUNDS = 200
-FULL = {"split": (12000, 4000, 4000), "basis_trees": 100}
-QUICK = {"split": (2000, 1000, 1000), "basis_trees": 10}
 
 
-def demo(rounds, quick=False):
+class DemoSetup(TypedDict):
+    split: tuple[int, int, int]
+    basis_trees: int
+
+
+FULL: DemoSetup = {"split": (12000, 4000, 4000), "basis_trees": 100}
+QUICK: DemoSetup = {"split": (2000, 1000, 1000), "basis_trees": 10}
+
+
+def demo(rounds: int, quick: bool = False) -> None:
     """Train plain boosting, CEGB, Greedy Miser and BudgetRF on the shipped UCI Letters
     data (12,000 / 4,000 / 4,000 split, every feature costs 1) and report accuracy and
     prediction cost per input (a forest's "rounds" are its trees); then CSTC trees
@@ -640,11 +647,11 @@ def demo(rounds, quick=False):
     # Greedy Miser's depth-4 trees need more rounds than best-first trees, and larger
     # steps: at learning rate 0.3 its 2x rounds reach a higher accuracy at the same cost
     # than 5x rounds at 0.1 (0.907 against 0.900 on the full split), in a third of the time.
-    for algorithm, params, n_rounds in [
+    for algorithm, extra, n_rounds in [
             ("gbdt", {}, rounds),
             ("cegb", {"cost_tradeoff": 0.1}, rounds),
             ("greedy_miser", {"cost_tradeoff": 10.0, "learning_rate": 0.3}, 2 * rounds)]:
-        params = {"learning_rate": 0.1, **params, "algorithm": algorithm,
+        params = {"learning_rate": 0.1, **extra, "algorithm": algorithm,
                   "objective": "multi:softprob", "num_class": 26, "eval_metric": "merror"}
         print(f"\n{algorithm} {params.get('cost_tradeoff', '')}".rstrip())
         start = time.perf_counter()
@@ -652,6 +659,8 @@ def demo(rounds, quick=False):
                                 early_stopping_rounds=max(20, n_rounds // 10),
                                 verbose_eval=n_rounds // 8 or 1)
         seconds = time.perf_counter() - start
+        # boosting algorithms; early stopping on a finite metric sets best_iteration
+        assert isinstance(booster, cbudget.Booster) and booster.best_iteration is not None
         best = booster[: booster.best_iteration + 1]
         accuracy = float(np.mean(best.predict(X[test_idx]).argmax(axis=1) == y[test_idx]))
         report = best.cost_report(X[test_idx])
@@ -664,6 +673,7 @@ def demo(rounds, quick=False):
     forest = cbudget.train({"algorithm": "budget_rf", "num_class": 26, "budget": budget},
                            dtrain, 40, evals=[(dvalid, "valid")], verbose_eval=5)
     seconds = time.perf_counter() - start
+    assert isinstance(forest, cbudget.Forest)
     report = forest.cost_report(X[test_idx])
     rows.append(("budget_rf", forest.num_trees(),
                  float(np.mean(forest.predict(X[test_idx]) == y[test_idx])),
@@ -688,6 +698,7 @@ def demo(rounds, quick=False):
                                "basis_trees": basis_trees, "basis_max_depth": 3},
                               dtrain_b, 20, evals=[(dvalid_b, "valid")],
                               early_stopping_rounds=3, verbose_eval=5)
+        assert isinstance(model, cbudget.ClassifierTree)  # a Cascade for cscc
         rows.append(_binary_row(name, model, model.num_nodes(), X[test_idx],
                                 binary[test_idx], time.perf_counter() - start))
     _print_table(rows, "nodes", X.shape[1])
@@ -699,6 +710,7 @@ def demo(rounds, quick=False):
     f0 = cbudget.train({"objective": "binary:logistic", "eval_metric": "error"}, dtrain_b,
                        rounds, evals=[(dvalid_b, "valid")], early_stopping_rounds=20,
                        verbose_eval=rounds // 4 or 1)
+    assert isinstance(f0, cbudget.Booster) and f0.best_iteration is not None
     f0 = f0[: f0.best_iteration + 1]
     rows.append(_binary_row("f0=gbdt", f0, f0.num_boosted_rounds(), X[test_idx],
                             binary[test_idx], time.perf_counter() - start))
@@ -708,6 +720,7 @@ def demo(rounds, quick=False):
                            "learning_rate": 0.5, "eval_metric": "error"}, dtrain_b,
                           rounds, evals=[(dvalid_b, "valid")], early_stopping_rounds=20,
                           verbose_eval=rounds // 4 or 1, expensive_model=f0)
+    assert isinstance(gated.predictor, cbudget.Booster)  # adapt_gbrt's (adapt_lin's is linear)
     rows.append(_binary_row("adapt_gbrt", gated, gated.predictor.num_boosted_rounds(),
                             X[test_idx], binary[test_idx], time.perf_counter() - start))
     _print_table(rows, "rounds", X.shape[1])

@@ -5,7 +5,7 @@ features)."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -15,7 +15,7 @@ from ._core._shap import expected_values, tree_shap
 from ._core._types import NODE_DTYPE, compact_nodes
 from ._model import CostParts, CostTracker, Model, ModelInput, NotApplicableError
 from .category_bins import MAX_CATEGORY_CODE
-from .costs import CostReport
+from .costs import CostModel, CostReport
 from .dataset import Dataset
 from .explain import Explanation, paid_per_feature
 from .model_io import check_integer_range, invalid, require
@@ -119,7 +119,8 @@ def read_tree_bitsets(d: dict, tree: np.ndarray, where: str,
             for a, b in zip(bounds, bounds[1:])]
 
 
-def tree_from_dict(d: dict, index: int, n_features: int, n_outputs: int):
+def tree_from_dict(d: dict, index: int, n_features: int, n_outputs: int
+                   ) -> tuple[np.ndarray, int]:
     """(tree, output) of tree ``index``'s document, validated: lengths before any
     allocation, integer ranges, one tree with children after their parents, split
     features in range, finite thresholds and values."""
@@ -175,7 +176,8 @@ def tree_from_dict(d: dict, index: int, n_features: int, n_outputs: int):
 
 
 def read_trees(doc: dict, n_features: int, n_outputs: int, one_tree_each: bool,
-               categorical_features: np.ndarray | None = None):
+               categorical_features: np.ndarray | None = None
+               ) -> tuple[list[tuple[Any, np.ndarray, int, list[np.ndarray]]], list]:
     """The document's trees as (tree document, tree, output, bitsets) and its
     ``iteration_indptr``, validated (``one_tree_each``: one tree per iteration;
     ``categorical_features``: the features categorical splits may use, None when the
@@ -271,7 +273,8 @@ class TreeEnsemble(Model):
     section.
     """
 
-    def __init__(self, *, feature_names, cost_model, params, default_algorithm):
+    def __init__(self, *, feature_names: Sequence[str], cost_model: CostModel, params: dict,
+                 default_algorithm: str) -> None:
         super().__init__(feature_names=feature_names, cost_model=cost_model, params=params,
                          default_algorithm=default_algorithm)
         self.imported_from: dict[str, str] | None = None
@@ -280,13 +283,16 @@ class TreeEnsemble(Model):
         self._cat_chunks: list[np.ndarray] = []
         self._cat_size = 0
         self._cat_words: np.ndarray | None = None
-        self.trees = []
-        self.tree_outputs = []
+        self.trees: list[np.ndarray] = []
+        self.tree_outputs: list[int] = []
         self.iteration_indptr = [0]
-        self._flat_cache = {}
+        # arrays made once per range of trees: (t0, t1) -> _flat's, ("walk", t0, t1) ->
+        # _walk's; subclasses add their own
+        self._flat_cache: dict[tuple, Any] = {}
 
     # -- building -----------------------------------------------------------------------
-    def _add_tree(self, tree, output, bitsets=()):
+    def _add_tree(self, tree: np.ndarray, output: int,
+                  bitsets: Sequence[np.ndarray] = ()) -> None:
         """Append a tree; ``bitsets``: one per categorical node in node order (a length
         word, then the words of the codes going left), stored in :attr:`cat_words`."""
         nodes = np.flatnonzero(tree["categorical"])
@@ -332,10 +338,10 @@ class TreeEnsemble(Model):
         return [node_bitset(words, tree["threshold"][n])
                 for n in np.flatnonzero(tree["categorical"])]
 
-    def _end_iteration(self):
+    def _end_iteration(self) -> None:
         self.iteration_indptr.append(len(self.trees))
 
-    def _annotate_path_costs(self, tree):
+    def _annotate_path_costs(self, tree: np.ndarray) -> None:
         """``path_cost`` of each node: acquisition cost (groups included) of the distinct
         features tested on the way from the root to the node, the node's own included."""
         # indexed per split, not converted whole: a tree costs its nodes, not the
@@ -345,13 +351,15 @@ class TreeEnsemble(Model):
         feature_group = self.cost_model.feature_group
         # node -> (path cost, features on the path, groups on the path); parents come
         # before their children in id order
-        paths = [None] * tree.shape[0]
+        paths: list[tuple[float, frozenset[int], frozenset[int]] | None] = [None] * tree.shape[0]
         paths[0] = (0.0, frozenset(), frozenset())
         path_cost = np.zeros(tree.shape[0])
         for node, (left, right, m) in enumerate(zip(tree["left"].tolist(),
                                                     tree["right"].tolist(),
                                                     tree["feature"].tolist())):
-            cost, features, groups = paths[node]
+            path = paths[node]
+            assert path is not None  # set by its parent
+            cost, features, groups = path
             if left != -1:
                 if m not in features:
                     cost += float(feature_costs[m])
@@ -369,7 +377,7 @@ class TreeEnsemble(Model):
         """Number of iterations (boosting rounds; trees of a forest)."""
         return len(self.iteration_indptr) - 1
 
-    def _tree_range(self, iteration_range):
+    def _tree_range(self, iteration_range: tuple[int, int] | None) -> tuple[int, int]:
         """Trees ``[t0, t1)`` of ``iteration_range`` (see :meth:`iterations_used`)."""
         begin, end = self.iterations_used(iteration_range)
         return self.iteration_indptr[begin], self.iteration_indptr[end]
@@ -397,7 +405,8 @@ class TreeEnsemble(Model):
                                  f"[0, {n_iterations}]")
         return begin, end
 
-    def _flat(self, t0, t1):
+    def _flat(self, t0: int, t1: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """All trees in ``[t0, t1)`` back to back: (nodes, int64 offsets, int32 outputs,
         the nodes in the packed prediction layout)."""
         key = (t0, t1)
@@ -423,7 +432,7 @@ class TreeEnsemble(Model):
         nodes = self._flat(t0, t1)[0]
         return np.unique(nodes["feature"][nodes["left"] != -1]).astype(np.int64)
 
-    def __getitem__(self, key):
+    def __getitem__(self: EnsembleT, key: Any) -> EnsembleT:
         """``model[a:b]``: a new model with iterations ``a`` to ``b - 1``; ``model[i]``:
         iteration ``i`` alone. Everything else (a booster's base score, a forest's
         classes) is kept; ``best_iteration`` is dropped."""
@@ -465,11 +474,11 @@ class TreeEnsemble(Model):
         new._flat_cache = dict(self._flat_cache)
         return new
 
-    def _slice_extra(self, t0, t1, begin, end):
+    def _slice_extra(self, t0: int, t1: int, begin: int, end: int) -> None:
         """Hook for subclasses: keep per-tree data of trees ``[t0, t1)`` (iterations
         ``[begin, end)``) after slicing."""
 
-    def _leaf_indices(self, X, iteration_range):
+    def _leaf_indices(self, X: ModelInput, iteration_range: tuple[int, int] | None) -> np.ndarray:
         """int32 (n_samples, n_trees): the tree-local leaf each input reaches (of a
         FeatureSource: fetching what the paths read)."""
         if isinstance(X, FeatureSource):     # every tree's leaf: no exits
@@ -486,8 +495,8 @@ class TreeEnsemble(Model):
                    **reads: Any) -> ReadSteps:
         """All trees of ``iteration_range`` walked together (see :func:`walk_trees`);
         returns the leaf each input reaches in each tree."""
-        if reads.get("early_exit"):
-            self._exit_tree_ends(None, iteration_range, True)   # raises
+        if reads.get("early_exit"):     # a booster walks its exits in its own read_steps
+            raise self._no_exits()
         return self._walk(source, rows, *self._tree_range(iteration_range))
 
     def _walk(self, source: FeatureSource, rows: np.ndarray, t0: int, t1: int) -> ReadSteps:
@@ -512,7 +521,7 @@ class TreeEnsemble(Model):
         library = (self.imported_from or {}).get("library")
         return "sum_hessian" if library == "xgboost" else "n_samples"
 
-    def _explained_input(self, X) -> np.ndarray:
+    def _explained_input(self, X: ModelInput) -> np.ndarray:
         """The prepared matrix of ``X`` for TreeSHAP, which reads every feature the
         trees split on (the branches an input does not take too): not a FeatureSource."""
         if isinstance(X, FeatureSource):
@@ -541,13 +550,15 @@ class TreeEnsemble(Model):
             np.add.at(bias, columns + k, means[:, k])
         return out[:, :, :-1], bias
 
-    def _contributions(self, X: np.ndarray, iteration_range=None, **options: Any
+    def _contributions(self, X: np.ndarray, iteration_range: tuple[int, int] | None = None,
+                       **options: Any
                        ) -> tuple[np.ndarray, np.ndarray]:
         """TreeSHAP values of the prepared ``X``, (n_samples, n_outputs, n_features),
         and the bias, (n_outputs,) (the model type says what its outputs are)."""
         raise NotImplementedError
 
-    def _pred_contrib(self, X, iteration_range=None, **options: Any) -> np.ndarray:
+    def _pred_contrib(self, X: ModelInput, iteration_range: tuple[int, int] | None = None,
+                      **options: Any) -> np.ndarray:
         """``pred_contrib``'s array, LightGBM's layout: (n_samples, n_outputs *
         (n_features + 1)), each output's contributions then its bias."""
         X = self._explained_input(X)
@@ -579,17 +590,23 @@ class TreeEnsemble(Model):
                            other_cost=parts.other)
 
     # -- early exit ---------------------------------------------------------------------
-    def _exit_tree_ends(self, X, iteration_range, early_exit):
+    def _exit_tree_ends(self, X: np.ndarray, iteration_range: tuple[int, int] | None,
+                        early_exit: bool | None) -> np.ndarray | None:
         """int64 per input of the prepared ``X``: the trees of ``iteration_range`` it
         evaluates before it exits; None when every input evaluates them all. Only
         boosters have exit rules."""
         if early_exit:
-            raise NotApplicableError(f"early exit does not apply to a {type(self).__name__}: "
-                                     f"{self.no_exit_reason}")
+            raise self._no_exits()
         return None
 
+    def _no_exits(self) -> NotApplicableError:
+        return NotApplicableError(f"early exit does not apply to a {type(self).__name__}: "
+                                  f"{self.no_exit_reason}")
+
     # -- prediction cost ----------------------------------------------------------------
-    def _costs(self, X, iteration_range=None, node_counts=None, early_exit=None):
+    def _costs(self, X: np.ndarray, iteration_range: tuple[int, int] | None = None,
+               node_counts: np.ndarray | None = None, early_exit: bool | None = None
+               ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """(per-input cost, acquisition bitsets) of the prepared rows ``X``, each input's
         trees ending at its exit (``early_exit``: see :meth:`Booster.predict`)."""
         offsets, nodes = self.packed_trees(iteration_range)
@@ -602,12 +619,13 @@ class TreeEnsemble(Model):
         return cost, bitsets
 
     def acquired_bitsets(self, X: np.ndarray, iteration_range: tuple[int, int] | None = None,
-                         early_exit: bool | None = None) -> np.ndarray:
+                         early_exit: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Per input of the prepared matrix ``X``, the bitsets (acquired features, touched
         cost groups) of :meth:`cbudget.CostModel.new_bitsets` after the trees."""
         return self._costs(X, iteration_range, early_exit=early_exit)[1]
 
-    def _cost_and_acquired(self, X, iteration_range=None, early_exit=None):
+    def _cost_and_acquired(self, X: np.ndarray, iteration_range: tuple[int, int] | None = None,
+                           early_exit: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
         cost, bitsets = self._costs(X, iteration_range, early_exit=early_exit)
         return cost, self.cost_model.acquired_matrix(bitsets)
 
@@ -623,7 +641,7 @@ class TreeEnsemble(Model):
         -------
         ndarray of float64, shape (n_samples,)
         """
-        reads = {"iteration_range": iteration_range, "early_exit": early_exit}
+        reads: dict[str, Any] = {"iteration_range": iteration_range, "early_exit": early_exit}
         return self._costs(self.prepare_input(X, **reads), **reads)[0]
 
     def acquisitions(self, X: ModelInput, *, iteration_range: tuple[int, int] | None = None,
@@ -631,7 +649,7 @@ class TreeEnsemble(Model):
                      ) -> np.ndarray:
         """The features each input pays for: bool (n_samples, n_features), True where an
         input's paths through the trees (those before its exit) test the feature."""
-        reads = {"iteration_range": iteration_range, "early_exit": early_exit}
+        reads: dict[str, Any] = {"iteration_range": iteration_range, "early_exit": early_exit}
         return self._cost_and_acquired(self.prepare_input(X, **reads), **reads)[1] \
             .astype(bool)
 
@@ -640,7 +658,7 @@ class TreeEnsemble(Model):
                    ) -> CostParts:
         """Each input's acquired features and its split and tree costs (those before its
         exit): what a model that contains this one (a gated model) combines."""
-        reads = {"iteration_range": iteration_range, "early_exit": early_exit}
+        reads: dict[str, Any] = {"iteration_range": iteration_range, "early_exit": early_exit}
         cost, acquired = self._cost_and_acquired(self.prepare_input(X, **reads), **reads)
         return CostParts(acquired.astype(bool),
                          self.cost_model.structural_costs(cost, acquired))
@@ -655,7 +673,7 @@ class TreeEnsemble(Model):
         -------
         CostReport
         """
-        reads = {"iteration_range": iteration_range, "early_exit": early_exit}
+        reads: dict[str, Any] = {"iteration_range": iteration_range, "early_exit": early_exit}
         cost, acquired = self._cost_and_acquired(self.prepare_input(X, **reads), **reads)
         return self._report(cost, acquired, self.used_features(iteration_range), X)
 
@@ -672,7 +690,8 @@ class TreeEnsemble(Model):
         """
         return self._cost_curve(self.prepare_input(X))
 
-    def _cost_curve(self, X, node_counts=None, bitsets=None):
+    def _cost_curve(self, X: np.ndarray, node_counts: np.ndarray | None = None,
+                    bitsets: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         _, offsets, _, nodes = self._flat(0, len(self.trees))
         if bitsets is None:
             bitsets = self.cost_model.new_bitsets(X.shape[0])
@@ -707,7 +726,7 @@ class TreeEnsemble(Model):
         return curve, bitsets
 
     def finalize(self, dtrain: Dataset | None, evals: Iterable[tuple[str, Dataset]],
-                 train_cost_curve: np.ndarray | None = None) -> None:
+                 train_cost_curve: Sequence[float] | np.ndarray | None = None) -> None:
         """After training: per node ``new_acquisitions`` (training inputs that first
         acquire the node's feature there) and the cost ``summary``.
 

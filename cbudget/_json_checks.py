@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import Any, TypeVar, overload
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 __all__ = ["invalid", "require", "number_list", "finite_number", "check_integer_range",
            "json_values", "check_finite_json", "first_difference", "MAX_NESTING",
@@ -22,7 +23,18 @@ def invalid(message: str) -> ValueError:
     return ValueError(f"invalid cbudget model: {message}")
 
 
-def require(d: Mapping, key: str, kind, where: str = ""):
+T = TypeVar("T")
+
+
+@overload
+def require(d: Mapping, key: str, kind: type[T], where: str = "") -> T: ...
+
+
+@overload
+def require(d: Mapping, key: str, kind: tuple[type, ...], where: str = "") -> Any: ...
+
+
+def require(d: Mapping, key: str, kind: type | tuple[type, ...], where: str = "") -> Any:
     """``d[key]``, which must exist and be of ``kind`` (bool never counts as a number)."""
     if key not in d:
         raise invalid(f"missing field {where}{key!r}")
@@ -32,7 +44,7 @@ def require(d: Mapping, key: str, kind, where: str = ""):
     return value
 
 
-def number_list(values, where: str, length: int | None = None, *,
+def number_list(values: object, where: str, length: int | None = None, *,
                 integer: bool = False) -> list:
     """``values``, which must be a list of finite numbers (integers with ``integer``; of
     ``length`` entries if given)."""
@@ -57,7 +69,7 @@ def finite_number(d: dict, key: str, where: str, *, allow_none: bool = False) ->
     return float(value)
 
 
-def check_integer_range(values, dtype, where: str) -> None:
+def check_integer_range(values: Sequence[int], dtype: DTypeLike, where: str) -> None:
     """Reject integers that do not fit ``dtype``: numpy 1.x wraps them silently on
     conversion (2**32 + 3 would become node 3), numpy 2 raises OverflowError."""
     info = np.iinfo(dtype)
@@ -74,7 +86,7 @@ class NestingError(ValueError):
     """A JSON document nested deeper than allowed."""
 
 
-def json_values(value, max_depth: int = MAX_NESTING):
+def json_values(value: Any, max_depth: int = MAX_NESTING) -> Iterator[tuple[str, Any]]:
     """(path, value) of every value inside the JSON value ``value`` (itself included,
     path ""), walked iteratively; :class:`NestingError` (a ValueError) once one lies
     deeper than ``max_depth`` containers."""
@@ -110,7 +122,7 @@ def parse_json(text: str | bytes, where: str, max_depth: int = MAX_NESTING) -> A
     return value
 
 
-def check_finite_json(value, where: str) -> None:
+def check_finite_json(value: Any, where: str) -> None:
     """``value`` holds only JSON values that save again as they are: no NaN or infinity
     (Python's json would read them, but a saved model never holds them)."""
     for path, v in json_values(value):
@@ -120,7 +132,7 @@ def check_finite_json(value, where: str) -> None:
             raise invalid(f"{where}{path} holds a {type(v).__name__}")
 
 
-def _same_scalar(a, b) -> bool:
+def _same_scalar(a: object, b: object) -> bool:
     """JSON scalars equal as saved: a bool only equals a bool; 1 equals 1.0."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
@@ -129,7 +141,7 @@ def _same_scalar(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
-def first_difference(stored, rebuilt, ignore=()) -> str | None:
+def first_difference(stored: Any, rebuilt: Any, ignore: Collection[str] = ()) -> str | None:
     """Where ``rebuilt`` (a document as a model writes it: tuples count as lists) differs
     from the JSON value ``stored`` (a path and both values),
     or None. Keys present on one side only and keys in ``ignore`` are not compared (files
@@ -151,6 +163,6 @@ def first_difference(stored, rebuilt, ignore=()) -> str | None:
     return None
 
 
-def _short(value) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

@@ -392,18 +392,19 @@ class GatedModel(Model):
         self.expensive = expensive
         self.gate_threshold = float(gate_threshold)
 
-    def _expensive(self):
+    def _expensive(self) -> Model | ExternalModel:
         if self.expensive is None:
             raise ValueError("this gated model has no expensive model: it was saved with an "
                              "external one; load it with cbudget.load_model(path, "
                              "expensive_model=...)")
         return self.expensive
 
-    def _expensive_proba(self, X, early_exit=None):
+    def _expensive_proba(self, X: np.ndarray, early_exit: bool | None = None) -> np.ndarray:
         f0 = self._expensive()
         return positive_probability(f0, X, **self._exit_options(f0, early_exit))
 
-    def _exit_options(self, part, early_exit) -> dict[str, Any]:
+    def _exit_options(self, part: Model | ExternalModel | LinearClassifier,
+                      early_exit: bool | None) -> dict[str, Any]:
         """The ``early_exit`` option for a part. ``True`` asks for the exits of the gate
         and the low-cost predictor (NotApplicableError when neither is a booster); an
         expensive booster uses its own rules, if any, unless ``early_exit`` is False."""
@@ -416,7 +417,8 @@ class GatedModel(Model):
             return {"early_exit": None}
         return {"early_exit": early_exit}
 
-    def _margin(self, part, X, early_exit=None):
+    def _margin(self, part: Booster | LinearClassifier, X: np.ndarray,
+                early_exit: bool | None = None) -> np.ndarray:
         return part.predict(X, output_margin=True, **self._exit_options(part, early_exit))
 
     def route(self, X: ModelInput, *, early_exit: bool | None = None) -> np.ndarray:
@@ -425,7 +427,7 @@ class GatedModel(Model):
         :meth:`predict`."""
         return self._route(self.prepare_input(X, early_exit=early_exit), early_exit)
 
-    def _route(self, X, early_exit=None):
+    def _route(self, X: np.ndarray, early_exit: bool | None = None) -> np.ndarray:
         return np.where(self._margin(self.gate, X, early_exit) > self.gate_threshold, 0, 1) \
             .astype(np.int8)
 
@@ -671,7 +673,8 @@ class GatedModel(Model):
         return (out, route) if return_route else out
 
     # -- prediction cost --------------------------------------------------------------
-    def _combined_cost_parts(self, X, expensive_cost=None, early_exit=None):
+    def _combined_cost_parts(self, X: np.ndarray, expensive_cost: np.ndarray | None = None,
+                             early_exit: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(acquired features, split / tree / declared costs) per input: the gate's,
         then the chosen model's, each feature once."""
         route = self._route(X, early_exit)
@@ -692,7 +695,8 @@ class GatedModel(Model):
             other[rows] += part_other
         return acquired, other
 
-    def _expensive_cost_parts(self, X, early_exit=None):
+    def _expensive_cost_parts(self, X: np.ndarray, early_exit: bool | None = None
+                              ) -> tuple[np.ndarray, np.ndarray]:
         f0 = self._expensive()
         if not isinstance(f0, ExternalModel):
             return f0.cost_parts(X, **self._exit_options(f0, early_exit))
@@ -702,7 +706,8 @@ class GatedModel(Model):
             acquired[:, features] = True
         return acquired, f0.declared_cost(X)
 
-    def _check_expensive_cost(self, expensive_cost, n_samples):
+    def _check_expensive_cost(self, expensive_cost: ArrayLike | None, n_samples: int
+                              ) -> np.ndarray | None:
         if expensive_cost is None:
             return None
         if not isinstance(self.expensive, ExternalModel):
@@ -714,7 +719,8 @@ class GatedModel(Model):
                              "per input)")
         return cost
 
-    def _cost_and_acquired(self, X, expensive_cost=None, early_exit=None):
+    def _cost_and_acquired(self, X: np.ndarray, expensive_cost: ArrayLike | None = None,
+                           early_exit: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
         acquired, other = self._combined_cost_parts(
             X, self._check_expensive_cost(expensive_cost, X.shape[0]), early_exit)
         return self.cost_model.acquisition_costs(acquired) + other, acquired

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -266,7 +266,7 @@ class Booster(TreeEnsemble):
             self.record_cost_stage(n - 1, n, cost_tradeoff)
         self._extremes = None
 
-    def _slice_extra(self, t0, t1, begin, end):
+    def _slice_extra(self, t0: int, t1: int, begin: int, end: int) -> None:
         self._exit_rules = None     # made for the whole model's iterations
         # the stages cut to the slice's iterations, empty ones dropped
         self._cost_stages = tuple(
@@ -348,7 +348,8 @@ class Booster(TreeEnsemble):
             return raw[:, 0].copy() if raw.shape[1] == 1 else raw
         return self.transform(raw)
 
-    def _contributions(self, X: np.ndarray, iteration_range=None, **options: Any
+    def _contributions(self, X: np.ndarray, iteration_range: tuple[int, int] | None = None,
+                       **options: Any
                        ) -> tuple[np.ndarray, np.ndarray]:
         """TreeSHAP values of the raw scores (one column per output) and their bias: the
         trees' expectations plus the base score."""
@@ -405,7 +406,8 @@ class Booster(TreeEnsemble):
         self.exit_rules = rules
         return self
 
-    def _exits_for(self, iteration_range, early_exit) -> ExitRules | None:
+    def _exits_for(self, iteration_range: tuple[int, int] | None, early_exit: bool | None
+                   ) -> ExitRules | None:
         """The exit rules that apply to a prediction with these options, or None."""
         if early_exit is not None and not isinstance(early_exit, (bool, np.bool_)):
             raise TypeError(f"early_exit must be None, True or False, not {early_exit!r}")
@@ -425,7 +427,8 @@ class Booster(TreeEnsemble):
             return None
         return rules
 
-    def _exit_tree_ends(self, X, iteration_range, early_exit):
+    def _exit_tree_ends(self, X: np.ndarray, iteration_range: tuple[int, int] | None,
+                        early_exit: bool | None) -> np.ndarray | None:
         rules = self._exits_for(iteration_range, early_exit)
         return None if rules is None else self._raw_with_exits(X, rules)[1]
 
@@ -770,9 +773,11 @@ class Booster(TreeEnsemble):
                                if s.end_iteration < end], dtype=np.int64), "stages"
         return check_points(end, every, checks), "given"
 
-    def _calibrated(self, data, epsilons, where, tolerance, decision_threshold,
-                    iteration_range, outputs="calibrated", weight=None, hold=None
-                    ) -> list[ExitRules]:
+    def _calibrated(self, data: Dataset | np.ndarray, epsilons: Sequence[float],
+                    where: tuple[int, Any], tolerance: float | None,
+                    decision_threshold: float, iteration_range: tuple[int, int] | None,
+                    outputs: str = "calibrated", weight: np.ndarray | None = None,
+                    hold: float | Sequence[int | str] | None = None) -> list[ExitRules]:
         """Exit rules for each of ``epsilons`` (:func:`cbudget.exits.calibrate`), checked
         where ``where = (every, checks)`` says (:meth:`_check_after`), with their output
         maps (:func:`cbudget.exits.fit_outputs`) unless ``outputs`` is "partial"; both
@@ -844,7 +849,7 @@ class Booster(TreeEnsemble):
                                      magnitude=self._score_magnitude(end),
                                      probability_tolerance=probability)
 
-        def stages():
+        def stages() -> Iterator[tuple[int, np.ndarray]]:
             raw = np.tile(self.base_score, (X.shape[0], 1))
             done = 0
             for k, check in enumerate(checks.tolist()):
@@ -939,9 +944,11 @@ class Booster(TreeEnsemble):
         return (float(cost.mean()) if cost.size else 0.0,
                 evaluate_on(metric, data, self.transform(raw)))
 
-    def _calibrated_by_metric(self, data, max_drop, metric, where, tolerance,
-                              decision_threshold, iteration_range, outputs, hold=None
-                              ) -> ExitRules:
+    def _calibrated_by_metric(self, data: InputData, max_drop: float, metric: str | None,
+                              where: tuple[int, Any], tolerance: float | None,
+                              decision_threshold: float,
+                              iteration_range: tuple[int, int] | None, outputs: str,
+                              hold: float | Sequence[int | str] | None = None) -> ExitRules:
         if not isinstance(data, Dataset) or data.label is None:
             raise TypeError("max_metric_drop needs data as a cbudget.Dataset with labels")
         if not (math.isfinite(max_drop) and max_drop >= 0):
@@ -1107,7 +1114,7 @@ class Booster(TreeEnsemble):
                          "mean_cost": float(cost.mean()) if cost.size else 0.0})
         return dataclasses.replace(report, cost_stages=rows)
 
-    def _staged_metric(self, data, metric):
+    def _staged_metric(self, data: Dataset, metric: str) -> np.ndarray:
         """``metric`` of ``data`` using rounds ``0..r``, for each round ``r``."""
         X = self.prepare_input(data)
         _, offsets, outputs, nodes = self._flat(0, len(self.trees))

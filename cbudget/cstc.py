@@ -17,7 +17,7 @@ basis trees it walks.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -146,10 +146,10 @@ class ClassifierTree(Model):
         self.n_samples = np.zeros(n_nodes, dtype=np.int64)
         self.n_exits = np.zeros(n_nodes, dtype=np.int64)
         self._check_structure()
-        self._path_cache = None
+        self._path_cache: list[tuple[np.ndarray, np.ndarray, int]] | None = None
         self._basis_cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-    def _check_structure(self):
+    def _check_structure(self) -> None:
         n_nodes = self.weights.shape[0]
         if n_nodes < 1:
             raise ValueError("a tree of classifiers needs at least one node")
@@ -218,7 +218,7 @@ class ClassifierTree(Model):
         """Coordinates (features, or basis trees) with a non-zero weight in node ``k``."""
         return np.flatnonzero(self.weights[k])
 
-    def _path_table(self):
+    def _path_table(self) -> list[tuple[np.ndarray, np.ndarray, int]]:
         """Per node: (distinct coordinates on the path, distinct features they need,
         number of routing nodes visited by an input that exits there)."""
         if self._path_cache is None:
@@ -231,7 +231,7 @@ class ClassifierTree(Model):
             self._path_cache = table
         return self._path_cache
 
-    def _coordinate_features(self, coords):
+    def _coordinate_features(self, coords: np.ndarray) -> np.ndarray:
         """Features needed to compute the coordinates ``coords`` (all of a basis tree's
         split features: the relaxation's feature-usage matrix F)."""
         if self.basis is None:
@@ -252,10 +252,10 @@ class ClassifierTree(Model):
         return default_metric(self.objective, self.loss)
 
     # -- prediction -------------------------------------------------------------------
-    def _coordinates(self, X):
+    def _coordinates(self, X: np.ndarray) -> np.ndarray:
         return node_inputs(X, self.basis)
 
-    def _route(self, X):
+    def _route(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(exit-node scores, exit nodes) of the rows of ``X`` (prepared)."""
         coords = self._coordinates(X)
         nonzero = self.weights != 0
@@ -357,7 +357,8 @@ class ClassifierTree(Model):
         return score if output_margin else self.transform(score)
 
     # -- prediction cost --------------------------------------------------------------
-    def _cost_and_acquired(self, X, exit_node=None):
+    def _cost_and_acquired(self, X: np.ndarray, exit_node: np.ndarray | None = None
+                           ) -> tuple[np.ndarray, np.ndarray]:
         """(per-input cost, (n_samples, n_features) 0/1 matrix of acquired features)."""
         if exit_node is None:
             exit_node = self._route(X)[1]
@@ -433,8 +434,8 @@ class ClassifierTree(Model):
             return counts
         if kind == "cost":
             inputs = np.zeros(n)
-            for k, features in enumerate(self.new_features()):
-                inputs[features] += self.n_samples[k]
+            for k, new in enumerate(self.new_features()):
+                inputs[new] += self.n_samples[k]
             return inputs * self.cost_model.feature_costs
         if kind == "gain":
             raise NotApplicableError(f"gain importance does not apply to a "
@@ -442,7 +443,7 @@ class ClassifierTree(Model):
                                      "classifiers (it applies to tree ensembles)")
         raise ValueError(f"kind must be 'split' or 'cost', got {kind!r}")
 
-    def _node_features(self):
+    def _node_features(self) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         for k in range(self.num_nodes()):
             coords = self.node_coordinates(k)
             yield k, self._coordinate_features(coords), coords

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from ._core._binning import map_to_bins
 from ._core._histogram import SparseBins
@@ -307,11 +307,9 @@ def check_row_count(data: object, what: str = "data") -> None:
                          f"subsample the data")
 
 
-def _vector(values, n, name, *, allow_none=True):
+def _vector(values: ArrayLike | None, n: int, name: str) -> NDArray[np.float64] | None:
     if values is None:
-        if allow_none:
-            return None
-        raise ValueError(f"{name} is required")
+        return None
     if getattr(getattr(values, "dtype", None), "name", None) == "category":
         raise TypeError(f"{name} is a categorical column: {name}s are numbers (classes "
                         "numbered 0..K-1: encode them, e.g. with pandas.factorize)")
@@ -880,6 +878,19 @@ class Dataset:
         ndarray of float64, shape (n_samples,), or None
             None when the Dataset was built without labels.
         """
+        return self.label
+
+    def required_label(self) -> NDArray[np.float64]:
+        """The labels, which training reads: ValueError when the Dataset was built
+        without them (:meth:`get_label` returns None then).
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,)
+        """
+        if self.label is None:
+            raise ValueError("the Dataset has no label: build the training data with "
+                             "Dataset(data, label)")
         return self.label
 
     def get_weight(self) -> np.ndarray | None:

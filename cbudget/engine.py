@@ -12,7 +12,7 @@ import math
 import os
 import resource
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from ._model import Model, NotApplicableError
 from .callback import CallbackContainer
@@ -121,7 +121,11 @@ class TrainingSetup(NamedTuple):
         return self._replace(evals=[])
 
 
-class Trainer:
+# the class of model a trainer makes
+ModelT = TypeVar("ModelT", bound=Model)
+
+
+class Trainer(Generic[ModelT]):
     """One training run of an algorithm, driven by :func:`run_training`.
 
     A subclass sets ``model`` (the model as it is, handed to the callbacks) in its
@@ -132,7 +136,7 @@ class Trainer:
     # True: the model keeps every iteration after early stopping (the user predicts
     # with iteration_range); False: it is cut to the best iteration
     keeps_all_iterations = True
-    model: Model
+    model: ModelT
     first_iteration = 0
     n_iterations = 0
 
@@ -193,12 +197,12 @@ class Trainer:
             scores.append((name, values))
         return scores
 
-    def finish(self, n_keep: int | None) -> Model:
+    def finish(self, n_keep: int | None) -> ModelT:
         """The trained model, of its first ``n_keep`` iterations (None: all; 0: the
         model before the first iteration)."""
         raise NotImplementedError
 
-    def record_training(self, model: Model) -> None:
+    def record_training(self, model: ModelT) -> None:
         """After the callbacks: record the training costs in the model."""
 
     def close(self) -> None:
@@ -358,7 +362,8 @@ class Algorithm:
 
 
 def model_to_continue(xgb_model: Any, dtrain: Dataset, objective: Objective,
-                      model_class: type[Model], num_class: int | None = None) -> Model | None:
+                      model_class: type[ModelT], num_class: int | None = None
+                      ) -> ModelT | None:
     """The model to continue from (a model or a saved model's path), checked against the
     training data: its class, objective and ``num_class`` (default the objective's),
     features and costs."""

@@ -1,13 +1,17 @@
 """Training objectives: initial score, gradients and hessians, output transform."""
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from scipy.special import expit
 
 from ._core._loss import logistic_gradients, softmax, softmax_gradients, squared_error_gradients
 from ._core._rank import ranking_gradients
+
+if TYPE_CHECKING:  # only for type hints
+    from .dataset import Dataset
 
 __all__ = ["get_objective", "OBJECTIVES", "OBJECTIVE_ALIASES", "objective_name",
            "CustomObjective", "weighted_quantile", "REGRESSION_OBJECTIVES",
@@ -67,7 +71,7 @@ class Objective:
         raise NotImplementedError
 
 
-def _weighted_mean(y, weight):
+def _weighted_mean(y: np.ndarray, weight: np.ndarray | None) -> float:
     return float(np.average(y, weights=weight))
 
 
@@ -284,7 +288,7 @@ class AbsoluteError(_Regression):
     def base_score(self, y: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
         return np.array([weighted_quantile(y, weight, 0.5)])
 
-    def loss_gradients(self, raw, y):
+    def loss_gradients(self, raw: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.sign(raw - y), np.ones_like(y)
 
 
@@ -310,7 +314,7 @@ class QuantileError(_Regression):
     def base_score(self, y: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
         return np.array([weighted_quantile(y, weight, self.alpha)])
 
-    def loss_gradients(self, raw, y):
+    def loss_gradients(self, raw: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         alpha = self.alpha
         return np.where(y >= raw, -alpha, 1.0 - alpha), np.ones_like(y)
 
@@ -336,7 +340,7 @@ class PseudoHuberError(_Regression):
     def base_score(self, y: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
         return np.array([weighted_quantile(y, weight, 0.5)])
 
-    def loss_gradients(self, raw, y):
+    def loss_gradients(self, raw: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         z = raw - y
         scale = 1.0 + (z / self.slope) ** 2
         root = np.sqrt(scale)
@@ -385,7 +389,7 @@ class Poisson(_LogLink):
         super().__init__(num_class)
         self.max_delta_step = float(max_delta_step)
 
-    def loss_gradients(self, raw, y):
+    def loss_gradients(self, raw: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         mean = np.exp(raw)
         return mean - y, mean * np.exp(self.max_delta_step)
 
@@ -407,7 +411,7 @@ class Tweedie(_LogLink):
     def metric(self) -> str:
         return f"tweedie-nloglik@{self.rho:g}"      # XGBoost always names the power
 
-    def loss_gradients(self, raw, y):
+    def loss_gradients(self, raw: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         a = np.exp((1.0 - self.rho) * raw)
         b = np.exp((2.0 - self.rho) * raw)
         return -y * a + b, -y * (1.0 - self.rho) * a + (2.0 - self.rho) * b
@@ -421,7 +425,7 @@ class Gamma(_LogLink):
     default_metric = "gamma-nloglik"
     label_domain = "positive"
 
-    def loss_gradients(self, raw, y):
+    def loss_gradients(self, raw: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ratio = y * np.exp(-raw)
         return 1.0 - ratio, ratio
 
@@ -439,7 +443,8 @@ class CustomObjective(Objective):
     (labels check, base score, prediction transform, metrics, the name the model is
     saved with) is the declared objective's ``base``."""
 
-    def __init__(self, base: Objective, function, dtrain) -> None:
+    def __init__(self, base: Objective, function: Callable[[np.ndarray, Dataset], Any],
+                 dtrain: Dataset) -> None:
         super().__init__(base.num_class)
         self.base, self.function, self.dtrain = base, function, dtrain
         self.name = base.name                       # type: ignore[misc]

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, TypeAlias
 
 __all__ = ["Param", "ALIASES", "COMMON_PARAMS", "CATEGORICAL_PARAMS", "INT_MAX",
            "SQRT_FLOAT_MAX", "number", "any_integer", "choice", "flag", "int_tuple",
@@ -31,6 +32,11 @@ ALIASES = {
 }
 
 
+# a parameter's check: (the value given, which may be anything, the parameter's name) ->
+# the value normalised
+Check: TypeAlias = Callable[[Any, str], Any]
+
+
 @dataclass(frozen=True)
 class Param:
     """One declared parameter.
@@ -42,7 +48,7 @@ class Param:
     """
     name: str
     default: Any
-    check: Callable[[Any, str], Any] | None
+    check: Check | None
     doc: str
 
     def with_default(self, default: Any, doc: str | None = None) -> Param:
@@ -62,7 +68,8 @@ SQRT_FLOAT_MAX = math.sqrt(sys.float_info.max)    # about 1.34e154
 
 
 def number(*, integer: bool = False, low: float | None = None, high: float | None = None,
-           low_open: bool = False, allow_none: bool = False, allow_inf: bool = False):
+           low_open: bool = False, allow_none: bool = False, allow_inf: bool = False
+           ) -> Check:
     """A finite number (an integer) in [low, high] (low excluded with ``low_open``).
 
     NaN is always refused, infinity unless ``allow_inf``; None only with ``allow_none``.
@@ -72,10 +79,11 @@ def number(*, integer: bool = False, low: float | None = None, high: float | Non
     if integer and high is None:
         high = INT_MAX
 
-    def check(value, name):
+    def check(value: Any, name: str) -> float | None:
         if value is None and allow_none:
             return None
-        kind = numbers.Integral if integer else numbers.Real
+        # type[Any]: mypy's numbers.Real has no comparisons nor int()
+        kind: type[Any] = numbers.Integral if integer else numbers.Real
         if isinstance(value, bool) or not isinstance(value, kind):
             raise TypeError(f"parameter {name} must be {'an integer' if integer else 'a number'}"
                             f", got {value!r}")
@@ -92,7 +100,7 @@ def number(*, integer: bool = False, low: float | None = None, high: float | Non
     return check
 
 
-def any_integer(value, name):
+def any_integer(value: Any, name: str) -> int | None:
     """An integer of any size, or None (``n_jobs``: the thread count is capped later)."""
     if value is None:
         return None
@@ -101,9 +109,9 @@ def any_integer(value, name):
     return int(value)
 
 
-def choice(*values, allow_none: bool = False):
+def choice(*values: Any, allow_none: bool = False) -> Check:
     """One of ``values``."""
-    def check(value, name):
+    def check(value: Any, name: str) -> Any:
         if value is None and allow_none:
             return None
         if value not in values:
@@ -112,28 +120,28 @@ def choice(*values, allow_none: bool = False):
     return check
 
 
-def flag(value, name):
+def flag(value: Any, name: str) -> bool:
     """True or False."""
     if not isinstance(value, bool):
         raise TypeError(f"parameter {name} must be True or False, got {value!r}")
     return value
 
 
-def int_tuple(length: int, *, also=()):
+def int_tuple(length: int, *, also: Collection[str] = ()) -> Check:
     """``length`` integers >= 1 (as a tuple), or one of the strings in ``also``."""
-    def check(value, name):
+    def check(value: Any, name: str) -> tuple[int, ...] | str:
         if isinstance(value, str) and value in also:
             return value
         if (not isinstance(value, (list, tuple)) or len(value) != length
                 or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
-                           and 1 <= v <= INT_MAX for v in value)):
+                           and 1 <= int(v) <= INT_MAX for v in value)):
             raise ValueError(f"parameter {name} must be {length} integers in [1, {INT_MAX}], "
                              f"got {value!r}")
         return tuple(int(v) for v in value)
     return check
 
 
-def metric_list(value, name):
+def metric_list(value: Any, name: str) -> list[str] | None:
     """None, a metric name or a list of them (as a list)."""
     if value is None:
         return None
@@ -218,7 +226,7 @@ CATEGORICAL_PARAMS = (
 )
 
 
-def depth_limit(value, name):
+def depth_limit(value: Any, name: str) -> float | None:
     """A depth limit: an integer >= 0, where 0 (or None) means none (None)."""
     value = number(integer=True, low=0, allow_none=True)(value, name)
     return None if value == 0 else value

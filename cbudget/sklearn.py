@@ -432,12 +432,12 @@ class _CostAwareEstimator(BaseEstimator):
                                      f"the training data has one {what}: pass eval_set")
                 return fallback
             (fit_rows, fit_group), (valid_rows, valid_group) = _holdout(dtrain, seed)
-            weight = dtrain.weight
+            weight, label = dtrain.weight, dtrain.required_label()
             full = dtrain
-            dtrain = self._dataset(full.data[fit_rows], full.label[fit_rows],
+            dtrain = self._dataset(full.data[fit_rows], label[fit_rows],
                                    None if weight is None else weight[fit_rows],
                                    group=fit_group, categorical_feature=full.categories)
-            evals = [(Dataset(full.data[valid_rows], full.label[valid_rows], reference=dtrain,
+            evals = [(Dataset(full.data[valid_rows], label[valid_rows], reference=dtrain,
                               weight=None if weight is None else weight[valid_rows],
                               group=valid_group), "valid_0")]
             start = find_lambda_max(params, dtrain)

@@ -308,7 +308,7 @@ def set_up_training(params: dict, dtrain: Dataset, num_boost_round: int, evals: 
                          "build dtrain with its query groups, Dataset(..., group=sizes) or "
                          "qid=ids")
     algorithm.check_data(p, objective, dtrain)
-    objective.check_label(dtrain.label)
+    objective.check_label(dtrain.required_label())
     for data, _ in evals:
         objective.check_label(data.label)
     metrics = p["eval_metric"] or [algorithm.default_metric(p, objective)]

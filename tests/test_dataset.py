@@ -724,3 +724,11 @@ def test_float32_bins_match_values():
     ds2 = Dataset(Xs)
     for f in range(2):
         assert ds2.n_value_bins[f] == np.unique(Xs[:, f]).size
+
+
+def test_required_label_is_the_label_or_a_value_error():
+    # what the trainers read: the labels, typed without None
+    X = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(Dataset(X, [0, 1, 0]).required_label(), [0.0, 1.0, 0.0])
+    with pytest.raises(ValueError, match="has no label"):
+        Dataset(X).required_label()

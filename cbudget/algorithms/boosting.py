@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -62,8 +63,10 @@ from .._core._predict import predict_binned_add
 from .._core._types import HISTOGRAM_DTYPE
 from ..booster import Booster
 from ..category_bins import grown_tree_bitsets
-from ..engine import Algorithm, MemoryNeed, Trainer, model_to_continue
-from ..objectives import CustomObjective, objective_name, weighted_quantile
+from ..costs import CostModel
+from ..dataset import Dataset
+from ..engine import Algorithm, MemoryNeed, Trainer, TrainingSetup, model_to_continue
+from ..objectives import CustomObjective, Objective, objective_name, weighted_quantile
 from ..params import (
     CATEGORICAL_PARAMS,
     SQRT_FLOAT_MAX,
@@ -218,7 +221,7 @@ def complete_tree_params(p: dict, depthwise_depth: int) -> None:
         p["max_depth"] = depthwise_depth
 
 
-def tree_grower(dtrain, p: dict, n_threads: int, *, exchange=None,
+def tree_grower(dtrain: Dataset, p: dict, n_threads: int, *, exchange: Any = None,
                 n_tree_rows: int = 0) -> TreeGrower:
     """A histogram tree grower on ``dtrain`` with the tree parameters of ``p``
     (``exchange``, ``n_tree_rows``: a Dask training's driver or worker, see
@@ -243,7 +246,7 @@ def tree_grower(dtrain, p: dict, n_threads: int, *, exchange=None,
         monotone=monotone_directions(p, dtrain), **cat_params)
 
 
-def monotone_directions(p: dict, dtrain) -> np.ndarray | None:
+def monotone_directions(p: dict, dtrain: Dataset) -> np.ndarray | None:
     """The ``monotone_constraints`` of ``p`` as one int8 direction per feature of
     ``dtrain`` (None: none given, or all 0). ValueError when a list's length is not the
     number of features, a dict names a feature ``dtrain`` has not, or a categorical
@@ -286,7 +289,8 @@ def round_growers(p: dict, n_outputs: int, n_threads: int) -> tuple[int, bool]:
     return (min(n_threads, n_outputs) if tree_parallel else 1), speculative
 
 
-def grower_memory_needs(p: dict, dtrain, n_growers: int, who: str = "") -> list[MemoryNeed]:
+def grower_memory_needs(p: dict, dtrain: Dataset, n_growers: int, who: str = ""
+                        ) -> list[MemoryNeed]:
     """What ``n_growers`` :func:`tree_grower` s on ``dtrain`` allocate beyond the data: a
     histogram (every feature x bin) per open leaf, at most one leaf per
     ``min_data_in_leaf`` rows, ``num_leaves`` or ``2**max_depth``; and the per-feature
@@ -310,7 +314,7 @@ def grower_memory_needs(p: dict, dtrain, n_growers: int, who: str = "") -> list[
     ]
 
 
-def binned_like(data, dtrain) -> np.ndarray:
+def binned_like(data: Dataset, dtrain: Dataset) -> np.ndarray:
     """The evaluation data binned with the training edges (shared when built with
     ``reference=dtrain``)."""
     if data is dtrain or data.bin_edges is dtrain.bin_edges:
@@ -318,7 +322,7 @@ def binned_like(data, dtrain) -> np.ndarray:
     return dtrain.bin_data(data.data)
 
 
-def penalty_costs(kind: str, costs) -> tuple:
+def penalty_costs(kind: str, costs: CostModel) -> tuple:
     """The costs a split pays, as :meth:`TreeGrower.set_cost_penalty` takes them
     (per-input feature and group costs, once-per-model feature and group costs, split
     cost). ``"cegb"``: as the cost model defines them. ``"greedy_miser"``: the paper's
@@ -332,7 +336,8 @@ def penalty_costs(kind: str, costs) -> tuple:
             costs.feature_costs + costs.coupled_costs, costs.group_costs, 0.0)
 
 
-def initial_base_score(p, objective, y, weight) -> np.ndarray:
+def initial_base_score(p: dict, objective: Objective, y: np.ndarray, weight: np.ndarray | None
+                       ) -> np.ndarray:
     if p["base_score"] is None:
         return objective.base_score(y, weight)
     # a prediction (a probability, a mean), as XGBoost takes it: its raw score
@@ -371,8 +376,9 @@ def diverging_hint(p: dict) -> str:
             f"or a larger reg_lambda / min_child_weight")
 
 
-def add_checked_round(model: Booster, trees, p: dict, cost_tradeoff: float | None = None,
-                      bin_codes: dict | None = None) -> None:
+def add_checked_round(model: Booster, trees: list[np.ndarray], p: dict,
+                      cost_tradeoff: float | None = None, bin_codes: dict | None = None
+                      ) -> None:
     """``model.add_round(trees, cost_tradeoff)``, its refusal (a leaf value that is not
     finite, raw scores that could overflow) reported as training diverging, with what to
     change."""
@@ -383,7 +389,7 @@ def add_checked_round(model: Booster, trees, p: dict, cost_tradeoff: float | Non
         raise ValueError(f"{exc}: {diverging_hint(p)}") from None
 
 
-def leaf_ranges(tree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def leaf_ranges(tree: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(leaf ids, start, stop) of each leaf's rows in the partition the grower leaves
     its rows in: a node's left child holds the first ``n_samples`` of its rows."""
     start = np.zeros(tree.shape[0], dtype=np.int64)
@@ -396,7 +402,7 @@ def leaf_ranges(tree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return leaves, start[leaves], start[leaves] + tree["n_samples"][leaves]
 
 
-def renew_leaf_values(tree, rows: np.ndarray, residual: np.ndarray,
+def renew_leaf_values(tree: np.ndarray, rows: np.ndarray, residual: np.ndarray,
                       weight: np.ndarray | None, quantile: float,
                       learning_rate: float, bounds: tuple[np.ndarray, np.ndarray]) -> None:
     """Set each leaf's value to ``learning_rate`` times the ``quantile`` of its rows'
@@ -414,7 +420,7 @@ def renew_leaf_values(tree, rows: np.ndarray, residual: np.ndarray,
             tree["value"][leaf] = learning_rate * min(max(value, lower[leaf]), upper[leaf])
 
 
-def partition_values(tree) -> np.ndarray:
+def partition_values(tree: np.ndarray) -> np.ndarray:
     """The tree's leaf value of each position of its partition (the order
     :func:`leaf_ranges` describes)."""
     leaves, begin, end = leaf_ranges(tree)
@@ -422,7 +428,7 @@ def partition_values(tree) -> np.ndarray:
     return np.repeat(tree["value"][leaves[order]], (end - begin)[order])
 
 
-def initial_raw(init, data, base_score) -> np.ndarray:
+def initial_raw(init: Booster | None, data: Dataset, base_score: np.ndarray) -> np.ndarray:
     """Raw scores (n_samples, n_outputs) before the first new round."""
     if init is None:
         return np.tile(base_score, (data.num_data(), 1))
@@ -475,7 +481,8 @@ class RoundSampler:
         return in_bag_mask, feature_masks
 
 
-def mean_training_cost(costs, acquired_counts, touched_counts, split_visits: int,
+def mean_training_cost(costs: CostModel, acquired_counts: np.ndarray,
+                       touched_counts: np.ndarray, split_visits: int,
                        n_samples: int, n_trees: int) -> float:
     """The mean cost per training input of a model of ``n_trees`` trees, from how many
     inputs acquired each feature and touched each group, and the split nodes visited."""
@@ -483,14 +490,20 @@ def mean_training_cost(costs, acquired_counts, touched_counts, split_visits: int
                   + costs.split_cost * split_visits) / n_samples + costs.tree_cost * n_trees)
 
 
-class BoostingTrainer(Trainer):
+# a tree to grow: (output, in-bag rows, out-of-bag rows, feature mask)
+Job: TypeAlias = tuple[int, np.ndarray, np.ndarray, np.ndarray]
+# a tree grown: (tree, its partition of the in-bag rows, out-of-bag rows)
+Grown: TypeAlias = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+class BoostingTrainer(Trainer[Booster]):
     """Rounds of one tree per output on the gradients of the objective; the cost-aware
     learners grow them with a cost penalty and the training inputs' acquisition state."""
 
-    def __init__(self, p, dtrain, num_boost_round, setup):
+    def __init__(self, p: dict, dtrain: Dataset, num_boost_round: int, setup: TrainingSetup):
         super().__init__(p, dtrain, num_boost_round, setup)
         objective, n_threads = setup.objective, setup.n_threads
-        y, weight = dtrain.label, dtrain.weight
+        y, weight = dtrain.required_label(), dtrain.weight
         init = model_to_continue(setup.xgb_model, dtrain, objective, Booster)
         if init is None:
             base_score = initial_base_score(p, objective, y, weight)
@@ -528,7 +541,7 @@ class BoostingTrainer(Trainer):
         costs = dtrain.cost_model
         self.cost_state = AcquisitionState(n_samples, costs.feature_group, costs.n_groups)
         self.split_visits = 0         # split nodes visited by all training inputs so far
-        self.train_cost_curve = []
+        self.train_cost_curve: list[float] = []
         if init is not None and init.num_boosted_rounds():
             self.restore_costs(init)
         # the cost-aware learners are those with a cost trade-off (cegb, greedy_miser)
@@ -585,7 +598,7 @@ class BoostingTrainer(Trainer):
             self.growers[0].set_cost_penalty(self.cost_state, tradeoff, *penalty)
         self.cost_tradeoff = tradeoff
 
-    def restore_costs(self, init):
+    def restore_costs(self, init: Booster) -> None:
         """Continuing ``init``: the acquisition state, its trees' ``new_acquisitions``
         and the training cost curve of its rounds, from one routing pass of the training
         inputs through its trees (they may be other data than ``init`` was trained on)."""
@@ -599,7 +612,8 @@ class BoostingTrainer(Trainer):
             self.split_visits = sum(int(tree["depth"][leaves[:, t]].sum())
                                     for t, tree in enumerate(self.model.trees))
 
-    def grow_tree(self, grower_index, k, in_bag, out_of_bag, feature_mask):
+    def grow_tree(self, grower_index: int, k: int, in_bag: np.ndarray, out_of_bag: np.ndarray,
+                  feature_mask: np.ndarray) -> Grown:
         """Grow the tree of output k and add it to the training and evaluation scores."""
         grower = self.growers[grower_index]
         rows = self.rows_buffers[grower_index][:in_bag.shape[0]]
@@ -613,14 +627,15 @@ class BoostingTrainer(Trainer):
         self.add_scores(grower, tree, rows, k, in_bag, self.threads_per_tree)
         return tree, partition, out_of_bag
 
-    def grow_on(self, grower, k, rows, feature_mask):
+    def grow_on(self, grower: TreeGrower, k: int, rows: np.ndarray, feature_mask: np.ndarray
+                ) -> np.ndarray:
         """A tree of output k grown by ``grower`` on ``rows`` (left in the order of its
         partition); with an objective that renews leaves (absolute error, quantile),
         its leaf values re-fitted to the quantile of their rows' residuals."""
         tree = grower.grow(self.grad[:, k], self.grow_hess[:, k], rows, feature_mask)
         quantile = self.setup.objective.leaf_quantile
         if quantile is not None:
-            renew_leaf_values(tree, rows, self.dtrain.label - self.raw_train[:, k],
+            renew_leaf_values(tree, rows, self.dtrain.required_label() - self.raw_train[:, k],
                               self.dtrain.weight, quantile, self.p["learning_rate"],
                               grower.output_bounds())
         return tree
@@ -630,7 +645,9 @@ class BoostingTrainer(Trainer):
         set's."""
         return [self.raw_train] + [raw for _, _, _, raw in self.eval_state]
 
-    def add_scores(self, grower, tree, rows, k, in_bag, n_threads, targets=None):
+    def add_scores(self, grower: TreeGrower, tree: np.ndarray, rows: np.ndarray, k: int,
+                   in_bag: np.ndarray, n_threads: int,
+                   targets: list[np.ndarray] | None = None) -> None:
         """Add the tree to column k of ``targets`` (default :meth:`score_arrays`): the
         training rows from ``grower``'s partition ``rows`` when it holds every row, else
         by traversal, and each evaluation set by traversal."""
@@ -648,7 +665,8 @@ class BoostingTrainer(Trainer):
             predict_binned_add(binned, tree, dtrain.missing_bin, raw, k, n_threads,
                                cat_bin_words=bin_words(tree))
 
-    def tree_values(self, grower, tree, rows, in_bag) -> list:
+    def tree_values(self, grower: TreeGrower, tree: np.ndarray, rows: np.ndarray,
+                    in_bag: np.ndarray) -> list[np.ndarray]:
         """What :meth:`add_scores` would add, as one column per score array, without
         adding it."""
         # -0.0 + value is value, bit for bit (0.0 + -0.0 is not): adding these columns
@@ -657,7 +675,8 @@ class BoostingTrainer(Trainer):
         self.add_scores(grower, tree, rows, 0, in_bag, 1, columns)
         return columns
 
-    def record_acquisitions(self, tree, partition, out_of_bag, from_partition):
+    def record_acquisitions(self, tree: np.ndarray, partition: np.ndarray,
+                            out_of_bag: np.ndarray, from_partition: bool) -> None:
         """Update the acquisition state with a new tree (in the order of the trees):
         the in-bag rows from the tree's partition (``from_partition``; else the grower
         has done that while growing on this state), the rows left out of the round by
@@ -670,10 +689,11 @@ class BoostingTrainer(Trainer):
                 self.dtrain.binned, tree, self.dtrain.missing_bin, out_of_bag,
                 bin_words(tree))
 
-    def grow_trees(self, grower_index, jobs):
+    def grow_trees(self, grower_index: int, jobs: list[Job]) -> list[Grown]:
         return [self.grow_tree(grower_index, *job) for job in jobs]
 
-    def speculate_trees(self, grower_index, jobs):
+    def speculate_trees(self, grower_index: int, jobs: list[Job]
+                        ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]]:
         """Greedy Miser's trees of ``jobs`` on one grower and its copy of the state,
         with their values (:meth:`tree_values`); nothing is added or recorded yet."""
         grower = self.growers[grower_index]
@@ -686,10 +706,11 @@ class BoostingTrainer(Trainer):
                                self.tree_values(grower, tree, rows, in_bag)))
         return speculated
 
-    def grow_round_speculatively(self, jobs):
+    def grow_round_speculatively(self, jobs: list[Job]) -> list[np.ndarray]:
         """Greedy Miser's multiclass round on several threads, with the trees of growing
         them one after another (see __init__)."""
         state, n = self.cost_state, self.n_growers
+        assert self.pool is not None      # speculative: several growers
         for scratch in self.scratch_states:
             scratch.copy_from(state)
         parts = [self.pool.submit(self.speculate_trees, g, jobs[g::n]) for g in range(n)]
@@ -715,12 +736,12 @@ class BoostingTrainer(Trainer):
             trees.append(tree)
         return trees
 
-    def round_jobs(self, iteration):
+    def round_jobs(self, iteration: int) -> list[Job]:
         """The gradients of round ``iteration`` (into ``grad`` / ``hess``) and its trees'
         samples: ``(output, in_bag rows, out_of_bag rows, feature_mask)`` per tree."""
         dtrain, objective = self.dtrain, self.setup.objective
-        objective.gradients(self.raw_train, dtrain.label, dtrain.weight, self.grad, self.hess,
-                            self.setup.n_threads, dtrain.group_ptr)
+        objective.gradients(self.raw_train, dtrain.required_label(), dtrain.weight, self.grad,
+                            self.hess, self.setup.n_threads, dtrain.group_ptr)
         check_gradient_sums(self.grad, self.p, iteration, self.first_iteration)
         in_bag_mask, feature_masks = self.sampler.sample(iteration)
         if in_bag_mask is None:
@@ -730,7 +751,7 @@ class BoostingTrainer(Trainer):
             out_of_bag = np.flatnonzero(~in_bag_mask).astype(np.int32)
         return [(k, in_bag, out_of_bag, mask) for k, mask in enumerate(feature_masks)]
 
-    def root_split_terms(self):
+    def root_split_terms(self) -> list:
         """Per tree of the next round, per feature: the best raw gain of a root split
         and its cost increment (:meth:`TreeGrower.root_split_terms`)."""
         terms = []
@@ -740,7 +761,7 @@ class BoostingTrainer(Trainer):
                 self.grad[:, k], self.grow_hess[:, k], rows, feature_mask))
         return terms
 
-    def iterate(self, iteration):
+    def iterate(self, iteration: int) -> bool:
         dtrain, n_outputs = self.dtrain, self.setup.objective.n_outputs
         n_samples = dtrain.data.shape[0]
         if iteration in self.stage_starts and iteration != self.first_iteration:
@@ -766,21 +787,21 @@ class BoostingTrainer(Trainer):
             n_samples, len(self.model.trees)))
         return False
 
-    def eval_predictions(self):
+    def eval_predictions(self) -> list:
         transform = self.setup.objective.transform
         return [(name, data, transform(raw)) for name, data, _, raw in self.eval_state]
 
-    def custom_metric_inputs(self):
+    def custom_metric_inputs(self) -> list:
         if not isinstance(self.setup.objective, CustomObjective):
             return self.eval_predictions()
         # a custom objective: the raw scores, as XGBoost and LightGBM give them
         return [(name, data, raw[:, 0].copy() if raw.shape[1] == 1 else raw.copy())
                 for name, data, _, raw in self.eval_state]
 
-    def finish(self, n_keep):
+    def finish(self, n_keep: int | None) -> Booster:
         return self.model if n_keep is None else self.model[:n_keep]
 
-    def record_training(self, model):
+    def record_training(self, model: Booster) -> None:
         model.finalize(self.dtrain, self.named_evals, self.train_cost_curve)
         # the lowest trade-off the model's rounds grew with (without stages, cost_tradeoff)
         lowest = min((stage.cost_tradeoff for stage in model.cost_stages), default=0.0)
@@ -796,12 +817,12 @@ class BoostingTrainer(Trainer):
                     "cbudget.cost_path, which scans down from lambda_max",
                     UserWarning, stacklevel=4)   # train()'s caller
 
-    def close(self):
+    def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown()
 
 
-def first_root_split_terms(p: dict, dtrain, setup) -> list:
+def first_root_split_terms(p: dict, dtrain: Dataset, setup: TrainingSetup) -> list:
     """Per tree of the first round, on all rows and features: the best raw gain of a
     root split on each feature and its cost increment
     (:meth:`TreeGrower.root_split_terms`)."""
@@ -814,7 +835,7 @@ def first_root_split_terms(p: dict, dtrain, setup) -> list:
         trainer.close()
 
 
-def smallest_blocking_tradeoff(p: dict, dtrain, setup) -> float:
+def smallest_blocking_tradeoff(p: dict, dtrain: Dataset, setup: TrainingSetup) -> float:
     """lambda_max: the smallest ``cost_tradeoff`` at which no root split of the first
     round pays its cost, i.e. ``raw_gain - lambda * increment <= gamma`` for every
     feature with a cost increment (features without one split at any trade-off); 0
@@ -836,13 +857,14 @@ class Boosting(Algorithm):
     cost-aware ones (with a ``cost_tradeoff``) restate it in their files' section named
     after them."""
 
-    def __init__(self, name, params, doc, *, depthwise_depth=6):
+    def __init__(self, name: str, params: tuple, doc: str, *, depthwise_depth: int = 6
+                 ) -> None:
         super().__init__(name, params, BoostingTrainer, doc, model_class=Booster,
                          section=name if any(param.name == "cost_tradeoff" for param in params)
                          else None, takes_callables=True)
         self.depthwise_depth = depthwise_depth
 
-    def resolve(self, given):
+    def resolve(self, given: dict) -> dict:
         """As :meth:`Algorithm.resolve`; with ``cost_stages``, ``cost_tradeoff`` is the
         first stage's (what lambda_max and the first round's root splits use): giving
         another one as well is an error."""
@@ -857,19 +879,19 @@ class Boosting(Algorithm):
             p["cost_tradeoff"] = first
         return p
 
-    def complete(self, p):
+    def complete(self, p: dict) -> None:
         complete_tree_params(p, self.depthwise_depth)
 
-    def memory_needs(self, p, dtrain, setup):
+    def memory_needs(self, p: dict, dtrain: Dataset, setup: TrainingSetup) -> list[MemoryNeed]:
         n_growers, speculative = round_growers(p, setup.objective.n_outputs, setup.n_threads)
         return grower_memory_needs(p, dtrain, n_growers + speculative)
 
-    def root_split_terms(self, p, dtrain, setup):
+    def root_split_terms(self, p: dict, dtrain: Dataset, setup: TrainingSetup) -> list:
         if self.name == "gbdt":
             return super().root_split_terms(p, dtrain, setup)
         return first_root_split_terms(p, dtrain, setup)
 
-    def lambda_max(self, p, dtrain, setup):
+    def lambda_max(self, p: dict, dtrain: Dataset, setup: TrainingSetup) -> float:
         if self.name == "gbdt":
             return super().lambda_max(p, dtrain, setup)
         return smallest_blocking_tradeoff(p, dtrain, setup)

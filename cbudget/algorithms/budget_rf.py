@@ -18,16 +18,20 @@ the forest of ``a + b``. Default metric: the vote's ``error`` / ``merror``.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
 from .._core._stumps import grow_greedy_tree
 from .._core._types import NODE_DTYPE
-from ..callback import BudgetStopping
-from ..engine import Algorithm, MemoryNeed, Trainer, model_to_continue
+from ..callback import BudgetStopping, TrainingCallback
+from ..dataset import Dataset
+from ..engine import Algorithm, MemoryNeed, Trainer, TrainingSetup, model_to_continue
 from ..forest import IMPURITIES, VOTE_METRICS, Forest
 from ..metrics import evaluate_on, ranking_hint
+from ..objectives import Objective
 from ..params import Param, choice, depth_limit, flag, int_tuple, number
 
 __all__ = ["BUDGET_RF", "ForestTrainer"]
@@ -54,10 +58,10 @@ PARAMS = (
 )
 
 
-class ForestTrainer(Trainer):
+class ForestTrainer(Trainer[Forest]):
     """Add GREEDYTREEs grown on bootstrap samples, ``n_threads`` at a time."""
 
-    def __init__(self, p, dtrain, num_boost_round, setup):
+    def __init__(self, p: dict, dtrain: Dataset, num_boost_round: int, setup: TrainingSetup):
         if dtrain.binned.dtype != np.uint8:
             # the stump kernel (_stumps.pyx) counts classes over uint8 bins only
             raise ValueError(
@@ -67,7 +71,7 @@ class ForestTrainer(Trainer):
         super().__init__(p, dtrain, n_trees_of(p, num_boost_round), setup)
         objective = setup.objective
         self.n_classes = max(2, objective.num_class)
-        self.labels = dtrain.label.astype(np.int32)
+        self.labels = dtrain.required_label().astype(np.int32)
         init = model_to_continue(setup.xgb_model, dtrain, objective, Forest, self.n_classes)
         if init is not None and init.vote != "majority":
             raise ValueError("xgb_model is an imported forest, which averages its trees' "
@@ -103,15 +107,16 @@ class ForestTrainer(Trainer):
                            for data, name in setup.evals]
         n_threads = setup.n_threads
         self.pool = ThreadPoolExecutor(max_workers=n_threads) if n_threads > 1 else None
-        self.grown = {}       # tree index -> (tree, class counts), grown ahead in batches
+        # tree index -> (tree, class counts), grown ahead in batches
+        self.grown: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-    def callbacks(self):
+    def callbacks(self) -> list[TrainingCallback]:
         if self.p["budget"] is None:
             return []
         return [BudgetStopping(self.p["budget"], self.setup.evals[-1][0],
                                verbose=self.setup.verbose)]
 
-    def grow(self, t):
+    def grow(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         """Tree ``t``: it depends only on the seed and ``t``."""
         dtrain, costs = self.dtrain, self.dtrain.cost_model
         rng = np.random.default_rng([self.p["seed"], t])
@@ -121,7 +126,7 @@ class ForestTrainer(Trainer):
                                 self.edges, self.edges_indptr, self.splittable,
                                 seed=int(rng.integers(2 ** 63)), **self.tree_options)
 
-    def iterate(self, iteration):
+    def iterate(self, iteration: int) -> bool:
         if iteration not in self.grown:
             # a batch of trees grown in parallel, then added one by one
             end = self.first_iteration + self.n_iterations
@@ -136,7 +141,7 @@ class ForestTrainer(Trainer):
             sums += self.model.leaf_sums(data.data, "both", (n - 1, n))
         return False
 
-    def eval_scores(self, metrics):
+    def eval_scores(self, metrics: Sequence[str]) -> list:
         scores = []
         for name, data, sums in self.eval_state:
             counts, votes = np.hsplit(sums, 2)
@@ -145,7 +150,7 @@ class ForestTrainer(Trainer):
                 for metric in metrics}))
         return scores
 
-    def finish(self, n_keep):
+    def finish(self, n_keep: int | None) -> Forest:
         forest = self.model if n_keep is None else self.model[:n_keep]
         if forest.num_trees() == 0 and self.n_iterations > 0 and self.p["budget"] is not None:
             warnings.warn(f"budget_rf: a single tree costs more than the budget "
@@ -153,21 +158,21 @@ class ForestTrainer(Trainer):
                           "predicts the training class prior", RuntimeWarning, stacklevel=4)
         return forest
 
-    def record_training(self, model):
+    def record_training(self, model: Forest) -> None:
         model.finalize(self.dtrain, self.named_evals)
 
-    def close(self):
+    def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown()
 
 
-def n_trees_of(p, num_boost_round):
+def n_trees_of(p: dict[str, Any], num_boost_round: int) -> int:
     """The trees to grow: ``n_estimators``, default ``num_boost_round``."""
     return num_boost_round if p["n_estimators"] is None else p["n_estimators"]
 
 
 class BudgetRF(Algorithm):
-    def complete(self, p):
+    def complete(self, p: dict) -> None:
         if p["objective"] is None:
             p["objective"] = ("multi:softprob" if p["num_class"] not in (None, 1)
                               else "binary:logistic")
@@ -177,10 +182,10 @@ class BudgetRF(Algorithm):
                              + ranking_hint(p["objective"], "on relevance made binary "
                                             "(binary:logistic), as in its paper,"))
 
-    def default_metric(self, p, objective):
+    def default_metric(self, p: dict, objective: Objective) -> str:
         return VOTE_METRICS[objective.name]
 
-    def memory_needs(self, p, dtrain, setup):
+    def memory_needs(self, p: dict, dtrain: Dataset, setup: TrainingSetup) -> list[MemoryNeed]:
         # each thread grows a tree in arrays sized for 2 x its bootstrap rows
         n_bootstrap = max(1, round(p["subsample"] * dtrain.num_data()))
         per_node = NODE_DTYPE.itemsize + 8 * max(2, setup.objective.num_class)
@@ -189,8 +194,8 @@ class BudgetRF(Algorithm):
                            2.0 * setup.n_threads * n_bootstrap * per_node,
                            "Reduce subsample or n_jobs")]
 
-    def check_data(self, p, objective, dtrain):
-        y = dtrain.label
+    def check_data(self, p: dict, objective: Objective, dtrain: Dataset) -> None:
+        y = dtrain.required_label()
         if objective.num_class == 1 and np.max(y) > 1:
             raise ValueError(f"budget_rf: the labels go up to {np.max(y):g}; give num_class "
                              "(the number of classes) for a multi-class forest")

@@ -27,16 +27,19 @@ from __future__ import annotations
 import copy
 import numbers
 import time
+from typing import Any
 
 import numpy as np
 
 from .._core._linear import LOSS_LOGISTIC, LOSS_SQUARED
 from .._core._openmp_helpers import resolve_n_threads
+from ..booster import Booster
 from ..callback import CallbackContainer
 from ..cstc import LOSSES, Cascade, ClassifierTree, default_metric, node_inputs, score_transform
+from ..dataset import Dataset
 from ..engine import Algorithm, MemoryNeed, Trainer, TrainingSetup, run_training
 from ..metrics import ranking_hint
-from ..objectives import get_objective
+from ..objectives import Objective, get_objective
 from ..params import SQRT_FLOAT_MAX, Param, choice, flag, number
 from .boosting import GBDT, grower_memory_needs
 from .cstc_solver import TreeProblem, skeleton, validation_score
@@ -72,7 +75,7 @@ PARAMS = (
 )
 
 
-def basis_params(p):
+def basis_params(p: dict[str, Any]) -> dict[str, Any]:
     """The gbdt parameters of the basis trees (the boosting trick)."""
     return GBDT.resolve({"objective": "reg:squarederror", "grow_policy": "depthwise",
                          "max_depth": p["basis_max_depth"],
@@ -80,7 +83,7 @@ def basis_params(p):
                          "n_jobs": p["n_jobs"]})
 
 
-def basis_booster(p, dtrain, targets):
+def basis_booster(p: dict[str, Any], dtrain: Dataset, targets: np.ndarray) -> Booster:
     """The boosting trick (section 5): the booster of T depth-limited regression trees
     by gradient boosting on the targets (squared loss), whose trees' outputs are the
     coordinates the nodes see."""
@@ -90,11 +93,13 @@ def basis_booster(p, dtrain, targets):
     objective = get_objective("reg:squarederror", None)
     setup = TrainingSetup(objective=objective, metrics=[objective.default_metric], evals=[],
                           n_threads=resolve_n_threads(p["n_jobs"]), verbose=False)
-    return run_training(GBDT.trainer(params, data, p["basis_trees"], setup),
-                        CallbackContainer([]))
+    booster = run_training(GBDT.trainer(params, data, p["basis_trees"], setup),
+                           CallbackContainer([]))
+    assert isinstance(booster, Booster)  # gbdt's
+    return booster
 
 
-def standardize_targets(targets, weight):
+def standardize_targets(targets: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
     """(mean, standard deviation) of regression targets under ``weight``; the solver fits
     the standardised targets, so that ``cost_tradeoff`` and ``reg_alpha`` weigh against
     a loss in units of the targets' variance, whatever their scale. A constant target
@@ -104,7 +109,8 @@ def standardize_targets(targets, weight):
     return mean, scale if scale > 0 else 1.0
 
 
-def class_factor(p, labels, weight):
+def class_factor(p: dict[str, Any], labels: np.ndarray, weight: np.ndarray | None
+                 ) -> np.ndarray:
     """CSCC's class weight w_y of each input (ones without ``class_weight``)."""
     choice_ = p["class_weight"]
     if choice_ is None:
@@ -135,17 +141,17 @@ def check_penalty_scale(p: dict, total_weight: float, total_cost: float) -> None
                              "where the solver's arithmetic overflows")
 
 
-class ClassifierTreeTrainer(Trainer):
+class ClassifierTreeTrainer(Trainer[ClassifierTree]):
     """Structure (full, or greedy on the last ``evals`` set), sweeps of block coordinate
     descent, then (``finish``) pruning on the last ``evals`` set for "prune", removal of
     unreached nodes and idle routing weights, and fine-tuning of the leaves."""
 
     keeps_all_iterations = False
 
-    def __init__(self, p, dtrain, num_boost_round, setup):
+    def __init__(self, p: dict, dtrain: Dataset, num_boost_round: int, setup: TrainingSetup):
         super().__init__(p, dtrain, num_boost_round, setup)
         objective = setup.objective
-        y, weight = dtrain.label, dtrain.weight
+        y, weight = dtrain.required_label(), dtrain.weight
         binary = objective.name == "binary:logistic"
         self.sample_weight = np.ones(y.shape[0]) if weight is None else weight
         if binary:
@@ -202,18 +208,18 @@ class ClassifierTreeTrainer(Trainer):
         self.states = [self.state()]
         self.previous = problem.objective()
 
-    def state(self):
+    def state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         problem = self.problem
         return (problem.B.copy(), problem.bias.copy(), problem.theta.copy(),
                 problem.active.copy())
 
-    def transform(self, score):
+    def transform(self, score: np.ndarray) -> np.ndarray:
         """Predictions from the problem's scores (on the scale of the standardised
         targets)."""
         return score_transform(self.setup.objective.name, self.p["loss"],
                                score * self.target_scale + self.target_mean)
 
-    def export(self):
+    def export(self) -> ClassifierTree:
         """The problem's alive nodes as a ClassifierTree / Cascade: renumbered in level
         order, weights back on the original scale of the coordinates."""
         problem, p, dtrain = self.problem, self.p, self.dtrain
@@ -237,7 +243,7 @@ class ClassifierTreeTrainer(Trainer):
             impute=self.mean if self.basis is None else np.zeros_like(self.mean),
             basis=self.basis)
 
-    def iterate(self, iteration):
+    def iterate(self, iteration: int) -> bool:
         problem = self.problem
         value = problem.sweep()
         self.states.append(self.state())
@@ -246,11 +252,11 @@ class ClassifierTreeTrainer(Trainer):
         self.previous = value
         return converged
 
-    def eval_predictions(self):
+    def eval_predictions(self) -> list:
         return [(name, data, self.transform(self.problem.predict_hard(Z_eval)[0]))
                 for name, data, Z_eval in self.eval_coords]
 
-    def finish(self, n_keep):
+    def finish(self, n_keep: int | None) -> ClassifierTree:
         problem = self.problem
         if n_keep is not None and n_keep < len(self.states) - 1:
             problem.B, problem.bias, problem.theta, problem.active = (
@@ -264,7 +270,7 @@ class ClassifierTreeTrainer(Trainer):
             problem.fine_tune()
         return self.export()
 
-    def record_training(self, model):
+    def record_training(self, model: ClassifierTree) -> None:
         problem = self.problem
         reach, _ = problem.route()
         model.finalize(self.dtrain, self.named_evals,
@@ -273,13 +279,14 @@ class ClassifierTreeTrainer(Trainer):
 
 
 class ClassifierTreeAlgorithm(Algorithm):
-    def __init__(self, name, doc, depth, model_class):
+    def __init__(self, name: str, doc: str, depth: int, model_class: type[ClassifierTree]
+                 ) -> None:
         super().__init__(name, PARAMS, ClassifierTreeTrainer, doc, model_class=model_class,
                          section="classifier_tree",
                          cannot_continue="each training optimises the whole tree")
         self.depth = depth
 
-    def complete(self, p):
+    def complete(self, p: dict) -> None:
         if p["objective"] not in ("reg:squarederror", "binary:logistic"):
             raise ValueError(f"{p['algorithm']} fits regression (reg:squarederror) or binary "
                              f"classification (binary:logistic), not {p['objective']!r}"
@@ -298,15 +305,15 @@ class ClassifierTreeAlgorithm(Algorithm):
             if weight != "balanced":
                 if (not isinstance(weight, (list, tuple)) or len(weight) != 2
                         or not all(isinstance(w, numbers.Real) and not isinstance(w, bool)
-                                   and 0 < w < float("inf") for w in weight)):
+                                   and 0 < float(w) < float("inf") for w in weight)):
                     raise ValueError("parameter class_weight must be None, 'balanced' or two "
                                      f"finite numbers > 0 [w0, w1], got {weight!r}")
                 p["class_weight"] = [float(w) for w in weight]
 
-    def default_metric(self, p, objective):
+    def default_metric(self, p: dict, objective: Objective) -> str:
         return default_metric(objective.name, p["loss"])
 
-    def memory_needs(self, p, dtrain, setup):
+    def memory_needs(self, p: dict, dtrain: Dataset, setup: TrainingSetup) -> list[MemoryNeed]:
         n_rows, n_features = dtrain.data.shape
         # the coordinates: the features, or the basis trees' outputs (boosting trick)
         d = p["basis_trees"] or n_features

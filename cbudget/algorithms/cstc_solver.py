@@ -68,6 +68,11 @@ in label deviations):
   the root's exit (test error 0.044 where the full tree reaches 0.024 at a similar
   cost).
 """
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
+
 import numpy as np
 import scipy.linalg
 import scipy.optimize
@@ -83,6 +88,17 @@ from .._core._linear import (
 from ..metrics import evaluate_on, metric_maximize
 from .linear_inputs import threads_for
 
+if TYPE_CHECKING:  # only for type hints
+    from scipy.sparse import sparray, spmatrix
+
+    from ..dataset import Dataset
+
+# node k's terms that the other nodes fix (TreeProblem.node_terms): arrays, flags, lists
+# of nodes, keyed by name
+NodeTerms: TypeAlias = dict[str, Any]
+# a lower-is-better validation score of hard predictions (validation_score)
+Score: TypeAlias = Callable[[np.ndarray], float]
+
 __all__ = ["TreeProblem", "CLAMP"]
 
 CLAMP = 1e-3            # |weight| below this is set to zero for good (section 3.4)
@@ -92,7 +108,7 @@ _MAX_LBFGS_ITERATIONS = 200
 _HARD_SHARPNESS = 1e9
 
 
-def skeleton(kind, depth):
+def skeleton(kind: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
     """(upper, lower) child arrays of the full structure: a binary tree of ``depth``
     levels in level order (node k's children 2k+1 (upper), 2k+2 (lower)), or a cascade of
     ``depth`` stages (stage k passes its upper side on to k + 1; its lower side exits)."""
@@ -110,7 +126,7 @@ def skeleton(kind, depth):
     return upper.astype(np.int32), lower.astype(np.int32)
 
 
-def balanced_threshold(values, weights):
+def balanced_threshold(values: np.ndarray, weights: np.ndarray) -> float:
     """A threshold that sends about half of the weight up: the midpoint of the gap
     between consecutive distinct values whose weight below is closest to half. Never
     one of the values themselves: scores that take few distinct values (cheap binary
@@ -147,8 +163,11 @@ class TreeProblem:
     sharpness : float > 0; routing_sharpness, the slope of the routing sigmoid
     """
 
-    def __init__(self, Z, y, sample_weight, class_factor, groups, group_costs, *, kind, depth,
-                 weighting, cost_form, loss, rho, lam, tol, usable, sharpness, n_threads):
+    def __init__(self, Z: np.ndarray, y: np.ndarray, sample_weight: np.ndarray,
+                 class_factor: np.ndarray, groups: sparray | spmatrix, group_costs: np.ndarray,
+                 *, kind: str, depth: int, weighting: str, cost_form: str, loss: int,
+                 rho: float, lam: float, tol: float, usable: np.ndarray, sharpness: float,
+                 n_threads: int) -> None:
         self.Z, self.y = Z, y
         self.sw = sample_weight
         self.W = float(sample_weight.sum())
@@ -177,17 +196,17 @@ class TreeProblem:
         self.F = np.zeros((n, n_nodes))
         # per node and coordinate: the spread the relaxed cost measures weights against
         self.scale = np.ones((n_nodes, d))
-        self.objective_history = []
+        self.objective_history: list[float] = []
 
-    def _threads(self, work):
+    def _threads(self, work: int) -> int:
         return threads_for(work, self.n_threads)
 
     # -- structure ----------------------------------------------------------------------
     @property
-    def n_nodes(self):
+    def n_nodes(self) -> int:
         return self.upper_full.shape[0]
 
-    def children(self):
+    def children(self) -> tuple[np.ndarray, np.ndarray]:
         """(upper, lower) of the current structure: a child that is not alive is a
         terminal (-1)."""
         upper = np.where((self.upper_full >= 0) & self.alive[np.maximum(self.upper_full, 0)],
@@ -196,7 +215,7 @@ class TreeProblem:
                          self.lower_full, -1).astype(np.int32)
         return upper, lower
 
-    def path(self, k):
+    def path(self, k: int) -> list[int]:
         """Nodes from the root to ``k``, ``k`` included."""
         nodes = []
         while k >= 0:
@@ -204,7 +223,7 @@ class TreeProblem:
             k = self.parent[k]
         return nodes[::-1]
 
-    def subtree(self, k):
+    def subtree(self, k: int) -> list[int]:
         """Alive nodes below ``k`` (``k`` excluded)."""
         upper, lower = self.children()
         out, stack = [], [c for c in (upper[k], lower[k]) if c >= 0]
@@ -214,11 +233,13 @@ class TreeProblem:
             stack.extend(c for c in (upper[j], lower[j]) if c >= 0)
         return sorted(out)
 
-    def alive_nodes(self):
+    def alive_nodes(self) -> np.ndarray:
         return np.flatnonzero(self.alive)
 
     # -- soft traversal and the global objective -------------------------------------
-    def route(self, F=None, upper=None, lower=None, theta=None):
+    def route(self, F: np.ndarray | None = None, upper: np.ndarray | None = None,
+              lower: np.ndarray | None = None, theta: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
         """(reach, exit) probabilities of every input at every node (eq. 4, 5)."""
         F = self.F if F is None else F
         if upper is None:
@@ -230,16 +251,16 @@ class TreeProblem:
                    self._threads(F.size))
         return reach, exit_
 
-    def loss_weights(self, reach, exit_):
+    def loss_weights(self, reach: np.ndarray, exit_: np.ndarray) -> np.ndarray:
         """Each input's loss weight at each node: its class weight times its reach
         probability (CSTC) or its exit probability (CSCC, Cronus)."""
         return (reach if self.weighting == "reach" else exit_) * self.class_factor[:, None]
 
-    def group_norms(self):
+    def group_norms(self) -> np.ndarray:
         """(n_nodes, n_groups): ``sum_{t in S_g} (B[k, t] scale[k, t])^2``."""
         return (self.groups @ ((self.B * self.scale) ** 2).T).T
 
-    def update_scales(self, nodes=None):
+    def update_scales(self, nodes: Sequence[int] | np.ndarray | None = None) -> None:
         """Set ``scale[k]`` of the alive nodes (or of ``nodes``) to each coordinate's
         standard deviation over the inputs that reach ``k``, weighted by sample weight
         times reach probability (1 at the root, where every input arrives with
@@ -257,7 +278,7 @@ class TreeProblem:
             variance = np.einsum("i,ij,ij->j", weights, self.Z, self.Z) / total - mean ** 2
             self.scale[k] = np.sqrt(np.maximum(variance, 0.0))
 
-    def cost_term(self, reach, exit_):
+    def cost_term(self, reach: np.ndarray, exit_: np.ndarray) -> float:
         """The relaxed expected cost (without lambda)."""
         q = self.group_norms()
         alive = self.alive_nodes()
@@ -274,7 +295,7 @@ class TreeProblem:
                 total += mean_exit[k] * float(self.group_costs @ np.sqrt(path_q))
         return total
 
-    def objective(self):
+    def objective(self) -> float:
         """The relaxed objective (12) / (19) / Cronus at the current parameters."""
         reach, exit_ = self.route()
         losses = np.empty_like(self.F)
@@ -285,7 +306,7 @@ class TreeProblem:
         value += self.rho * float(np.abs(self.B[alive]).sum())
         return float(value + self.lam * self.cost_term(reach, exit_))
 
-    def set_scores(self, k):
+    def set_scores(self, k: int) -> None:
         columns = np.flatnonzero(self.B[k]).astype(np.int64)
         scores = np.empty(self.Z.shape[0])
         dense_scores(self.Z, columns, np.ascontiguousarray(self.B[k, columns]), self.bias[k],
@@ -293,7 +314,7 @@ class TreeProblem:
         self.F[:, k] = scores
 
     # -- one node ---------------------------------------------------------------------
-    def node_terms(self, k):
+    def node_terms(self, k: int) -> NodeTerms:
         """Everything node ``k``'s objective needs that the other nodes fix: the
         per-input loss weights and descendant losses of ``node_objective``, and the cost
         pieces (see :meth:`node_function`)."""
@@ -354,14 +375,15 @@ class TreeProblem:
             t["owners"] = owners
         return t
 
-    def _eta(self, inv_eta):
+    def _eta(self, inv_eta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Lemma 1's auxiliaries ``1 / eta`` with what the cost pieces take of them in
         every L-BFGS evaluation, computed once: ``(1 / eta, eta, per coordinate the sum
         of c / eta over the groups holding it)``."""
         return (inv_eta, _safe_sqrt_inverse(inv_eta),
                 self.groups_T @ (self.group_costs * inv_eta))
 
-    def _cost_pieces(self, t, beta, s):
+    def _cost_pieces(self, t: NodeTerms, beta: np.ndarray, s: np.ndarray | None
+                     ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
         """Node ``k``'s cost term (Lemma 1 form, eta fixed) at weights ``beta`` and
         routing ``s``: (value, d/d beta diagonal, CU, CV) -- CU/CV the derivatives of
         the cost with respect to ``s_i``, per input and with lambda."""
@@ -380,6 +402,7 @@ class TreeProblem:
             for side in ("up", "lo"):
                 nodes = t[side]
                 if nodes:
+                    assert s is not None    # a node with children has its routing
                     side_s = s if side == "up" else 1.0 - s
                     reach_side = t[f"reach_{side}"][:, nodes]
                     mean_reach[nodes] = _weighted_sum(self.sw * side_s, reach_side) / self.W
@@ -399,12 +422,14 @@ class TreeProblem:
             path_q = q_others + qk
             k_value = 0.5 * float(c @ (path_q * inv_eta + eta))
             if side == "own":
-                weight_s = t["tu"] * s + t["tl"] * (1.0 - s) if t["splits"] else 1.0
+                # s is None for a node without children
+                weight_s = 1.0 if s is None else t["tu"] * s + t["tl"] * (1.0 - s)
                 mean_exit = float(np.einsum("i,i->", sw, t["reach_k"] * weight_s)) / self.W
                 cu += self.lam * t["reach_k"] * t["tu"] * k_value
                 cv += self.lam * t["reach_k"] * t["tl"] * k_value
             else:
                 exit_j = t[f"exit_{side}"][:, j]
+                assert s is not None    # a node with children has its routing
                 side_s = s if side == "up" else 1.0 - s
                 mean_exit = float(np.einsum("i,i->", sw, side_s * exit_j)) / self.W
                 (cu if side == "up" else cv)[:] += self.lam * exit_j * k_value
@@ -412,7 +437,8 @@ class TreeProblem:
             diag += mean_exit * spread * scale2
         return value, diag, cu, cv
 
-    def node_function(self, t, active, gamma):
+    def node_function(self, t: NodeTerms, active: np.ndarray, gamma: np.ndarray
+                      ) -> Callable[[np.ndarray], tuple[float, np.ndarray]]:
         """The smoothed objective of node ``t['k']`` (Lemma 1 with ``gamma`` for the l1
         norm and the eta in ``t``; constants dropped) as a function of
         ``x = [weights on the active coordinates, bias, threshold (if it splits)]``,
@@ -427,7 +453,7 @@ class TreeProblem:
         threads = self._threads(f.size * max(n_active, 1))
         threads_f = self._threads(10 * f.size)
 
-        def function(x):
+        def function(x: np.ndarray) -> tuple[float, np.ndarray]:
             beta_a, bias = np.ascontiguousarray(x[:n_active]), float(x[n_active])
             theta = x[n_active + 1] if t["splits"] else 0.0
             dense_scores(self.Z, columns, beta_a, bias, f, threads)
@@ -452,7 +478,8 @@ class TreeProblem:
 
         return function
 
-    def solve_leaf(self, t, active, gamma, gram):
+    def solve_leaf(self, t: NodeTerms, active: np.ndarray, gamma: np.ndarray,
+                   gram: WeightedGram) -> tuple[np.ndarray, float]:
         """Closed-form weights and bias of a leaf under squared loss (eq. 16): the
         weighted ridge ``(Z' Omega Z + W Gamma) beta = Z' Omega y`` with an unpenalised
         bias, ``Gamma = rho / gamma + lambda * (cost diagonal)``. ``gram``: the
@@ -463,7 +490,7 @@ class TreeProblem:
         penalty = self.rho * _safe_inverse(gamma) + self.lam * diag[active]
         return gram.solve(active, self.W * penalty)
 
-    def optimize_node(self, k, *, start=None):
+    def optimize_node(self, k: int, *, start: np.ndarray | None = None) -> float:
         """Algorithm 1's inner loop for node ``k``: alternate Lemma 1's auxiliary
         variables (closed form) and the node's parameters until the objective changes
         less than ``tol``; clamp weights below ``CLAMP``. ``start``: a support (bool
@@ -511,7 +538,7 @@ class TreeProblem:
             previous = value
         return value
 
-    def _unit_eta(self, t):
+    def _unit_eta(self, t: NodeTerms) -> None:
         """Lemma 1's auxiliaries all 1 (the start of a fresh node)."""
         if self.cost_form == "cronus":
             t["eta"] = self._eta(np.ones_like(t["eta"][0]))
@@ -520,13 +547,13 @@ class TreeProblem:
                            for j, side, q, inv, *_ in t["owners"]]
 
     # -- the whole tree ----------------------------------------------------------------
-    def set_split_threshold(self, k):
+    def set_split_threshold(self, k: int) -> None:
         """Threshold of a node that just got children: half of its (reach-weighted)
         training inputs go up (:func:`balanced_threshold`)."""
         reach, _ = self.route()
         self.theta[k] = balanced_threshold(self.F[:, k], self.sw * reach[:, k])
 
-    def add_node(self, k):
+    def add_node(self, k: int) -> None:
         """Make ``k`` alive and initialise it as a leaf (3.4.2); its parent, which now
         branches, gets the median threshold first if it had no child yet."""
         parent = self.parent[k]
@@ -537,22 +564,23 @@ class TreeProblem:
         self.alive[k] = True
         self.optimize_node(k, start=self.usable)
 
-    def initialize(self, nodes=None):
+    def initialize(self, nodes: Sequence[int] | None = None) -> None:
         """Top-down initialisation (3.4.2): each node in level order, as a leaf."""
         for k in range(self.n_nodes) if nodes is None else nodes:
             self.add_node(k)
 
-    def sweep(self):
+    def sweep(self) -> float:
         """One pass of block coordinate descent over the alive nodes in level order, the
         cost's scales renewed first (:meth:`update_scales`); returns the objective."""
         value = None
         self.update_scales()
         for k in self.alive_nodes():
             value = self.optimize_node(k)
+        assert value is not None    # the root is always alive
         self.objective_history.append(float(value))
         return value
 
-    def fine_tune(self):
+    def fine_tune(self) -> None:
         """Section 3.5: re-fit every leaf without the cost term, on the inputs that reach
         it with hard thresholds, as predictions will route them (soft routing would leak
         other regions' inputs into the fit). Its features are its own and those of the
@@ -571,20 +599,22 @@ class TreeProblem:
         finally:
             self.lam, self.sharpness = lam, sharpness
 
-    def paid_coordinates(self, k):
+    def paid_coordinates(self, k: int) -> np.ndarray:
         """bool (n_coords,): the coordinates that node ``k`` or a node on its path
         reads."""
-        return self.active[self.path(k)].any(axis=0)
+        return np.any(self.active[self.path(k)], axis=0)
 
     # -- hard prediction on other data (validation) ----------------------------------
-    def predict_hard(self, Z, alive=None):
+    def predict_hard(self, Z: np.ndarray, alive: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
         """(scores of the exit nodes, exit nodes) of the rows of ``Z`` with hard
         thresholds, using the structure ``alive`` (default: the current one)."""
         F = Z @ self.B.T + self.bias
         node, _ = self.hard_walk(F, alive)
         return F[np.arange(F.shape[0]), node], node
 
-    def hard_walk(self, F, alive=None):
+    def hard_walk(self, F: np.ndarray, alive: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
         """(exit node, bool (n_samples, n_nodes) of the nodes visited) of inputs with
         node scores ``F`` under hard thresholds, in the structure ``alive``."""
         alive = self.alive if alive is None else alive
@@ -605,7 +635,7 @@ class TreeProblem:
             visited[rows[child_alive], child[child_alive]] = True
         return node, visited
 
-    def drop_unreached_nodes(self):
+    def drop_unreached_nodes(self) -> None:
         """Remove the nodes that no training input reaches with hard thresholds. Their
         weights were shaped by soft routing only, and while such a node hangs below a
         node, that node routes as well as predicts and fine-tuning leaves it alone;
@@ -619,7 +649,7 @@ class TreeProblem:
         self.active[dead] = False
         self.F[:, dead] = self.bias[dead]
 
-    def drop_idle_weights(self):
+    def drop_idle_weights(self) -> None:
         """Remove the weights of branching nodes that route no training input
         differently: the mixed norm charges a small weight little, the prediction cost
         charges its feature in full. For each node with two children, coordinates are
@@ -643,7 +673,7 @@ class TreeProblem:
                     self.active[k, j] = False
             self.set_scores(k)
 
-    def prune(self, Z_valid, score):
+    def prune(self, Z_valid: np.ndarray, score: Score) -> None:
         """Bottom-up pruning (3.6.1): remove a leaf whenever the validation ``score``
         (a function of the hard predictions, lower is better) does not get worse;
         repeat until no leaf can go. Training calls it on the optimised tree (see the
@@ -664,7 +694,7 @@ class TreeProblem:
                     current = value
                     changed = True
 
-    def grow_greedy(self, Z_valid, score):
+    def grow_greedy(self, Z_valid: np.ndarray, score: Score) -> None:
         """Greedy top-down growth (3.6.2): add the potential node that improves the
         validation ``score`` the most until none does. A node that gets children has its
         threshold set so that half of its validation inputs go up."""
@@ -672,7 +702,7 @@ class TreeProblem:
         current = score(self.predict_hard(Z_valid)[0])
         potential = {}
 
-        def open_children(k):
+        def open_children(k: int) -> None:
             _, node = self.predict_hard(Z_valid)
             values = (Z_valid @ self.B[k] + self.bias[k])[node == k]
             if values.size:
@@ -713,7 +743,8 @@ class WeightedGram:
     centring). Built once per node visit on the columns ``columns`` (bool mask); each
     IRLS step then only solves a sub-block."""
 
-    def __init__(self, Z, y, weights, columns):
+    def __init__(self, Z: np.ndarray, y: np.ndarray, weights: np.ndarray, columns: np.ndarray
+                 ) -> None:
         self.columns = np.flatnonzero(columns)
         self.total = float(weights.sum())
         Zs = Z[:, self.columns]
@@ -729,7 +760,8 @@ class WeightedGram:
         self.lhs = Zw.T @ Zc
         self.rhs = Zw.T @ (y - self.y_mean)
 
-    def solve(self, columns, penalty):
+    def solve(self, columns: np.ndarray, penalty: np.ndarray | float
+              ) -> tuple[np.ndarray, float]:
         """(beta on ``columns`` (a bool mask, within the built ones), bias)."""
         where = np.flatnonzero(columns[self.columns])
         if self.total <= 0:
@@ -744,40 +776,42 @@ class WeightedGram:
         return beta, self.y_mean - float(self.z_mean[where] @ beta)
 
 
-def weighted_ridge(Z, y, weights, penalty):
+def weighted_ridge(Z: np.ndarray, y: np.ndarray, weights: np.ndarray,
+                   penalty: np.ndarray | float) -> tuple[np.ndarray, float]:
     """:class:`WeightedGram`'s solve on all columns of ``Z``: (beta, b)."""
     columns = np.ones(Z.shape[1], dtype=bool)
     return WeightedGram(Z, y, weights, columns).solve(columns, penalty)
 
 
-def _weighted_sum(weights, matrix):
+def _weighted_sum(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     """``weights @ matrix`` without BLAS (whose threads cost more than these small
     products on a busy machine)."""
     return np.einsum("i,ij->j", weights, matrix)
 
 
-def _sigmoid(z):
+def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
 
-def _safe_inverse(values):
+def _safe_inverse(values: np.ndarray) -> np.ndarray:
     out = np.zeros_like(values, dtype=np.float64)
     positive = values > 0
     out[positive] = 1.0 / values[positive]
     return out
 
 
-def _safe_sqrt_inverse(inv_eta):
+def _safe_sqrt_inverse(inv_eta: np.ndarray) -> np.ndarray:
     """eta from 1 / eta (0 stays 0)."""
     return _safe_inverse(inv_eta)
 
 
-def validation_score(metric, valid, transform):
+def validation_score(metric: str, valid: Dataset,
+                     transform: Callable[[np.ndarray], np.ndarray]) -> Score:
     """Lower-is-better validation score on the Dataset ``valid`` of hard predictions
     (for pruning / growth)."""
     sign = -1.0 if metric_maximize(metric) else 1.0
 
-    def score(raw):
+    def score(raw: np.ndarray) -> float:
         return sign * evaluate_on(metric, valid, transform(raw))
 
     return score

@@ -44,6 +44,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import scipy.optimize
@@ -66,8 +69,8 @@ from ..adapt import (
     q_step,
 )
 from ..booster import Booster
-from ..dataset import check_model_matches, zero_one_labels
-from ..engine import Algorithm, MemoryNeed, Trainer
+from ..dataset import Dataset, check_model_matches, zero_one_labels
+from ..engine import Algorithm, MemoryNeed, Trainer, TrainingSetup
 from ..metrics import ranking_hint
 from ..params import CATEGORICAL_PARAMS, Param, choice, number
 from .boosting import (
@@ -82,6 +85,16 @@ from .boosting import (
     tree_grower,
 )
 from .linear_inputs import cost_groups, standardize, standardized, threads_for
+
+if TYPE_CHECKING:  # only for type hints
+    from scipy.sparse import sparray, spmatrix
+
+    from ..objectives import Objective
+
+# ADAPT-LIN's (OPT2) as a function of the weights v and the routing q: a step (the new v)
+# or an objective value
+Step: TypeAlias = Callable[[np.ndarray, np.ndarray], np.ndarray]
+PairObjective: TypeAlias = Callable[[np.ndarray, np.ndarray], float]
 
 __all__ = ["ALGORITHMS", "LinearPairProblem", "check_expensive_model"]
 
@@ -98,15 +111,15 @@ SETTLED = 3
 REFIT_ITERATIONS = 1000
 
 
-def _softplus(z):
+def _softplus(z: np.ndarray) -> np.ndarray:
     return np.logaddexp(0.0, z)
 
 
-def _logit(p):
+def _logit(p: float) -> float:
     return np.log(p) - np.log1p(-p)
 
 
-def check_expensive_model(expensive_model, dtrain):
+def check_expensive_model(expensive_model: Any, dtrain: Dataset) -> Model | ExternalModel:
     """The expensive model f0, checked against the training data: a binary cbudget model
     with the same features and costs, or an :class:`ExternalModel`."""
     if expensive_model is None:
@@ -131,7 +144,7 @@ def check_expensive_model(expensive_model, dtrain):
                     f"got {type(expensive_model).__name__}")
 
 
-def expensive_probability(f0, X):
+def expensive_probability(f0: Model | ExternalModel, X: np.ndarray) -> np.ndarray:
     """The expensive model's P(y = 1) of the rows of ``X``, clipped away from 0 and 1."""
     p = np.asarray(positive_probability(f0, X), dtype=np.float64)
     if not np.all(np.isfinite(p)):
@@ -139,17 +152,19 @@ def expensive_probability(f0, X):
     return np.clip(p, PROBABILITY_EPS, 1 - PROBABILITY_EPS)
 
 
-def _expensive_loss(p0, y):
+def _expensive_loss(p0: np.ndarray, y: np.ndarray) -> np.ndarray:
     """-log p0(y | x) per input."""
     return -np.log(np.where(y > 0.5, p0, 1.0 - p0))
 
 
-def _composite(raw_gate, raw_predictor, p0, threshold):
+def _composite(raw_gate: np.ndarray, raw_predictor: np.ndarray, p0: np.ndarray,
+               threshold: float) -> np.ndarray:
     """The gated model's P(y = 1) from the parts' margins and f0's probabilities."""
     return np.where(raw_gate > threshold, p0, expit(raw_predictor))
 
 
-def _leaf_of_rows(binned, missing_bin, tree, n_threads):
+def _leaf_of_rows(binned: np.ndarray, missing_bin: int, tree: np.ndarray, n_threads: int
+                  ) -> np.ndarray:
     """The leaf of every row of ``binned`` in ``tree`` (the tree with each leaf's value
     set to its node id, added to zeros)."""
     ids = tree.copy()
@@ -160,7 +175,8 @@ def _leaf_of_rows(binned, missing_bin, tree, n_threads):
     return out[:, 0].astype(np.intp)
 
 
-def _newton_leaves(tree, leaf, gradient, hessian, learning_rate):
+def _newton_leaves(tree: np.ndarray, leaf: np.ndarray, gradient: np.ndarray,
+                   hessian: np.ndarray, learning_rate: float) -> None:
     """Leaf values ``-learning_rate * sum(gradient) / sum(hessian)`` over each leaf's
     rows (``leaf``: the leaf of each row)."""
     n_nodes = tree.shape[0]
@@ -171,7 +187,7 @@ def _newton_leaves(tree, leaf, gradient, hessian, learning_rate):
                                                                          1e-300)
 
 
-def _gate_threshold(p, margin, weight):
+def _gate_threshold(p: dict, margin: np.ndarray, weight: np.ndarray) -> float:
     """``gate_threshold``, or the calibrated one (the p_full share of the training inputs
     with the highest gate margins go to the expensive model)."""
     if p["gate_threshold"] is not None:
@@ -179,7 +195,7 @@ def _gate_threshold(p, margin, weight):
     return calibrated_threshold(margin, weight, p["p_full"])
 
 
-def _part_params(p):
+def _part_params(p: dict) -> dict:
     """Training parameters of the gate's and the predictor's boosters: Greedy Miser's
     trees, every Greedy Miser parameter listed (as a file of the part lists them); the
     adapt settings live in the gated model's own section."""
@@ -188,16 +204,16 @@ def _part_params(p):
     return GREEDY_MISER.resolve(part)
 
 
-class GatedTrainer(Trainer):
+class GatedTrainer(Trainer[GatedModel]):
     """What ADAPT-GBRT and ADAPT-LIN share: the expensive model f0, checked, and its
     probabilities on the training and evaluation data."""
 
     keeps_all_iterations = False
 
-    def __init__(self, p, dtrain, num_boost_round, setup):
+    def __init__(self, p: dict, dtrain: Dataset, num_boost_round: int, setup: TrainingSetup):
         super().__init__(p, dtrain, num_boost_round, setup)
         self.f0 = f0 = check_expensive_model(setup.expensive_model, dtrain)
-        y = dtrain.label
+        y = dtrain.required_label()
         self.weight = np.ones(y.shape[0]) if dtrain.weight is None else dtrain.weight
         p0 = expensive_probability(f0, dtrain.data)
         self.loss0 = _expensive_loss(p0, y)
@@ -209,7 +225,7 @@ class GatedTrainer(Trainer):
                   f"{accuracy:.4f}; at most p_full={p['p_full']:g} of the inputs go to it",
                   flush=True)
 
-    def record_training(self, model):
+    def record_training(self, model: GatedModel) -> None:
         model.finalize(self.dtrain, self.named_evals, self.q)
 
 
@@ -220,12 +236,12 @@ class AdaptGBRTTrainer(GatedTrainer):
     ``cost_tradeoff`` times its cost (the shared u_alpha); with ``acquisition="input"``
     they charge it per input that has not acquired it in g or f1 (CEGB's state)."""
 
-    def __init__(self, p, dtrain, num_boost_round, setup):
+    def __init__(self, p: dict, dtrain: Dataset, num_boost_round: int, setup: TrainingSetup):
         super().__init__(p, dtrain, num_boost_round, setup)
-        y = dtrain.label
+        y = dtrain.required_label()
         n_samples = y.shape[0]
         costs = dtrain.cost_model
-        common = dict(objective="binary:logistic", num_class=1,
+        common: dict[str, Any] = dict(objective="binary:logistic", num_class=1,
                       feature_names=dtrain.feature_names, cost_model=costs,
                       params=_part_params(p))
         self.predictor = Booster(base_score=setup.objective.base_score(y, dtrain.weight),
@@ -253,15 +269,15 @@ class AdaptGBRTTrainer(GatedTrainer):
                             np.tile(self.predictor.base_score, (data.num_data(), 1)),
                             np.zeros((data.num_data(), 1)), p0_eval)
                            for (data, name), p0_eval in zip(setup.evals, self.eval_p0)]
-        self.thresholds = []
+        self.thresholds: list[float] = []
 
-    def grow(self, gradient, mask):
+    def grow(self, gradient: np.ndarray, mask: np.ndarray) -> np.ndarray:
         self.rows[:] = self.all_rows      # the grower reorders its rows
         return self.grower.grow(np.ascontiguousarray(gradient), self.unit, self.rows, mask)
 
-    def iterate(self, iteration):
+    def iterate(self, iteration: int) -> bool:
         p, dtrain, n_threads = self.p, self.dtrain, self.setup.n_threads
-        y, weight, unit = dtrain.label, self.weight, self.unit
+        y, weight, unit = dtrain.required_label(), self.weight, self.unit
         raw_predictor, raw_gate = self.raw_predictor, self.raw_gate
         if iteration % p["q_update_period"] == 0:
             excess = (positive_log_loss(raw_predictor[:, 0], y) + _softplus(raw_gate[:, 0])
@@ -306,12 +322,12 @@ class AdaptGBRTTrainer(GatedTrainer):
                                cat_bin_words=bin_words(tree))
         return False
 
-    def eval_predictions(self):
+    def eval_predictions(self) -> list:
         threshold = self.model.gate_threshold
         return [(name, data, _composite(raw_g[:, 0], raw_f[:, 0], p0_eval, threshold))
                 for name, data, _, raw_f, raw_g, p0_eval in self.eval_state]
 
-    def finish(self, n_keep):
+    def finish(self, n_keep: int | None) -> GatedModel:
         model = self.model
         if n_keep is not None:
             model.gate, model.predictor = self.gate[:n_keep], self.predictor[:n_keep]
@@ -333,8 +349,9 @@ class LinearPairProblem:
     decreasing to 1e-8 for L-BFGS (scipy), then the pairs that the optimality
     conditions of the exact objective allow at zero are set to exactly zero."""
 
-    def __init__(self, Z, y, weight, loss0, groups, group_costs, *, gamma, reg_lambda,
-                 n_threads=1):
+    def __init__(self, Z: np.ndarray, y: np.ndarray, weight: np.ndarray, loss0: np.ndarray,
+                 groups: sparray | spmatrix, group_costs: np.ndarray, *, gamma: float,
+                 reg_lambda: float, n_threads: int = 1) -> None:
         self.Z = np.ascontiguousarray(Z, dtype=np.float64)
         self.columns = np.arange(Z.shape[1], dtype=np.int64)
         # products by cbudget's kernels (no BLAS: its idle threads spin and compete with
@@ -352,55 +369,58 @@ class LinearPairProblem:
         self.reg_lambda = reg_lambda
         self.d = Z.shape[1]
 
-    def split(self, v):
+    def split(self, v: np.ndarray) -> tuple[np.ndarray, Any, np.ndarray, Any]:
+        # (g, g's bias, f1, f1's bias): the biases are numpy scalars
         d = self.d
         return v[:d], v[d], v[d + 1:2 * d + 1], v[2 * d + 1]
 
-    def _scores(self, beta, bias):
+    def _scores(self, beta: np.ndarray, bias: float) -> np.ndarray:
         used = np.flatnonzero(beta)
         out = np.empty(self.Z.shape[0])
         dense_scores(self.Z, self.columns[used], np.ascontiguousarray(beta[used]), float(bias),
                      out, self.n_threads)
         return out
 
-    def _transposed(self, residual):
+    def _transposed(self, residual: np.ndarray) -> np.ndarray:
         out = np.empty(self.d)
         dense_gradient(self.Z, self.columns, np.ascontiguousarray(residual), out,
                        self.n_threads)
         return out
 
-    def margins(self, v):
+    def margins(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         g, g_bias, f, f_bias = self.split(v)
         return self._scores(g, g_bias), self._scores(f, f_bias)
 
-    def excess_loss(self, v):
+    def excess_loss(self, v: np.ndarray) -> np.ndarray:
         """A_i - B_i of the q-step (softplus(g) - softplus(-g) = g)."""
         sg, sf = self.margins(v)
         return positive_log_loss(sf, self.y) + sg - self.loss0
 
-    def _pair_squares(self, v):
+    def _pair_squares(self, v: np.ndarray) -> np.ndarray:
         g, _, f, _ = self.split(v)
         return g * g + f * f
 
-    def penalty(self, v):
+    def penalty(self, v: np.ndarray) -> float:
         """gamma sum_k c_k ||group k|| + the ridge (exact, not smoothed)."""
         squares = self._pair_squares(v)
         return (self.gamma * self.group_costs @ np.sqrt(self.groups @ squares)
                 + 0.5 * self.reg_lambda * squares.sum())
 
-    def loss_and_margin_gradients(self, v, q):
+    def loss_and_margin_gradients(self, v: np.ndarray, q: np.ndarray
+                                  ) -> tuple[float, np.ndarray, np.ndarray]:
         sg, sf = self.margins(v)
         # (1 - q) softplus(g) + q softplus(-g) = softplus(g) - q g
         loss = self.w @ ((1 - q) * positive_log_loss(sf, self.y) + _softplus(sg) - q * sg)
         return loss, self.w * (expit(sg) - q), self.w * (1 - q) * (expit(sf) - self.y)
 
-    def _loss_gradient(self, v, q):
+    def _loss_gradient(self, v: np.ndarray, q: np.ndarray) -> tuple[float, np.ndarray]:
         """The loss (without penalties) and its gradient with respect to ``v``."""
         loss, dg, df = self.loss_and_margin_gradients(v, q)
         return loss, np.concatenate([self._transposed(dg), [dg.sum()], self._transposed(df),
                                      [df.sum()]])
 
-    def _smoothed(self, v, q, eps, free, gamma=None):
+    def _smoothed(self, v: np.ndarray, q: np.ndarray, eps: float, free: np.ndarray,
+                  gamma: float | None = None) -> tuple[float, np.ndarray]:
         """The smoothed objective of (OPT2) and its gradient (``gamma``: the group
         penalty's weight, by default the problem's)."""
         gamma = self.gamma if gamma is None else gamma
@@ -416,7 +436,7 @@ class LinearPairProblem:
         grad[d + 1:2 * d + 1] += scale * f
         return value, grad * free
 
-    def solve(self, q, v):
+    def solve(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Minimise for fixed ``q`` from ``v``; returns the new ``v``."""
         d = self.d
         free = np.ones(2 * d + 2)
@@ -436,7 +456,8 @@ class LinearPairProblem:
                                         options={"maxiter": 500, "gtol": 1e-10}).x
         return v
 
-    def profile(self, v, p_full, weight):
+    def profile(self, v: np.ndarray, p_full: float, weight: np.ndarray
+                ) -> tuple[float, np.ndarray]:
         """(OPT) without the group penalty, with q eliminated by the q-step (its
         minimiser for ``v``), and its gradient: by the envelope theorem the loss gradient
         at that q (plus the ridge)."""
@@ -448,13 +469,13 @@ class LinearPairProblem:
         grad[d + 1:2 * d + 1] += self.reg_lambda * v[d + 1:2 * d + 1]
         return float(value), grad
 
-    def with_gamma(self, gamma):
+    def with_gamma(self, gamma: float) -> LinearPairProblem:
         """This problem with another group penalty weight."""
         other = copy.copy(self)
         other.gamma = gamma
         return other
 
-    def refit(self, q, v):
+    def refit(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Minimise the loss and the ridge for fixed ``q`` from ``v``, without the group
         penalty: the unrelaxed (OPT2) once the features are chosen (their cost is then a
         constant). Used on a :meth:`restricted` problem."""
@@ -463,7 +484,7 @@ class LinearPairProblem:
                                        method="L-BFGS-B",
                                        options={"maxiter": REFIT_ITERATIONS, "gtol": 1e-10}).x
 
-    def restricted(self, support):
+    def restricted(self, support: Sequence[int] | np.ndarray) -> LinearPairProblem:
         """The problem on the features ``support`` only, with the groups that contain one
         of them (and their costs)."""
         support = np.asarray(support, dtype=np.intp)
@@ -473,12 +494,12 @@ class LinearPairProblem:
                                  groups[touched], self.group_costs[touched], gamma=self.gamma,
                                  reg_lambda=self.reg_lambda, n_threads=self.requested_threads)
 
-    def take(self, v, support):
+    def take(self, v: np.ndarray, support: Sequence[int] | np.ndarray) -> np.ndarray:
         """``v``'s coordinates of a :meth:`restricted` problem on ``support``."""
         g, g_bias, f, f_bias = self.split(v)
         return np.concatenate([g[support], [g_bias], f[support], [f_bias]])
 
-    def embed(self, v_support, support):
+    def embed(self, v_support: np.ndarray, support: Sequence[int] | np.ndarray) -> np.ndarray:
         """A :meth:`restricted` problem's ``v`` as this problem's (zeros elsewhere)."""
         k = len(support)
         v = np.zeros(2 * self.d + 2)
@@ -488,7 +509,7 @@ class LinearPairProblem:
         v[2 * self.d + 1] = v_support[2 * k + 1]
         return v
 
-    def _zero_pairs(self, v, q):
+    def _zero_pairs(self, v: np.ndarray, q: np.ndarray) -> np.ndarray:
         """The small pairs (g_a, f1_a) that may be exactly zero: with them at zero, the
         loss gradient's pair norm is within the subdifferential radius gamma * (sum of
         the costs of the groups of a that are then all zero)."""
@@ -507,7 +528,7 @@ class LinearPairProblem:
         radius = self.gamma * (self.groups_t @ (self.group_costs * empty))
         return candidate & (pair_gradient <= radius)
 
-    def _kl_terms(self, q):
+    def _kl_terms(self, q: np.ndarray) -> float:
         """The terms of (OPT) that depend on q alone: ``sum_i w_i (q_i loss0_i - H(q_i))``
         (the expensive model's loss and the KL term's entropy)."""
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -515,16 +536,16 @@ class LinearPairProblem:
                         + np.where(q < 1, (1 - q) * np.log1p(-q), 0.0))
         return float(self.w @ (q * self.loss0 - entropy))
 
-    def _losses(self, v, q):
+    def _losses(self, v: np.ndarray, q: np.ndarray) -> float:
         """The losses of (OPT) at ``v`` and q, with the KL term's entropy."""
         return float(self.loss_and_margin_gradients(v, q)[0]) + self._kl_terms(q)
 
-    def objective(self, v, q):
+    def objective(self, v: np.ndarray, q: np.ndarray) -> float:
         """The (OPT) value at ``v`` and its q: losses, the KL term's entropy, penalties
         (the relaxed cost)."""
         return self._losses(v, q) + float(self.penalty(v))
 
-    def cost_objective(self, v, q):
+    def cost_objective(self, v: np.ndarray, q: np.ndarray) -> float:
         """(OPT) with the paper's cost itself, ``gamma`` times the cost of the features
         (and groups) g or f1 uses, in place of its group-norm relaxation (and the
         ridge)."""
@@ -534,7 +555,7 @@ class LinearPairProblem:
                 + 0.5 * self.reg_lambda * float(squares.sum()))
 
 
-def _single_threaded_blas():
+def _single_threaded_blas() -> AbstractContextManager:
     """BLAS on one thread while L-BFGS works on vectors of 2 d + 2 numbers: its idle
     threads only spin (on a busy machine they made the solver 18x slower). Needs
     threadpoolctl (used when installed, as it is with scikit-learn)."""
@@ -545,7 +566,8 @@ def _single_threaded_blas():
     return threadpool_limits(1, user_api="blas")
 
 
-def _single_feature_gates(Z, y, weight, f0_right, p_full):
+def _single_feature_gates(Z: np.ndarray, y: np.ndarray, weight: np.ndarray,
+                          f0_right: np.ndarray, p_full: float) -> list[tuple[float, int, int]]:
     """Gates that read one feature: per feature ``a`` and direction, the ``p_full`` share
     of the inputs with the largest (or smallest) ``Z[:, a]`` go to f0 and the best
     threshold on the same feature classifies the others. Returns ``(share of the
@@ -570,12 +592,13 @@ def _single_feature_gates(Z, y, weight, f0_right, p_full):
     return candidates
 
 
-def _start_gates(p, problem, y, weight, f0_right, n_starts):
+def _start_gates(p: dict, problem: LinearPairProblem, y: np.ndarray, weight: np.ndarray,
+                 f0_right: np.ndarray, n_starts: int) -> list[tuple[np.ndarray, int | None]]:
     """The starts after the first (from zero): ``(q0, feature)`` of the best single-feature
     gates, then of random gates (the p_full share of the inputs furthest along a random
     direction; feature None)."""
     Z, d = problem.Z, problem.d
-    starts = []
+    starts: list[tuple[np.ndarray, int | None]] = []
     for _, a, direction in _single_feature_gates(Z, y, weight, f0_right,
                                                  p["p_full"])[:n_starts - 1]:
         starts.append((_routed_along(direction * Z[:, a], weight, p["p_full"]), a))
@@ -587,7 +610,7 @@ def _start_gates(p, problem, y, weight, f0_right, n_starts):
     return starts
 
 
-def _routed_along(score, weight, p_full):
+def _routed_along(score: np.ndarray, weight: np.ndarray, p_full: float) -> np.ndarray:
     """1 for the inputs of highest ``score`` whose weight is at most ``p_full`` of the
     total, 0 for the others."""
     order = np.argsort(-score, kind="stable")
@@ -597,7 +620,9 @@ def _routed_along(score, weight, p_full):
     return q0
 
 
-def _alternate(problem, v, p, weight, num_boost_round, step, objective):
+def _alternate(problem: LinearPairProblem, v: np.ndarray, p: dict, weight: np.ndarray,
+               num_boost_round: int, step: Step, objective: PairObjective
+               ) -> tuple[list[np.ndarray], list[float]]:
     """Algorithm 1 from ``v``: q-step, then ``step(q, v)``, until ``objective(v, q)``
     changes by at most ``tol`` (relative), the features used have not changed for
     ``SETTLED`` alternations, or for ``num_boost_round`` alternations; the states and
@@ -621,7 +646,9 @@ def _alternate(problem, v, p, weight, num_boost_round, step, objective):
     return states, values
 
 
-def _refit(problem, v, p, weight, support=None, q0=None):
+def _refit(problem: LinearPairProblem, v: np.ndarray, p: dict, weight: np.ndarray,
+           support: Sequence[int] | np.ndarray | None = None, q0: np.ndarray | None = None
+           ) -> tuple[list[np.ndarray], float]:
     """(OPT) without the group penalty on the features ``support`` (by default those
     ``v`` uses), from ``v`` (fitted to ``q0`` first if given): the unrelaxed (OPT) once
     the features are chosen, their cost a constant; minimised over g and f1 jointly, q
@@ -641,8 +668,10 @@ def _refit(problem, v, p, weight, support=None, q0=None):
     return [problem.embed(v, support)], value
 
 
-def _restarts(p, problem, y, weight, f0_right, objective, sample_weight, num_boost_round,
-              verbose):
+def _restarts(p: dict, problem: LinearPairProblem, y: np.ndarray, weight: np.ndarray,
+              f0_right: np.ndarray, objective: Objective, sample_weight: np.ndarray | None,
+              num_boost_round: int, verbose: bool | int
+              ) -> tuple[list[np.ndarray], float] | None:
     """Algorithm 1 from each start, then the refit on the features it chose; a start from
     a single-feature gate first fits the gate and f1 on that feature alone (refitted: a
     candidate too). Returns the states of the candidate whose final (OPT) value with the
@@ -652,7 +681,7 @@ def _restarts(p, problem, y, weight, f0_right, objective, sample_weight, num_boo
     gates = _start_gates(p, problem, y, weight, f0_right, n_starts) if n_starts > 1 else []
     best = None
 
-    def keep(states, value, start, what):
+    def keep(states: list[np.ndarray], value: float, start: int, what: str) -> None:
         nonlocal best
         if verbose:
             used = np.flatnonzero(problem._pair_squares(states[-1]) > 0).size
@@ -682,7 +711,7 @@ def _restarts(p, problem, y, weight, f0_right, objective, sample_weight, num_boo
                     refit, value = _refit(problem, v, p, weight)
                     keep(path + refit, value, start, f"gamma {level:.3g}")
             continue
-        first = []
+        first: list[np.ndarray] = []
         q0, feature = gates[start - 1]
         if feature is None:
             v = problem.solve(q0, v)
@@ -698,7 +727,8 @@ def _restarts(p, problem, y, weight, f0_right, objective, sample_weight, num_boo
     return best
 
 
-def _path_levels(problem, v, p, weight):
+def _path_levels(problem: LinearPairProblem, v: np.ndarray, p: dict, weight: np.ndarray
+                 ) -> list[float]:
     """The trade-offs of the first start's continuation: ``PATH_LEVELS`` values,
     geometric, from the smallest gamma at which ``v`` (the zero model) solves (OPT2)
     for its q (excluded) down to the problem's gamma."""
@@ -727,7 +757,7 @@ class AdaptLinTrainer(GatedTrainer):
     states are then the iterations the training loop evaluates (metrics, callbacks, early
     stopping)."""
 
-    def __init__(self, p, dtrain, num_boost_round, setup):
+    def __init__(self, p: dict, dtrain: Dataset, num_boost_round: int, setup: TrainingSetup):
         super().__init__(p, dtrain, num_boost_round, setup)
         self.mean, std = standardize(dtrain.data, self.weight)
         # the solver works on standardised features (constant columns 0); gated() maps
@@ -735,11 +765,11 @@ class AdaptLinTrainer(GatedTrainer):
         self.scale = np.where(std > 0, 1.0 / np.where(std > 0, std, 1.0), 0.0)
         Z = standardized(dtrain.data, self.mean, std)
         groups, group_costs = cost_groups(dtrain.cost_model, None, Z.shape[1])
-        self.problem = LinearPairProblem(Z, dtrain.label, self.weight, self.loss0, groups,
-                                         group_costs, gamma=p["cost_tradeoff"],
+        self.problem = LinearPairProblem(Z, dtrain.required_label(), self.weight, self.loss0,
+                                         groups, group_costs, gamma=p["cost_tradeoff"],
                                          reg_lambda=p["reg_lambda"], n_threads=setup.n_threads)
         with _single_threaded_blas():
-            best = _restarts(p, self.problem, dtrain.label, self.weight,
+            best = _restarts(p, self.problem, dtrain.required_label(), self.weight,
                              self.loss0 < np.log(2.0), setup.objective, dtrain.weight,
                              num_boost_round, setup.verbose)
         # the zero model (no alternation), then the kept start's alternations
@@ -747,9 +777,9 @@ class AdaptLinTrainer(GatedTrainer):
         self.n_iterations = len(self.states) - 1
         self.model = self.gated(self.states[-1])
         self.chosen = self.n_iterations
-        self.current = None
+        self.current: GatedModel | None = None     # set by iterate
 
-    def gated(self, v):
+    def gated(self, v: np.ndarray) -> GatedModel:
         dtrain, problem = self.dtrain, self.problem
         g, g_bias, f, f_bias = problem.split(v)
         parts = [LinearClassifier(w * self.scale, b - (w * self.scale) @ self.mean, self.mean,
@@ -762,24 +792,27 @@ class AdaptLinTrainer(GatedTrainer):
                           params=self.p, gate_threshold=_gate_threshold(
                               self.p, parts[0].decision_function(dtrain.data), self.weight))
 
-    def set_parts(self, current):
+    def set_parts(self, current: GatedModel) -> None:
         self.model.gate, self.model.predictor = current.gate, current.predictor
         self.model.gate_threshold = current.gate_threshold
 
-    def iterate(self, iteration):
+    def iterate(self, iteration: int) -> bool:
         self.current = self.gated(self.states[iteration + 1])
         self.set_parts(self.current)
         self.chosen = iteration + 1
         return False
 
-    def eval_predictions(self):
+    def eval_predictions(self) -> list:
         current = self.current
-        return [(name, data, _composite(current.gate.decision_function(data.data),
-                                        current.predictor.decision_function(data.data),
+        assert current is not None      # evaluated after an iteration
+        gate, predictor = current.gate, current.predictor
+        assert isinstance(gate, LinearClassifier) and isinstance(predictor, LinearClassifier)
+        return [(name, data, _composite(gate.decision_function(data.data),
+                                        predictor.decision_function(data.data),
                                         p0_eval, self.model.gate_threshold))
                 for (data, name), p0_eval in zip(self.setup.evals, self.eval_p0)]
 
-    def finish(self, n_keep):
+    def finish(self, n_keep: int | None) -> GatedModel:
         chosen = self.chosen if n_keep is None else n_keep
         self.set_parts(self.gated(self.states[chosen]))
         self.q, _ = q_step(self.problem.excess_loss(self.states[chosen]), self.p["p_full"],
@@ -822,7 +855,8 @@ ADAPT_PARAM_NAMES = ("p_full", "gate_threshold", "q_update_period", "acquisition
 
 
 class Adapt(Algorithm):
-    def __init__(self, name, params, trainer, doc):
+    def __init__(self, name: str, params: tuple, trainer: type[GatedTrainer], doc: str
+                 ) -> None:
         # cbudget 0.1's files list adapt_gbrt's row and column sampling, always 1.0
         retired = ({"subsample": 1.0, "colsample_bytree": 1.0} if name == "adapt_gbrt"
                    else None)
@@ -831,7 +865,7 @@ class Adapt(Algorithm):
                          cannot_continue="the gate and the predictor are trained together "
                                          "from the start", retired_params=retired)
 
-    def complete(self, p):
+    def complete(self, p: dict) -> None:
         if p["objective"] != "binary:logistic" or p["num_class"] not in (None, 1):
             raise ValueError(f"{p['algorithm']} is a binary classifier (binary:logistic, "
                              f"labels 0/1 or -1/+1), not {p['objective']!r}"
@@ -841,10 +875,10 @@ class Adapt(Algorithm):
         if "max_depth" in p:
             complete_tree_params(p, 4)
 
-    def prepare_data(self, dtrain, evals):
+    def prepare_data(self, dtrain: Dataset, evals: list) -> tuple[Dataset, list]:
         return zero_one_labels(dtrain), [(zero_one_labels(data), name) for data, name in evals]
 
-    def memory_needs(self, p, dtrain, setup):
+    def memory_needs(self, p: dict, dtrain: Dataset, setup: TrainingSetup) -> list[MemoryNeed]:
         if "max_depth" in p:        # adapt_gbrt: one grower for the gate and predictor
             return grower_memory_needs(p, dtrain, 1)
         n_rows, n_features = dtrain.data.shape

@@ -538,7 +538,7 @@ class WorkerShard:
     def start_round(self, iteration: int) -> list[np.ndarray]:
         """The round's gradients and its in-bag rows (the rows of this worker that the
         whole data's sample for the round holds); returns the round's feature masks."""
-        self.objective.gradients(self.raw, self.data.label, self.data.weight, self.grad,
+        self.objective.gradients(self.raw, self.data.required_label(), self.data.weight, self.grad,
                                  self.hess, self.n_threads, None)
         in_bag_mask, feature_masks = self.sampler.sample(iteration)
         local = (np.ones(self.raw.shape[0], dtype=bool) if in_bag_mask is None
@@ -584,7 +584,7 @@ class WorkerShard:
     def memory_bytes(self) -> int:
         """The bytes of the arrays this shard keeps (binned rows, scores, gradients,
         acquisition bitsets)."""
-        arrays = (self.data.binned, self.data.label, self.raw, self.grad,
+        arrays = (self.data.binned, self.data.required_label(), self.raw, self.grad,
                   self.hess, self.state.acquired_bits, self.state.groups_touched_bits)
         extra = 0 if self.grow_hess is self.hess else self.grow_hess.nbytes
         return int(sum(a.nbytes for a in arrays) + extra)

@@ -404,9 +404,12 @@ def load_model(path: str | os.PathLike, *, expensive_model: Any = None) -> Model
         give it here (a :class:`cbudget.ExternalModel`, or the estimator itself when its
         cost was declared as a number or as features).
 
-    Raises ValueError for a file that is not a valid cbudget model (truncated, edited
-    inconsistently, unknown format version), or for a gated model saved with an external
-    expensive model when ``expensive_model`` is not given.
+    Raises
+    ------
+    ValueError
+        For a file that is not a valid cbudget model (truncated, edited inconsistently,
+        unknown format version), or for a gated model saved with an external expensive
+        model when ``expensive_model`` is not given.
     """
     try:
         with open(path, "r", encoding="utf-8") as f:

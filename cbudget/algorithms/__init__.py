@@ -81,8 +81,9 @@ def get_algorithm(name: Any) -> Algorithm:
 ROUND_COUNT_NAMES = frozenset({
     "num_iterations", "num_iteration", "n_iter", "num_tree", "num_trees", "num_round",
     "num_rounds", "nrounds", "num_boost_round", "n_estimators", "max_iter"})
-ROUNDS_HINT = ("the number of boosting rounds is train's argument: "
-               "cbudget.train(params, dtrain, num_boost_round)")
+ROUNDS_HINT = ("the number of boosting rounds is not a parameter: give it as "
+               "cbudget.train(params, dtrain, num_boost_round), or the command line's "
+               "--rounds N")
 
 
 def resolve_params(params: dict | None) -> dict:

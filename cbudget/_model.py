@@ -481,5 +481,6 @@ class Model:
         These hold the trees, not the cost model, cost stages or exit rules: saving a
         model that has them warns (:class:`cbudget.ExportWarning`). The formats are
         registered in :mod:`cbudget.model_io` (``register_exporter``); ValueError for an
-        unknown one or one that cannot hold this model."""
+        unknown one, one that cannot hold this model, or a file name of another format's
+        (``.onnx``: "onnx"; ``.ubj``: "xgboost")."""
         export_model(self, path, format, **options)

@@ -180,6 +180,8 @@ class ExternalModel:
         (:class:`cbudget.FeatureSource`) fetches them for the inputs sent to it, and
         gives it 0 in the other columns.
 
+    Notes
+    -----
     Give exactly one of ``cost`` and ``features``. A per-input cost array of a given
     data set can also be passed to :meth:`GatedModel.predict_cost`.
     """
@@ -509,15 +511,17 @@ class GatedModel(Model):
             "rmse"...) of the gated model's probabilities, exits included; default
             "error".
 
-        ``decision_threshold`` and ``iteration_range`` do not apply: the gate decides at
-        :attr:`gate_threshold`, the predictor's class is its probability's side of one
-        half, and a gated model predicts with all its parts' iterations.
-
         Returns
         -------
         dict
             ``{"gate": ExitRules, "predictor": ExitRules}`` (the boosted parts; the
             predictor's None when the gate keeps none of ``data``'s inputs).
+
+        Notes
+        -----
+        ``decision_threshold`` and ``iteration_range`` do not apply: the gate decides at
+        :attr:`gate_threshold`, the predictor's class is its probability's side of one
+        half, and a gated model predicts with all its parts' iterations.
         """
         data = labelled_data(data, self.feature_names)   # (X, y) as a Dataset
         if options:

@@ -229,6 +229,8 @@ class EarlyStopping(TrainingCallback):
     min_delta : float, default 0
         The least change that counts as an improvement.
 
+    Notes
+    -----
     Sets ``best_iteration`` and ``best_score`` on the booster.
     """
 

@@ -589,6 +589,8 @@ class Dataset:
         Learning to rank, instead of ``group``: a query id per row; the rows of a query
         must be contiguous (sorted by id, as XGBoost asks, or grouped another way).
 
+    Notes
+    -----
     At most ``2**30`` (1,073,741,824) rows: training indexes rows and tree nodes with
     32-bit integers (docs/architecture.md, "Limits"). More rows raise a ValueError before
     anything is copied. Prediction has no such limit.

@@ -282,6 +282,8 @@ class Algorithm:
         Parameters it no longer takes -> the value it always used, which older model
         files may still list (reading them drops those entries).
 
+    Notes
+    -----
     :attr:`splits_categories`: whether it trains on categorical features
     (:attr:`cbudget.Dataset.categorical_features`); :func:`cbudget.train` refuses data
     with some for the algorithms that do not.

@@ -328,12 +328,14 @@ MODEL_PARTS: dict[str, tuple[Callable[[Any], bool], str]] = {
 
 class Exporter(NamedTuple):
     """A model format: ``write(model, path, **options)``, the model classes it holds,
-    what it holds in words (for the refusal of other models), and the parts of
-    :data:`MODEL_PARTS` it carries."""
+    what it holds in words (for the refusal of other models), the parts of
+    :data:`MODEL_PARTS` it carries, and the file name suffixes that are its own (lower
+    case, e.g. ".onnx": a file so named is written in this format only)."""
     write: Callable[..., None]
     model_classes: tuple[type, ...]
     holds: str
     carries: frozenset[str] = frozenset()
+    suffixes: frozenset[str] = frozenset()
 
 
 # format name -> its exporter; each format's module registers itself (register_exporter)
@@ -342,16 +344,19 @@ EXPORTERS: dict[str, Exporter] = {}
 
 def register_exporter(format: str, write: Callable[..., None],
                       model_classes: tuple[type, ...], holds: str,
-                      carries: Iterable[str] = ()) -> None:
+                      carries: Iterable[str] = (), suffixes: Iterable[str] = ()) -> None:
     """Make ``save_model(path, format=format)`` call ``write(model, path, **options)``
     for models of ``model_classes``; ``carries``: the parts of :data:`MODEL_PARTS` the
-    format holds (saving a model with another part warns, :class:`ExportWarning`)."""
+    format holds (saving a model with another part warns, :class:`ExportWarning`);
+    ``suffixes``: the file name suffixes that only this format may be saved under (saving
+    another format under one raises ValueError)."""
     if format in EXPORTERS:
         raise ValueError(f"model format {format!r} is registered twice")
     unknown = set(carries) - set(MODEL_PARTS)
     if unknown:
         raise ValueError(f"unknown model parts {sorted(unknown)}; valid: {list(MODEL_PARTS)}")
-    EXPORTERS[format] = Exporter(write, model_classes, holds, frozenset(carries))
+    EXPORTERS[format] = Exporter(write, model_classes, holds, frozenset(carries),
+                                 frozenset(suffix.lower() for suffix in suffixes))
 
 
 def exporter_formats(model: Model) -> list[str]:
@@ -382,6 +387,15 @@ def export_model(model: Model, path: str | os.PathLike, format: str = FORMAT_NAM
                 else f"the formats {', '.join(map(repr, formats))} only")
         raise ValueError(f"a {type(model).__name__} is saved in {only}, not {format!r} "
                          f"(which holds {exporter.holds})")
+    # save_model("model.onnx") without format= would write cbudget's JSON under a name
+    # that another runtime then fails to read
+    suffix = os.path.splitext(os.fsdecode(path))[1].lower()
+    owner = next((name for name, other in EXPORTERS.items() if suffix in other.suffixes),
+                 format)
+    if owner != format:
+        raise ValueError(f"{os.fsdecode(path)!r} is named as a {owner!r} file but the format "
+                         f"is {format!r}: give format={owner!r} to write that format, or "
+                         "name the file otherwise")
     exporter.write(model, path, **options)
     left_out = parts_left_out(model, format)
     if left_out:
@@ -404,9 +418,12 @@ def load_model(path: str | os.PathLike, *, expensive_model: Any = None) -> Model
         give it here (a :class:`cbudget.ExternalModel`, or the estimator itself when its
         cost was declared as a number or as features).
 
-    Raises ValueError for a file that is not a valid cbudget model (truncated, edited
-    inconsistently, unknown format version), or for a gated model saved with an external
-    expensive model when ``expensive_model`` is not given.
+    Raises
+    ------
+    ValueError
+        For a file that is not a valid cbudget model (truncated, edited inconsistently,
+        unknown format version), or for a gated model saved with an external expensive
+        model when ``expensive_model`` is not given.
     """
     try:
         with open(path, "r", encoding="utf-8") as f:

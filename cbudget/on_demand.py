@@ -119,6 +119,8 @@ class FeatureSource:
         fewer calls for a batch (for a fetch that pays per call: a feature store, a
         remote service). Predictions and costs are the same either way.
 
+    Notes
+    -----
     After a prediction the source tells what happened: :attr:`acquired` (the pairs
     fetched), :meth:`cost` (per input, with the model's cost model), :attr:`calls` (the
     log of the calls that returned, each once with its number of attempts),

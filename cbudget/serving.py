@@ -100,6 +100,8 @@ class Predictor:
     output : {"predict", "predict_proba"}, default "predict"
         The model's method whose row each request gets.
 
+    Notes
+    -----
     Batches run concurrently: a new batch does not wait for the running ones, and their
     calls for the same features within ``max_wait_ms`` are one call of ``fetch`` (for the
     keys of all of them, each key once; :attr:`stats` counts those calls). Requests

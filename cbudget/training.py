@@ -266,7 +266,9 @@ def set_up_training(params: dict, dtrain: Dataset, num_boost_round: int, evals: 
     p = resolve_params(params)
     algorithm = get_algorithm(p["algorithm"])
     if not isinstance(dtrain, Dataset):
-        raise TypeError(f"dtrain must be a cbudget.Dataset, got {type(dtrain).__name__}")
+        raise TypeError(f"dtrain must be a cbudget.Dataset, got {type(dtrain).__name__}: "
+                        "wrap the data and its label as cbudget.Dataset(X, label, "
+                        "feature_costs=...)")
     if dtrain.label is None:
         raise ValueError("dtrain has no label")
     if dtrain.data.shape[0] != dtrain.num_data():

@@ -303,6 +303,9 @@ def _bad_inputs(files):
         (["train", train, "--label", "outcome", *out], "no label column 'outcome'"),
         (["train", train, "--label", "label", "--param", "num_trees=5", *out],
          "unknown parameter 'num_trees'"),
+        (["train", train, "--label", "label", "--param", "num_iterations=5", *out],
+         "give it as cbudget.train(params, dtrain, num_boost_round), or the command "
+         "line's --rounds N"),
         (["train", train, "--label", "label", "--param", "num_leaves", *out],
          "--param expects key=value"),
         (["train", train, "--label", "label", "--early-stopping", "3", *out],

@@ -96,3 +96,29 @@ def test_the_model_classes_do_not_import_the_exporters():
         imported = {node.module or "" for node in ast.walk(tree)
                     if isinstance(node, ast.ImportFrom)}
         assert not any("interop" in name for name in imported), module
+
+
+@pytest.mark.parametrize("name, format", [("model.onnx", "cbudget"), ("model.ONNX", "xgboost"),
+                                          ("model.ubj", "cbudget"), ("model.ubj", "lightgbm")])
+def test_a_file_name_of_another_format_is_refused(models, tmp_path, name, format):
+    """save_model("model.onnx") once wrote cbudget's JSON into model.onnx, which
+    onnxruntime then refused: a suffix that a registered format owns must be saved in that
+    format, and nothing is written otherwise."""
+    booster, _ = models
+    path = tmp_path / name
+    owner = "onnx" if name.lower().endswith(".onnx") else "xgboost"
+    with pytest.raises(ValueError, match=f"format={owner!r}"):
+        booster.save_model(path, format=format)
+    assert not path.exists()
+
+
+def test_a_file_name_of_its_own_format_is_written(models, tmp_path):
+    booster, _ = models
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cbudget.ExportWarning)
+        booster.save_model(tmp_path / "model.ubj", format="xgboost")
+    booster.save_model(tmp_path / "model.json")
+    assert (tmp_path / "model.ubj").stat().st_size > 0
+    X = np.random.default_rng(2).normal(size=(20, 4))
+    assert np.array_equal(cbudget.load_model(tmp_path / "model.json").predict(X),
+                          booster.predict(X))

@@ -147,3 +147,25 @@ def test_cli_names_the_output_it_cannot_write_not_a_temporary_file(tmp_path, cap
                  "-o", str(target), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert f"cannot save {str(target)!r}" in err and ".tmp" not in err
+
+
+@pytest.mark.parametrize("key", ["num_iterations", "num_boost_round", "n_estimators",
+                                 "nrounds"])
+def test_the_number_of_rounds_in_params_points_to_num_boost_round(key):
+    """LightGBM takes the rounds in params (num_iterations and its aliases), XGBoost's
+    estimators as n_estimators: cbudget.train takes them as num_boost_round, and the error
+    says so instead of listing every parameter (issue 48's new-user trial)."""
+    data = cbudget.Dataset(np.zeros((10, 2)), np.zeros(10))
+    with pytest.raises(ValueError, match=rf"'{key}'.*train\(params, dtrain, "
+                                         r"num_boost_round\)"):
+        cbudget.train({key: 5}, data, 1)
+    # budget_rf's own n_estimators is still a parameter
+    assert cbudget.algorithms.resolve_params({"algorithm": "budget_rf",
+                                              "n_estimators": 5})["n_estimators"] == 5
+
+
+def test_training_on_raw_data_says_how_to_wrap_it(binary):
+    frame, y, _ = binary
+    with pytest.raises(TypeError, match=r"got DataFrame: wrap the data and its label as "
+                                        r"cbudget\.Dataset\(X, label"):
+        cbudget.train({"objective": "binary:logistic"}, frame, 2)

@@ -76,6 +76,16 @@ def get_algorithm(name: Any) -> Algorithm:
     return REGISTRY[name]
 
 
+# the names LightGBM (num_iterations and its aliases) and XGBoost's estimators give the
+# number of rounds in the parameters, where cbudget.train takes it as an argument
+ROUND_COUNT_NAMES = frozenset({
+    "num_iterations", "num_iteration", "n_iter", "num_tree", "num_trees", "num_round",
+    "num_rounds", "nrounds", "num_boost_round", "n_estimators", "max_iter"})
+ROUNDS_HINT = ("the number of boosting rounds is not a parameter: give it as "
+               "cbudget.train(params, dtrain, num_boost_round), or the command line's "
+               "--rounds N")
+
+
 def resolve_params(params: dict | None) -> dict:
     """The training parameters of ``params``: aliases resolved, defaults filled in,
     every value checked.
@@ -96,7 +106,8 @@ def resolve_params(params: dict | None) -> dict:
         if name not in takers:
             valid = sorted(set(takers) | set(ALIASES))
             close = difflib.get_close_matches(str(key), valid, n=3, cutoff=0.6)
-            hint = (f"; did you mean {' or '.join(map(repr, close))}?" if close else "")
+            hint = (f"; {ROUNDS_HINT}" if key in ROUND_COUNT_NAMES else
+                    f"; did you mean {' or '.join(map(repr, close))}?" if close else "")
             raise ValueError(f"unknown parameter {key!r}{hint} (valid parameters: "
                              f"{', '.join(valid)})")
         if name in seen:
@@ -109,7 +120,9 @@ def resolve_params(params: dict | None) -> dict:
         raise ValueError("; ".join(
             f"parameter {seen[name]!r} applies to algorithm{'s' if len(takers[name]) > 1 else ''}"
             f" {', '.join(map(repr, takers[name]))}" for name in others)
-            + f", not to algorithm {algorithm.name!r}")
+            + f", not to algorithm {algorithm.name!r}"
+            + (f" ({ROUNDS_HINT})" if any(seen[name] in ROUND_COUNT_NAMES for name in others)
+               else ""))
     return algorithm.resolve(given)
 
 

@@ -202,12 +202,15 @@ class DaskDataset:
     label : dask.array.Array or dask.dataframe.Series
         Partitioned like ``data``.
     weight : like ``label``, optional
-    feature_names, feature_costs, cost_groups, group_costs, coupled_costs, split_cost,
+    feature_names, feature_costs, cost_groups, group_costs, coupled_costs, split_cost
+        As for :class:`cbudget.Dataset`.
     tree_cost, default_cost, max_bin, categorical_feature
         As for :class:`cbudget.Dataset`: "auto" takes a DataFrame's ``category`` and
         string columns; names or indices take those columns (a Dask array of integer
         codes, or a DataFrame's numeric columns of codes).
 
+    Notes
+    -----
     The partitions are computed and kept on the workers (``client.compute``); they stay
     where Dask put them, and training keeps each worker's rows there. The levels of
     the categorical columns are those of all the rows (each partition's found on its

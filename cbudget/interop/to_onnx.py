@@ -398,4 +398,5 @@ def save_onnx(model: TreeEnsemble, path: str | os.PathLike, *,
 
 
 register_exporter("onnx", save_onnx, (Booster, Forest),
-                  "boosters of gbdt, cegb, greedy_miser and imported ones, and forests")
+                  "boosters of gbdt, cegb, greedy_miser and imported ones, and forests",
+                  suffixes=(".onnx",))

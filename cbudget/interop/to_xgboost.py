@@ -361,4 +361,4 @@ def save_xgboost(booster: Booster, path: str | os.PathLike, *, levels: bool = Tr
 
 
 register_exporter("xgboost", save_xgboost, (Booster,),
-                  "boosters of gbdt, cegb, greedy_miser and imported ones")
+                  "boosters of gbdt, cegb, greedy_miser and imported ones", suffixes=(".ubj",))

@@ -45,5 +45,6 @@ for name, model in [("gbdt", plain), ("cegb", aware)]:
     print(f"{name}: accuracy {accuracy:.3f}, mean cost {model.predict_cost(X_test).mean():.1f}")
 
 # %%
-# What each model reads: the cost report lists the features and what they cost.
+# What each model reads: the cost report gives the mean cost per input and, for each
+# feature, the share of inputs that acquire it.
 print(aware.cost_report(X_test))

@@ -541,8 +541,8 @@ class WorkerShard:
     def start_round(self, iteration: int) -> list[np.ndarray]:
         """The round's gradients and its in-bag rows (the rows of this worker that the
         whole data's sample for the round holds); returns the round's feature masks."""
-        self.objective.gradients(self.raw, self.data.required_label(), self.data.weight, self.grad,
-                                 self.hess, self.n_threads, None)
+        self.objective.gradients(self.raw, self.data.required_label(), self.data.weight,
+                                 self.grad, self.hess, self.n_threads, None)
         in_bag_mask, feature_masks = self.sampler.sample(iteration)
         local = (np.ones(self.raw.shape[0], dtype=bool) if in_bag_mask is None
                  else np.concatenate([in_bag_mask[a:b] for a, b in self.row_ranges]))

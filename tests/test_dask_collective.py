@@ -194,3 +194,6 @@ def test_a_shard_bins_its_partitions_block_by_block_as_a_dataset_does(monkeypatc
     np.testing.assert_array_equal(shard.data.binned, dtrain.binned)
     assert shard.data.binned.flags.f_contiguous and shard.data.data.shape[0] == 0
     np.testing.assert_array_equal(shard.data.label, y)
+    shard.close()                  # as the driver asks when training ends
+    assert not hasattr(shard, "data") and not hasattr(shard, "grad")
+    assert shard.peers.sockets == {}

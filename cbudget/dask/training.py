@@ -544,10 +544,13 @@ class WorkerShard:
         self.objective.gradients(self.raw, self.data.required_label(), self.data.weight,
                                  self.grad, self.hess, self.n_threads, None)
         in_bag_mask, feature_masks = self.sampler.sample(iteration)
-        local = (np.ones(self.raw.shape[0], dtype=bool) if in_bag_mask is None
-                 else np.concatenate([in_bag_mask[a:b] for a, b in self.row_ranges]))
-        self.in_bag = np.flatnonzero(local).astype(np.int32)
-        self.out_of_bag = np.flatnonzero(~local).astype(np.int32)
+        if in_bag_mask is None:         # every row (int32 from the start: rows are many)
+            self.in_bag = np.arange(self.raw.shape[0], dtype=np.int32)
+            self.out_of_bag = np.zeros(0, dtype=np.int32)
+        else:
+            local = np.concatenate([in_bag_mask[a:b] for a, b in self.row_ranges])
+            self.in_bag = np.flatnonzero(local).astype(np.int32)
+            self.out_of_bag = np.flatnonzero(~local).astype(np.int32)
         return feature_masks
 
     def begin_tree(self, k: int, feature_mask: np.ndarray,
@@ -582,7 +585,11 @@ class WorkerShard:
                 self.state.touched_counts.copy())
 
     def close(self) -> None:
+        """Close the connections and free the rows' arrays now (the actor itself goes
+        when Dask releases it, which may be after the next training has started)."""
         self.peers.close()
+        del self.data, self.raw, self.grad, self.hess, self.grow_hess, self.state
+        del self.grower, self.tree_grower, self.in_bag, self.out_of_bag, self.rows
 
     def memory_bytes(self) -> int:
         """The bytes of the arrays this shard keeps (binned rows, scores, gradients,
@@ -644,7 +651,7 @@ class DaskBoostingTrainer(Trainer):
                 len(placement), token, timeout, *[dtrain.parts[i] for i in indices],
                 actor=True, workers=[worker], allow_other_workers=False, pure=False))
         self.shard_futures = futures    # the actors live while these are held
-        self.shards = [future.result() for future in futures]
+        self.shards: list[Any] = [future.result() for future in futures]  # actor proxies
         self.ask_all("connect", self.ask_all("listen_address"), self.workers)
         self.traffic = traffic
         self.peer_totals: list | None = None     # each worker's traffic so far
@@ -742,8 +749,20 @@ class DaskBoostingTrainer(Trainer):
                 self.workers, self.ask_all("memory_bytes")))
 
     def close(self) -> None:
-        # releasing the futures ends the actors, their connections and the workers'
-        # copies
+        # each worker frees its shard's arrays before this returns (a training right
+        # after this one must not find them still held), then releasing the futures
+        # ends the actors; a lost worker has nothing left to free
+        futures = []
+        for shard in self.shards:
+            try:
+                futures.append(shard.close())
+            except Exception:  # noqa: BLE001 - the training's own error is the one to raise
+                pass
+        for future in futures:
+            try:
+                future.result()
+            except Exception:  # noqa: BLE001 - as above
+                pass
         self.shards = []
         self.shard_futures = []
 

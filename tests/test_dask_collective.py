@@ -114,10 +114,15 @@ def test_a_peer_out_of_step_is_an_error_not_a_wrong_sum():
     assert any(isinstance(e, PeerError) and "out of step" in str(e) for e in errors)
 
 
-def test_a_stranger_without_the_token_is_turned_away():
+def test_a_stranger_without_the_token_is_turned_away(monkeypatch):
+    """One stranger greets with a wrong token, one says nothing: both are closed (the
+    silent one after GREETING_SECONDS, not the training's timeout)."""
+    from cbudget.dask import collective
+    monkeypatch.setattr(collective, "GREETING_SECONDS", 0.3)
     token = peer_token()
-    groups = [PeerGroup(rank, 2, token, timeout=10) for rank in range(2)]
+    groups = [PeerGroup(rank, 2, token, timeout=30) for rank in range(2)]
     addresses = [group.address for group in groups]
+    silent = socket.create_connection(addresses[0])
     stranger = socket.create_connection(addresses[0])
     stranger.sendall(b"x" * 24)                 # a greeting with the wrong token
     results = [None, None]
@@ -131,11 +136,12 @@ def test_a_stranger_without_the_token_is_turned_away():
         thread.start()
     for thread in threads:
         thread.join(30)
-    assert stranger.recv(1) == b""              # closed by rank 0
+    assert stranger.recv(1) == b"" and silent.recv(1) == b""     # closed by rank 0
     assert np.all(results[0] == 3.0) and np.all(results[1] == 3.0)
     for group in groups:
         group.close()
     stranger.close()
+    silent.close()
 
 
 def test_histogram_blocks_travel_without_the_unused_bins():

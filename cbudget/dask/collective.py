@@ -35,6 +35,7 @@ Combine = Callable[[np.ndarray, np.ndarray], np.ndarray]
 _HELLO = struct.Struct("<16sq")          # the token, the connecting rank
 _HEADER = struct.Struct("<qq")           # message number, bytes that follow
 _CHUNK = 1 << 20
+GREETING_SECONDS = 10.0
 
 
 class PeerError(RuntimeError):
@@ -127,8 +128,8 @@ class PeerGroup:
             except OSError as error:
                 raise PeerError(f"workers {[self.names[r] for r in sorted(expected)]} did "
                                 f"not connect within {self.timeout:g} s") from error
-            try:
-                conn.settimeout(self.timeout)
+            try:   # a greeting is 24 bytes sent at once: a stranger may not stall us
+                conn.settimeout(min(self.timeout, GREETING_SECONDS))
                 token, rank = _HELLO.unpack(_receive_exactly(conn, _HELLO.size))
             except (OSError, ValueError):
                 conn.close()
